@@ -1,0 +1,64 @@
+"""NATS header blocks: parse the ``NATS/1.0`` block a client sent, and build
+the blocks JetStream sends (status replies, heartbeats, direct-get headers).
+
+Keys are matched exactly as the real server does (it looks headers up by
+their canonical spelling, e.g. ``Nats-Msg-Id``)."""
+
+from __future__ import annotations
+
+HDR_LINE = b"NATS/1.0\r\n"
+CRLF = b"\r\n"
+
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_STREAM = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_SUBJ_SEQ_SUBJ = "Nats-Expected-Last-Subject-Sequence-Subject"
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+ROLLUP = "Nats-Rollup"
+TTL = "Nats-TTL"
+REQUIRED_API_LEVEL = "Nats-Required-Api-Level"
+
+
+def parse(hdr: bytes | None) -> dict[str, str]:
+    """Header name -> first value. The status line is ignored."""
+    out: dict[str, str] = {}
+    if not hdr:
+        return out
+    for line in hdr.decode("utf-8", "replace").split("\r\n")[1:]:
+        if not line:
+            continue
+        k, sep, v = line.partition(":")
+        if sep and k not in out:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def status(code: int, description: str = "", headers: list[tuple[str, str]] | None = None) -> bytes:
+    """``NATS/1.0 404 No Messages\\r\\n...\\r\\n\\r\\n``."""
+    line = f"NATS/1.0 {code} {description}" if description else f"NATS/1.0 {code}"
+    parts = [line]
+    if headers:
+        parts.extend(f"{k}: {v}" for k, v in headers)
+    return ("\r\n".join(parts) + "\r\n\r\n").encode()
+
+
+def append(hdr: bytes | None, headers: list[tuple[str, str]]) -> bytes:
+    """Add headers to an existing block (or make a new one)."""
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers).encode()
+    if not hdr:
+        return HDR_LINE + extra + CRLF
+    # strip the blank line that ends the block, add ours, end it again
+    return hdr[:-2] + extra + CRLF
+
+
+def remove(hdr: bytes | None, name: str) -> bytes | None:
+    """Drop a header from the block; None when nothing is left of it."""
+    if not hdr:
+        return hdr
+    lines = hdr.split(b"\r\n")
+    key = name.encode().lower() + b":"
+    kept = [ln for ln in lines[1:] if ln and not ln.lower().startswith(key)]
+    if not kept:
+        return None
+    return lines[0] + CRLF + CRLF.join(kept) + CRLF + CRLF

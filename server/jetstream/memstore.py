@@ -1,0 +1,253 @@
+"""The memory store: one stream's messages held in a dict keyed by sequence,
+with a per-subject index of sorted sequences and a sorted list of interior
+deletes, so the questions consumers ask on every delivery (next message for a
+filter, how many are pending) are answered without scanning the stream."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from typing import Iterator
+
+from .store import Store, StoredMsg, StoreState, memory_msg_size
+from .subjects import is_literal, match
+
+# Below this many subjects a wildcard look-up scans the per-subject index;
+# above it, a short linear scan of sequences is tried first.
+_LINEAR_PROBE = 64
+
+
+class MemoryStore(Store):
+    def __init__(self, first_seq: int = 1):
+        self._msgs: dict[int, StoredMsg] = {}
+        self._subj: dict[str, list[int]] = {}
+        self._deleted: list[int] = []  # missing seqs between first and last
+        self._bytes = 0
+        self._first = max(first_seq, 1)
+        self._last = self._first - 1
+        self._last_ts = 0
+        # the real server reports first_seq 0 for a stream that never held anything
+        self._held = first_seq > 1
+
+    # -- writing ---------------------------------------------------------
+    def msg_size(self, subject: str, hdr: bytes | None, data: bytes) -> int:
+        return memory_msg_size(subject, hdr, data)
+
+    def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int) -> int:
+        seq = self._last + 1
+        if not self._msgs:
+            self._first = seq
+            self._deleted.clear()
+        self._msgs[seq] = StoredMsg(seq, subject, hdr, data, ts)
+        lst = self._subj.get(subject)
+        if lst is None:
+            self._subj[subject] = [seq]
+        else:
+            lst.append(seq)
+        self._bytes += memory_msg_size(subject, hdr, data)
+        self._last = seq
+        self._last_ts = ts
+        self._held = True
+        return seq
+
+    def remove(self, seq: int) -> bool:
+        sm = self._msgs.pop(seq, None)
+        if sm is None:
+            return False
+        self._bytes -= memory_msg_size(sm.subject, sm.hdr, sm.data)
+        lst = self._subj[sm.subject]
+        if lst[0] == seq:
+            del lst[0]
+        else:
+            del lst[bisect_left(lst, seq)]
+        if not lst:
+            del self._subj[sm.subject]
+        if not self._msgs:
+            self._first = self._last + 1
+            self._deleted.clear()
+        elif seq == self._first:
+            nxt, d, k = seq + 1, self._deleted, 0
+            while k < len(d) and d[k] == nxt + k:
+                k += 1
+            del d[:k]
+            self._first = nxt + k
+        else:
+            insort(self._deleted, seq)
+        return True
+
+    def purge(self, subject: str | None = None, seq: int = 0, keep: int = 0) -> int:
+        if seq == 1:
+            return 0
+        if subject in (None, "", ">"):
+            if not keep and not seq:
+                n = len(self._msgs)
+                self._msgs.clear()
+                self._subj.clear()
+                self._deleted.clear()
+                self._bytes = 0
+                self._first = self._last + 1
+                return n
+            if seq > 1:
+                return self.compact(seq)
+            subject = ">"
+        seqs = self._matching_seqs(subject)
+        if keep:
+            if keep >= len(seqs):
+                return 0
+            seqs = seqs[: len(seqs) - keep]
+        if seq:
+            seqs = seqs[: bisect_left(seqs, seq)]
+        for s in seqs:
+            self.remove(s)
+        return len(seqs)
+
+    def compact(self, seq: int) -> int:
+        if seq <= self._first:
+            return 0
+        if seq > self._last:
+            n = len(self._msgs)
+            self._msgs.clear()
+            self._subj.clear()
+            self._deleted.clear()
+            self._bytes = 0
+            self._last = seq - 1
+            self._first = seq
+            return n
+        n = 0
+        for s in range(self._first, seq):
+            if s in self._msgs:
+                self.remove(s)
+                n += 1
+        if self._msgs and self._first < seq:
+            self._first = seq
+            self._deleted = [d for d in self._deleted if d > seq]
+        return n
+
+    # -- reading ---------------------------------------------------------
+    def load(self, seq: int) -> StoredMsg | None:
+        return self._msgs.get(seq)
+
+    def _matching_subjects(self, flt: str) -> list[str]:
+        return [s for s in self._subj if match(flt, s)]
+
+    def _matching_seqs(self, flt: str) -> list[int]:
+        if flt == ">":
+            return list(self._msgs)
+        if is_literal(flt):
+            return list(self._subj.get(flt, ()))
+        out: list[int] = []
+        for s in self._matching_subjects(flt):
+            out.extend(self._subj[s])
+        out.sort()
+        return out
+
+    def load_next(self, start_seq: int, subject_filter: str | None = None) -> StoredMsg | None:
+        s = max(start_seq, self._first)
+        if s > self._last or not self._msgs:
+            return None
+        msgs = self._msgs
+        if subject_filter in (None, "", ">"):
+            while s <= self._last:
+                sm = msgs.get(s)
+                if sm is not None:
+                    return sm
+                s += 1
+            return None
+        if is_literal(subject_filter):
+            lst = self._subj.get(subject_filter)
+            if not lst:
+                return None
+            i = bisect_left(lst, s)
+            return msgs[lst[i]] if i < len(lst) else None
+        if len(self._subj) > _LINEAR_PROBE:
+            end = min(self._last, s + _LINEAR_PROBE)
+            while s <= end:
+                sm = msgs.get(s)
+                if sm is not None and match(subject_filter, sm.subject):
+                    return sm
+                s += 1
+            if s > self._last:
+                return None
+        best = 0
+        for subj in self._matching_subjects(subject_filter):
+            lst = self._subj[subj]
+            i = bisect_left(lst, s)
+            if i < len(lst) and (not best or lst[i] < best):
+                best = lst[i]
+        return msgs[best] if best else None
+
+    def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
+        if not self._msgs:
+            return None
+        if subject_filter in (None, "", ">"):
+            s = self._last
+            while s >= self._first:
+                sm = self._msgs.get(s)
+                if sm is not None:
+                    return sm
+                s -= 1
+            return None
+        if is_literal(subject_filter):
+            lst = self._subj.get(subject_filter)
+            return self._msgs[lst[-1]] if lst else None
+        best = 0
+        for subj in self._matching_subjects(subject_filter):
+            best = max(best, self._subj[subj][-1])
+        return self._msgs[best] if best else None
+
+    def last_seq_for_subject(self, subject: str) -> int:
+        lst = self._subj.get(subject)
+        return lst[-1] if lst else 0
+
+    def subject_seqs(self, subject: str) -> list[int]:
+        return list(self._subj.get(subject, ()))
+
+    def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
+        if subject_filter in (None, "", ">"):
+            return {s: len(l) for s, l in self._subj.items()}
+        return {s: len(self._subj[s]) for s in self._matching_subjects(subject_filter)}
+
+    def num_pending(self, start_seq: int, subject_filter: str | None = None, last_per_subject: bool = False) -> int:
+        if not self._msgs or start_seq > self._last:
+            return 0
+        if last_per_subject:
+            subjects = self._subj if subject_filter in (None, "", ">") else self._matching_subjects(subject_filter)
+            return sum(1 for s in subjects if self._subj[s][-1] >= start_seq)
+        if subject_filter in (None, "", ">"):
+            if start_seq <= self._first:
+                return len(self._msgs)
+            d = self._deleted
+            return (self._last - start_seq + 1) - (len(d) - bisect_left(d, start_seq))
+        if is_literal(subject_filter):
+            lst = self._subj.get(subject_filter)
+            return len(lst) - bisect_left(lst, start_seq) if lst else 0
+        n = 0
+        for s in self._matching_subjects(subject_filter):
+            lst = self._subj[s]
+            n += len(lst) - bisect_left(lst, start_seq)
+        return n
+
+    def deleted(self) -> list[int]:
+        return list(self._deleted)
+
+    def state(self) -> StoreState:
+        first = self._first if self._held else 0
+        first_ts = 0
+        if self._msgs:
+            first_ts = self._msgs[self._first].ts
+        return StoreState(
+            messages=len(self._msgs),
+            bytes=self._bytes,
+            first_seq=first,
+            first_ts=first_ts,
+            last_seq=self._last,
+            last_ts=self._last_ts,
+            num_subjects=len(self._subj),
+            num_deleted=len(self._deleted),
+        )
+
+    def iter_seqs(self, start_seq: int = 0) -> Iterator[int]:
+        s = max(start_seq, self._first)
+        while s <= self._last:
+            if s in self._msgs:
+                yield s
+            s += 1

@@ -1,0 +1,219 @@
+"""JSON shapes of the JetStream API, in one place and named after the real
+server's Go types (StreamConfig, StreamState, ConsumerConfig, ...), plus the
+wire conventions: RFC 3339 timestamps with trimmed nanoseconds and ``Z``,
+durations as integer nanoseconds, Go duration strings."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime, timezone
+
+API_LEVEL = 5
+ZERO_TIME = "0001-01-01T00:00:00Z"
+NS = 1_000_000_000
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+def rfc3339(ns: int) -> str:
+    if not ns:
+        return ZERO_TIME
+    sec, frac = divmod(ns, NS)
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    if frac:
+        base += "." + f"{frac:09d}".rstrip("0")
+    return base + "Z"
+
+
+_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
+
+
+def parse_rfc3339(s: str) -> int:
+    """RFC 3339 (as Go writes it) to ns since the epoch; ValueError if bad."""
+    m = _TS.match(s.strip())
+    if not m:
+        raise ValueError(f"bad time {s!r}")
+    base, frac, tz = m.groups()
+    if base.startswith("0001-01-01T00:00:00"):
+        return 0
+    dt = datetime.fromisoformat(base + ("+00:00" if tz == "Z" else tz))
+    return int(dt.timestamp()) * NS + int((frac or "0").ljust(9, "0"))
+
+
+_DUR = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT = {"ns": 1, "us": 1000, "µs": 1000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS}
+
+
+def parse_go_duration(s: str) -> int:
+    """Go's time.ParseDuration, in ns; ValueError if bad."""
+    s = s.strip()
+    if s in ("0", ""):
+        if s == "":
+            raise ValueError("empty duration")
+        return 0
+    sign = 1
+    if s[0] in "+-":
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    pos, total = 0, 0.0
+    while pos < len(s):
+        m = _DUR.match(s, pos)
+        if not m:
+            raise ValueError(f"bad duration {s!r}")
+        total += float(m.group(1)) * _UNIT[m.group(2)]
+        pos = m.end()
+    return sign * int(total)
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def api_response(type_name: str, body: dict) -> bytes:
+    d = {"type": f"io.nats.jetstream.api.v1.{type_name}"}
+    d.update(body)
+    return dumps(d).encode()
+
+
+# -- StreamConfig --------------------------------------------------------------
+
+# (json key, default echoed, omitempty) in the Go struct's order
+STREAM_CONFIG_FIELDS: list[tuple[str, object, bool]] = [
+    ("name", "", False),
+    ("description", "", True),
+    ("subjects", None, True),
+    ("retention", "limits", False),
+    ("max_consumers", -1, False),
+    ("max_msgs", -1, False),
+    ("max_bytes", -1, False),
+    ("max_age", 0, False),
+    ("max_msgs_per_subject", -1, False),
+    ("max_msg_size", -1, True),
+    ("discard", "old", False),
+    ("storage", "file", False),
+    ("num_replicas", 1, False),
+    ("no_ack", False, True),
+    ("duplicate_window", 0, True),
+    ("placement", None, True),
+    ("mirror", None, True),
+    ("sources", None, True),
+    ("compression", "none", False),
+    ("first_seq", 0, True),
+    ("subject_transform", None, True),
+    ("republish", None, True),
+    ("allow_direct", False, False),
+    ("mirror_direct", False, False),
+    ("discard_new_per_subject", False, True),
+    ("sealed", False, False),
+    ("deny_delete", False, False),
+    ("deny_purge", False, False),
+    ("allow_rollup_hdrs", False, False),
+    ("consumer_limits", None, False),
+    ("allow_msg_ttl", False, False),
+    ("subject_delete_marker_ttl", 0, True),
+    ("allow_msg_counter", False, True),
+    ("allow_atomic", False, True),
+    ("allow_msg_schedules", False, True),
+    ("persist_mode", "", True),
+    ("allow_batched", False, True),
+    ("metadata", None, True),
+]
+STREAM_CONFIG_KEYS = {k for k, _, _ in STREAM_CONFIG_FIELDS}
+
+
+def ordered(cfg: dict, fields) -> dict:
+    """The config in Go field order, omitting empty omitempty fields."""
+    out = {}
+    for key, default, omitempty in fields:
+        v = cfg.get(key, default)
+        if omitempty and (v is None or v == default or v == "" or v == [] or v == {} or v is False or v == 0):
+            continue
+        if v is None:
+            v = {} if key == "consumer_limits" else v
+        out[key] = v
+    return out
+
+
+def with_dynamic_metadata(cfg: dict, version: str) -> dict:
+    """Add the server's ``_nats.ver`` / ``_nats.level`` keys as on output."""
+    md = dict(cfg.get("metadata") or {})
+    md["_nats.ver"] = version
+    md["_nats.level"] = str(API_LEVEL)
+    out = dict(cfg)
+    out["metadata"] = dict(sorted(md.items()))
+    return out
+
+
+# -- ConsumerConfig -------------------------------------------------------------
+
+CONSUMER_CONFIG_FIELDS: list[tuple[str, object, bool]] = [
+    ("durable_name", "", True),
+    ("name", "", True),
+    ("description", "", True),
+    ("deliver_policy", "all", False),
+    ("opt_start_seq", 0, True),
+    ("opt_start_time", None, True),
+    ("ack_policy", "none", False),
+    ("ack_wait", 0, True),
+    ("max_deliver", 0, True),
+    ("backoff", None, True),
+    ("filter_subject", "", True),
+    ("filter_subjects", None, True),
+    ("replay_policy", "instant", False),
+    ("rate_limit_bps", 0, True),
+    ("sample_freq", "", True),
+    ("max_waiting", 0, True),
+    ("max_ack_pending", 0, True),
+    ("flow_control", False, True),
+    ("headers_only", False, True),
+    ("max_batch", 0, True),
+    ("max_expires", 0, True),
+    ("max_bytes", 0, True),
+    ("deliver_subject", "", True),
+    ("deliver_group", "", True),
+    ("idle_heartbeat", 0, True),
+    ("inactive_threshold", 0, True),
+    ("num_replicas", 0, False),
+    ("mem_storage", False, True),
+    ("direct", False, True),
+    ("sourcing", False, True),
+    ("metadata", None, True),
+    ("pause_until", None, True),
+    ("priority_groups", None, True),
+    ("priority_policy", "", True),
+    ("priority_timeout", 0, True),
+]
+CONSUMER_CONFIG_KEYS = {k for k, _, _ in CONSUMER_CONFIG_FIELDS}
+
+
+def stream_state(st, consumer_count: int, subjects: dict | None = None, deleted: list | None = None) -> dict:
+    """StreamState from a store.StoreState."""
+    d = {
+        "messages": st.messages,
+        "bytes": st.bytes,
+        "first_seq": st.first_seq,
+        "first_ts": rfc3339(st.first_ts),
+        "last_seq": st.last_seq,
+        "last_ts": rfc3339(st.last_ts),
+    }
+    if subjects is not None and subjects:
+        d["subjects"] = subjects
+    if st.num_subjects:
+        d["num_subjects"] = st.num_subjects
+    if deleted:
+        d["deleted"] = deleted
+    if st.num_deleted:
+        d["num_deleted"] = st.num_deleted
+    d["consumer_count"] = consumer_count
+    return d
+
+
+def sequence_info(consumer_seq: int, stream_seq: int, last_active: int = 0) -> dict:
+    d = {"consumer_seq": consumer_seq, "stream_seq": stream_seq}
+    if last_active:
+        d["last_active"] = rfc3339(last_active)
+    return d
