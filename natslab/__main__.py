@@ -1,0 +1,5 @@
+import sys
+
+from natslab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,21 @@
+"""The ``natslab`` console script: ``natslab server ...`` runs the headless
+broker, anything else opens the workbench."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "server":
+        from natslab.server.cli import main as server_main
+
+        return server_main(argv[1:])
+    from natslab.tui.cli import main as tui_main
+
+    return tui_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from natslab.server.cli import main
+
+sys.exit(main())

@@ -1,0 +1,262 @@
+"""``natslab server``: the broker headless, with nats-server's flag spellings.
+
+Flags take one or two dashes and a value after a space or ``=``, as Go's flag
+package allows. The default address is loopback (unlike nats-server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from .conf import ConfigError, parse_config, parse_duration
+from .server import NATS_VERSION, Server, ServerOptions
+
+USAGE = """\
+Usage: natslab server [options]
+
+Server Options:
+    -a, --addr, --net <host>         Bind to host address (default: 127.0.0.1)
+    -p, --port <port>                Use port for clients (default: 4222; -1 or 0 picks a free port)
+    -n, --server_name <server_name>  Server name (default: auto)
+    -P, --pid <file>                 File to store PID
+    -m, --http_port <port>           Use port for http monitoring
+    -c, --config <file>              Configuration file
+    -l, --log <file>                 File to redirect log output
+    -D, --debug                      Enable debugging output
+    -V, --trace                      Trace the raw protocol
+    -DV                              Debug and trace
+        --max_payload <size>         Maximum message payload in bytes
+
+JetStream Options:
+    -js, --jetstream                 Enable JetStream functionality
+    -sd, --store_dir <dir>           Set the storage directory (default: the user data dir)
+
+Authorization Options:
+        --user <user>                User required for connections
+        --pass <password>            Password required for connections
+        --auth <token>               Authorization token required for connections
+
+Common Options:
+    -h, --help                       Show this message
+    -v, --version                    Show version
+"""
+
+# name -> (option key, takes a value)
+_FLAGS = {
+    "a": ("host", True), "addr": ("host", True), "net": ("host", True),
+    "p": ("port", True), "port": ("port", True),
+    "n": ("server_name", True), "server_name": ("server_name", True), "name": ("server_name", True),
+    "P": ("pid", True), "pid": ("pid", True),
+    "m": ("http_port", True), "http_port": ("http_port", True),
+    "c": ("config", True), "config": ("config", True),
+    "l": ("log", True), "log": ("log", True),
+    "D": ("debug", False), "debug": ("debug", False),
+    "V": ("trace", False), "trace": ("trace", False),
+    "DV": ("debug_trace", False),
+    "js": ("jetstream", False), "jetstream": ("jetstream", False),
+    "sd": ("store_dir", True), "store_dir": ("store_dir", True),
+    "max_payload": ("max_payload", True),
+    "user": ("user", True), "pass": ("password", True), "auth": ("token", True),
+    "h": ("help", False), "help": ("help", False),
+    "v": ("version", False), "version": ("version", False),
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_args(argv: list[str]) -> dict:
+    out: dict = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if not arg.startswith("-") or arg in ("-", "--"):
+            raise UsageError(f"unexpected argument: {arg}")
+        name = arg[2:] if arg.startswith("--") else arg[1:]
+        value = None
+        if "=" in name:
+            name, value = name.split("=", 1)
+        spec = _FLAGS.get(name)
+        if spec is None:
+            raise UsageError(f"flag provided but not defined: {arg.split('=')[0]}")
+        key, takes_value = spec
+        if takes_value:
+            if value is None:
+                if i >= len(argv):
+                    raise UsageError(f"flag needs an argument: {arg}")
+                value = argv[i]
+                i += 1
+            out[key] = value
+        else:
+            if value is not None and value.lower() not in ("true", "1", "false", "0"):
+                raise UsageError(f"invalid boolean value {value!r} for flag {arg.split('=')[0]}")
+            out[key] = value is None or value.lower() in ("true", "1")
+    return out
+
+
+def _int(v, what: str) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"invalid value {v!r} for {what}") from None
+
+
+def build_options(flags: dict) -> ServerOptions:
+    o = ServerOptions()
+    conf: dict = {}
+    if flags.get("config"):
+        try:
+            conf = parse_config(Path(flags["config"]).read_text())
+        except OSError as e:
+            raise UsageError(f"cannot read configuration file: {e}") from None
+        except ConfigError as e:
+            raise UsageError(f"configuration file {flags['config']}: {e}") from None
+        _apply_config(o, conf)
+    # command-line flags override the file, as with nats-server
+    if "host" in flags:
+        o.host = flags["host"]
+    if "port" in flags:
+        o.port = _int(flags["port"], "port")
+    if "server_name" in flags:
+        o.server_name = flags["server_name"]
+    if "http_port" in flags:
+        o.http_port = _int(flags["http_port"], "http_port")
+    if flags.get("jetstream"):
+        o.jetstream = True
+    if "store_dir" in flags:
+        o.store_dir = flags["store_dir"]
+        o.jetstream = o.jetstream or bool(flags.get("jetstream"))
+    if "max_payload" in flags:
+        o.max_payload = _int(flags["max_payload"], "max_payload")
+    if "user" in flags:
+        o.user = flags["user"]
+    if "password" in flags:
+        o.password = flags["password"]
+    if "token" in flags:
+        o.token = flags["token"]
+    if o.port < -1 or o.port > 65535:
+        raise UsageError(f"invalid port {o.port}")
+    return o
+
+
+def _apply_config(o: ServerOptions, c: dict) -> None:
+    try:
+        if "host" in c or "listen" in c:
+            listen = str(c.get("listen", ""))
+            if listen and ":" in listen:
+                h, _, pt = listen.rpartition(":")
+                o.host, o.port = h or o.host, int(pt)
+            else:
+                o.host = str(c.get("host", listen or o.host))
+        if "port" in c:
+            o.port = int(c["port"])
+        for key in ("server_name",):
+            if key in c:
+                setattr(o, key, str(c[key]))
+        if "http_port" in c or "http" in c:
+            o.http_port = int(c.get("http_port", c.get("http", 0)))
+        for key in ("max_payload", "max_pending", "max_connections", "ping_max"):
+            if key in c:
+                setattr(o, key, int(c[key]))
+        if "ping_interval" in c:
+            o.ping_interval = parse_duration(c["ping_interval"])
+        if "authorization" in c:
+            a = c["authorization"]
+            if not isinstance(a, dict):
+                raise ConfigError("authorization must be a block")
+            o.user = a.get("user") or o.user
+            o.password = a.get("password") or o.password
+            o.token = a.get("token") or o.token
+            o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
+            if "timeout" in a:
+                o.auth_timeout = parse_duration(a["timeout"])
+        js = c.get("jetstream")
+        if isinstance(js, dict):
+            o.jetstream = True
+            if "store_dir" in js:
+                o.store_dir = str(js["store_dir"])
+            si = js.get("sync_interval")
+            if si is not None:
+                if str(si).lower() == "always":
+                    o.sync_always = True
+                else:
+                    o.sync_interval = parse_duration(si)
+        elif js is not None:
+            o.jetstream = bool(js)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"configuration: {e}") from None
+
+
+class _NatsFormatter(logging.Formatter):
+    _LEVELS = {logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
+               logging.ERROR: "ERR", logging.CRITICAL: "FTL"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        t = time.localtime(record.created)
+        stamp = time.strftime("%Y/%m/%d %H:%M:%S", t) + f".{int((record.created % 1) * 1e6):06d}"
+        msg = record.getMessage()
+        if record.exc_info:
+            msg += "\n" + self.formatException(record.exc_info)
+        return f"[{os.getpid()}] {stamp} [{self._LEVELS.get(record.levelno, 'INF')}] {msg}"
+
+
+def setup_logging(log_file: str | None = None, debug: bool = False) -> None:
+    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_NatsFormatter())
+    root = logging.getLogger("natslab.server")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    root.propagate = False
+
+
+async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
+    srv = Server(opts)
+    await srv.start()
+    if pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    srv.logger.info("Trapped signal; initiating shutdown")
+    await srv.stop()
+    if pid_file:
+        try:
+            os.unlink(pid_file)
+        except OSError:
+            pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        flags = parse_args(argv)
+        if flags.get("help"):
+            print(USAGE)
+            return 0
+        if flags.get("version"):
+            print(f"natslab server: v{NATS_VERSION} (natslab)")
+            return 0
+        opts = build_options(flags)
+    except UsageError as e:
+        print(f"natslab server: {e}\n", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
+        return 2
+    setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("trace") or flags.get("debug_trace")))
+    try:
+        return asyncio.run(serve(opts, flags.get("pid")))
+    except OSError as e:
+        logging.getLogger("natslab.server").critical("Error listening on port: %s", e)
+        return 1
+    except KeyboardInterrupt:
+        return 0

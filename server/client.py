@@ -1,0 +1,458 @@
+"""One client connection: the protocol parse loop, per-client state, and the
+outbound buffer with its slow-consumer limit.
+
+``data_received`` parses everything one socket read holds in a single pass and
+routes each message; deliveries to other clients are appended to their
+outbound lists and written once per read (see ``Server.flush_dirty``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from . import protocol as p
+from .subjects import valid_subject
+
+_WS = b" \t"
+
+
+class Subscription:
+    __slots__ = ("client", "subject", "queue", "sid", "max", "count", "msgs")
+
+    def __init__(self, client, subject: bytes, queue: bytes | None, sid: bytes):
+        self.client = client
+        self.subject = subject
+        self.queue = queue
+        self.sid = sid
+        self.max = 0
+        self.count = 0
+        self.msgs = 0
+
+
+class Client(asyncio.Protocol):
+    """A NATS client connection (``kind`` "Client" in monitoring)."""
+
+    internal = False
+
+    def __init__(self, server):
+        self.server = server
+        self.cid = 0
+        self.transport: asyncio.Transport | None = None
+        self.host = ""
+        self.port = 0
+        self.buf = b""
+        self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
+        self.subs: dict[bytes, Subscription] = {}
+        self.out: list[bytes] = []
+        self.out_size = 0
+        self.dirty = False
+        self.closed = False
+        # CONNECT options; before CONNECT the real server behaves as verbose
+        self.connected = False
+        self.verbose = True
+        self.pedantic = False
+        self.echo = True
+        self.headers = False
+        self.no_responders = False
+        self.name = ""
+        self.lang = ""
+        self.version = ""
+        self.user = ""
+        # stats
+        self.start = time.time()
+        self.last_activity = self.start
+        self.in_msgs = self.out_msgs = self.in_bytes = self.out_bytes = 0
+        self.pings_out = 0
+        self.rtt = 0.0
+        self._ping_sent_at = 0.0
+        self._ping_timer = None
+        self._auth_timer = None
+        self.close_reason = ""
+
+    # -- asyncio.Protocol --------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("", 0)
+        self.host, self.port = peer[0], peer[1]
+        srv = self.server
+        self.cid = srv.register(self)
+        transport.write(p.info_line(srv.client_info(self)))
+        loop = srv.loop
+        self._ping_timer = loop.call_later(srv.opts.ping_interval, self._send_ping)
+        if srv.auth_required:
+            self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self._cancel_timers()
+        self.server.unregister(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_activity = time.time()
+        if self.buf:
+            data = self.buf + data
+            self.buf = b""
+        try:
+            self._parse(data)
+        finally:
+            self.server.flush_dirty()
+
+    # -- parsing -----------------------------------------------------------
+    def _parse(self, data: bytes) -> None:
+        srv = self.server
+        n = len(data)
+        pos = 0
+        while pos < n and not self.closed:
+            pend = self.pending
+            if pend is not None:
+                subject, reply, hlen, total = pend
+                end = pos + total
+                if end + 2 > n:
+                    break
+                if data[end : end + 2] != b"\r\n":
+                    self.protocol_error(p.ERR_UNKNOWN_OP)
+                    return
+                self.pending = None
+                if hlen:
+                    hdr = data[pos : pos + hlen]
+                    payload = data[pos + hlen : end]
+                else:
+                    hdr = None
+                    payload = data[pos:end]
+                pos = end + 2
+                self.in_msgs += 1
+                self.in_bytes += total
+                if subject is None:  # pedantic rejection: payload read and dropped
+                    continue
+                if self.verbose:
+                    self.queue_out(p.OK)
+                srv.route(self, subject, reply, hdr, payload)
+                continue
+            eol = data.find(b"\n", pos)
+            if eol < 0:
+                if n - pos > p.MAX_CONTROL_LINE:
+                    self.protocol_error(p.ERR_MAX_CONTROL_LINE)
+                    return
+                break
+            line = data[pos:eol]
+            pos = eol + 1
+            if len(line) > p.MAX_CONTROL_LINE:
+                self.protocol_error(p.ERR_MAX_CONTROL_LINE)
+                return
+            args = line.split()
+            if not args:
+                continue
+            op = args[0].upper()
+            if op == b"PUB":
+                self._op_pub(args, False)
+            elif op == b"HPUB":
+                self._op_pub(args, True)
+            elif op == b"MSG" or op == b"HMSG":
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+            elif op == b"PING":
+                self.queue_out(p.PONG)
+            elif op == b"PONG":
+                self.pings_out = 0
+                if self._ping_sent_at:
+                    self.rtt = time.monotonic() - self._ping_sent_at
+                    self._ping_sent_at = 0.0
+            elif op == b"SUB":
+                self._op_sub(args)
+            elif op == b"UNSUB":
+                self._op_unsub(args)
+            elif op == b"CONNECT":
+                self._op_connect(line[len(args[0]) :].strip())
+            else:
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+        if pos < n and not self.closed:
+            self.buf = data[pos:]
+
+    def _require_connect(self) -> bool:
+        if not self.connected and self.server.auth_required:
+            self.protocol_error(p.ERR_AUTH_VIOLATION)
+            return False
+        return True
+
+    def _op_pub(self, args: list[bytes], with_headers: bool) -> None:
+        if not self._require_connect():
+            return
+        try:
+            if with_headers:
+                if not self.headers:
+                    self.close("headers not supported")
+                    return
+                if len(args) == 4:
+                    subject, reply, hlen, total = args[1], b"", int(args[2]), int(args[3])
+                elif len(args) == 5:
+                    subject, reply, hlen, total = args[1], args[2], int(args[3]), int(args[4])
+                else:
+                    raise ValueError
+                if hlen < 0 or total < hlen:
+                    raise ValueError
+            else:
+                if len(args) == 3:
+                    subject, reply, total = args[1], b"", int(args[2])
+                elif len(args) == 4:
+                    subject, reply, total = args[1], args[2], int(args[3])
+                else:
+                    raise ValueError
+                hlen = 0
+                if total < 0:
+                    raise ValueError
+        except ValueError:
+            # the real server closes on a malformed PUB line without an -ERR
+            self.close("malformed publish")
+            return
+        if total > self.server.opts.max_payload:
+            self.protocol_error(p.ERR_MAX_PAYLOAD)
+            return
+        if self.pedantic and not valid_subject(subject, wildcards=False):
+            self.queue_out(p.ERR_INVALID_PUB_SUBJECT)
+            # the payload still follows on the wire; read it and drop it
+            self.pending = (None, b"", hlen, total)
+            return
+        self.pending = (subject, reply, hlen, total)
+
+    def _op_sub(self, args: list[bytes]) -> None:
+        if not self._require_connect():
+            return
+        if len(args) == 3:
+            subject, queue, sid = args[1], None, args[2]
+        elif len(args) == 4:
+            subject, queue, sid = args[1], args[2], args[3]
+        else:
+            self.close("malformed subscribe")
+            return
+        if not valid_subject(subject):
+            self.queue_out(p.ERR_INVALID_SUBJECT)
+            return
+        if sid in self.subs:
+            # re-using a sid keeps the existing subscription (as nats-server does)
+            if self.verbose:
+                self.queue_out(p.OK)
+            return
+        sub = Subscription(self, subject, queue, sid)
+        self.subs[sid] = sub
+        self.server.add_sub(sub)
+        if self.verbose:
+            self.queue_out(p.OK)
+
+    def _op_unsub(self, args: list[bytes]) -> None:
+        if not self._require_connect():
+            return
+        if len(args) not in (2, 3):
+            self.protocol_error(p.ERR_UNKNOWN_OP)
+            return
+        sid = args[1]
+        mx = 0
+        if len(args) == 3:
+            try:
+                mx = int(args[2])
+            except ValueError:
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+                return
+        sub = self.subs.get(sid)
+        if sub is not None:
+            if mx > 0 and sub.count < mx:
+                sub.max = mx
+            else:
+                self.remove_sub(sub)
+        if self.verbose:
+            self.queue_out(p.OK)
+
+    def _op_connect(self, raw: bytes) -> None:
+        try:
+            opts = json.loads(raw)
+            if not isinstance(opts, dict):
+                raise ValueError
+        except ValueError:
+            self.close("bad CONNECT json")
+            return
+        proto = opts.get("protocol", 0)
+        if not isinstance(proto, int) or proto < 0 or proto > 1:
+            self.protocol_error(p.ERR_BAD_PROTOCOL)
+            return
+        self.verbose = bool(opts.get("verbose", True))
+        self.pedantic = bool(opts.get("pedantic", True))
+        self.echo = bool(opts.get("echo", True))
+        self.headers = bool(opts.get("headers", False))
+        self.no_responders = bool(opts.get("no_responders", False))
+        if self.no_responders and not self.headers:
+            self.protocol_error(p.ERR_NO_RESPONDERS_HEADERS)
+            return
+        self.name = str(opts.get("name") or "")
+        self.lang = str(opts.get("lang") or "")
+        self.version = str(opts.get("version") or "")
+        srv = self.server
+        if srv.auth_required:
+            if not srv.check_auth(opts):
+                srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
+                self.protocol_error(p.ERR_AUTH_VIOLATION)
+                return
+            self.user = str(opts.get("user") or "")
+            if self._auth_timer:
+                self._auth_timer.cancel()
+                self._auth_timer = None
+        self.connected = True
+        if self.verbose:
+            self.queue_out(p.OK)
+
+    # -- outbound ------------------------------------------------------------
+    def queue_out(self, data: bytes) -> None:
+        self.out.append(data)
+        self.out_size += len(data)
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
+
+    def deliver(self, sub: Subscription, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """Queue a MSG/HMSG for ``sub``. Called from the router."""
+        if self.closed:
+            return
+        if hdr is None:
+            if reply:
+                line = b"MSG %b %b %b %d\r\n" % (subject, sub.sid, reply, len(payload))
+            else:
+                line = b"MSG %b %b %d\r\n" % (subject, sub.sid, len(payload))
+            size = len(payload)
+            self.out += (line, payload, p.CRLF)
+        else:
+            if not self.headers:
+                # a client that did not ask for headers gets the payload only
+                return self.deliver(sub, subject, reply, None, payload)
+            size = len(hdr) + len(payload)
+            if reply:
+                line = b"HMSG %b %b %b %d %d\r\n" % (subject, sub.sid, reply, len(hdr), size)
+            else:
+                line = b"HMSG %b %b %d %d\r\n" % (subject, sub.sid, len(hdr), size)
+            self.out += (line, hdr, payload, p.CRLF)
+        self.out_size += len(line) + size + 2
+        self.out_msgs += 1
+        self.out_bytes += size
+        sub.msgs += 1
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
+        if sub.max:
+            sub.count += 1
+            if sub.count >= sub.max:
+                self.remove_sub(sub)
+        if self.out_size > self.server.opts.max_pending:
+            self.flush()
+
+    def flush(self) -> None:
+        self.dirty = False
+        if not self.out or self.closed:
+            self.out.clear()
+            self.out_size = 0
+            return
+        data = b"".join(self.out)
+        self.out.clear()
+        self.out_size = 0
+        t = self.transport
+        t.write(data)
+        if t.get_write_buffer_size() > self.server.opts.max_pending:
+            self.slow_consumer()
+
+    def slow_consumer(self) -> None:
+        srv = self.server
+        srv.slow_consumers += 1
+        srv.logger.warning(
+            "%s:%d - cid:%d - Slow Consumer Detected: WriteDeadline of 10s exceeded with %d chars pending",
+            self.host, self.port, self.cid, self.transport.get_write_buffer_size(),
+        )
+        self.closed = True
+        self.close_reason = "Slow Consumer (Pending Bytes)"
+        # drop what the socket has not taken; the connection is cut
+        self.transport.abort()
+        srv.unregister(self)
+
+    # -- lifecycle -----------------------------------------------------------
+    def remove_sub(self, sub: Subscription) -> None:
+        if self.subs.pop(sub.sid, None) is not None:
+            self.server.remove_sub(sub)
+
+    def protocol_error(self, msg: bytes) -> None:
+        """Send an -ERR that ends the connection, then close it."""
+        self.server.logger.error("%s:%d - cid:%d - %s", self.host, self.port, self.cid, msg[5:-2].decode())
+        self.queue_out(msg)
+        self.close(msg[6:-3].decode())
+
+    def close(self, reason: str = "Client Closed") -> None:
+        if self.closed:
+            return
+        self.close_reason = reason
+        self.flush()
+        self.closed = True
+        self._cancel_timers()
+        if self.transport is not None:
+            self.transport.close()
+        self.server.unregister(self)
+
+    def _cancel_timers(self) -> None:
+        for t in (self._ping_timer, self._auth_timer):
+            if t is not None:
+                t.cancel()
+        self._ping_timer = self._auth_timer = None
+
+    def _send_ping(self) -> None:
+        if self.closed:
+            return
+        opts = self.server.opts
+        if self.pings_out + 1 > opts.ping_max:
+            self.server.logger.debug("%s:%d - cid:%d - Stale Client Connection - Closing", self.host, self.port, self.cid)
+            self.queue_out(p.ERR_STALE)
+            self.close("Stale Connection")
+            self.server.flush_dirty()
+            return
+        self.pings_out += 1
+        self._ping_sent_at = time.monotonic()
+        self.queue_out(p.PING)
+        self.server.flush_dirty()
+        self._ping_timer = self.server.loop.call_later(opts.ping_interval, self._send_ping)
+
+    def _auth_timeout(self) -> None:
+        if not self.connected and not self.closed:
+            self.queue_out(p.ERR_AUTH_TIMEOUT)
+            self.close("Authentication Timeout")
+            self.server.flush_dirty()
+
+    @property
+    def pending_bytes(self) -> int:
+        t = self.transport
+        return (t.get_write_buffer_size() if t and not self.closed else 0) + self.out_size
+
+
+class InternalClient:
+    """The publisher/subscriber identity of the server's own subsystems
+    (JetStream). Deliveries call the subscription's callback synchronously."""
+
+    internal = True
+    echo = True
+    closed = False
+    headers = True
+    no_responders = False
+    cid = 0
+    name = "$SYSTEM"
+
+    def __init__(self, server):
+        self.server = server
+
+    def deliver(self, sub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        sub.msgs += 1
+        try:
+            sub.callback(subject.decode(), reply.decode() if reply else "", hdr, payload)
+        except Exception:  # a bug in a subsystem must not take routing down
+            self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
+
+
+class InternalSubscription(Subscription):
+    __slots__ = ("callback",)
+
+    def __init__(self, client, subject: bytes, queue: bytes | None, callback):
+        super().__init__(client, subject, queue, b"")
+        self.callback = callback

@@ -1,0 +1,146 @@
+"""A small reader for nats-server's configuration format.
+
+Supports what ``natslab server -c`` needs: ``key: value``, ``key = value`` and
+``key value``; blocks ``{ }``; arrays ``[ ]``; quoted and bare strings;
+numbers with size suffixes (``1MB``, ``64KB``); booleans; ``#`` and ``//``
+comments. Durations stay strings (``"2m"``); see ``parse_duration``.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class ConfigError(ValueError):
+    pass
+
+
+_SIZE = {"k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
+         "t": 1000**4, "tb": 1024**4}
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<comment>(?:\#|//)[^\n]*) |
+        (?P<punct>[{}\[\],:=]) |
+        (?P<str>"(?:[^"\\]|\\.)*"|'[^']*') |
+        (?P<bare>[^\s{}\[\],:=#"']+)
+    )""",
+    re.VERBOSE,
+)
+
+
+def _tokens(text: str):
+    pos = 0
+    line = 1
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            if text[pos:].strip() == "":
+                return
+            raise ConfigError(f"line {line}: cannot parse near {text[pos:pos + 20]!r}")
+        line += text.count("\n", pos, m.end())
+        pos = m.end()
+        if m.group("comment") is not None:
+            continue
+        if m.group("punct") is not None:
+            yield ("p", m.group("punct"), line)
+        elif m.group("str") is not None:
+            s = m.group("str")
+            yield ("s", s[1:-1].encode().decode("unicode_escape") if s[0] == '"' else s[1:-1], line)
+        elif m.group("bare") is not None:
+            yield ("b", m.group("bare"), line)
+
+
+def _scalar(v: str):
+    low = v.lower()
+    if low in ("true", "yes", "on", "enabled"):
+        return True
+    if low in ("false", "no", "off", "disabled"):
+        return False
+    m = re.fullmatch(r"(-?\d+)([a-zA-Z]*)", v)
+    if m:
+        n, suf = int(m.group(1)), m.group(2).lower()
+        if not suf:
+            return n
+        if suf in _SIZE:
+            return n * _SIZE[suf]
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.toks = list(_tokens(text))
+        self.i = 0
+
+    def peek(self):
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def next(self):
+        t = self.peek()
+        if t is None:
+            raise ConfigError("unexpected end of configuration")
+        self.i += 1
+        return t
+
+    def parse_map(self, closing: str | None) -> dict:
+        out: dict = {}
+        while True:
+            t = self.peek()
+            if t is None:
+                if closing:
+                    raise ConfigError(f"missing '{closing}'")
+                return out
+            if t[0] == "p" and t[1] == closing:
+                self.i += 1
+                return out
+            if t[0] == "p" and t[1] == ",":
+                self.i += 1
+                continue
+            kind, key, line = self.next()
+            if kind == "p":
+                raise ConfigError(f"line {line}: unexpected '{key}'")
+            t = self.peek()
+            if t is not None and t[0] == "p" and t[1] in ":=":
+                self.i += 1
+            out[key] = self.parse_value()
+
+    def parse_value(self):
+        kind, v, line = self.next()
+        if kind == "p":
+            if v == "{":
+                return self.parse_map("}")
+            if v == "[":
+                items = []
+                while True:
+                    t = self.peek()
+                    if t is None:
+                        raise ConfigError("missing ']'")
+                    if t[0] == "p" and t[1] == "]":
+                        self.i += 1
+                        return items
+                    if t[0] == "p" and t[1] == ",":
+                        self.i += 1
+                        continue
+                    items.append(self.parse_value())
+            raise ConfigError(f"line {line}: unexpected '{v}'")
+        if kind == "s":
+            return v
+        return _scalar(v)
+
+
+def parse_config(text: str) -> dict:
+    return _Parser(text).parse_map(None)
+
+
+def parse_duration(v) -> float:
+    """Seconds from a Go-style duration ('2m', '1.5s', '500ms', '1h30m') or a number of seconds."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    s = str(v).strip()
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s)
+    if not parts or "".join(a + b for a, b in parts) != s:
+        raise ConfigError(f"invalid duration {v!r}")
+    return sum(float(a) * units[b] for a, b in parts)

@@ -1,0 +1,130 @@
+"""The message store interface shared by the memory and file stores.
+
+A store holds one stream's messages, keyed by stream sequence. It knows nothing
+of limits, retention or consumers: the stream (``stream.py``) decides *what* to
+keep and calls ``store_msg`` / ``remove`` / ``purge``; the store only keeps
+records, answers look-ups, and does the real server's byte accounting.
+
+Both implementations (``memstore.MemoryStore``, ``filestore.FileStore``) must
+behave identically for every method here; ``tests/test_store.py`` runs the same
+tests over both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+@dataclass(slots=True)
+class StoredMsg:
+    seq: int
+    subject: str
+    hdr: bytes | None  # the raw "NATS/1.0\r\n...\r\n\r\n" block, or None
+    data: bytes
+    ts: int  # nanoseconds since the epoch, as stored
+
+
+@dataclass(slots=True)
+class StoreState:
+    messages: int = 0
+    bytes: int = 0
+    first_seq: int = 0
+    first_ts: int = 0  # ns; 0 means the zero time
+    last_seq: int = 0
+    last_ts: int = 0
+    num_subjects: int = 0
+    num_deleted: int = 0
+
+
+def file_msg_size(subject: str, hdr: bytes | None, data: bytes) -> int:
+    """Bytes the real server's file store charges for one message."""
+    if hdr:
+        return 34 + len(subject) + len(hdr) + len(data)
+    return 30 + len(subject) + len(data)
+
+
+def memory_msg_size(subject: str, hdr: bytes | None, data: bytes) -> int:
+    """Bytes the real server's memory store charges for one message."""
+    return 16 + len(subject) + (len(hdr) if hdr else 0) + len(data)
+
+
+class Store:
+    """Abstract message store. Sequences start at ``first_seq`` given at
+    creation (default 1); an empty store has first_seq == last_seq + 1 once it
+    has held anything (the real server's convention)."""
+
+    # -- writing ---------------------------------------------------------
+    def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int) -> int:
+        """Append a message with the next sequence; returns that sequence.
+        For the file store the record is written to the OS before returning."""
+        raise NotImplementedError
+
+    def remove(self, seq: int) -> bool:
+        """Remove one message; False when it is not there."""
+        raise NotImplementedError
+
+    def purge(self, subject: str | None = None, seq: int = 0, keep: int = 0) -> int:
+        """Remove messages; returns how many. ``subject`` (may hold wildcards)
+        limits the purge to matching subjects; ``seq`` removes those strictly
+        below seq; ``keep`` keeps the newest ``keep`` (per filter). With no
+        arguments removes everything (first_seq becomes last_seq + 1)."""
+        raise NotImplementedError
+
+    def compact(self, seq: int) -> int:
+        """Remove every message below ``seq`` and set first_seq to at least seq
+        (used for a purge with seq, and for interest/workqueue clean-up)."""
+        raise NotImplementedError
+
+    # -- reading ---------------------------------------------------------
+    def load(self, seq: int) -> StoredMsg | None:
+        raise NotImplementedError
+
+    def load_next(self, start_seq: int, subject_filter: str | None = None) -> StoredMsg | None:
+        """The first message with seq >= start_seq whose subject matches the
+        filter (wildcards allowed; None or '>' means any)."""
+        raise NotImplementedError
+
+    def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
+        """The newest message whose subject matches the filter (wildcards allowed)."""
+        raise NotImplementedError
+
+    def last_seq_for_subject(self, subject: str) -> int:
+        """Sequence of the newest message on this literal subject, 0 if none."""
+        raise NotImplementedError
+
+    def subject_seqs(self, subject: str) -> list[int]:
+        """Sequences held for one literal subject, oldest first."""
+        raise NotImplementedError
+
+    def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
+        """Message count per subject, for subjects matching the filter."""
+        raise NotImplementedError
+
+    def num_pending(self, start_seq: int, subject_filter: str | None = None, last_per_subject: bool = False) -> int:
+        """How many stored messages with seq >= start_seq match the filter."""
+        raise NotImplementedError
+
+    def deleted(self) -> list[int]:
+        """Interior gaps between first_seq and last_seq."""
+        raise NotImplementedError
+
+    def state(self) -> StoreState:
+        raise NotImplementedError
+
+    def msg_size(self, subject: str, hdr: bytes | None, data: bytes) -> int:
+        raise NotImplementedError
+
+    def iter_seqs(self, start_seq: int = 0) -> Iterator[int]:
+        """Stored sequences in ascending order from start_seq."""
+        raise NotImplementedError
+
+    # -- lifecycle -------------------------------------------------------
+    def flush(self) -> None:
+        """Make written records durable as far as the sync policy says."""
+
+    def close(self) -> None:
+        """Flush and release files."""
+
+    def delete(self) -> None:
+        """Close and remove everything the store keeps on disk."""

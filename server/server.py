@@ -1,0 +1,300 @@
+"""The broker: listening socket, client registry, core pub/sub routing, and
+the internal messaging API the JetStream subsystem is built on."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import random
+import secrets
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import protocol as p
+from .client import Client, InternalClient, InternalSubscription, Subscription
+from .subjects import SubjectIndex
+
+# The nats-server release whose behaviour natslab implements; clients gate
+# features on it (nats-py needs >= 2.9 for the named consumer-create API).
+NATS_VERSION = "2.15.1"
+
+logger = logging.getLogger("natslab.server")
+
+
+@dataclass
+class ServerOptions:
+    host: str = "127.0.0.1"
+    port: int = 4222
+    jetstream: bool = False
+    store_dir: str | None = None
+    http_port: int = 0
+    http_host: str | None = None
+    server_name: str = ""
+    max_payload: int = p.DEFAULT_MAX_PAYLOAD
+    max_pending: int = p.DEFAULT_MAX_PENDING
+    max_connections: int = 64 * 1024
+    ping_interval: float = p.DEFAULT_PING_INTERVAL
+    ping_max: int = p.DEFAULT_PING_MAX
+    auth_timeout: float = p.AUTH_TIMEOUT
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}]
+    sync_always: bool = False
+    sync_interval: float = 1.0
+
+
+def _server_id() -> str:
+    # nats-server ids are 56-char base32 nkeys starting with N
+    raw = base64.b32encode(secrets.token_bytes(35)).decode().rstrip("=")
+    return ("N" + raw)[:56]
+
+
+class Server:
+    def __init__(self, opts: ServerOptions | None = None):
+        self.opts = opts or ServerOptions()
+        self.server_id = _server_id()
+        self.server_name = self.opts.server_name or self.server_id
+        self.version = NATS_VERSION
+        self.logger = logger
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.index = SubjectIndex()
+        self.clients: dict[int, Client] = {}
+        self.internal_client = InternalClient(self)
+        self.interest_listeners: list = []
+        self._dirty: list[Client] = []
+        self._flush_scheduled = False
+        self._next_cid = 0
+        self._tcp: asyncio.base_events.Server | None = None
+        self.port = 0
+        self.start_time = time.time()
+        self.jetstream = None
+        self.monitor = None
+        self.total_connections = 0
+        self.in_msgs = self.in_bytes = self.out_msgs = self.out_bytes = 0
+        self.slow_consumers = 0
+        self.closed_conns: list[dict] = []
+        o = self.opts
+        self.auth_required = bool(o.user or o.token or o.users)
+
+    # -- lifecycle -----------------------------------------------------------
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        o = self.opts
+        log = self.logger
+        log.info("Starting nats-server")
+        log.info("  Version:  %s (natslab)", self.version)
+        log.info("  Name:     %s", self.server_name)
+        log.info("  ID:       %s", self.server_id)
+        if o.jetstream:
+            try:
+                from .jetstream import JetStream
+            except ImportError as e:  # JetStream is still being built
+                log.error("JetStream not available: %s", e)
+                JetStream = None
+            store_dir = Path(o.store_dir) if o.store_dir else default_store_dir()
+            if JetStream is not None:
+                log.info("Starting JetStream")
+                self.jetstream = JetStream(self, store_dir)
+                await self.jetstream.start()
+        if o.http_port:
+            from .monitor import Monitor
+
+            self.monitor = Monitor(self)
+            await self.monitor.start(o.http_host or o.host, o.http_port)
+        port = 0 if o.port in (0, -1) else o.port
+        self._tcp = await self.loop.create_server(
+            lambda: Client(self), o.host, port, reuse_address=True, backlog=1024
+        )
+        for s in self._tcp.sockets:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.port = self._tcp.sockets[0].getsockname()[1]
+        log.info("Listening for client connections on %s:%d", o.host, self.port)
+        log.info("Server is ready")
+
+    async def stop(self) -> None:
+        if self._tcp is not None:
+            self._tcp.close()
+        for c in list(self.clients.values()):
+            c.close("Server Shutdown")
+        if self.monitor is not None:
+            await self.monitor.stop()
+            self.monitor = None
+        if self.jetstream is not None:
+            await self.jetstream.stop()
+            self.jetstream = None
+        if self._tcp is not None:
+            try:
+                await asyncio.wait_for(self._tcp.wait_closed(), 2)
+            except asyncio.TimeoutError:
+                pass
+            self._tcp = None
+        self.logger.info("Server Exiting..")
+
+    # -- clients ---------------------------------------------------------------
+    def register(self, client: Client) -> int:
+        self._next_cid += 1
+        self.total_connections += 1
+        self.clients[self._next_cid] = client
+        if len(self.clients) > self.opts.max_connections:
+            client.queue_out(p.ERR_MAX_CONNECTIONS)
+            self.loop.call_soon(client.close, "Maximum Connections Exceeded")
+        return self._next_cid
+
+    def unregister(self, client: Client) -> None:
+        if self.clients.pop(client.cid, None) is None:
+            return
+        for sub in list(client.subs.values()):
+            self.remove_sub(sub)
+        client.subs.clear()
+        self.closed_conns.append(
+            {"cid": client.cid, "name": client.name, "reason": client.close_reason or "Client Closed"}
+        )
+        del self.closed_conns[:-100]
+
+    def client_info(self, client: Client) -> dict:
+        info = {
+            "server_id": self.server_id,
+            "server_name": self.server_name,
+            "version": self.version,
+            "proto": 1,
+            "go": "natslab (python)",
+            "host": self.opts.host,
+            "port": self.port,
+            "headers": True,
+            "max_payload": self.opts.max_payload,
+        }
+        if self.jetstream is not None:
+            info["jetstream"] = True
+        if self.auth_required:
+            info["auth_required"] = True
+        info["client_id"] = client.cid
+        info["client_ip"] = client.host
+        info["natslab"] = True
+        return info
+
+    def check_auth(self, opts: dict) -> bool:
+        o = self.opts
+        if o.token:
+            return secrets.compare_digest(str(opts.get("auth_token") or ""), o.token)
+        user = str(opts.get("user") or "")
+        pw = str(opts.get("pass") or "")
+        creds = list(o.users)
+        if o.user:
+            creds.append({"user": o.user, "password": o.password or ""})
+        return any(
+            secrets.compare_digest(user, c.get("user", "")) and secrets.compare_digest(pw, c.get("password", ""))
+            for c in creds
+        )
+
+    # -- subscriptions ---------------------------------------------------------
+    def add_sub(self, sub: Subscription) -> None:
+        self.index.insert(sub)
+        if self.interest_listeners and not sub.client.internal:
+            self._notify_interest(sub.subject.decode(), True)
+
+    def remove_sub(self, sub: Subscription) -> None:
+        if self.index.remove(sub) and self.interest_listeners and not sub.client.internal:
+            self._notify_interest(sub.subject.decode(), False)
+
+    def _notify_interest(self, subject: str, added: bool) -> None:
+        for fn in list(self.interest_listeners):
+            try:
+                fn(subject, added)
+            except Exception:
+                self.logger.exception("interest listener failed")
+
+    def subscribe_internal(self, subject: str, callback, queue: str | None = None) -> InternalSubscription:
+        """Subscribe a server subsystem: ``callback(subject, reply, hdr, payload)``
+        runs synchronously during routing; reply is '' when there is none."""
+        sub = InternalSubscription(self.internal_client, subject.encode(), queue.encode() if queue else None, callback)
+        self.index.insert(sub)
+        return sub
+
+    def unsubscribe_internal(self, sub: InternalSubscription) -> None:
+        self.index.remove(sub)
+
+    def publish_internal(self, subject: str, reply: str = "", hdr: bytes | None = None, payload: bytes = b"") -> None:
+        self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
+        if not self._flush_scheduled and self._dirty:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush_dirty)
+
+    def has_interest(self, subject: str) -> bool:
+        """Does any client (not internal) subscription match this subject?"""
+        psubs, qsubs = self.index.match(subject.encode())
+        for s in psubs:
+            if not s.client.internal:
+                return True
+        for g in qsubs:
+            for s in g:
+                if not s.client.internal:
+                    return True
+        return False
+
+    # -- routing (the hot path) ------------------------------------------------
+    def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        psubs, qgroups = self.index.match(subject)
+        self.in_msgs += 1
+        size = len(payload) + (len(hdr) if hdr else 0)
+        self.in_bytes += size
+        n = 0
+        for sub in psubs:
+            c = sub.client
+            if c is pub and not c.echo:
+                continue
+            c.deliver(sub, subject, reply, hdr, payload)
+            n += 1
+        for group in qgroups:
+            sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
+            if sub.client is pub and not pub.echo:
+                others = [s for s in group if s.client is not pub]
+                if not others:
+                    continue
+                sub = random.choice(others)
+            sub.client.deliver(sub, subject, reply, hdr, payload)
+            n += 1
+        self.out_msgs += n
+        self.out_bytes += n * size
+        if not n and reply and pub.no_responders:
+            self._no_responders(pub, subject, reply)
+
+    def _no_responders(self, pub: Client, subject: bytes, reply: bytes) -> None:
+        hdr = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
+        psubs, qgroups = self.index.match(reply)
+        for sub in psubs:
+            if sub.client is pub:
+                pub.deliver(sub, reply, b"", hdr, b"")
+                return
+        for group in qgroups:
+            for sub in group:
+                if sub.client is pub:
+                    pub.deliver(sub, reply, b"", hdr, b"")
+                    return
+
+    def mark_dirty(self, client: Client) -> None:
+        self._dirty.append(client)
+
+    def flush_dirty(self) -> None:
+        self._flush_scheduled = False
+        dirty = self._dirty
+        while dirty:
+            self._dirty = []
+            for c in dirty:
+                c.flush()
+            dirty = self._dirty
+
+    # -- stats -----------------------------------------------------------------
+    @property
+    def num_subscriptions(self) -> int:
+        return self.index.count
+
+
+def default_store_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("natslab")) / "store"

@@ -1,0 +1,269 @@
+"""Subjects: validation, matching, and the subscription index.
+
+The index is a token trie (one level per subject token, with separate edges
+for ``*`` and ``>``) plus a bounded cache of match results keyed by the
+published subject. Publishing does a dict lookup on the hot path; the trie is
+walked only on a cache miss. Subscribing or unsubscribing evicts just the
+cached subjects the changed subscription matches.
+
+Subjects and tokens are ``bytes`` here: the protocol parser hands them over
+without decoding.
+"""
+
+from __future__ import annotations
+
+PWC = b"*"
+FWC = b">"
+CACHE_MAX = 4096
+
+
+def valid_subject(subject: bytes, wildcards: bool = True) -> bool:
+    """Subscription rules (``wildcards``) or pedantic publish rules.
+
+    Tokens are non-empty; ``>`` only as the last token. ``*``/``>`` are
+    wildcards only as whole tokens (``foo.*bar`` is a literal)."""
+    if not subject:
+        return False
+    tokens = subject.split(b".")
+    last = len(tokens) - 1
+    for i, t in enumerate(tokens):
+        if not t:
+            return False
+        if t == FWC:
+            if not wildcards or i != last:
+                return False
+        elif t == PWC and not wildcards:
+            return False
+    return True
+
+
+def valid_literal_subject(subject: bytes | str) -> bool:
+    if isinstance(subject, str):
+        subject = subject.encode()
+    return valid_subject(subject, wildcards=False) and b" " not in subject and b"\t" not in subject
+
+
+def is_literal(subject: bytes) -> bool:
+    for t in subject.split(b"."):
+        if t == PWC or t == FWC:
+            return False
+    return True
+
+
+def subject_matches(pattern: bytes, subject: bytes) -> bool:
+    """Does a literal ``subject`` match ``pattern`` (which may hold wildcards)?"""
+    pt = pattern.split(b".")
+    st = subject.split(b".")
+    for i, p in enumerate(pt):
+        if p == FWC:
+            return len(st) > i
+        if i >= len(st):
+            return False
+        if p != PWC and p != st[i]:
+            return False
+    return len(pt) == len(st)
+
+
+def subjects_overlap(a: bytes, b: bytes) -> bool:
+    """Could some literal subject match both patterns?"""
+    at = a.split(b".")
+    bt = b.split(b".")
+    for i in range(max(len(at), len(bt))):
+        if i >= len(at) or i >= len(bt):
+            return False
+        x, y = at[i], bt[i]
+        if x == FWC or y == FWC:
+            return True
+        if x != y and x != PWC and y != PWC:
+            return False
+    return True
+
+
+def is_subset(sub: bytes, sup: bytes) -> bool:
+    """Is every subject matched by ``sub`` also matched by ``sup``?"""
+    st = sub.split(b".")
+    pt = sup.split(b".")
+    for i, p in enumerate(pt):
+        if p == FWC:
+            return len(st) > i
+        if i >= len(st):
+            return False
+        s = st[i]
+        if s == FWC:
+            return False
+        if p == PWC:
+            continue
+        if s == PWC or s != p:
+            return False
+    return len(st) == len(pt)
+
+
+class _Node:
+    __slots__ = ("nodes", "pwc", "fwc", "psubs", "qsubs")
+
+    def __init__(self) -> None:
+        self.nodes: dict[bytes, _Node] = {}
+        self.pwc: _Node | None = None
+        self.fwc: _Node | None = None
+        self.psubs: list = []
+        self.qsubs: dict[bytes, list] = {}
+
+    def empty(self) -> bool:
+        return not (self.nodes or self.pwc or self.fwc or self.psubs or self.qsubs)
+
+
+EMPTY_RESULT: tuple[tuple, tuple] = ((), ())
+
+
+class SubjectIndex:
+    """Subscriptions by subject. A subscription is any object with ``subject``
+    (bytes) and ``queue`` (bytes or None) attributes.
+
+    ``match(subject)`` returns ``(plain_subs, queue_groups)``: a tuple of
+    subscriptions and a tuple of per-group tuples. Results are immutable
+    snapshots, so callers may iterate while subscriptions change."""
+
+    def __init__(self) -> None:
+        self.root = _Node()
+        self.cache: dict[bytes, tuple[tuple, tuple]] = {}
+        self.count = 0
+        self.inserts = 0
+        self.removes = 0
+        self.matches = 0
+        self.cache_hits = 0
+
+    # -- changes -----------------------------------------------------------
+    def insert(self, sub) -> None:
+        node = self.root
+        for t in sub.subject.split(b"."):
+            if t == PWC:
+                if node.pwc is None:
+                    node.pwc = _Node()
+                node = node.pwc
+            elif t == FWC:
+                if node.fwc is None:
+                    node.fwc = _Node()
+                node = node.fwc
+            else:
+                nxt = node.nodes.get(t)
+                if nxt is None:
+                    nxt = node.nodes[t] = _Node()
+                node = nxt
+        if sub.queue is None:
+            node.psubs.append(sub)
+        else:
+            node.qsubs.setdefault(sub.queue, []).append(sub)
+        self.count += 1
+        self.inserts += 1
+        self._evict(sub.subject)
+
+    def remove(self, sub) -> bool:
+        path: list[tuple[_Node, bytes]] = []
+        node = self.root
+        for t in sub.subject.split(b"."):
+            if t == PWC:
+                nxt = node.pwc
+            elif t == FWC:
+                nxt = node.fwc
+            else:
+                nxt = node.nodes.get(t)
+            if nxt is None:
+                return False
+            path.append((node, t))
+            node = nxt
+        try:
+            if sub.queue is None:
+                node.psubs.remove(sub)
+            else:
+                group = node.qsubs[sub.queue]
+                group.remove(sub)
+                if not group:
+                    del node.qsubs[sub.queue]
+        except (ValueError, KeyError):
+            return False
+        # prune empty nodes so long-running brokers do not accumulate tries
+        for parent, t in reversed(path):
+            if not node.empty():
+                break
+            if t == PWC:
+                parent.pwc = None
+            elif t == FWC:
+                parent.fwc = None
+            else:
+                del parent.nodes[t]
+            node = parent
+        self.count -= 1
+        self.removes += 1
+        self._evict(sub.subject)
+        return True
+
+    def _evict(self, pattern: bytes) -> None:
+        cache = self.cache
+        if not cache:
+            return
+        if is_literal(pattern):
+            cache.pop(pattern, None)
+            return
+        stale = [s for s in cache if subject_matches(pattern, s)]
+        for s in stale:
+            del cache[s]
+
+    # -- lookups -----------------------------------------------------------
+    def match(self, subject: bytes) -> tuple[tuple, tuple]:
+        self.matches += 1
+        r = self.cache.get(subject)
+        if r is not None:
+            self.cache_hits += 1
+            return r
+        psubs: list = []
+        qgroups: dict[bytes, list] = {}
+        _collect(self.root, subject.split(b"."), 0, psubs, qgroups)
+        r = (tuple(psubs), tuple(tuple(g) for g in qgroups.values())) if (psubs or qgroups) else EMPTY_RESULT
+        if len(self.cache) >= CACHE_MAX:
+            # drop the oldest half; dicts keep insertion order
+            for s in list(self.cache)[: CACHE_MAX // 2]:
+                del self.cache[s]
+        self.cache[subject] = r
+        return r
+
+    def all(self) -> list:
+        out: list = []
+        stack = [self.root]
+        while stack:
+            n = stack.pop()
+            out.extend(n.psubs)
+            for g in n.qsubs.values():
+                out.extend(g)
+            stack.extend(n.nodes.values())
+            if n.pwc:
+                stack.append(n.pwc)
+            if n.fwc:
+                stack.append(n.fwc)
+        return out
+
+
+def _collect(node: _Node, tokens: list[bytes], i: int, psubs: list, qgroups: dict) -> None:
+    n = len(tokens)
+    while True:
+        if node.fwc is not None:
+            _add(node.fwc, psubs, qgroups)
+        if node.pwc is not None:
+            if i + 1 == n:
+                _add(node.pwc, psubs, qgroups)
+            else:
+                _collect(node.pwc, tokens, i + 1, psubs, qgroups)
+        nxt = node.nodes.get(tokens[i])
+        if nxt is None:
+            return
+        i += 1
+        if i == n:
+            _add(nxt, psubs, qgroups)
+            return
+        node = nxt
+
+
+def _add(node: _Node, psubs: list, qgroups: dict) -> None:
+    if node.psubs:
+        psubs.extend(node.psubs)
+    for q, g in node.qsubs.items():
+        qgroups.setdefault(q, []).extend(g)

