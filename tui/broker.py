@@ -1,0 +1,90 @@
+"""Starting and stopping the embedded broker. Only the App and the CLI use this;
+panes never see the broker, they see a NATS URL.
+
+The broker runs on its own thread and event loop (``ServerThread``) so that a
+flood of messages from other programs cannot starve the UI's event loop.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class BrokerSpec:
+    """How to run the embedded broker. ``port`` 4222 falls forward to the next free port."""
+
+    port: int = 4222
+    store_dir: Path | None = None
+    memory: bool = False
+    host: str = "127.0.0.1"
+    _temp_dir: Path | None = field(default=None, repr=False)
+
+    def resolved_store_dir(self) -> Path:
+        if self.memory:
+            if self._temp_dir is None:
+                self._temp_dir = Path(tempfile.mkdtemp(prefix="natslab-mem-"))
+            return self._temp_dir
+        if self.store_dir is None:
+            from .config import data_dir
+
+            self.store_dir = data_dir()
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        return self.store_dir
+
+    def cleanup(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def choose_port(host: str, wanted: int, tries: int = 50) -> int:
+    """``wanted`` if free, else the next free port after it, else 0 (any)."""
+    if wanted == 0:
+        return 0
+    for port in range(wanted, min(wanted + tries, 65536)):
+        if port_is_free(host, port):
+            return port
+    return 0
+
+
+class EmbeddedBroker:
+    """A running embedded broker: its URL, store dir and a blocking stop()."""
+
+    def __init__(self, spec: BrokerSpec):
+        self.spec = spec
+        self.store_dir = spec.resolved_store_dir()
+        self._thread = None
+        self.client_url = ""
+
+    def start(self) -> str:
+        """Blocking: start the broker thread, return its client URL."""
+        from natslab.server import ServerThread  # the only import of the broker in tui/
+
+        port = choose_port(self.spec.host, self.spec.port)
+        self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True, store_dir=self.store_dir)
+        self._thread.start()
+        self.client_url = self._thread.client_url
+        return self.client_url
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            try:
+                self._thread.stop()
+            finally:
+                self._thread = None
+        self.spec.cleanup()

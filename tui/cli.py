@@ -1,0 +1,80 @@
+"""``natslab [options]``: open the workbench on an embedded broker or an existing server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .broker import BrokerSpec
+from .client import ConnectOptions
+from .config import load_context, selected_context_name
+
+EPILOG = """\
+With no options natslab starts its own JetStream broker on 127.0.0.1:4222 (the
+next free port if that one is taken), stores data under the user data dir and
+shows the URL other programs should use in the header.
+
+--context NAME reads the nats CLI context $XDG_CONFIG_HOME/nats/context/NAME.json;
+--context without a name uses the context selected with `nats context select`.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="natslab",
+        description="A terminal workbench for NATS JetStream.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    emb = p.add_argument_group("embedded broker")
+    emb.add_argument("--port", type=int, default=4222, help="client port (default 4222, next free if taken)")
+    emb.add_argument("--store-dir", type=Path, help="JetStream store directory (default: user data dir)")
+    emb.add_argument("--memory", action="store_true", help="throwaway store, deleted on exit")
+    rem = p.add_argument_group("existing server")
+    rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
+    rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
+    rem.add_argument("--user")
+    rem.add_argument("--password")
+    rem.add_argument("--token")
+    return p
+
+
+def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec | None]:
+    """Turn parsed flags into (connect options, broker spec). Raises ValueError."""
+    opts: ConnectOptions | None = None
+    if args.context is not None:
+        name = args.context or selected_context_name()
+        if not name:
+            raise ValueError("--context given without a name and no nats context is selected")
+        ctx = load_context(name)
+        opts = ConnectOptions(
+            url=args.connect or ctx.url or "nats://127.0.0.1:4222",
+            user=ctx.user, password=ctx.password, token=ctx.token, creds=ctx.creds,
+        )
+    elif args.connect:
+        opts = ConnectOptions(url=args.connect)
+    if opts is not None:
+        opts.user = args.user or opts.user
+        opts.password = args.password or opts.password
+        opts.token = args.token or opts.token
+        return opts, None
+    if args.memory and args.store_dir:
+        raise ValueError("--memory and --store-dir exclude each other")
+    spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory)
+    creds = ConnectOptions(user=args.user, password=args.password, token=args.token)
+    return creds, spec
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        options, spec = resolve(args)
+    except ValueError as exc:
+        print(f"natslab: {exc}", file=sys.stderr)
+        return 2
+    from .app import NatslabApp
+
+    app = NatslabApp(connect=options, broker=spec)
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,1 @@
+"""Reusable widgets: the status header, the live table and small dialogs."""

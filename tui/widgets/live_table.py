@@ -1,0 +1,83 @@
+"""LiveTable: a DataTable that is re-synced from polls without flicker.
+
+Rows are keyed (stream name, consumer name ...), updated in place cell by cell
+so the cursor never jumps, and a cell whose value changed is highlighted for a
+moment in the theme's accent colour.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+
+class LiveTable(DataTable):
+    HIGHLIGHT_SECONDS = 1.5
+
+    DEFAULT_CSS = """
+    LiveTable { height: 1fr; }
+    """
+
+    def __init__(self, columns: Sequence[tuple[str, str]], **kw: Any):
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self._column_spec = list(columns)
+        self._values: dict[tuple[str, str], str] = {}
+        self._order: list[str] = []
+
+    def on_mount(self) -> None:
+        for label, key in self._column_spec:
+            self.add_column(label, key=key)
+
+    def _highlight_style(self) -> str:
+        variables = self.app.get_css_variables()
+        return f"bold {variables.get('text-accent', variables.get('accent', ''))}"
+
+    def sync(self, rows: dict[str, Sequence[Any]]) -> None:
+        """Make the table show exactly ``rows`` (row key -> cell values)."""
+        keys = [key for _, key in self._column_spec]
+        for row_key in [k for k in self._order if k not in rows]:
+            self.remove_row(row_key)
+            self._order.remove(row_key)
+            for col in keys:
+                self._values.pop((row_key, col), None)
+        changed: list[tuple[str, str]] = []
+        style = self._highlight_style()
+        for row_key, cells in rows.items():
+            texts = [str(c) for c in cells]
+            if row_key not in self._order:
+                self.add_row(*(Text(t) for t in texts), key=row_key)
+                self._order.append(row_key)
+                for col, t in zip(keys, texts):
+                    self._values[(row_key, col)] = t
+                continue
+            for col, t in zip(keys, texts):
+                if self._values.get((row_key, col)) != t:
+                    self._values[(row_key, col)] = t
+                    self.update_cell(row_key, col, Text(t, style=style), update_width=True)
+                    changed.append((row_key, col))
+        if changed:
+            self.set_timer(self.HIGHLIGHT_SECONDS, lambda: self._unhighlight(changed))
+
+    def _unhighlight(self, cells: list[tuple[str, str]]) -> None:
+        for row_key, col in cells:
+            value = self._values.get((row_key, col))
+            if value is not None:
+                self.update_cell(row_key, col, Text(value))
+
+    @property
+    def selected_key(self) -> str | None:
+        if not self.row_count or self.cursor_row < 0:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+
+    def value(self, row_key: str, col: str) -> str | None:
+        return self._values.get((row_key, col))
+
+    def select_key(self, row_key: str) -> None:
+        if row_key in self._order:
+            self.move_cursor(row=self.get_row_index(row_key))
