@@ -1,0 +1,924 @@
+"""The file store: one stream's messages in an append-only log of blocks on
+disk, with a compact in-memory index (formats in ``filestore_blocks``).
+
+Durability. ``store_msg`` hands the record to the OS with one ``os.write``
+before it returns, so a crash of the server process (SIGKILL) loses nothing
+that was acknowledged. fsync is the caller's choice: the stream calls
+``flush()`` about once a second from a timer (that also runs space
+reclamation); with ``sync_always`` every write is fsynced as well.
+
+Memory. Per message the index holds three 4-byte array slots (offset,
+charged size, subject id) plus an 8-byte sequence in the subject index;
+payloads stay on disk and are read with ``pread`` on demand.
+
+Start-up. Each sealed block has an index file (rewritten at clean close for
+the last block) that is trusted when the block's size and mtime still match;
+any other block is scanned record by record, checksums verified. A torn
+record at the tail is cut off, a corrupt one in the middle is skipped; both
+are logged on ``natslab.server.filestore`` and kept in ``store.warnings``.
+Deletes and purges come back from the delete log.
+
+Not thread-safe: the server drives it from its event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import compress
+from pathlib import Path
+from typing import Iterator
+
+from . import filestore_blocks as fb
+from .filestore_blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
+from .persist import fsync_dir
+from .store import Store, StoredMsg, StoreState, file_msg_size
+from .subjects import is_literal, match
+
+log = logging.getLogger("natslab.server.filestore")
+
+_ALL = (None, "", ">")
+_MAX_READ_FDS = 16
+_LINEAR_PROBE = 64
+
+
+class _Seqs:
+    """Sorted sequences of one subject; removals at the front move ``head``."""
+
+    __slots__ = ("seqs", "head")
+
+    def __init__(self) -> None:
+        self.seqs = array("Q")
+        self.head = 0
+
+    def count(self) -> int:
+        return len(self.seqs) - self.head
+
+    def last(self) -> int:
+        return self.seqs[-1] if len(self.seqs) > self.head else 0
+
+    def first_ge(self, seq: int) -> int:
+        i = bisect_left(self.seqs, seq, self.head)
+        return self.seqs[i] if i < len(self.seqs) else 0
+
+    def count_ge(self, seq: int) -> int:
+        return len(self.seqs) - bisect_left(self.seqs, seq, self.head)
+
+    def remove(self, seq: int) -> None:
+        seqs = self.seqs
+        if seqs[self.head] == seq:
+            self.head += 1
+            self._tidy()
+        else:
+            i = bisect_left(seqs, seq, self.head)
+            if i < len(seqs) and seqs[i] == seq:
+                del seqs[i]
+
+    def drop_below(self, seq: int) -> int:
+        j = bisect_left(self.seqs, seq, self.head)
+        n = j - self.head
+        self.head = j
+        self._tidy()
+        return n
+
+    def _tidy(self) -> None:
+        if self.head == len(self.seqs):
+            self.seqs = array("Q")
+            self.head = 0
+        elif self.head > 1024 and self.head * 2 > len(self.seqs):
+            del self.seqs[: self.head]
+            self.head = 0
+
+    def live(self) -> list[int]:
+        return self.seqs[self.head :].tolist()
+
+
+class FileStore(Store):
+    def __init__(self, directory: Path, first_seq: int = 1, sync_always: bool = False, block_size: int = 8 * 1024 * 1024):
+        self.dir = Path(directory)
+        self.msgs_dir = self.dir / "msgs"
+        self.sync_always = sync_always
+        self.block_size = max(block_size, 4096)
+        self.warnings: list[str] = []
+        self._blocks: list[Block] = []
+        self._firsts: list[int] = []  # blocks' first seqs, for bisect
+        self._active: Block | None = None  # the block being appended to
+        self._wfd = -1
+        self._next_num = 1
+        self._read_fds: dict[int, Block] = {}  # block num -> block with an open rfd (LRU order)
+        # subject index
+        self._subjects: list[str] = []
+        self._sid: dict[str, int] = {}
+        self._sseqs: list[_Seqs] = []
+        self._num_subjects = 0
+        self._filter_cache: dict[str, list[int]] = {}
+        # totals
+        self._msgs = 0
+        self._bytes = 0
+        self._first = 0  # first live seq when _msgs > 0
+        self._last = 0
+        self._last_ts = 0
+        self._floor = 0  # every seq below is gone
+        self._first_ts_cache = (0, 0)
+        # delete log
+        self._dfd = -1
+        self._dlog_records = 0
+        self._dirty = False  # written since the last fsync
+        self._closed = False
+        self._open(first_seq)
+
+    # -- opening ---------------------------------------------------------
+    def _warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+        log.warning("%s", msg)
+
+    def _open(self, first_seq: int) -> None:
+        self.msgs_dir.mkdir(parents=True, exist_ok=True)
+        for tmp in self.msgs_dir.glob("*.tmp"):
+            tmp.unlink(missing_ok=True)
+        nums = sorted(int(p.stem) for p in self.msgs_dir.glob("*.blk") if p.stem.isdigit())
+        dlog_path = self.msgs_dir / "deletes.log"
+        fresh = not nums and not dlog_path.exists()
+        self._next_num = (nums[-1] + 1) if nums else 1
+        phys_last = 0
+        for n in nums:
+            blk = Block(n, self.msgs_dir / f"{n}.blk")
+            res = fb.read_index(blk)
+            if res is None:
+                res = self._scan(blk, phys_last, is_last=(n == nums[-1]))
+                if res is None:
+                    continue
+                if res.offs:
+                    blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
+                    blk.sids = res.sids
+                    fb.write_index(blk, res.subjects)
+            blk.size = res.end
+            if res.offs and res.first <= phys_last:  # overlaps an earlier block: keep the first copy
+                self._warn(f"{blk.path.name}: sequences up to {phys_last} already held by an earlier block; skipped")
+                cut = min(phys_last - res.first + 1, len(res.offs))
+                res.offs[:cut] = fb.zeros(cut)
+            if not res.offs:
+                if n != nums[-1]:
+                    self._unlink_block_files(blk)
+                    continue
+                res.first = phys_last + 1
+            gmap = [self._sid_for(s) for s in res.subjects]
+            blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
+            if any(i != g for i, g in enumerate(gmap)):
+                blk.sids = array("I", map(gmap.__getitem__, res.sids))
+            else:
+                blk.sids = res.sids
+            if blk.offs.count(0) != len(blk.offs):
+                phys_last = self._last_phys(blk)
+            self._blocks.append(blk)
+            self._firsts.append(blk.first)
+
+        # deletes and the floor
+        floor, floor_ts, dels = 0, 0, set()
+        if dlog_path.exists():
+            data = dlog_path.read_bytes()
+            floor, floor_ts, dels, good, warns = fb.read_dlog(data, "deletes.log")
+            for w in warns:
+                self._warn(w)
+            if good == 0 and data:
+                dlog_path.unlink()
+            elif good != len(data):
+                os.truncate(dlog_path, good)
+            self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
+        elif fresh and first_seq > 1:
+            floor = first_seq
+        self._floor = floor
+        if phys_last:
+            self._last = phys_last
+            self._last_ts = self._read_ts(phys_last)
+        if floor - 1 > self._last:
+            self._last, self._last_ts = floor - 1, floor_ts
+
+        for blk in self._blocks:
+            offs, lens = blk.offs, blk.lens
+            if floor > blk.first:
+                cut = min(floor - blk.first, len(offs))
+                offs[:cut] = fb.zeros(cut)
+                lens[:cut] = fb.zeros(cut)
+        for seq in dels:
+            blk, i = self._locate(seq)
+            if blk is not None and blk.offs[i]:
+                blk.dels[seq] = (blk.offs[i], blk.lens[i])
+                blk.offs[i] = 0
+                blk.lens[i] = 0
+        for blk in self._blocks:
+            self._index_block(blk)
+        self._first = self._next_live(0) if self._msgs else self._last + 1
+
+        # the delete log: start one (with the floor) when missing
+        if not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
+            self._rewrite_dlog()
+        else:
+            self._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
+        if self._blocks:
+            last = self._blocks[-1]
+            if last.size < self.block_size:
+                self._active = last
+                self._wfd = os.open(last.path, os.O_WRONLY)
+                os.lseek(self._wfd, last.size, os.SEEK_SET)
+
+    def _scan(self, blk: Block, after_seq: int, is_last: bool) -> fb.ScanResult | None:
+        try:
+            data = blk.path.read_bytes()
+            res = fb.scan_block(data, after_seq, blk.path.name)
+        except (OSError, ValueError) as e:
+            self._warn(f"{blk.path.name}: unreadable, ignored: {e}")
+            return None
+        for w in res.warnings:
+            self._warn(w)
+        if res.truncate_at >= 0:
+            os.truncate(blk.path, max(res.truncate_at, HEADER_SIZE))
+            res.end = max(res.truncate_at, HEADER_SIZE)
+            if len(data) < HEADER_SIZE or data[:4] != fb.BLOCK_MAGIC:
+                with open(blk.path, "r+b") as f:
+                    f.write(fb.BLOCK_HEADER)
+        return res
+
+    @staticmethod
+    def _last_phys(blk: Block) -> int:
+        raw = blk.offs.tobytes().rstrip(b"\0")
+        return blk.first + (len(raw) + 3) // 4 - 1
+
+    def _index_block(self, blk: Block) -> None:
+        """Add a freshly loaded block's live records to the totals and the
+        subject index."""
+        offs, lens, sids = blk.offs, blk.lens, blk.sids
+        n = len(offs)
+        live = n - offs.count(0)
+        blk.live = live
+        blk.live_bytes = sum(lens) & SIZE_MASK if live else 0
+        blk.dead = max(0, blk.size - HEADER_SIZE - blk.live_bytes - live)
+        if not live:
+            return
+        self._msgs += live
+        self._bytes += blk.live_bytes
+        first = blk.first
+        s0 = sids[0]
+        seqs_of = self._sseqs
+        if sids.count(s0) == n:
+            ss = seqs_of[s0]
+            if ss.count() == 0:
+                self._num_subjects += 1
+            if live == n:
+                ss.seqs.extend(range(first, first + n))
+            else:
+                ss.seqs.extend(compress(range(first, first + n), offs))
+            return
+        appends = {}
+        for j, (o, s) in enumerate(zip(offs, sids)):
+            if o:
+                ap = appends.get(s)
+                if ap is None:
+                    ss = seqs_of[s]
+                    if ss.count() == 0:
+                        self._num_subjects += 1
+                    ap = appends[s] = ss.seqs.append
+                ap(first + j)
+
+    def _sid_for(self, subject: str) -> int:
+        sid = self._sid.get(subject)
+        if sid is None:
+            sid = self._sid[subject] = len(self._subjects)
+            self._subjects.append(subject)
+            self._sseqs.append(_Seqs())
+            self._filter_cache.clear()
+        return sid
+
+    # -- low-level I/O ---------------------------------------------------
+    def _locate(self, seq: int) -> tuple[Block | None, int]:
+        i = bisect_right(self._firsts, seq) - 1
+        if i < 0:
+            return None, 0
+        blk = self._blocks[i]
+        j = seq - blk.first
+        if j >= len(blk.offs):
+            return None, 0
+        return blk, j
+
+    def _rfd(self, blk: Block) -> int:
+        fd = blk.rfd
+        if fd >= 0:
+            # move to the most recent end of the LRU
+            self._read_fds[blk.num] = self._read_fds.pop(blk.num)
+            return fd
+        if len(self._read_fds) >= _MAX_READ_FDS:
+            old = self._read_fds.pop(next(iter(self._read_fds)))
+            os.close(old.rfd)
+            old.rfd = -1
+        blk.rfd = os.open(blk.path, os.O_RDONLY)
+        self._read_fds[blk.num] = blk
+        return blk.rfd
+
+    def _close_rfd(self, blk: Block) -> None:
+        if blk.rfd >= 0:
+            os.close(blk.rfd)
+            blk.rfd = -1
+            self._read_fds.pop(blk.num, None)
+
+    def _read_ts(self, seq: int) -> int:
+        blk, i = self._locate(seq)
+        if blk is None or not blk.offs[i]:
+            return 0
+        head = os.pread(self._rfd(blk), fb.REC.size, blk.offs[i])
+        return fb.REC.unpack(head)[3] if len(head) == fb.REC.size else 0
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        n = os.write(fd, data)
+        while n < len(data):  # short writes only happen on odd filesystems or a full disk
+            k = os.write(fd, data[n:])
+            if k <= 0:
+                raise OSError("short write")
+            n += k
+
+    def _dlog_append(self, data: bytes) -> None:
+        self._write_all(self._dfd, data)
+        self._dlog_records += len(data) // fb.DREC_SIZE
+        if self.sync_always:
+            os.fsync(self._dfd)
+        else:
+            self._dirty = True
+
+    # -- writing ---------------------------------------------------------
+    def msg_size(self, subject: str, hdr: bytes | None, data: bytes) -> int:
+        return file_msg_size(subject, hdr, data)
+
+    def _new_block(self, seq: int) -> Block:
+        old = self._active
+        if old is not None:
+            self._seal(old)
+        num = self._next_num
+        self._next_num += 1
+        blk = Block(num, self.msgs_dir / f"{num}.blk", first=seq)
+        fd = os.open(blk.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._write_all(fd, fb.BLOCK_HEADER)
+        self._wfd = fd
+        self._active = blk
+        self._blocks.append(blk)
+        self._firsts.append(seq)
+        fsync_dir(self.msgs_dir)
+        return blk
+
+    def _seal(self, blk: Block) -> None:
+        """The active block is full: make it durable and index it."""
+        if self._wfd >= 0:
+            os.fsync(self._wfd)
+            os.close(self._wfd)
+            self._wfd = -1
+        self._active = None
+        fb.write_index(blk, self._subjects)
+
+    def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int) -> int:
+        seq = self._last + 1
+        subj = subject.encode()
+        h = hdr or b""
+        rec = fb.pack_record(seq, ts, subj, h, data)
+        n = len(rec)
+        blk = self._active
+        if blk is None or (blk.size + n > self.block_size and blk.size > HEADER_SIZE):
+            blk = self._new_block(seq)
+        pos = blk.size
+        try:
+            self._write_all(self._wfd, rec)
+        except OSError:
+            os.ftruncate(self._wfd, pos)
+            os.lseek(self._wfd, pos, os.SEEK_SET)
+            raise
+        if self.sync_always:
+            os.fsync(self._wfd)
+        else:
+            self._dirty = True
+        blk.size = pos + n
+        sid = self._sid.get(subject)
+        if sid is None:
+            sid = self._sid_for(subject)
+        gap = seq - blk.first - len(blk.offs)
+        if gap:
+            z = fb.zeros(gap)
+            blk.offs.extend(z)
+            blk.lens.extend(z)
+            blk.sids.extend(z)
+        size = n + 3 if h else n - 1
+        blk.offs.append(pos)
+        blk.lens.append(size | HDR_FLAG if h else size)
+        blk.sids.append(sid)
+        blk.live += 1
+        blk.live_bytes += size
+        ss = self._sseqs[sid]
+        if len(ss.seqs) == ss.head:
+            self._num_subjects += 1
+        ss.seqs.append(seq)
+        if not self._msgs:
+            self._first = seq
+        self._msgs += 1
+        self._bytes += size
+        self._last = seq
+        self._last_ts = ts
+        return seq
+
+    def _drop(self, blk: Block, i: int, seq: int, track: bool) -> None:
+        """Forget one live record in memory (the caller has logged why)."""
+        off, ln = blk.offs[i], blk.lens[i]
+        if track:
+            blk.dels[seq] = (off, ln)
+        blk.offs[i] = 0
+        blk.lens[i] = 0
+        size = ln & SIZE_MASK
+        blk.live -= 1
+        blk.live_bytes -= size
+        blk.dead += rec_len(ln)
+        self._msgs -= 1
+        self._bytes -= size
+        ss = self._sseqs[blk.sids[i]]
+        ss.remove(seq)
+        if len(ss.seqs) == ss.head:
+            self._num_subjects -= 1
+        if seq == self._first:
+            self._first = self._next_live(seq) if self._msgs else self._last + 1
+
+    def remove(self, seq: int) -> bool:
+        blk, i = self._locate(seq)
+        if blk is None or not blk.offs[i]:
+            return False
+        self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
+        self._drop(blk, i, seq, True)
+        if blk.live == 0 and blk is not self._blocks[-1]:
+            self._remove_block(blk)
+        return True
+
+    def _remove_many(self, seqs: list[int]) -> int:
+        if not seqs:
+            return 0
+        self._dlog_append(b"".join(fb.pack_drec(fb.D_DELETE, s) for s in seqs))
+        emptied = []
+        for seq in seqs:
+            blk, i = self._locate(seq)
+            if blk is not None and blk.offs[i]:
+                self._drop(blk, i, seq, True)
+                if blk.live == 0 and blk is not self._blocks[-1] and blk not in emptied:
+                    emptied.append(blk)
+        for blk in emptied:
+            self._remove_block(blk)
+        return len(seqs)
+
+    def purge(self, subject: str | None = None, seq: int = 0, keep: int = 0) -> int:
+        if seq == 1:
+            return 0
+        if subject in _ALL:
+            if not keep and not seq:
+                return self._purge_all()
+            if seq > 1:
+                return self.compact(seq)
+            if keep >= self._msgs:
+                return 0
+            # keep the newest `keep`: everything before the keep-th newest goes
+            target = self._nth_newest(keep)
+            return self.compact(target)
+        seqs = self._matching_seqs(subject)
+        if keep:
+            if keep >= len(seqs):
+                return 0
+            seqs = seqs[: len(seqs) - keep]
+        if seq:
+            seqs = seqs[: bisect_left(seqs, seq)]
+        return self._remove_many(seqs)
+
+    def _nth_newest(self, n: int) -> int:
+        for blk in reversed(self._blocks):
+            if blk.live >= n:
+                live = list(compress(range(blk.first, blk.first + len(blk.offs)), blk.offs))
+                return live[-n]
+            n -= blk.live
+        return self._first
+
+    def _set_floor(self, floor: int) -> None:
+        self._floor = floor
+        self._dlog_append(fb.pack_drec(fb.D_FLOOR, floor, self._last_ts))
+
+    def _purge_all(self) -> int:
+        n = self._msgs
+        if not self._blocks and self._floor == self._last + 1:
+            return 0
+        self._set_floor(self._last + 1)
+        self._reset()
+        return n
+
+    def _reset(self) -> None:
+        """Everything is gone: drop every block and the subject index."""
+        if self._wfd >= 0:
+            os.close(self._wfd)
+            self._wfd = -1
+        self._active = None
+        for blk in self._blocks:
+            self._close_rfd(blk)
+            self._unlink_block_files(blk)
+        self._blocks.clear()
+        self._firsts.clear()
+        self._subjects.clear()
+        self._sid.clear()
+        self._sseqs.clear()
+        self._filter_cache.clear()
+        self._num_subjects = 0
+        self._msgs = 0
+        self._bytes = 0
+        self._first = self._last + 1
+        self._rewrite_dlog()
+
+    def compact(self, seq: int) -> int:
+        if not self._msgs:
+            if seq > self._last + 1:
+                self._last = seq - 1
+                self._first = seq
+                self._set_floor(seq)
+            return 0
+        if seq <= self._first:
+            return 0
+        if seq > self._last:
+            n = self._msgs
+            self._last = seq - 1
+            self._set_floor(seq)
+            self._reset()
+            return n
+        self._set_floor(seq)
+        before = self._msgs
+        while self._blocks and self._blocks[0].last < seq:
+            blk = self._blocks[0]
+            self._msgs -= blk.live
+            self._bytes -= blk.live_bytes
+            self._remove_block(blk)
+        blk, i = self._locate(seq)
+        if blk is not None and blk.first < seq:
+            offs, lens = blk.offs, blk.lens
+            for j in range(seq - blk.first):
+                if offs[j]:
+                    size = lens[j] & SIZE_MASK
+                    blk.dead += rec_len(lens[j])
+                    blk.live -= 1
+                    blk.live_bytes -= size
+                    self._msgs -= 1
+                    self._bytes -= size
+                    offs[j] = 0
+                    lens[j] = 0
+        for ss in self._sseqs:
+            if ss.count() and ss.seqs[ss.head] < seq:
+                ss.drop_below(seq)
+                if not ss.count():
+                    self._num_subjects -= 1
+        self._first = self._next_live(seq)
+        return before - self._msgs
+
+    def _remove_block(self, blk: Block) -> None:
+        i = self._blocks.index(blk)
+        del self._blocks[i]
+        del self._firsts[i]
+        if blk is self._active:
+            os.close(self._wfd)
+            self._wfd = -1
+            self._active = None
+        self._close_rfd(blk)
+        self._unlink_block_files(blk)
+
+    @staticmethod
+    def _unlink_block_files(blk: Block) -> None:
+        blk.path.unlink(missing_ok=True)
+        blk.idx_path.unlink(missing_ok=True)
+
+    # -- reading ---------------------------------------------------------
+    def load(self, seq: int) -> StoredMsg | None:
+        blk, i = self._locate(seq)
+        if blk is None:
+            return None
+        off = blk.offs[i]
+        if not off:
+            return None
+        n = rec_len(blk.lens[i])
+        buf = os.pread(self._rfd(blk), n, off)
+        rec = fb.unpack_record(buf, seq)
+        if rec is None:
+            self._warn(f"{blk.path.name}: record for seq {seq} at offset {off} is corrupt; message lost")
+            self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
+            self._drop(blk, i, seq, True)
+            return None
+        ts, subject, hdr, data = rec
+        return StoredMsg(seq, subject, hdr, data, ts)
+
+    def _next_live(self, start: int) -> int:
+        """First live seq >= start, 0 if none."""
+        k = max(bisect_right(self._firsts, start) - 1, 0)
+        for blk in self._blocks[k:]:
+            if not blk.live:
+                continue
+            j = max(start - blk.first, 0)
+            if j >= len(blk.offs):
+                continue
+            raw = blk.offs[j:].tobytes()
+            z = len(raw) - len(raw.lstrip(b"\0"))
+            if z < len(raw):
+                return blk.first + j + z // 4
+        return 0
+
+    def _prev_live(self, start: int) -> int:
+        """Last live seq <= start, 0 if none."""
+        k = bisect_right(self._firsts, start) - 1
+        for blk in reversed(self._blocks[: k + 1]):
+            if not blk.live:
+                continue
+            j = min(start - blk.first + 1, len(blk.offs))
+            raw = blk.offs[:j].tobytes().rstrip(b"\0")
+            if raw:
+                return blk.first + (len(raw) + 3) // 4 - 1
+        return 0
+
+    def _matching_sids(self, flt: str) -> list[int]:
+        if flt in _ALL:
+            return [i for i, ss in enumerate(self._sseqs) if ss.count()]
+        if is_literal(flt):
+            sid = self._sid.get(flt)
+            return [] if sid is None else [sid]
+        sids = self._filter_cache.get(flt)
+        if sids is None:
+            if len(self._filter_cache) > 256:
+                self._filter_cache.clear()
+            sids = self._filter_cache[flt] = [i for i, s in enumerate(self._subjects) if match(flt, s)]
+        return sids
+
+    def _matching_seqs(self, flt: str) -> list[int]:
+        out: list[int] = []
+        sids = self._matching_sids(flt)
+        for sid in sids:
+            out.extend(self._sseqs[sid].live())
+        if len(sids) > 1:
+            out.sort()
+        return out
+
+    def load_next(self, start_seq: int, subject_filter: str | None = None) -> StoredMsg | None:
+        while True:
+            s = max(start_seq, self._first)
+            if not self._msgs or s > self._last:
+                return None
+            if subject_filter in _ALL:
+                seq = self._next_live(s)
+            elif is_literal(subject_filter):
+                sid = self._sid.get(subject_filter)
+                seq = self._sseqs[sid].first_ge(s) if sid is not None else 0
+            else:
+                seq = self._next_matching(s, subject_filter)
+            if not seq:
+                return None
+            sm = self.load(seq)
+            if sm is not None:
+                return sm
+            start_seq = seq + 1  # that record was corrupt: look further
+
+    def _next_matching(self, s: int, flt: str) -> int:
+        sids = self._matching_sids(flt)
+        if len(sids) > _LINEAR_PROBE:
+            # many subjects match: the next few messages are likely to
+            wanted = set(sids)
+            seq = s
+            for _ in range(_LINEAR_PROBE):
+                seq = self._next_live(seq)
+                if not seq:
+                    return 0
+                blk, i = self._locate(seq)
+                if blk.sids[i] in wanted:
+                    return seq
+                seq += 1
+        best = 0
+        for sid in sids:
+            f = self._sseqs[sid].first_ge(s)
+            if f and (not best or f < best):
+                best = f
+        return best
+
+    def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
+        if not self._msgs:
+            return None
+        if subject_filter in _ALL:
+            seq = self._prev_live(self._last)
+        else:
+            seq = max((self._sseqs[sid].last() for sid in self._matching_sids(subject_filter)), default=0)
+        return self.load(seq) if seq else None
+
+    def last_seq_for_subject(self, subject: str) -> int:
+        sid = self._sid.get(subject)
+        return self._sseqs[sid].last() if sid is not None else 0
+
+    def subject_seqs(self, subject: str) -> list[int]:
+        sid = self._sid.get(subject)
+        return self._sseqs[sid].live() if sid is not None else []
+
+    def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
+        out = {}
+        for sid in self._matching_sids(subject_filter):
+            n = self._sseqs[sid].count()
+            if n:
+                out[self._subjects[sid]] = n
+        return out
+
+    def num_pending(self, start_seq: int, subject_filter: str | None = None, last_per_subject: bool = False) -> int:
+        if not self._msgs or start_seq > self._last:
+            return 0
+        if last_per_subject:
+            return sum(1 for sid in self._matching_sids(subject_filter) if self._sseqs[sid].last() >= start_seq)
+        if subject_filter in _ALL:
+            if start_seq <= self._first:
+                return self._msgs
+            k = bisect_right(self._firsts, start_seq) - 1
+            n = 0
+            for blk in self._blocks[k:]:
+                j = start_seq - blk.first
+                if j <= 0:
+                    n += blk.live
+                elif j < len(blk.offs) and blk.live:
+                    n += len(blk.offs) - j - blk.offs[j:].count(0)
+            return n
+        return sum(self._sseqs[sid].count_ge(start_seq) for sid in self._matching_sids(subject_filter))
+
+    def deleted(self) -> list[int]:
+        if not self._msgs:
+            return []
+        out: list[int] = []
+        expect = self._first
+        for blk in self._blocks:
+            if not blk.live:
+                continue
+            n = len(blk.offs)
+            if blk.live == n and blk.first >= expect:
+                out.extend(range(expect, blk.first))
+                expect = blk.first + n
+                continue
+            for seq in compress(range(blk.first, blk.first + n), blk.offs):
+                if seq > expect:
+                    out.extend(range(expect, seq))
+                expect = seq + 1
+        out.extend(range(expect, self._last + 1))
+        return out
+
+    def state(self) -> StoreState:
+        first_ts = 0
+        if self._msgs:
+            first = self._first
+            cached_seq, cached_ts = self._first_ts_cache
+            if cached_seq == first:
+                first_ts = cached_ts
+            else:
+                first_ts = self._read_ts(first)
+                self._first_ts_cache = (first, first_ts)
+            num_deleted = self._last - first + 1 - self._msgs
+        else:
+            first = self._last + 1 if self._last else 0
+            num_deleted = 0
+        return StoreState(
+            messages=self._msgs,
+            bytes=self._bytes,
+            first_seq=first,
+            first_ts=first_ts,
+            last_seq=self._last,
+            last_ts=self._last_ts,
+            num_subjects=self._num_subjects,
+            num_deleted=num_deleted,
+        )
+
+    def iter_seqs(self, start_seq: int = 0) -> Iterator[int]:
+        k = max(bisect_right(self._firsts, start_seq) - 1, 0)
+        for blk in list(self._blocks[k:]):
+            if not blk.live:
+                continue
+            j = max(start_seq - blk.first, 0)
+            yield from compress(range(blk.first + j, blk.first + len(blk.offs)), blk.offs[j:])
+
+    # -- durability and space reclamation ----------------------------------
+    def flush(self) -> None:
+        """fsync what was written since the last call, then reclaim space:
+        drop emptied blocks, rewrite mostly-deleted ones, shrink the delete
+        log. The stream calls this about once a second from a timer."""
+        if self._closed:
+            return
+        if self._dirty:
+            if self._wfd >= 0:
+                os.fsync(self._wfd)
+            if self._dfd >= 0:
+                os.fsync(self._dfd)
+            self._dirty = False
+        self._reclaim()
+
+    def _reclaim(self, max_rewrites: int = 2) -> None:
+        if not self._msgs and self._blocks:
+            self._set_floor(self._last + 1)
+            self._reset()
+            return
+        # The newest block is never dropped or rewritten: its last record is
+        # what tells last_seq/last_ts after a restart.
+        for blk in self._blocks[:-1]:
+            if not blk.live:
+                self._remove_block(blk)
+            elif max_rewrites and blk.dead * 2 > blk.size and blk.size > 4096:
+                self._rewrite_block(blk)
+                max_rewrites -= 1
+        live_dels = sum(len(b.dels) for b in self._blocks)
+        if self._dlog_records > 2 * live_dels + 4096:
+            self._rewrite_dlog()
+
+    def _rewrite_block(self, blk: Block) -> None:
+        """Copy a sealed block's live records to a new file and swap it in
+        (write, fsync, rename: a crash leaves the old block or the new one)."""
+        data = os.pread(self._rfd(blk), blk.size, 0)
+        parts = [fb.BLOCK_HEADER]
+        pos = HEADER_SIZE
+        offs, lens, sids = array("I"), array("I"), array("I")
+        first = 0
+        for j, o in enumerate(blk.offs):
+            if not o:
+                if first:
+                    offs.append(0)
+                    lens.append(0)
+                    sids.append(0)
+                continue
+            if not first:
+                first = blk.first + j
+            n = rec_len(blk.lens[j])
+            parts.append(data[o : o + n])
+            offs.append(pos)
+            lens.append(blk.lens[j])
+            sids.append(blk.sids[j])
+            pos += n
+        # trailing holes carry no information
+        while offs and not offs[-1]:
+            offs.pop()
+            lens.pop()
+            sids.pop()
+        tmp = blk.path.with_suffix(".blk.tmp")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(parts))
+            f.flush()
+            os.fsync(f.fileno())
+        self._close_rfd(blk)
+        os.replace(tmp, blk.path)
+        fsync_dir(self.msgs_dir)
+        k = self._blocks.index(blk)
+        blk.first, blk.offs, blk.lens, blk.sids = first, offs, lens, sids
+        self._firsts[k] = first
+        blk.size = pos
+        blk.dead = 0
+        blk.dels.clear()
+        fb.write_index(blk, self._subjects)
+
+    def _rewrite_dlog(self) -> None:
+        """Replace the delete log with the floor and the deletes still needed
+        (those of records still in some block file)."""
+        recs = [fb.DLOG_HEADER]
+        if self._floor:
+            recs.append(fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts))
+        n = len(recs) - 1
+        for blk in self._blocks:
+            for seq in sorted(blk.dels):
+                if seq >= self._floor:
+                    recs.append(fb.pack_drec(fb.D_DELETE, seq))
+                    n += 1
+        path = self.msgs_dir / "deletes.log"
+        tmp = path.with_suffix(".log.tmp")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(recs))
+            f.flush()
+            os.fsync(f.fileno())
+        if self._dfd >= 0:
+            os.close(self._dfd)
+        os.replace(tmp, path)
+        fsync_dir(self.msgs_dir)
+        self._dfd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self._dlog_records = n
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        if self._active is not None and self._active.size > HEADER_SIZE:
+            fb.write_index(self._active, self._subjects)
+        if self._wfd >= 0:
+            os.close(self._wfd)
+            self._wfd = -1
+        if self._dfd >= 0:
+            os.close(self._dfd)
+            self._dfd = -1
+        for blk in list(self._read_fds.values()):
+            self._close_rfd(blk)
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove the store's files (``msgs/``), and the directory
+        itself when nothing else is left in it."""
+        self.close()
+        shutil.rmtree(self.msgs_dir, ignore_errors=True)
+        try:
+            self.dir.rmdir()
+        except OSError:
+            pass

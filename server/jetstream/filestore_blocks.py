@@ -1,0 +1,341 @@
+"""The file store's on-disk formats: message blocks, block index files and the
+delete log. ``filestore.py`` holds the store logic; this module only knows how
+bytes are laid out, how to scan them back and how to survive damage.
+
+Message block ``msgs/<n>.blk`` (append-only)::
+
+    file header  8 bytes   b"NLMB" + version (1) + 3 reserved zero bytes
+    record       27-byte header  <I reclen><B kind=1><Q seq><q ts ns><H subject len><I hdr len>
+                 subject, header block, payload
+                 <I crc32 of everything above in the record>
+
+``reclen`` counts the whole record (header, body and crc). Sequences rise
+strictly within a block and from block to block. In memory a record is found
+through per-block arrays indexed by ``seq - block.first``: offset (0 = no
+record), the real server's charged size (``file_msg_size``) with bit 31 set
+when the message has headers, and a subject id. The on-disk record length
+follows from the charged size: ``size + 1`` without headers, ``size - 3``
+with headers (the record header is 27 + 4 crc bytes, the real server charges
+30 or 34).
+
+Block index ``msgs/<n>.idx`` (derived data, written through ``persist``, so
+checksummed and atomic): the physical contents of a block (deleted records
+included) so opening does not re-read every record. It is trusted only when
+the block file's size and mtime match what it recorded; otherwise the block is
+scanned.
+
+Delete log ``msgs/deletes.log`` (append-only)::
+
+    file header  8 bytes   b"NLDL" + version (1) + 3 zero bytes
+    record       <B kind><Q seq><q ts><I crc32 of the 17 bytes before>
+
+kind 1 deletes one sequence; kind 2 moves the floor: every sequence below
+``seq`` is gone (purge / compact), and ``ts`` is the last timestamp at that
+moment, so an emptied store still knows its last_seq/last_ts after restart.
+The log is rewritten (atomically) when it is mostly stale.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from zlib import crc32
+
+from .persist import CorruptStateError, read_bytes_checked, write_bytes_atomic
+
+BLOCK_MAGIC = b"NLMB"
+BLOCK_VERSION = 1
+BLOCK_HEADER = BLOCK_MAGIC + bytes([BLOCK_VERSION, 0, 0, 0])
+HEADER_SIZE = len(BLOCK_HEADER)
+
+REC = struct.Struct("<IBQqHI")
+CRC = struct.Struct("<I")
+KIND_MSG = 1
+MIN_REC = REC.size + CRC.size  # 31
+HDR_FLAG = 1 << 31
+SIZE_MASK = HDR_FLAG - 1
+
+DLOG_MAGIC = b"NLDL"
+DLOG_VERSION = 1
+DLOG_HEADER = DLOG_MAGIC + bytes([DLOG_VERSION, 0, 0, 0])
+DREC = struct.Struct("<BQq")
+DREC_SIZE = DREC.size + CRC.size  # 21
+D_DELETE = 1
+D_FLOOR = 2
+
+IDX_VERSION = 1
+_IDX_HEAD = struct.Struct("<4sBQqQQI")  # magic, version, size, mtime_ns, first, count, subjects bytes
+_LITTLE = sys.byteorder == "little"
+
+
+def pack_record(seq: int, ts: int, subj: bytes, hdr: bytes, data: bytes) -> bytes:
+    body = b"".join((REC.pack(MIN_REC + len(subj) + len(hdr) + len(data), KIND_MSG, seq, ts, len(subj), len(hdr)), subj, hdr, data))
+    return body + CRC.pack(crc32(body))
+
+
+def rec_len(sizeval: int) -> int:
+    """On-disk record length from a lens-array entry."""
+    return (sizeval & SIZE_MASK) - 3 if sizeval & HDR_FLAG else sizeval + 1
+
+
+def unpack_record(buf: bytes, seq: int) -> tuple[int, str, bytes | None, bytes] | None:
+    """(ts, subject, hdr, data) of one whole record read from disk, or None
+    when its checksum, length or sequence is wrong."""
+    if len(buf) < MIN_REC:
+        return None
+    reclen, kind, rseq, ts, sl, hl = REC.unpack_from(buf)
+    if reclen != len(buf) or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen:
+        return None
+    if crc32(memoryview(buf)[:-4]) != CRC.unpack_from(buf, reclen - 4)[0]:
+        return None
+    p = REC.size
+    subject = buf[p : p + sl].decode()
+    p += sl
+    hdr = buf[p : p + hl] if hl else None
+    return ts, subject, hdr, buf[p + hl : reclen - 4]
+
+
+def zeros(n: int) -> array:
+    return array("I", bytes(4 * n))
+
+
+@dataclass(slots=True)
+class Block:
+    """One block file and the in-memory index of its records."""
+
+    num: int
+    path: Path
+    first: int = 0  # seq of index 0 in the arrays
+    offs: array = field(default_factory=lambda: array("I"))
+    lens: array = field(default_factory=lambda: array("I"))
+    sids: array = field(default_factory=lambda: array("I"))
+    size: int = HEADER_SIZE  # bytes in the file
+    live: int = 0
+    live_bytes: int = 0  # charged bytes of live messages
+    dead: int = 0  # on-disk bytes of records no longer live (approximate)
+    # seq -> (offset, lens entry) of records deleted one by one (not by the
+    # floor) that are still in the file: needed to write the physical index
+    # and to rewrite the delete log.
+    dels: dict = field(default_factory=dict)
+    rfd: int = -1
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.offs) - 1
+
+    @property
+    def idx_path(self) -> Path:
+        return self.path.with_suffix(".idx")
+
+
+@dataclass(slots=True)
+class ScanResult:
+    first: int = 0
+    offs: array = field(default_factory=lambda: array("I"))
+    lens: array = field(default_factory=lambda: array("I"))
+    sids: array = field(default_factory=lambda: array("I"))
+    subjects: list = field(default_factory=list)
+    end: int = HEADER_SIZE  # end of the last good record
+    truncate_at: int = -1  # where a torn / unreadable tail starts, -1 if none
+    warnings: list = field(default_factory=list)
+
+
+def _record_ok(buf: bytes, mv: memoryview, pos: int, end: int, after_seq: int) -> int:
+    """Length of a valid record at pos, or 0."""
+    if end - pos < MIN_REC:
+        return 0
+    reclen, kind, seq, _ts, sl, hl = REC.unpack_from(buf, pos)
+    if kind != KIND_MSG or seq <= after_seq or reclen > end - pos or MIN_REC + sl + hl > reclen:
+        return 0
+    if crc32(mv[pos : pos + reclen - 4]) != CRC.unpack_from(buf, pos + reclen - 4)[0]:
+        return 0
+    return reclen
+
+
+def _resync(buf: bytes, mv: memoryview, pos: int, after_seq: int) -> int:
+    """Offset of the next valid record at or after pos, or -1. Slow (tries
+    every position whose kind byte fits), but it only runs on damage."""
+    end = len(buf)
+    kind = bytes([KIND_MSG])
+    while pos <= end - MIN_REC:
+        p = buf.find(kind, pos + 4)
+        if p < 0:
+            return -1
+        pos = p - 4
+        if _record_ok(buf, mv, pos, end, after_seq):
+            return pos
+        pos += 1
+    return -1
+
+
+def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
+    """Rebuild a block's index from its bytes. Records at or below after_seq
+    (already held by an earlier block) are skipped. Damage is skipped over and
+    reported; a damaged tail is marked for truncation."""
+    res = ScanResult()
+    if buf[:4] != BLOCK_MAGIC:
+        res.warnings.append(f"{name}: bad block header; scanning for records anyway")
+    elif buf[4] != BLOCK_VERSION:
+        raise ValueError(f"{name}: unsupported block version {buf[4]}")
+    mv = memoryview(buf)
+    end = len(buf)
+    pos = HEADER_SIZE
+    offs, lens, sids, subjects = res.offs, res.lens, res.sids, res.subjects
+    sid_of: dict[bytes, int] = {}
+    unpack = REC.unpack_from
+    crc_unpack = CRC.unpack_from
+    last = after_seq
+    first = 0
+    while pos < end:
+        ok = False
+        if end - pos >= MIN_REC:
+            reclen, kind, seq, _ts, sl, hl = unpack(buf, pos)
+            if kind == KIND_MSG and seq > last and MIN_REC + sl + hl <= reclen <= end - pos:
+                ok = crc32(mv[pos : pos + reclen - 4]) == crc_unpack(buf, pos + reclen - 4)[0]
+        if not ok:
+            nxt = _resync(buf, mv, pos + 1, last)
+            if nxt < 0:
+                res.truncate_at = pos
+                res.warnings.append(f"{name}: torn or unreadable record at offset {pos}; {end - pos} bytes cut off")
+                break
+            res.warnings.append(f"{name}: corrupt record at offset {pos}; {nxt - pos} bytes skipped")
+            pos = nxt
+            continue
+        if not first:
+            first = seq
+        elif seq != first + len(offs):
+            gap = zeros(seq - first - len(offs))
+            offs.extend(gap)
+            lens.extend(gap)
+            sids.extend(gap)
+        subj = buf[pos + 27 : pos + 27 + sl]
+        sid = sid_of.get(subj)
+        if sid is None:
+            sid = sid_of[subj] = len(subjects)
+            subjects.append(subj.decode())
+        offs.append(pos)
+        lens.append((reclen + 3) | HDR_FLAG if hl else reclen - 1)
+        sids.append(sid)
+        last = seq
+        pos += reclen
+        res.end = pos
+    res.first = first
+    return res
+
+
+# -- block index files ----------------------------------------------------
+
+
+def _native(a: array) -> bytes:
+    if _LITTLE:
+        return a.tobytes()
+    b = array(a.typecode, a)
+    b.byteswap()
+    return b.tobytes()
+
+
+def _from_le(data: bytes | memoryview, typecode: str = "I") -> array:
+    a = array(typecode)
+    a.frombytes(data)
+    if not _LITTLE:
+        a.byteswap()
+    return a
+
+
+def write_index(blk: Block, subjects: list[str]) -> None:
+    """Write blk's physical index; ``subjects`` maps blk.sids to names.
+    Records deleted one by one are put back (they are still in the file)."""
+    offs, lens = blk.offs, blk.lens
+    if blk.dels:
+        offs, lens = array("I", offs), array("I", lens)
+        for seq, (o, ln) in blk.dels.items():
+            i = seq - blk.first
+            if 0 <= i < len(offs):
+                offs[i], lens[i] = o, ln
+    # Local subject ids keep the file independent of the store's global table.
+    local: dict[int, int] = {}
+    names: list[str] = []
+    lsids = array("I")
+    for s in blk.sids:
+        ls = local.get(s)
+        if ls is None:
+            ls = local[s] = len(names)
+            names.append(subjects[s])
+        lsids.append(ls)
+    st = os.stat(blk.path)
+    subj_blob = "\n".join(names).encode()
+    head = _IDX_HEAD.pack(b"NLIX", IDX_VERSION, st.st_size, st.st_mtime_ns, blk.first, len(offs), len(subj_blob))
+    body = b"".join((head, subj_blob, _native(offs), _native(lens), _native(lsids)))
+    write_bytes_atomic(blk.idx_path, body, sync=False)
+
+
+def read_index(blk: Block) -> ScanResult | None:
+    """The block's index when it exists and still describes the block file."""
+    try:
+        body = read_bytes_checked(blk.idx_path)
+        st = os.stat(blk.path)
+    except (OSError, CorruptStateError):
+        return None
+    if len(body) < _IDX_HEAD.size:
+        return None
+    magic, version, size, mtime, first, count, sblen = _IDX_HEAD.unpack_from(body)
+    if magic != b"NLIX" or version != IDX_VERSION or size != st.st_size or mtime != st.st_mtime_ns:
+        return None
+    p = _IDX_HEAD.size
+    if len(body) != p + sblen + 12 * count:
+        return None
+    mv = memoryview(body)
+    res = ScanResult(first=first, end=size)
+    blob = bytes(mv[p : p + sblen]).decode()
+    res.subjects = blob.split("\n") if blob else []
+    p += sblen
+    res.offs = _from_le(mv[p : p + 4 * count])
+    res.lens = _from_le(mv[p + 4 * count : p + 8 * count])
+    res.sids = _from_le(mv[p + 8 * count : p + 12 * count])
+    if count and not res.subjects:
+        return None
+    return res
+
+
+# -- delete log -----------------------------------------------------------
+
+
+def pack_drec(kind: int, seq: int, ts: int = 0) -> bytes:
+    body = DREC.pack(kind, seq, ts)
+    return body + CRC.pack(crc32(body))
+
+
+def read_dlog(data: bytes, name: str) -> tuple[int, int, set[int], int, list[str]]:
+    """(floor, floor_ts, deleted seqs, end of last good record, warnings)."""
+    warnings: list[str] = []
+    floor = floor_ts = 0
+    dels: set[int] = set()
+    if len(data) < HEADER_SIZE or data[:4] != DLOG_MAGIC:
+        if data:
+            warnings.append(f"{name}: bad header; delete log ignored")
+        return 0, 0, dels, 0, warnings
+    if data[4] != DLOG_VERSION:
+        warnings.append(f"{name}: unsupported version {data[4]}; delete log ignored")
+        return 0, 0, dels, 0, warnings
+    pos, end, bad = HEADER_SIZE, len(data), 0
+    while pos + DREC_SIZE <= end:
+        kind, seq, ts = DREC.unpack_from(data, pos)
+        if crc32(data[pos : pos + 17]) != CRC.unpack_from(data, pos + 17)[0]:
+            bad += 1
+        elif kind == D_DELETE:
+            dels.add(seq)
+        elif kind == D_FLOOR:
+            if seq >= floor:
+                floor, floor_ts = seq, ts
+        else:
+            bad += 1
+        pos += DREC_SIZE
+    if bad:
+        warnings.append(f"{name}: {bad} corrupt delete record(s) skipped")
+    if pos != end:
+        warnings.append(f"{name}: torn record at the tail ({end - pos} bytes) cut off")
+    return floor, floor_ts, dels, pos, warnings
