@@ -15,11 +15,12 @@ import time
 from . import protocol as p
 from .subjects import valid_subject
 
-_WS = b" \t"
+# longest a producer waits for a backed-up reader before it is read again
+STALL_MAX = 0.05
 
 
 class Subscription:
-    __slots__ = ("client", "subject", "queue", "sid", "max", "count", "msgs")
+    __slots__ = ("client", "subject", "queue", "sid", "max", "msgs")
 
     def __init__(self, client, subject: bytes, queue: bytes | None, sid: bytes):
         self.client = client
@@ -27,7 +28,6 @@ class Subscription:
         self.queue = queue
         self.sid = sid
         self.max = 0
-        self.count = 0
         self.msgs = 0
 
 
@@ -69,11 +69,17 @@ class Client(asyncio.Protocol):
         self._ping_sent_at = 0.0
         self._ping_timer = None
         self._auth_timer = None
+        self._connect_info_due = False
+        self.write_paused = False
+        self.stalled: list[Client] = []  # producers waiting for this one to drain
+        self.is_stalled = False
+        self._stall_timer = None
         self.close_reason = ""
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
+        transport.set_write_buffer_limits(high=min(self.server.opts.max_pending // 4, 4 * 1024 * 1024))
         peer = transport.get_extra_info("peername") or ("", 0)
         self.host, self.port = peer[0], peer[1]
         srv = self.server
@@ -88,6 +94,7 @@ class Client(asyncio.Protocol):
         self.closed = True
         self._cancel_timers()
         self.server.unregister(self)
+        self.resume_writing()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -96,10 +103,16 @@ class Client(asyncio.Protocol):
         if self.buf:
             data = self.buf + data
             self.buf = b""
+        srv = self.server
         try:
             self._parse(data)
         finally:
-            self.server.flush_dirty()
+            srv.flush_dirty()
+            if srv.backed_up:
+                backed_up, srv.backed_up = srv.backed_up, []
+                others = [c for c in backed_up if c is not self]
+                if others:
+                    self.stall(others)
 
     # -- parsing -----------------------------------------------------------
     def _parse(self, data: bytes) -> None:
@@ -126,8 +139,6 @@ class Client(asyncio.Protocol):
                 pos = end + 2
                 self.in_msgs += 1
                 self.in_bytes += total
-                if subject is None:  # pedantic rejection: payload read and dropped
-                    continue
                 if self.verbose:
                     self.queue_out(p.OK)
                 srv.route(self, subject, reply, hdr, payload)
@@ -155,6 +166,10 @@ class Client(asyncio.Protocol):
                 self.protocol_error(p.ERR_UNKNOWN_OP)
             elif op == b"PING":
                 self.queue_out(p.PONG)
+                if self._connect_info_due:
+                    # like nats-server: one more INFO after the first PONG
+                    self._connect_info_due = False
+                    self.queue_out(p.info_line(srv.client_info(self, connect_info=True)))
             elif op == b"PONG":
                 self.pings_out = 0
                 if self._ping_sent_at:
@@ -211,10 +226,9 @@ class Client(asyncio.Protocol):
             self.protocol_error(p.ERR_MAX_PAYLOAD)
             return
         if self.pedantic and not valid_subject(subject, wildcards=False):
+            # nats-server reports it and still routes the message; a subject
+            # with empty tokens matches no subscription anyway
             self.queue_out(p.ERR_INVALID_PUB_SUBJECT)
-            # the payload still follows on the wire; read it and drop it
-            self.pending = (None, b"", hlen, total)
-            return
         self.pending = (subject, reply, hlen, total)
 
     def _op_sub(self, args: list[bytes]) -> None:
@@ -257,7 +271,7 @@ class Client(asyncio.Protocol):
                 return
         sub = self.subs.get(sid)
         if sub is not None:
-            if mx > 0 and sub.count < mx:
+            if mx > 0 and sub.msgs < mx:
                 sub.max = mx
             else:
                 self.remove_sub(sub)
@@ -297,6 +311,7 @@ class Client(asyncio.Protocol):
             if self._auth_timer:
                 self._auth_timer.cancel()
                 self._auth_timer = None
+        self._connect_info_due = not self.connected and proto >= 1
         self.connected = True
         if self.verbose:
             self.queue_out(p.OK)
@@ -337,10 +352,8 @@ class Client(asyncio.Protocol):
         if not self.dirty:
             self.dirty = True
             self.server.mark_dirty(self)
-        if sub.max:
-            sub.count += 1
-            if sub.count >= sub.max:
-                self.remove_sub(sub)
+        if sub.max and sub.msgs >= sub.max:
+            self.remove_sub(sub)
         if self.out_size > self.server.opts.max_pending:
             self.flush()
 
@@ -355,8 +368,43 @@ class Client(asyncio.Protocol):
         self.out_size = 0
         t = self.transport
         t.write(data)
-        if t.get_write_buffer_size() > self.server.opts.max_pending:
-            self.slow_consumer()
+        if self.write_paused:
+            if t.get_write_buffer_size() > self.server.opts.max_pending:
+                self.slow_consumer()
+            else:
+                self.server.backed_up.append(self)
+
+    # Backpressure: asyncio calls these around the transport's high-water
+    # mark. A producer whose messages land on a backed-up connection stops
+    # being read for a moment (see ``stall``), so a reader that keeps up is
+    # never cut; one that does not read runs into max_pending and is.
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        stalled, self.stalled = self.stalled, []
+        for producer in stalled:
+            producer.unstall()
+
+    def stall(self, on: list["Client"]) -> None:
+        if self.closed or self.is_stalled:
+            return
+        self.is_stalled = True
+        self.transport.pause_reading()
+        for c in on:
+            c.stalled.append(self)
+        self._stall_timer = self.server.loop.call_later(STALL_MAX, self.unstall)
+
+    def unstall(self) -> None:
+        if not self.is_stalled:
+            return
+        self.is_stalled = False
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        if not self.closed:
+            self.transport.resume_reading()
 
     def slow_consumer(self) -> None:
         srv = self.server
@@ -370,6 +418,7 @@ class Client(asyncio.Protocol):
         # drop what the socket has not taken; the connection is cut
         self.transport.abort()
         srv.unregister(self)
+        self.resume_writing()
 
     # -- lifecycle -----------------------------------------------------------
     def remove_sub(self, sub: Subscription) -> None:

@@ -67,6 +67,7 @@ class Server:
         self.internal_client = InternalClient(self)
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
+        self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
         self._next_cid = 0
         self._tcp: asyncio.base_events.Server | None = None
@@ -156,7 +157,7 @@ class Server:
         )
         del self.closed_conns[:-100]
 
-    def client_info(self, client: Client) -> dict:
+    def client_info(self, client: Client, connect_info: bool = False) -> dict:
         info = {
             "server_id": self.server_id,
             "server_name": self.server_name,
@@ -174,6 +175,9 @@ class Server:
             info["auth_required"] = True
         info["client_id"] = client.cid
         info["client_ip"] = client.host
+        if connect_info:
+            info["connect_info"] = True
+            info["remote_account"] = "$G"
         info["natslab"] = True
         return info
 
@@ -222,7 +226,7 @@ class Server:
         self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
-            self.loop.call_soon(self.flush_dirty)
+            self.loop.call_soon(self._flush_from_loop)
 
     def has_interest(self, subject: str) -> bool:
         """Does any client (not internal) subscription match this subject?"""
@@ -278,6 +282,11 @@ class Server:
 
     def mark_dirty(self, client: Client) -> None:
         self._dirty.append(client)
+
+    def _flush_from_loop(self) -> None:
+        # internal producers (timers) are not stalled, so forget back-ups here
+        self.flush_dirty()
+        self.backed_up.clear()
 
     def flush_dirty(self) -> None:
         self._flush_scheduled = False

@@ -217,7 +217,9 @@ class SubjectIndex:
             return r
         psubs: list = []
         qgroups: dict[bytes, list] = {}
-        _collect(self.root, subject.split(b"."), 0, psubs, qgroups)
+        tokens = subject.split(b".")
+        if b"" not in tokens:  # a subject with an empty token matches nothing
+            _collect(self.root, tokens, 0, psubs, qgroups)
         r = (tuple(psubs), tuple(tuple(g) for g in qgroups.values())) if (psubs or qgroups) else EMPTY_RESULT
         if len(self.cache) >= CACHE_MAX:
             # drop the oldest half; dicts keep insertion order

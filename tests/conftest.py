@@ -167,7 +167,7 @@ class RawClient:
     async def open(cls, srv: ServerProcess, connect: str | None = '{"verbose":false,"pedantic":false,"headers":true,"protocol":1}') -> "RawClient":
         r, w = await asyncio.open_connection(srv.host, srv.port)
         self = cls(r, w)
-        self.info = await self.readline()
+        self.info = (await asyncio.wait_for(r.readline(), 3)).decode().rstrip("\r\n")
         if connect is not None:
             await self.send(f"CONNECT {connect}\r\nPING\r\n")
             assert await self.readline() == "PONG"
@@ -178,8 +178,11 @@ class RawClient:
         await self.writer.drain()
 
     async def readline(self, timeout: float = 3.0) -> str:
-        line = await asyncio.wait_for(self.reader.readline(), timeout)
-        return line.decode().rstrip("\r\n")
+        """The next protocol line, skipping async INFO updates."""
+        while True:
+            line = (await asyncio.wait_for(self.reader.readline(), timeout)).decode().rstrip("\r\n")
+            if not line.startswith("INFO "):
+                return line
 
     async def read_until_pong(self, timeout: float = 3.0) -> list[str]:
         """Send PING and collect every line up to the PONG (skipping server PINGs)."""
@@ -189,6 +192,8 @@ class RawClient:
             line = await self.readline(timeout)
             if line == "PONG":
                 return lines
+            if line == "PING" or line.startswith("INFO "):
+                continue  # server keepalives and async INFO updates
             lines.append(line)
 
     async def read_exactly(self, n: int, timeout: float = 3.0) -> bytes:

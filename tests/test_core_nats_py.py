@@ -1,0 +1,157 @@
+"""Core NATS through nats-py, and keepalive/slow-consumer limits, on both servers."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+
+import nats
+import pytest
+
+from conftest import RawClient, ServerProcess, connect
+
+
+async def _sub_ready(nc, *subs):
+    # nats-py's flush can overtake a just-queued SUB; two round trips settle it
+    await nc.flush()
+    await nc.flush()
+
+
+async def test_pub_sub_with_headers(nc, server):
+    other = await connect(server.url)
+    sub = await nc.subscribe("orders.*")
+    await _sub_ready(nc)
+    await other.publish("orders.new", b"order-1", headers={"Trace": "a", "X": "1"})
+    await other.publish("orders.eu", b"order-2")
+    m1 = await sub.next_msg(timeout=2)
+    m2 = await sub.next_msg(timeout=2)
+    assert (m1.subject, m1.data, m1.headers) == ("orders.new", b"order-1", {"Trace": "a", "X": "1"})
+    assert (m2.subject, m2.data, m2.headers) == ("orders.eu", b"order-2", None)
+    await other.close()
+
+
+async def test_queue_group_each_message_to_exactly_one_member(server):
+    members = [await connect(server.url) for _ in range(3)]
+    plain = await connect(server.url)
+    counts: collections.Counter = collections.Counter()
+    seen: list[bytes] = []
+
+    def handler(i):
+        async def cb(m):
+            counts[i] += 1
+            seen.append(m.data)
+        return cb
+
+    for i, c in enumerate(members):
+        await c.subscribe("work", queue="workers", cb=handler(i))
+        await _sub_ready(c)
+    psub = await plain.subscribe("work")
+    await _sub_ready(plain)
+    pub = await connect(server.url)
+    for n in range(90):
+        await pub.publish("work", str(n).encode())
+    await pub.flush()
+    for _ in range(100):
+        if len(seen) == 90:
+            break
+        await asyncio.sleep(0.02)
+    assert sorted(seen) == sorted(str(n).encode() for n in range(90))  # exactly once each
+    assert len(counts) == 3  # spread over the members
+    for _ in range(90):  # plain subscribers still see everything
+        await psub.next_msg(timeout=2)
+    for c in members + [plain, pub]:
+        await c.close()
+
+
+async def test_request_reply_and_no_responders(server):
+    svc = await connect(server.url)
+
+    async def upper(m):
+        await m.respond(m.data.upper())
+
+    await svc.subscribe("svc.upper", cb=upper)
+    await _sub_ready(svc)
+    cli = await connect(server.url)
+    reply = await cli.request("svc.upper", b"shipped order 4711", timeout=2)
+    assert reply.data == b"SHIPPED ORDER 4711"
+    with pytest.raises(nats.errors.NoRespondersError):
+        await cli.request("svc.missing", b"x", timeout=2)
+    await svc.close()
+    await cli.close()
+
+
+async def test_core_publish_leaves_no_trace(nc, js):
+    await nc.publish("core.plain", b"this subject has no stream and no subscriber")
+    await nc.flush()
+    info = await js.account_info()
+    assert info.streams == 0
+
+
+async def test_slow_consumer_is_cut_and_others_served(tmp_path, server_kind):
+    conf = tmp_path / "slow.conf"
+    conf.write_text("max_pending: 1MB\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    srv.start()
+    try:
+        slow = await RawClient.open(srv)
+        await slow.send("SUB firehose 1\r\n")
+        await slow.read_until_pong()
+        pub = await connect(srv.url)
+        watcher = await connect(srv.url)
+        wsub = await watcher.subscribe("firehose")
+        await _sub_ready(watcher)
+        payload = b"x" * 65536
+        for _ in range(400):  # 25 MiB: far past 1 MiB pending plus socket buffers
+            await pub.publish("firehose", payload)
+        await pub.flush(timeout=10)
+        got = 0
+        while got < 400:
+            await wsub.next_msg(timeout=5)
+            got += 1
+        # the slow client was disconnected: draining it ends in EOF, short of everything
+        received = 0
+        while True:
+            data = await asyncio.wait_for(slow.reader.read(1 << 20), 5)
+            if not data:
+                break
+            received += len(data)
+        assert received < 400 * 65536
+        assert pub.is_connected and watcher.is_connected
+        await pub.close()
+        await watcher.close()
+    finally:
+        srv.stop()
+
+
+async def test_stale_connection(tmp_path, server_kind):
+    conf = tmp_path / "ping.conf"
+    conf.write_text('ping_interval: "1s"\nping_max: 1\n')
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    srv.start()
+    try:
+        c = await RawClient.open(srv)
+        lines = []
+        while True:
+            line = await c.readline(timeout=6)
+            lines.append(line)
+            if line.startswith("-ERR"):
+                break
+        assert lines[-1] == "-ERR 'Stale Connection'"
+        assert "PING" in lines
+        assert await c.closed()
+    finally:
+        srv.stop()
+
+
+async def test_client_answering_pings_stays(tmp_path, server_kind):
+    conf = tmp_path / "ping.conf"
+    conf.write_text('ping_interval: "1s"\nping_max: 1\n')
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    srv.start()
+    try:
+        nc = await connect(srv.url)
+        await asyncio.sleep(3.2)
+        assert nc.is_connected
+        await nc.close()
+    finally:
+        srv.stop()

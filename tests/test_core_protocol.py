@@ -1,0 +1,233 @@
+"""Core NATS protocol, byte for byte, against natslab and nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import nats
+import pytest
+
+from conftest import RawClient, connect
+
+NOVERBOSE = '{"verbose":false,"pedantic":false,"headers":true,"protocol":1}'
+
+
+async def test_info_fields(raw):
+    c = await raw(connect=None)
+    assert c.info.startswith("INFO {") and c.info.endswith("} ")
+    info = json.loads(c.info[5:])
+    major, minor, _ = (int(x) for x in info["version"].split("."))
+    assert (major, minor) >= (2, 10)
+    assert info["headers"] is True
+    assert info["proto"] == 1
+    assert info["max_payload"] == 1048576
+    assert info["jetstream"] is True
+    assert isinstance(info["client_id"], int)
+    assert info["client_ip"] == "127.0.0.1"
+    assert len(info["server_id"]) == 56
+
+
+async def test_verbose_before_connect_and_ping_case_insensitive(raw):
+    c = await raw(connect=None)
+    await c.send("ping\r\n")
+    assert await c.readline() == "PONG"
+    # before CONNECT the server treats the client as verbose
+    await c.send("SUB foo 1\r\n")
+    assert await c.readline() == "+OK"
+
+
+async def test_verbose_connect_acks_every_op(raw):
+    c = await raw(connect=None)
+    await c.send('CONNECT {"verbose":true}\r\nSUB foo 1\r\nPUB foo 2\r\nhi\r\nUNSUB 1\r\n')
+    lines = await c.read_until_pong()
+    assert lines[:3] == ["+OK", "+OK", "+OK"]
+    assert lines[3:5] == ["MSG foo 1 2", "hi"]
+    assert lines[5:] == ["+OK"]
+
+
+async def test_pub_sub_wildcards_and_reply(raw):
+    c = await raw()
+    await c.send("SUB foo.* 1\r\nSUB foo.> 2\r\nSUB > 3\r\nSUB bar 4\r\n")
+    await c.send("PUB foo.bar reply.x 5\r\nhello\r\n")
+    lines = await c.read_until_pong()
+    msgs = sorted(lines[i] for i in range(0, len(lines), 2))
+    assert msgs == ["MSG foo.bar 1 reply.x 5", "MSG foo.bar 2 reply.x 5", "MSG foo.bar 3 reply.x 5"]
+    assert all(lines[i] == "hello" for i in range(1, len(lines), 2))
+
+
+async def test_tolerates_extra_whitespace_like_nats_py(raw):
+    c = await raw()
+    await c.send("SUB  foo \t 7\r\nPUB foo  5\r\nhello\r\nUNSUB 7 \r\nPUB foo 1\r\nx\r\n")
+    assert await c.read_until_pong() == ["MSG foo 7 5", "hello"]
+
+
+async def test_star_inside_token_is_literal(raw):
+    c = await raw()
+    await c.send("SUB foo.*bar 1\r\nPUB foo.*bar 1\r\nx\r\nPUB foo.xbar 1\r\ny\r\n")
+    assert await c.read_until_pong() == ["MSG foo.*bar 1 1", "x"]
+
+
+async def test_headers_hpub_hmsg(raw):
+    c = await raw()
+    hdr = "NATS/1.0\r\nA: b\r\n\r\n"
+    await c.send(f"SUB h 1\r\nHPUB h r {len(hdr)} {len(hdr) + 2}\r\n{hdr}hi\r\n")
+    lines = await c.read_until_pong()
+    assert lines[0] == f"HMSG h 1 r {len(hdr)} {len(hdr) + 2}"
+    assert lines[1:] == ["NATS/1.0", "A: b", "", "hi"]
+
+
+async def test_hpub_without_headers_support_closes(raw):
+    c = await raw(connect='{"verbose":false}')
+    await c.send("HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n")
+    assert await c.closed()
+
+
+async def test_unsub_max(raw):
+    c = await raw()
+    await c.send("SUB foo 1\r\nUNSUB 1 2\r\n" + "PUB foo 1\r\nx\r\n" * 3)
+    assert await c.read_until_pong() == ["MSG foo 1 1", "x", "MSG foo 1 1", "x"]
+
+
+async def test_unsub_max_counts_already_delivered(raw):
+    c = await raw()
+    await c.send("SUB foo 1\r\nPUB foo 1\r\na\r\nPUB foo 1\r\nb\r\nUNSUB 1 2\r\nPUB foo 1\r\nc\r\n")
+    assert await c.read_until_pong() == ["MSG foo 1 1", "a", "MSG foo 1 1", "b"]
+
+
+async def test_duplicate_sid_keeps_one_subscription(raw):
+    c = await raw()
+    await c.send("SUB foo 1\r\nSUB foo 1\r\nPUB foo 1\r\nx\r\n")
+    assert await c.read_until_pong() == ["MSG foo 1 1", "x"]
+
+
+async def test_echo_off(raw):
+    c = await raw(connect='{"verbose":false,"echo":false}')
+    other = await raw()
+    await c.send("SUB foo 1\r\nPUB foo 1\r\nx\r\n")
+    await c.read_until_pong()
+    await other.send("PUB foo 1\r\ny\r\n")
+    await other.read_until_pong()
+    assert await c.read_until_pong() == ["MSG foo 1 1", "y"]
+
+
+async def test_no_responders_status_bytes(raw):
+    c = await raw(connect='{"verbose":false,"headers":true,"no_responders":true}')
+    await c.send("SUB r.> 1\r\nPUB nobody.home r.1 2\r\nhi\r\n")
+    lines = await c.read_until_pong()
+    hdr = "NATS/1.0 503\r\nNats-Subject: nobody.home\r\n\r\n"
+    assert lines[0] == f"HMSG r.1 1 {len(hdr)} {len(hdr)}"
+    assert lines[1:] == ["NATS/1.0 503", "Nats-Subject: nobody.home", "", ""]
+
+
+async def test_no_responders_not_sent_without_option(raw):
+    c = await raw()
+    await c.send("SUB r.> 1\r\nPUB nobody r.1 2\r\nhi\r\n")
+    assert await c.read_until_pong() == []
+
+
+# -- errors ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("subject", ["foo..bar", "foo.>.bar", ">.x", ".foo", "foo."])
+async def test_invalid_subscribe_subject_keeps_connection(raw, subject):
+    c = await raw()
+    await c.send(f"SUB {subject} 1\r\n")
+    assert await c.read_until_pong() == ["-ERR 'Invalid Subject'"]
+    await c.send("SUB ok 2\r\nPUB ok 1\r\nx\r\n")
+    assert await c.read_until_pong() == ["MSG ok 2 1", "x"]
+
+
+async def test_pedantic_reports_invalid_publish_subject(raw):
+    # nats-server reports the error but still routes a wildcard subject;
+    # a subject with an empty token matches no subscription at all
+    c = await raw(connect='{"verbose":false,"pedantic":true}')
+    await c.send("SUB > 1\r\nPUB foo.* 1\r\na\r\nPUB foo..x 1\r\na\r\nPUB ok 1\r\nb\r\n")
+    assert await c.read_until_pong() == [
+        "-ERR 'Invalid Publish Subject'",
+        "MSG foo.* 1 1",
+        "a",
+        "-ERR 'Invalid Publish Subject'",
+        "MSG ok 1 1",
+        "b",
+    ]
+
+
+async def test_non_pedantic_accepts_wildcard_publish_subject(raw):
+    c = await raw()
+    await c.send("SUB foo.> 1\r\nSUB > 2\r\nPUB foo.> 1\r\na\r\nPUB foo..bar 1\r\nb\r\n")
+    assert sorted(await c.read_until_pong()) == sorted(["MSG foo.> 1 1", "a", "MSG foo.> 2 1", "a"])
+
+
+@pytest.mark.parametrize(
+    "data,expect",
+    ids=["unknown-op", "payload-size-mismatch", "bare-unsub", "max-payload", "control-line", "client-sends-msg"],
+    argvalues=[
+        ("FOO bar\r\n", "-ERR 'Unknown Protocol Operation'"),
+        ("PUB foo 2\r\nabcd\r\n", "-ERR 'Unknown Protocol Operation'"),
+        ("UNSUB\r\n", "-ERR 'Unknown Protocol Operation'"),
+        ("PUB foo 2000000\r\n", "-ERR 'Maximum Payload Violation'"),
+        ("PUB " + "a" * 5000 + " 1\r\nx\r\n", "-ERR 'maximum control line exceeded'"),
+        ("MSG foo 1 1\r\nx\r\n", "-ERR 'Unknown Protocol Operation'"),
+    ],
+)
+async def test_protocol_errors_close(raw, data, expect):
+    c = await raw()
+    await c.send(data)
+    assert await c.readline() == expect
+    assert await c.closed()
+
+
+@pytest.mark.parametrize("data", ids=["pub-no-size", "pub-bad-size", "sub-no-sid", "connect-bad-json"], argvalues=["PUB foo\r\n", "PUB foo x\r\n", "SUB foo\r\n", "CONNECT {bad json\r\n"])
+async def test_malformed_lines_close_silently(raw, data):
+    c = await raw(connect=None) if data.startswith("CONNECT") else await raw()
+    await c.send(data)
+    assert await c.closed()
+
+
+@pytest.mark.parametrize(
+    "connect,expect",
+    [
+        ('{"verbose":false,"protocol":2}', "-ERR 'invalid client protocol'"),
+        ('{"verbose":false,"no_responders":true}', "-ERR 'no responders requires headers support'"),
+    ],
+)
+async def test_bad_connect_options(raw, connect, expect):
+    c = await raw(connect=None)
+    await c.send(f"CONNECT {connect}\r\nPING\r\n")
+    assert await c.readline() == expect
+    assert await c.closed()
+
+
+async def test_bad_client_does_not_disturb_others(server, raw):
+    good = await connect(server.url)
+    got = []
+
+    async def cb(m):
+        got.append(m.data)
+
+    sub = await good.subscribe("keep.going", cb=cb)
+    await good.flush()
+    bad = await raw()
+    await bad.send("PUB foo 2000000\r\n")
+    assert await bad.closed()
+    await good.publish("keep.going", b"still here")
+    await good.flush()
+    for _ in range(50):
+        if got:
+            break
+        await asyncio.sleep(0.02)
+    assert got == [b"still here"]
+    await sub.unsubscribe()
+    await good.close()
+
+
+async def test_payload_split_across_reads(raw):
+    c = await raw()
+    await c.send("SUB foo 1\r\nPUB foo 10\r\n01234")
+    await asyncio.sleep(0.05)
+    await c.send("56789\r")
+    await asyncio.sleep(0.05)
+    await c.send("\nPU")
+    await asyncio.sleep(0.05)
+    await c.send("B foo 1\r\nx\r\n")
+    assert await c.read_until_pong() == ["MSG foo 1 10", "0123456789", "MSG foo 1 1", "x"]
