@@ -31,7 +31,7 @@ class LiveTable(DataTable):
             self.add_column(label, key=key)
 
     def _highlight_style(self) -> str:
-        variables = self.app.get_css_variables()
+        variables = getattr(self.app, "theme_variables", None) or self.app.get_css_variables()
         return f"bold {variables.get('text-accent', variables.get('accent', ''))}"
 
     def sync(self, rows: dict[str, Sequence[Any]]) -> None:

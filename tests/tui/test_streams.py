@@ -1,0 +1,56 @@
+"""Streams pane against a real broker: create in the form, live counts, bad input."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from natslab.tui.panes.streams import StreamsPane
+from natslab.tui.widgets.form import FormField
+from natslab.tui.widgets.live_table import LiveTable
+
+from .conftest import connected, wait_for
+
+
+async def test_create_stream_in_form_and_see_outside_publishes(make_app, outside):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen.query("#name"), what="form")
+        app.screen.query_one("#name", Input).value = "ORDERS"
+        app.screen.query_one("#subjects", Input).value = "orders.>"
+        await pilot.click("#form-submit")
+        await wait_for(pilot, lambda: table.value("ORDERS", "name") == "ORDERS", what="ORDERS row")
+        assert table.value("ORDERS", "messages") == "0"
+
+        js = outside.jetstream()
+        for i in range(3):
+            await js.publish("orders.new", f"order-{i}".encode())
+        await wait_for(pilot, lambda: table.value("ORDERS", "messages") == "3", what="count 3")
+        assert table.value("ORDERS", "last") == "3"
+
+
+async def test_bad_subject_shows_inline_error(make_app, outside):
+    js = outside.jetstream()
+    await js.add_stream(name="TAKEN", subjects=["taken.>"])
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen.query("#name"), what="form")
+        app.screen.query_one("#name", Input).value = "BAD"
+        app.screen.query_one("#subjects", Input).value = "orders..new"
+        await pilot.click("#form-submit")
+        await pilot.pause(0.1)
+        field = app.screen.query_one("#field-subjects", FormField)
+        assert field.has_class("-invalid")
+        assert "empty token" in field.error_text
+
+        # The server's own objection lands next to the field too.
+        app.screen.query_one("#subjects", Input).value = "taken.>"
+        await pilot.click("#form-submit")
+        await wait_for(pilot, lambda: "server" in field.error_text, what="server error")
+        assert "overlap" in field.error_text
+        await pilot.press("escape")
+        assert isinstance(app.screen.query_one(StreamsPane), StreamsPane)

@@ -1,0 +1,239 @@
+"""NatslabApp: the thin App.
+
+It owns the connection (one NatsClient), the embedded broker's lifecycle, the
+themes and the global keys. Everything else lives in panes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.widgets import TabbedContent
+
+from natslab.themes import DEFAULT_THEME, load_themes
+
+from .broker import BrokerSpec, EmbeddedBroker
+from .client import ConnectOptions, NatsClient, NatsError
+from .commands import NatslabCommands
+from .config import load_settings, save_setting, user_themes_dir
+from .screens.help import HelpScreen
+from .screens.main import MainScreen
+from .widgets.status_header import HeaderInfo, StatusHeader
+
+
+class NatslabApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "natslab"
+    COMMANDS = App.COMMANDS | {NatslabCommands}
+    TABS = [("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand")]
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("1", "tab('streams')", "Streams", id="app.tab.streams", show=False),
+        Binding("2", "tab('consumers')", "Consumers", id="app.tab.consumers", show=False),
+        Binding("3", "tab('pull')", "Pull hand", id="app.tab.pull", show=False),
+    ]
+
+    # Bumped on every (re)connect so panes can re-subscribe.
+    client_generation: reactive[int] = reactive(0)
+
+    def __init__(
+        self,
+        connect: ConnectOptions | None = None,
+        broker: BrokerSpec | None = None,
+        *,
+        stable_display: bool = False,
+        display_url: str | None = None,
+        display_store: str | None = None,
+        remember_theme: bool = True,
+        theme_name: str | None = None,
+    ):
+        super().__init__()
+        if connect is None and broker is None:
+            broker = BrokerSpec()
+        self.connect_options = connect or ConnectOptions()
+        self.broker_spec = broker
+        self.embedded: EmbeddedBroker | None = None
+        self.client: NatsClient | None = None
+        self.stable_display = stable_display
+        self.display_url = display_url
+        self.display_store = display_store
+        self.remember_theme = remember_theme
+        self.requested_theme = theme_name
+        self.user_theme_names: set[str] = set()
+        self.header_info = HeaderInfo(mode="embedded" if broker else "remote")
+        self._shut_down = False
+
+    # ---- panes the tools issue adds -------------------------------------
+    def tool_panes(self):
+        return []
+
+    # ---- startup ----------------------------------------------------------
+    def on_mount(self) -> None:
+        self._load_themes()
+        self.push_screen(MainScreen())
+        self.set_header(url=self.display_url or ("" if self.broker_spec else self.connect_options.url))
+        self.start_connection()
+
+    def _load_themes(self) -> None:
+        themes, problems = load_themes(user_themes_dir())
+        builtin = {t.name for t in load_themes()[0]}
+        for theme in themes:
+            self.register_theme(theme)
+            if theme.name not in builtin:
+                self.user_theme_names.add(theme.name)
+        for problem in problems:
+            self.notify(f"Theme file skipped — {problem}", severity="warning", timeout=8)
+        wanted = self.requested_theme or (load_settings().get("theme") if self.remember_theme else None)
+        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        if self.remember_theme:
+            self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
+
+    def set_header(self, **changes) -> None:
+        self.header_info = replace(self.header_info, **changes)
+        try:
+            self.screen.query_one(StatusHeader).info = self.header_info
+        except Exception:
+            pass
+
+    def show_banner(self, message: str | None) -> None:
+        try:
+            self.screen.show_banner(message)  # type: ignore[attr-defined]
+        except Exception:
+            pass
+
+    @work(exclusive=True, group="connect", exit_on_error=False)
+    async def start_connection(self) -> None:
+        options = self.connect_options
+        if self.broker_spec is not None:
+            self.set_header(state="starting", detail="starting the embedded broker…")
+            self.embedded = EmbeddedBroker(self.broker_spec)
+            store = self.display_store or str(self.embedded.store_dir)
+            self.set_header(store_dir=store + (" (temporary)" if self.broker_spec.memory else ""))
+            try:
+                url = await asyncio.to_thread(self.embedded.start)
+            except Exception as exc:  # ImportError while the broker is unfinished, bind errors…
+                self.embedded = None
+                self.set_header(state="failed", detail=f"embedded broker did not start: {exc}")
+                self.show_banner(f"The embedded broker did not start: {exc}. Try --connect URL.")
+                return
+            options = replace(options, url=url)
+            self.set_header(url=self.display_url or url)
+        while not self._shut_down:
+            try:
+                self.client = await NatsClient.connect(
+                    options,
+                    on_disconnect=self._on_disconnect,
+                    on_reconnect=self._on_reconnect,
+                )
+                break
+            except NatsError as exc:
+                self.set_header(state="failed", detail=str(exc))
+                self.show_banner(f"Not connected: {exc} — retrying every 2 s")
+                await asyncio.sleep(2)
+        if self.client is None:
+            return
+        summary = self.client.server_summary()
+        self.set_header(state="connected", detail="", version=summary.version,
+                        url=self.display_url or summary.client_url)
+        self.show_banner(None)
+        self.client_generation += 1
+        self.poll_usage()
+
+    async def _on_disconnect(self) -> None:
+        if not self._shut_down:
+            self.set_header(state="disconnected")
+            self.show_banner("Connection lost — reconnecting… (the panes resume by themselves)")
+
+    async def _on_reconnect(self) -> None:
+        self.set_header(state="connected", detail="")
+        self.show_banner(None)
+        self.client_generation += 1
+
+    @work(exclusive=True, group="usage", exit_on_error=False)
+    async def poll_usage(self) -> None:
+        while not self._shut_down:
+            client = self.client
+            if client is not None and client.connected:
+                try:
+                    usage = await client.account_usage()
+                except NatsError as exc:
+                    self.set_header(detail=f"JetStream: {exc}")
+                else:
+                    self.set_header(usage=usage, detail="")
+            await asyncio.sleep(1.0)
+
+    # ---- global actions ---------------------------------------------------
+    def action_tab(self, tab: str) -> None:
+        try:
+            self.screen.query_one("#tabs", TabbedContent).active = tab
+        except Exception:
+            pass
+
+    def action_help(self) -> None:
+        rows = []
+        seen = set()
+        for key, active in self.screen.active_bindings.items():
+            b = active.binding
+            if not b.description or (b.description, key) in seen:
+                continue
+            seen.add((b.description, key))
+            where = type(active.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere")
+            rows.append((b.key_display or key, b.description, where))
+        self.push_screen(HelpScreen(rows))
+
+    def jump_to_stream(self, name: str) -> None:
+        from .panes.streams import StreamsPane
+
+        self.action_tab("streams")
+        self.screen.query_one(StreamsPane).select_stream(name)
+
+    def jump_to_consumer(self, stream: str, consumer: str) -> None:
+        from .panes.consumers import ConsumersPane
+
+        self.jump_to_stream(stream)
+        self.action_tab("consumers")
+        pane = self.screen.query_one(ConsumersPane)
+        pane.stream = stream
+        pane.select_consumer(consumer)
+
+    def open_pull_hand(self, stream: str, consumer: str) -> None:
+        from .panes.pull import PullHand
+
+        self.screen.query_one(PullHand).set_target(stream, consumer, True)
+        self.action_tab("pull")
+
+    def jump_to_bucket(self, bucket: str) -> None:
+        self.notify(f"The KV browser is not in this build ({bucket})")
+
+    def action_demo_redelivery(self) -> None:
+        from .demos import run_redelivery_demo
+
+        run_redelivery_demo(self)
+
+    async def action_quit(self) -> None:
+        await self.shutdown()
+        self.exit()
+
+    async def shutdown(self) -> None:
+        """Close the connection, then stop the embedded broker (stores flushed)."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        self.workers.cancel_group(self, "usage")
+        if self.client is not None:
+            await self.client.close()
+        if self.embedded is not None:
+            embedded, self.embedded = self.embedded, None
+            await asyncio.to_thread(embedded.stop)
+
+    def stop_embedded_now(self) -> None:
+        """Safety net for the CLI if the app ended without ``shutdown``."""
+        if self.embedded is not None:
+            self.embedded.stop()
+            self.embedded = None

@@ -1,0 +1,55 @@
+"""The command palette: jump to any stream or consumer by name, themes, demos, pane actions."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class NatslabCommands(Provider):
+    """Commands built from what the broker has right now."""
+
+    async def _commands(self) -> list[tuple[str, str, object]]:
+        app = self.app
+        out: list[tuple[str, str, object]] = [
+            ("Demo: redelivery", "ORDERS stream, 4 orders, pull consumer RDL with ack wait 4s", app.action_demo_redelivery),
+        ]
+        for tab, title in app.TABS:
+            out.append((f"Go to: {title}", f"show the {title} pane", partial(app.action_tab, tab)))
+        for name in sorted(app.available_themes):
+            if name.startswith("natslab") or name in app.user_theme_names:
+                out.append((f"Theme: {name}", "switch theme (remembered)", partial(setattr, app, "theme", name)))
+        client = app.client
+        if client is not None and client.connected:
+            try:
+                streams = await client.list_streams()
+            except Exception:
+                streams = []
+            for s in streams:
+                out.append((f"Stream: {s.name}", f"{', '.join(s.subjects)} · {s.messages} msgs", partial(app.jump_to_stream, s.name)))
+                if s.consumer_count and len(streams) <= 50:
+                    try:
+                        consumers = await client.list_consumers(s.name)
+                    except Exception:
+                        consumers = []
+                    for c in consumers:
+                        out.append((f"Consumer: {s.name} › {c.name}", "open in consumers pane", partial(app.jump_to_consumer, s.name, c.name)))
+            try:
+                buckets = await client.list_kv_buckets()
+            except Exception:
+                buckets = []
+            for b in buckets:
+                out.append((f"Bucket: {b}", "open in the KV browser", partial(app.jump_to_bucket, b)))
+        return out
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in await self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback in await self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -1,0 +1,1 @@
+"""One folder per area of the workbench: streams, consumers, pull hand, tools."""

@@ -1,0 +1,60 @@
+"""What every live pane shares: access to the client and a self-re-arming poll.
+
+A poll never starts while the previous one runs: the worker re-arms a single
+timer when it finishes (poll, render, re-arm), and nothing polls while the
+pane is hidden behind another tab.
+"""
+
+from __future__ import annotations
+
+from textual.containers import Vertical
+from textual.timer import Timer
+from textual.widget import Widget
+
+from ..client import NatsClient
+
+
+def is_showing(widget: Widget) -> bool:
+    """True when the widget is on the active screen and no ancestor is hidden."""
+    try:
+        if widget.app.screen is not widget.screen:
+            return False
+    except Exception:
+        return False
+    node = widget
+    while node is not None and isinstance(node, Widget):
+        if not node.display:
+            return False
+        node = node.parent  # type: ignore[assignment]
+    return True
+
+
+class LivePane(Vertical):
+    """A pane that polls the broker every ``POLL_SECONDS`` while it is visible."""
+
+    POLL_SECONDS = 1.0
+    _poll_timer: Timer | None = None
+
+    @property
+    def client(self) -> NatsClient | None:
+        client = getattr(self.app, "client", None)
+        return client if client is not None and client.connected else None
+
+    def on_mount(self) -> None:
+        self.schedule_poll(0.01)
+
+    def schedule_poll(self, delay: float | None = None) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+        self._poll_timer = self.set_timer(self.POLL_SECONDS if delay is None else delay, self._tick)
+
+    def _tick(self) -> None:
+        self._poll_timer = None
+        if self.client is None or not is_showing(self):
+            self.schedule_poll(0.25)
+            return
+        self.poll()
+
+    def poll(self) -> None:
+        """Start the pane's poll worker; the worker calls ``schedule_poll`` when done."""
+        self.schedule_poll()

@@ -1,0 +1,260 @@
+"""Every consumer of the selected stream, refreshed twice a second.
+
+Deltas are highlighted by the live table; the rate column is a sparkline of
+deliveries per second (how fast ``delivered.stream_seq`` and redeliveries move).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Label, Static
+
+from ...client import ConsumerSummary, NatsError
+from ...format import fmt_duration, sparkline
+from ...widgets.confirm import ConfirmDialog
+from ...widgets.live_table import LiveTable
+from ..base import LivePane
+from .form import ConsumerForm
+
+COLUMNS = [
+    ("Name", "name"), ("Kind", "kind"), ("Ack", "ack"), ("Ack wait", "ack_wait"), ("Max dlv", "max_deliver"),
+    ("Filter", "filter"), ("Delivered c/s", "delivered"), ("Ack floor c/s", "ack_floor"),
+    ("Ack pending", "ack_pending"), ("Redelivered", "redelivered"), ("Waiting", "waiting"),
+    ("Pending", "pending"), ("Rate", "rate"), ("State", "state"),
+]
+
+
+def consumer_row(c: ConsumerSummary, rate: str) -> tuple:
+    return (
+        c.name, "pull" if c.pull else "push", c.ack_policy, fmt_duration(c.ack_wait),
+        "∞" if c.max_deliver in (-1, 0) else c.max_deliver, c.filter_subject or "-",
+        f"{c.delivered_consumer_seq}/{c.delivered_stream_seq}",
+        f"{c.ack_floor_consumer_seq}/{c.ack_floor_stream_seq}",
+        c.num_ack_pending, c.num_redelivered, c.num_waiting, c.num_pending, rate,
+        "paused" if c.paused else "active",
+    )
+
+
+class ConsumersPane(LivePane):
+    POLL_SECONDS = 0.5
+    BINDINGS = [
+        Binding("n", "create", "New consumer", id="consumers.create"),
+        Binding("e", "edit", "Edit", id="consumers.edit"),
+        Binding("space", "toggle_pause", "Pause/resume", id="consumers.pause"),
+        Binding("d,delete", "delete", "Delete", id="consumers.delete"),
+        Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
+    ]
+
+    stream: reactive[str | None] = reactive(None)
+
+    @dataclass
+    class Polled(Message):
+        stream: str
+        consumers: list[ConsumerSummary]
+        error: str = ""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ConsumersPane.Polled)
+
+    @dataclass
+    class Selected(Message):
+        stream: str
+        consumer: str | None
+        pull: bool
+
+    @dataclass
+    class OpenPullHand(Message):
+        stream: str
+        consumer: str
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.consumers: dict[str, ConsumerSummary] = {}
+        self.selected: str | None = None
+        self._pending_select: str | None = None
+        # per consumer: (time, delivered count incl. redeliveries) samples -> rates
+        self._last: dict[str, tuple[float, int]] = {}
+        self._rates: dict[str, deque[float]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
+        yield LiveTable(COLUMNS, id="consumers-table")
+        yield Static("", id="consumer-config")
+
+    def watch_stream(self, stream: str | None) -> None:
+        self.consumers.clear()
+        self._last.clear()
+        self._rates.clear()
+        self.query_one(LiveTable).sync({})
+        self.selected = None
+        self._update_status()
+        self.schedule_poll(0.01)
+
+    def poll(self) -> None:
+        self.refresh_consumers()
+
+    @work(exclusive=True, group="consumers-poll", exit_on_error=False)
+    async def refresh_consumers(self) -> None:
+        try:
+            client, stream = self.client, self.stream
+            if client is not None and stream:
+                try:
+                    consumers = await client.list_consumers(stream)
+                except NatsError as exc:
+                    self.post_message(self.Polled(stream, [], str(exc)))
+                else:
+                    self.post_message(self.Polled(stream, consumers))
+        finally:
+            self.schedule_poll()
+
+    def _rate(self, c: ConsumerSummary, now: float) -> str:
+        # delivered consumer seq counts every delivery, redeliveries included
+        count = c.delivered_consumer_seq
+        last = self._last.get(c.name)
+        self._last[c.name] = (now, count)
+        rates = self._rates.setdefault(c.name, deque(maxlen=12))
+        if last is not None and now > last[0]:
+            rates.append(max(0, count - last[1]) / (now - last[0]))
+        if not rates:
+            return ""
+        return f"{sparkline(list(rates), 8)} {rates[-1]:.0f}/s"
+
+    @on(Polled)
+    def show_consumers(self, event: Polled) -> None:
+        event.stop()
+        if event.stream != self.stream:
+            return
+        if event.error:
+            self.query_one("#consumers-status", Label).update(f"Consumers of {event.stream} — {event.error}")
+            return
+        now = time.monotonic()
+        self.consumers = {c.name: c for c in sorted(event.consumers, key=lambda c: c.name)}
+        stable = getattr(self.app, "stable_display", False)
+        self.query_one(LiveTable).sync(
+            {name: consumer_row(c, "" if stable else self._rate(c, now)) for name, c in self.consumers.items()}
+        )
+        if self._pending_select in self.consumers:
+            self.select_consumer(self._pending_select)
+        self._update_status()
+        self._selection_changed()
+
+    def _update_status(self) -> None:
+        label = self.query_one("#consumers-status", Label)
+        if not self.stream:
+            label.update("Consumers — select a stream in the Streams pane first")
+        elif not self.consumers:
+            label.update(f"Consumers of {self.stream} — none yet; press n to create one")
+        else:
+            label.update(f"Consumers of {self.stream} ({len(self.consumers)}) — n new · e edit · space pause/resume · d delete · f pull hand")
+
+    @on(DataTable.RowHighlighted, "#consumers-table")
+    def on_highlight(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        key = self.query_one(LiveTable).selected_key
+        c = self.consumers.get(key) if key else None
+        self.query_one("#consumer-config", Static).update(self._config_text(c))
+        if key != self.selected and self.stream:
+            self.selected = key
+            self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
+
+    def _config_text(self, c: ConsumerSummary | None) -> Text:
+        if c is None:
+            return Text("")
+        text = Text()
+        text.append(f"{c.name}: ", style="bold")
+        skip = {"name", "durable_name", "metadata"}
+        parts = []
+        for k, v in c.config.items():
+            if k in skip or v in (None, "", [], {}):
+                continue
+            if k in ("ack_wait", "inactive_threshold", "idle_heartbeat") and isinstance(v, int):
+                v = fmt_duration(v / 1e9)
+            parts.append(f"{k}={v}")
+        text.append(" · ".join(parts))
+        return text
+
+    def select_consumer(self, name: str) -> None:
+        table = self.query_one(LiveTable)
+        if table.value(name, "name") is not None:
+            table.select_key(name)
+            self._pending_select = None
+            self._selection_changed()
+        else:
+            self._pending_select = name
+
+    # ---- actions ----------------------------------------------------------
+    def action_create(self) -> None:
+        if not self.stream:
+            self.app.notify("Select a stream first", severity="warning")
+            return
+
+        def done(name: str | None) -> None:
+            if name:
+                self.app.notify(f"Consumer {name} created on {self.stream}")
+                self.select_consumer(name)
+                self.schedule_poll(0.01)
+
+        self.app.push_screen(ConsumerForm(self.stream), done)
+
+    def action_edit(self) -> None:
+        if self.stream and self.selected in self.consumers:
+            self.app.push_screen(ConsumerForm(self.stream, self.consumers[self.selected]), lambda _r: self.schedule_poll(0.01))
+
+    def action_toggle_pause(self) -> None:
+        c = self.consumers.get(self.selected or "")
+        if c is not None:
+            self.set_paused(c.stream, c.name, not c.paused)
+
+    @work(exclusive=True, group="consumers-action", exit_on_error=False)
+    async def set_paused(self, stream: str, name: str, pause: bool) -> None:
+        until = datetime.now(timezone.utc) + timedelta(days=365) if pause else None
+        try:
+            paused = await self.app.client.pause_consumer(stream, name, until)
+        except (NatsError, AttributeError) as exc:
+            self.app.notify(f"Could not {'pause' if pause else 'resume'} {name}: {exc}", severity="error")
+            return
+        self.app.notify(f"{name} {'paused' if paused else 'resumed'}")
+        self.schedule_poll(0.01)
+
+    def action_delete(self) -> None:
+        stream, name = self.stream, self.selected
+        if not stream or not name:
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.delete_consumer(stream, name)
+
+        self.app.push_screen(ConfirmDialog(f"Delete consumer {name} of {stream}? Its position is lost."), done)
+
+    @work(exclusive=True, group="consumers-action", exit_on_error=False)
+    async def delete_consumer(self, stream: str, name: str) -> None:
+        try:
+            await self.app.client.delete_consumer(stream, name)
+        except (NatsError, AttributeError) as exc:
+            self.app.notify(f"Could not delete {name}: {exc}", severity="error")
+            return
+        self.app.notify(f"Consumer {name} deleted")
+        self.schedule_poll(0.01)
+
+    def action_pull_hand(self) -> None:
+        c = self.consumers.get(self.selected or "")
+        if c is None:
+            return
+        if not c.pull:
+            self.app.notify(f"{c.name} is a push consumer; the pull hand needs a pull consumer", severity="warning")
+            return
+        self.post_message(self.OpenPullHand(c.stream, c.name))

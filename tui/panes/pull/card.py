@@ -1,0 +1,103 @@
+"""One fetched, not yet acknowledged message in the pull hand."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Button, Label, Static
+
+from ...client import FetchedMessage
+from ...format import render_payload
+
+STATE_TEXT = {
+    "acked": "✓ acknowledged",
+    "naked": "↺ nak sent — will be redelivered",
+    "termed": "⊘ terminated — never redelivered",
+    "expired": "⌛ ack wait expired — will be redelivered on the next pull",
+}
+
+
+class HandCard(Vertical):
+    BINDINGS = [
+        Binding("a", "act('ack')", "Ack", id="card.ack"),
+        Binding("n", "act('nak')", "Nak", id="card.nak"),
+        Binding("N", "act('nak_delay')", "Nak 5s", id="card.nak_delay"),
+        Binding("i", "act('progress')", "In progress", id="card.progress"),
+        Binding("t", "act('term')", "Term", id="card.term"),
+    ]
+    can_focus = True
+    state: reactive[str] = reactive("pending")
+
+    @dataclass
+    class Action(Message):
+        card: "HandCard"
+        action: str  # ack | nak | nak_delay | progress | term
+
+    def __init__(self, fm: FetchedMessage):
+        super().__init__(id=f"card-{fm.stream_seq}-{fm.consumer_seq}")
+        self.fm = fm
+
+    def compose(self) -> ComposeResult:
+        fm = self.fm
+        yield Label(
+            Text(f"{fm.subject}   stream seq {fm.stream_seq} · consumer seq {fm.consumer_seq} · tries {fm.num_delivered}"),
+            classes="card-head",
+        )
+        if fm.headers:
+            yield Static(Text("\n".join(f"{k}: {v}" for k, v in fm.headers.items())), classes="card-headers")
+        payload = render_payload(fm.data, "text")
+        yield Static(Text(payload if len(payload) < 400 else payload[:400] + "…"), classes="card-payload")
+        yield Label("", classes="card-countdown")
+        with Horizontal(classes="card-buttons"):
+            yield Button("Ack", id="ack", variant="success")
+            yield Button("Nak", id="nak", variant="warning")
+            yield Button("Nak 5s", id="nak_delay")
+            yield Button("In progress", id="progress")
+            yield Button("Term", id="term", variant="error")
+
+    def on_mount(self) -> None:
+        self.tick(time.monotonic())
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_act(event.button.id or "")
+
+    def action_act(self, action: str) -> None:
+        if self.state in ("pending", "expired"):
+            self.post_message(self.Action(self, action))
+
+    def watch_state(self, state: str) -> None:
+        for s in ("acked", "naked", "termed", "expired"):
+            self.set_class(state == s, f"-{s}")
+        self.set_class(state in ("acked", "naked", "termed"), "-settled")
+        self.tick(time.monotonic())
+
+    @property
+    def remaining(self) -> float:
+        return self.fm.ack_deadline() - time.monotonic()
+
+    def tick(self, now: float) -> None:
+        """Refresh the countdown; flips to expired when the ack wait runs out."""
+        if self.state == "pending" and self.fm.ack_wait and now >= self.fm.ack_deadline():
+            self.state = "expired"
+            return
+        label = self.query(".card-countdown")
+        if not label:
+            return
+        if self.state == "pending":
+            if getattr(self.app, "stable_display", False):
+                text = f"⏱ ack wait {self.fm.ack_wait:g}s — a ack · n nak · N nak 5s · i in progress · t term"
+            else:
+                text = f"⏱ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack — a ack · n nak · N nak 5s · i in progress · t term"
+        else:
+            text = STATE_TEXT.get(self.state, self.state)
+        label.first(Label).update(text)

@@ -1,0 +1,220 @@
+"""The pull hand: fetch N from a pull consumer without acking, then decide per
+message — ack, nak (with an optional delay), in progress, term — or let the ack
+wait run out and watch the message come back with tries + 1."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Input, Label
+
+from ...client import DeliveryEvent, FetchedMessage, NatsError
+from ...format import parse_int
+from .card import HandCard
+from .timeline import DeliveryTimeline
+
+NAK_DELAY = 5.0
+
+
+class PullHand(Vertical):
+    BINDINGS = [
+        Binding("f", "fetch", "Fetch", id="pull.fetch"),
+        Binding("c", "clear", "Clear settled", id="pull.clear"),
+    ]
+
+    @dataclass
+    class Fetched(Message):
+        stream: str
+        consumer: str
+        messages: list[FetchedMessage]
+        error: str = ""
+
+    @dataclass
+    class Delivery(Message):
+        """A timeline event from the advisory / ack-tap subscription."""
+
+        event: DeliveryEvent
+
+    @dataclass
+    class Acted(Message):
+        card: HandCard
+        action: str
+        error: str = ""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.stream: str | None = None
+        self.consumer: str | None = None
+        self._subscribed_generation = 0
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="pull-bar"):
+            yield Label("Pick a pull consumer in the Consumers pane", id="pull-target")
+            yield Label("fetch")
+            yield Input("1", id="pull-batch", max_length=4)
+            yield Button("Fetch", id="pull-fetch", variant="primary")
+            yield Label("", id="pull-status")
+        with Horizontal(id="pull-body"):
+            yield VerticalScroll(id="pull-cards")
+            with VerticalScroll(id="pull-timeline"):
+                yield DeliveryTimeline(id="timeline")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "client_generation", self._client_changed)
+        self.set_interval(0.25, self._tick)
+        self.query_one(DeliveryTimeline).redraw()
+
+    def _client_changed(self, generation: int) -> None:
+        if generation and generation != self._subscribed_generation:
+            self._subscribed_generation = generation
+            self.subscribe_events()
+
+    @work(exclusive=True, group="pull-events", exit_on_error=False)
+    async def subscribe_events(self) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            return
+        try:
+            await client.watch_deliveries(lambda ev: self.post_message(self.Delivery(ev)))
+        except NatsError as exc:
+            self.set_status(f"advisories unavailable: {exc}")
+
+    @on(Delivery)
+    def on_delivery(self, event: Delivery) -> None:
+        event.stop()
+        self.query_one(DeliveryTimeline).add(event.event)
+
+    def set_target(self, stream: str | None, consumer: str | None, pull: bool = True) -> None:
+        if (stream, consumer) == (self.stream, self.consumer):
+            return
+        self.stream, self.consumer = (stream, consumer) if consumer and pull else (stream, None)
+        target = self.query_one("#pull-target", Label)
+        if self.consumer:
+            target.update(f"{self.stream} › {self.consumer}")
+        elif consumer:
+            target.update(f"{consumer} is a push consumer — pick a pull consumer")
+        else:
+            target.update("Pick a pull consumer in the Consumers pane")
+        self.query_one(DeliveryTimeline).show_consumer(self.stream, self.consumer)
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#pull-status", Label).update(text)
+
+    # ---- fetching -----------------------------------------------------------
+    @on(Button.Pressed, "#pull-fetch")
+    @on(Input.Submitted, "#pull-batch")
+    def action_fetch(self) -> None:
+        if not self.stream or not self.consumer:
+            self.set_status("no pull consumer selected")
+            return
+        try:
+            batch = parse_int(self.query_one("#pull-batch", Input).value, "batch", minimum=1)
+        except ValueError as exc:
+            self.set_status(str(exc))
+            return
+        if batch is None or batch > 256:
+            self.set_status("fetch between 1 and 256 messages")
+            return
+        self.set_status("fetching…")
+        self.fetch(self.stream, self.consumer, batch)
+
+    @work(exclusive=True, group="pull-fetch", exit_on_error=False)
+    async def fetch(self, stream: str, consumer: str, batch: int) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.post_message(self.Fetched(stream, consumer, [], "not connected"))
+            return
+        try:
+            msgs = await client.fetch(stream, consumer, batch, timeout=1.0)
+        except NatsError as exc:
+            self.post_message(self.Fetched(stream, consumer, [], str(exc)))
+            return
+        self.post_message(self.Fetched(stream, consumer, msgs))
+
+    @on(Fetched)
+    async def on_fetched(self, event: Fetched) -> None:
+        event.stop()
+        if event.error:
+            self.set_status(event.error)
+            return
+        await self.action_clear(include_expired=True)
+        cards = [HandCard(fm) for fm in event.messages]
+        if cards:
+            await self.query_one("#pull-cards").mount_all(cards)
+            cards[0].focus()
+        timeline = self.query_one(DeliveryTimeline)
+        for fm in event.messages:
+            timeline.add(DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, "deliver", fm.num_delivered, fm.received_at))
+        if event.messages:
+            again = sum(1 for fm in event.messages if fm.num_delivered > 1)
+            self.set_status(f"fetched {len(event.messages)}" + (f" ({again} redelivered)" if again else ""))
+        else:
+            self.set_status("nothing to fetch right now (no pending messages, or all handed out within their ack wait)")
+
+    async def action_clear(self, include_expired: bool = False) -> None:
+        settled = [
+            c for c in self.query(HandCard)
+            if c.has_class("-settled") or (include_expired and c.state == "expired")
+        ]
+        for card in settled:
+            await card.remove()
+
+    # ---- acting on a message ------------------------------------------------
+    @on(HandCard.Action)
+    def on_card_action(self, event: HandCard.Action) -> None:
+        event.stop()
+        self.act(event.card, event.action)
+
+    @work(group="pull-act", exit_on_error=False)
+    async def act(self, card: HandCard, action: str) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.post_message(self.Acted(card, action, "not connected"))
+            return
+        try:
+            if action == "ack":
+                await client.ack(card.fm)
+            elif action == "nak":
+                await client.nak(card.fm)
+            elif action == "nak_delay":
+                await client.nak(card.fm, NAK_DELAY)
+            elif action == "progress":
+                await client.in_progress(card.fm)
+            elif action == "term":
+                await client.term(card.fm)
+        except NatsError as exc:
+            self.post_message(self.Acted(card, action, str(exc)))
+            return
+        self.post_message(self.Acted(card, action))
+
+    @on(Acted)
+    def on_acted(self, event: Acted) -> None:
+        event.stop()
+        card, fm = event.card, event.card.fm
+        if event.error:
+            self.set_status(f"{event.action} failed: {event.error}")
+            return
+        kind = {"ack": "ack", "nak": "nak", "nak_delay": "nak", "progress": "progress", "term": "term"}[event.action]
+        card.state = {"ack": "acked", "nak": "naked", "term": "termed", "progress": "pending"}[kind]
+        card.tick(time.monotonic())
+        self.query_one(DeliveryTimeline).add(
+            DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, kind, fm.num_delivered, time.monotonic())
+        )
+        self.set_status(f"seq {fm.stream_seq}: {kind}" + (f" (redelivery in {NAK_DELAY:g}s)" if event.action == "nak_delay" else ""))
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        timeline = None
+        for card in self.query(HandCard):
+            before = card.state
+            card.tick(now)
+            if before == "pending" and card.state == "expired":
+                timeline = timeline or self.query_one(DeliveryTimeline)
+                fm = card.fm
+                timeline.add(DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, "expired", fm.num_delivered, now))

@@ -1,0 +1,162 @@
+"""The message browser: pages through a stream by sequence with message get.
+
+It never creates a consumer and never acks, so browsing a workqueue stream
+removes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input, Label, Static
+
+from ...client import NatsError, StoredMessage
+from ...format import fmt_bytes, parse_int, render_payload
+
+PAGE = 20
+
+
+class MessageBrowser(Vertical):
+    BINDINGS = [
+        Binding("right_square_bracket", "next_page", "Next page", id="browser.next"),
+        Binding("left_square_bracket", "prev_page", "Prev page", id="browser.prev"),
+        Binding("t", "mode('text')", "Text", id="browser.text"),
+        Binding("j", "mode('json')", "JSON", id="browser.json"),
+        Binding("x", "mode('hex')", "Hex", id="browser.hex"),
+        Binding("r", "reload", "Reload", id="browser.reload"),
+    ]
+
+    stream: reactive[str | None] = reactive(None)
+    mode: reactive[str] = reactive("text")
+
+    @dataclass
+    class Loaded(Message):
+        stream: str
+        messages: list[StoredMessage]
+        error: str = ""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.start_seq = 1
+        self.messages: dict[int, StoredMessage] = {}
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="browser-bar"):
+            yield Label("from seq ", classes="bar-label")
+            yield Input("1", id="browser-seq", restrict=r"[0-9]*", max_length=20)
+            yield Label("", id="browser-status")
+        with Horizontal(id="browser-body"):
+            table = DataTable(id="browser-list", cursor_type="row")
+            yield table
+            with VerticalScroll(id="browser-view"):
+                yield Static("", id="browser-headers")
+                yield Static("", id="browser-payload")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#browser-list", DataTable)
+        table.add_column("Seq", key="seq")
+        table.add_column("Subject", key="subject")
+        table.add_column("Size", key="size")
+        table.add_column("Time", key="time")
+
+    def watch_stream(self, stream: str | None) -> None:
+        self.start_seq = 1
+        self.query_one("#browser-seq", Input).value = "1"
+        self.load()
+
+    def watch_mode(self, mode: str) -> None:
+        self.show_selected()
+
+    def action_mode(self, mode: str) -> None:
+        self.mode = mode
+
+    def action_reload(self) -> None:
+        self.load()
+
+    def action_next_page(self) -> None:
+        if self.messages:
+            self.start_seq = max(self.messages) + 1
+            self.load()
+
+    def action_prev_page(self) -> None:
+        self.start_seq = max(1, self.start_seq - PAGE)
+        self.load()
+
+    @on(Input.Submitted, "#browser-seq")
+    def goto(self, event: Input.Submitted) -> None:
+        try:
+            seq = parse_int(event.value, "sequence", minimum=1)
+        except ValueError as exc:
+            self.query_one("#browser-status", Label).update(str(exc))
+            return
+        self.start_seq = seq or 1
+        self.load()
+
+    @work(exclusive=True, group="browse", exit_on_error=False)
+    async def load(self) -> None:
+        stream = self.stream
+        client = getattr(self.app, "client", None)
+        if not stream or client is None:
+            self.post_message(self.Loaded(stream or "", []))
+            return
+        try:
+            msgs = await client.get_messages(stream, self.start_seq, PAGE)
+        except NatsError as exc:
+            self.post_message(self.Loaded(stream, [], str(exc)))
+            return
+        self.post_message(self.Loaded(stream, msgs))
+
+    @on(Loaded)
+    def show_page(self, event: Loaded) -> None:
+        event.stop()
+        if event.stream != (self.stream or ""):
+            return
+        table = self.query_one("#browser-list", DataTable)
+        table.clear()
+        self.messages = {m.seq: m for m in event.messages}
+        stable = getattr(self.app, "stable_display", False)
+        for m in event.messages:
+            when = "--:--:--" if stable or m.time is None else m.time.astimezone().strftime("%H:%M:%S")
+            table.add_row(Text(str(m.seq)), Text(m.subject), Text(fmt_bytes(len(m.data))), Text(when), key=str(m.seq))
+        self.query_one("#browser-seq", Input).value = str(self.start_seq)
+        status = event.error or (
+            f"seq {min(self.messages)}–{max(self.messages)} · [ ] page · t/j/x format" if self.messages
+            else "no messages at or after this sequence"
+        )
+        self.query_one("#browser-status", Label).update(status)
+        self.show_selected()
+
+    @on(DataTable.RowHighlighted, "#browser-list")
+    def on_row(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.show_selected()
+
+    def show_selected(self) -> None:
+        table = self.query_one("#browser-list", DataTable)
+        headers = self.query_one("#browser-headers", Static)
+        payload = self.query_one("#browser-payload", Static)
+        msg = None
+        if table.row_count:
+            try:
+                key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+                msg = self.messages.get(int(key))
+            except Exception:
+                msg = None
+        if msg is None:
+            headers.update("")
+            payload.update("")
+            return
+        head = Text()
+        head.append(f"#{msg.seq}  {msg.subject}  ({self.mode})\n", style="bold")
+        for k, v in msg.headers.items():
+            head.append(f"{k}: ", style="bold")
+            head.append(f"{v}\n")
+        headers.update(head)
+        payload.update(Text(render_payload(msg.data, self.mode)))

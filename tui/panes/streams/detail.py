@@ -1,0 +1,56 @@
+"""A stream's full config and state, as two columns of name: value lines."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from ...client import StreamSummary
+from ...format import fmt_bytes, fmt_duration
+
+NS = 1_000_000_000
+DURATIONS = {"max_age", "duplicate_window", "first_ts", "inactive_threshold"}
+
+
+def _value(key: str, value) -> str:
+    if key in ("max_age", "duplicate_window") and isinstance(value, int):
+        return fmt_duration(value / NS) if value else "forever" if key == "max_age" else "-"
+    if key == "bytes" and isinstance(value, int):
+        return f"{fmt_bytes(value)} ({value:,})"
+    if isinstance(value, int) and value == -1:
+        return "unlimited"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+class StreamInfoView(Static):
+    """Config on the left, state on the right."""
+
+    def show(self, stream: StreamSummary | None, *, stable: bool = False) -> None:
+        if stream is None:
+            self.update(Text("Select a stream to see its config and state.", style="italic"))
+            return
+        table = Table.grid(padding=(0, 2), expand=True)
+        table.add_column(ratio=1)
+        table.add_column(ratio=1)
+        config = Table.grid(padding=(0, 1))
+        config.add_column(style="bold")
+        config.add_column()
+        for key, value in stream.config.items():
+            if key in ("metadata",) or value in (None, ""):
+                continue
+            config.add_row(key, Text(_value(key, value)))
+        state = Table.grid(padding=(0, 1))
+        state.add_column(style="bold")
+        state.add_column()
+        for key, value in stream.state.items():
+            if key in ("first_ts", "last_ts"):
+                value = "--:--:--" if stable else str(value)[:19].replace("T", " ")
+            state.add_row(key, Text(_value(key, value)))
+        table.add_row(Text("Config", style="bold underline"), Text("State", style="bold underline"))
+        table.add_row(config, state)
+        self.update(table)

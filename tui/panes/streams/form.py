@@ -1,0 +1,129 @@
+"""Create or edit a stream: the common fields, validated inline."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from textual import work
+from textual.widgets import Input, Select
+
+from ...client import NatsError, StreamSummary, name_error, subject_error
+from ...format import fmt_duration, parse_duration, parse_int
+from ...widgets.form import FormField, ModalForm
+
+NS = 1_000_000_000
+
+# Which field a server error is about, judged from its description.
+ERROR_FIELDS = [
+    (r"subject", "subjects"),
+    (r"stream name|name is required|invalid name|name must", "name"),
+    (r"storage", "storage"),
+    (r"retention|work ?queue|interest", "retention"),
+    (r"max.?age", "max_age"),
+    (r"duplicate", "duplicate_window"),
+    (r"discard", "discard"),
+    (r"per.?subject", "max_msgs_per_subject"),
+    (r"max.?(msgs|messages)", "max_msgs"),
+    (r"max.?bytes", "max_bytes"),
+]
+
+
+def field_for_error(description: str) -> str | None:
+    text = description.lower()
+    for pattern, field_id in ERROR_FIELDS:
+        if re.search(pattern, text):
+            return field_id
+    return None
+
+
+def _limit(value: int | None) -> str:
+    return "" if value is None or value < 0 else str(value)
+
+
+class StreamForm(ModalForm):
+    """Returns the stream name on success, None on cancel."""
+
+    def __init__(self, existing: StreamSummary | None = None):
+        super().__init__()
+        self.existing = existing
+        self.TITLE_TEXT = f"Edit stream {existing.name}" if existing else "New stream"
+        self.SUBMIT_LABEL = "Save" if existing else "Create"
+
+    def fields(self) -> Iterable[FormField]:
+        c = self.existing.config if self.existing else {}
+        yield FormField("Name", Input(c.get("name", ""), placeholder="ORDERS", disabled=bool(self.existing), id="name"), field_id="name")
+        yield FormField(
+            "Subjects (space or comma separated, wildcards allowed)",
+            Input(" ".join(c.get("subjects") or []), placeholder="orders.>", id="subjects"),
+            field_id="subjects",
+        )
+        yield FormField("Storage", Select([("file", "file"), ("memory", "memory")], value=c.get("storage", "file"), allow_blank=False, id="storage", disabled=bool(self.existing)), field_id="storage")
+        yield FormField("Retention", Select([(r, r) for r in ("limits", "interest", "workqueue")], value=c.get("retention", "limits"), allow_blank=False, id="retention"), field_id="retention")
+        yield FormField("Discard", Select([("old", "old"), ("new", "new")], value=c.get("discard", "old"), allow_blank=False, id="discard"), field_id="discard")
+        yield FormField("Max messages (empty = unlimited)", Input(_limit(c.get("max_msgs")), id="max_msgs"), field_id="max_msgs")
+        yield FormField("Max bytes (empty = unlimited)", Input(_limit(c.get("max_bytes")), id="max_bytes"), field_id="max_bytes")
+        yield FormField("Max messages per subject", Input(_limit(c.get("max_msgs_per_subject")), id="max_msgs_per_subject"), field_id="max_msgs_per_subject")
+        age = c.get("max_age", 0) / NS
+        yield FormField("Max age (e.g. 24h, 8s; empty = forever)", Input(fmt_duration(age) if age else "", id="max_age"), field_id="max_age")
+        dupe = c.get("duplicate_window", 0) / NS
+        yield FormField("Duplicate window (e.g. 2m)", Input(fmt_duration(dupe) if dupe else "", id="duplicate_window"), field_id="duplicate_window")
+
+    def build_config(self) -> dict | None:
+        ok = True
+        config: dict = dict(self.existing.config) if self.existing else {}
+        name = self.value("name")
+        if (err := name_error(name, "stream name")) is not None:
+            self.show_error("name", err)
+            ok = False
+        subjects = [s for s in re.split(r"[,\s]+", self.value("subjects")) if s]
+        for s in subjects:
+            if (err := subject_error(s, wildcards=True)) is not None:
+                self.show_error("subjects", f"{s}: {err}")
+                ok = False
+                break
+        config.update(
+            name=name,
+            subjects=subjects or [name] if not self.existing else subjects,
+            storage=self.value("storage") or "file",
+            retention=self.value("retention") or "limits",
+            discard=self.value("discard") or "old",
+        )
+        for field_id, what in (("max_msgs", "max messages"), ("max_bytes", "max bytes"), ("max_msgs_per_subject", "max per subject")):
+            try:
+                v = parse_int(self.value(field_id), what, minimum=-1)
+                config[field_id] = -1 if v is None else v
+            except ValueError as exc:
+                self.show_error(field_id, str(exc))
+                ok = False
+        for field_id in ("max_age", "duplicate_window"):
+            try:
+                config[field_id] = int(parse_duration(self.value(field_id)) * NS)
+            except ValueError as exc:
+                self.show_error(field_id, str(exc))
+                ok = False
+        if not config.get("duplicate_window"):
+            config.pop("duplicate_window", None)
+        config.setdefault("num_replicas", 1)
+        return config if ok else None
+
+    def submit(self) -> None:
+        config = self.build_config()
+        if config is not None:
+            self.save(config)
+
+    @work(exclusive=True, group="stream-form", exit_on_error=False)
+    async def save(self, config: dict) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.show_form_error("not connected")
+            return
+        try:
+            if self.existing:
+                await client.update_stream(config)
+            else:
+                await client.create_stream(config)
+        except NatsError as exc:
+            self.show_error(field_for_error(exc.description), f"server: {exc.description}")
+            return
+        self.dismiss(config["name"])

@@ -1,0 +1,195 @@
+"""The live streams list with the selected stream's detail and messages below."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, Label, TabbedContent, TabPane
+
+from ...client import NatsError, StreamSummary
+from ...format import fmt_bytes, fmt_count
+from ...widgets.confirm import ConfirmDialog
+from ...widgets.live_table import LiveTable
+from ..base import LivePane
+from .browser import MessageBrowser
+from .detail import StreamInfoView
+from .form import StreamForm
+from .purge import PurgeDialog
+
+COLUMNS = [
+    ("Name", "name"), ("Subjects", "subjects"), ("Storage", "storage"), ("Retention", "retention"),
+    ("Messages", "messages"), ("Bytes", "bytes"), ("First seq", "first"), ("Last seq", "last"),
+    ("Consumers", "consumers"),
+]
+
+
+def stream_row(s: StreamSummary) -> tuple:
+    return (
+        s.name, ", ".join(s.subjects) or "-", s.storage, s.retention, fmt_count(s.messages),
+        fmt_bytes(s.bytes), s.first_seq, s.last_seq, s.consumer_count,
+    )
+
+
+class StreamsPane(LivePane):
+    POLL_SECONDS = 1.0
+    BINDINGS = [
+        Binding("n", "create", "New stream", id="streams.create"),
+        Binding("e", "edit", "Edit", id="streams.edit"),
+        Binding("p", "purge", "Purge", id="streams.purge"),
+        Binding("d,delete", "delete", "Delete", id="streams.delete"),
+        Binding("m", "messages", "Messages", id="streams.messages"),
+        Binding("i", "info", "Info", id="streams.info"),
+    ]
+
+    @dataclass
+    class Polled(Message):
+        streams: list[StreamSummary]
+        error: str = ""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, StreamsPane.Polled)
+
+    @dataclass
+    class Selected(Message):
+        """The highlighted stream changed (None when the list is empty)."""
+
+        stream: str | None
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.streams: dict[str, StreamSummary] = {}
+        self.selected: str | None = None
+        self._pending_select: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("Streams", id="streams-status", classes="pane-status")
+        yield LiveTable(COLUMNS, id="streams-table")
+        with TabbedContent(id="stream-detail"):
+            with TabPane("Info", id="stream-info-tab"):
+                yield StreamInfoView(id="stream-info")
+            with TabPane("Messages", id="stream-messages-tab"):
+                yield MessageBrowser(id="browser")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one(StreamInfoView).show(None)
+        self.query_one(LiveTable).focus()
+
+    def poll(self) -> None:
+        self.refresh_streams()
+
+    @work(exclusive=True, group="streams-poll", exit_on_error=False)
+    async def refresh_streams(self) -> None:
+        try:
+            client = self.client
+            if client is not None:
+                try:
+                    streams = await client.list_streams()
+                except NatsError as exc:
+                    self.post_message(self.Polled([], str(exc)))
+                else:
+                    self.post_message(self.Polled(streams))
+        finally:
+            self.schedule_poll()
+
+    @on(Polled)
+    def show_streams(self, event: Polled) -> None:
+        event.stop()
+        status = self.query_one("#streams-status", Label)
+        if event.error:
+            status.update(f"Streams — could not list: {event.error}")
+            return
+        self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
+        table = self.query_one(LiveTable)
+        table.sync({name: stream_row(s) for name, s in self.streams.items()})
+        status.update(
+            f"Streams ({len(self.streams)}) — n new · e edit · p purge · d delete · m messages"
+            if self.streams else "No streams yet — press n to create one, or ctrl+p → Demo: redelivery"
+        )
+        if self._pending_select in self.streams:
+            self.select_stream(self._pending_select)
+        self._selection_changed()
+
+    @on(DataTable.RowHighlighted, "#streams-table")
+    def on_highlight(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        key = self.query_one(LiveTable).selected_key
+        stable = getattr(self.app, "stable_display", False)
+        self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable)
+        if key != self.selected:
+            self.selected = key
+            self.query_one(MessageBrowser).stream = key
+            self.post_message(self.Selected(key))
+
+    def select_stream(self, name: str) -> None:
+        """Move the cursor to ``name`` now, or as soon as a poll shows it."""
+        self._pending_select = name
+        table = self.query_one(LiveTable)
+        if table.value(name, "name") is not None:
+            table.select_key(name)
+            self._pending_select = None
+            self._selection_changed()
+
+    # ---- actions ------------------------------------------------------
+    def _after_change(self, _result=None) -> None:
+        self.schedule_poll(0.01)
+
+    def action_create(self) -> None:
+        def done(name: str | None) -> None:
+            if name:
+                self.app.notify(f"Stream {name} created")
+                self.select_stream(name)
+                self.schedule_poll(0.01)
+
+        self.app.push_screen(StreamForm(), done)
+
+    def action_edit(self) -> None:
+        if self.selected and self.selected in self.streams:
+            self.app.push_screen(StreamForm(self.streams[self.selected]), self._after_change)
+
+    def action_purge(self) -> None:
+        if not self.selected:
+            return
+
+        def done(purged: int | None) -> None:
+            if purged is not None:
+                self.app.notify(f"Purged {purged} messages from {self.selected}")
+                self.schedule_poll(0.01)
+                self.query_one(MessageBrowser).load()
+
+        self.app.push_screen(PurgeDialog(self.selected), done)
+
+    def action_delete(self) -> None:
+        name = self.selected
+        if not name:
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.delete_stream(name)
+
+        self.app.push_screen(ConfirmDialog(f"Delete stream {name} and all its messages and consumers?"), done)
+
+    @work(exclusive=True, group="streams-action", exit_on_error=False)
+    async def delete_stream(self, name: str) -> None:
+        try:
+            await self.app.client.delete_stream(name)
+        except (NatsError, AttributeError) as exc:
+            self.app.notify(f"Could not delete {name}: {exc}", severity="error")
+            return
+        self.app.notify(f"Stream {name} deleted")
+        self.schedule_poll(0.01)
+
+    def action_messages(self) -> None:
+        self.query_one("#stream-detail", TabbedContent).active = "stream-messages-tab"
+        self.query_one("#browser-list").focus()
+
+    def action_info(self) -> None:
+        self.query_one("#stream-detail", TabbedContent).active = "stream-info-tab"

@@ -1,0 +1,1 @@
+"""Screens: the main workbench screen and the help screen."""

@@ -1,0 +1,40 @@
+"""`?`: every key binding active where you pressed it, with its description."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+INTRO = (
+    "natslab talks to the broker only through nats-py, so everything here works on the\n"
+    "embedded broker and on any nats-server. ctrl+p opens the command palette: jump to a\n"
+    "stream or consumer by name, switch theme, run the redelivery demo."
+)
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")]
+
+    def __init__(self, bindings: list[tuple[str, str, str]]):
+        super().__init__()
+        self.bindings = bindings
+
+    def compose(self) -> ComposeResult:
+        table = Table(show_header=True, header_style="bold", expand=True, box=None)
+        table.add_column("Key", no_wrap=True)
+        table.add_column("What it does")
+        table.add_column("Where", style="dim")
+        for key, description, where in self.bindings:
+            table.add_row(Text(key), Text(description), Text(where))
+        with VerticalScroll(id="help-box"):
+            yield Static(Text("natslab — keys", style="bold"), id="help-title")
+            yield Static(Text(INTRO), id="help-intro")
+            yield Static(table, id="help-table")
+
+    def action_dismiss(self) -> None:
+        self.dismiss()

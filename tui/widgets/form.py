@@ -1,0 +1,125 @@
+"""Form building blocks: a field with its inline error, and a modal form base.
+
+Every form validates on submit: client-side problems and the server's error
+both land next to the field they are about, never in a crash.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Button, Input, Label, Select, Static
+
+
+class FormField(Vertical):
+    """A label, an input widget and a line for its error."""
+
+    DEFAULT_CSS = """
+    FormField { height: auto; margin-bottom: 0; }
+    FormField > .field-label { color: $text-muted; }
+    FormField > .field-error { color: $text-error; display: none; }
+    FormField.-invalid > .field-error { display: block; }
+    FormField.-invalid Input, FormField.-invalid SelectCurrent { border: tall $error; }
+    """
+
+    def __init__(self, label: str, widget: Widget, *, field_id: str):
+        super().__init__(id=f"field-{field_id}")
+        self.label = label
+        self.widget = widget
+        self.field_id = field_id
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.label, classes="field-label")
+        yield self.widget
+        yield Static("", classes="field-error", id=f"error-{self.field_id}")
+
+    def set_error(self, message: str | None) -> None:
+        self.set_class(bool(message), "-invalid")
+        self.query_one(".field-error", Static).update(message or "")
+
+    @property
+    def error_text(self) -> str:
+        return str(self.query_one(".field-error", Static).render()) if self.has_class("-invalid") else ""
+
+
+class ModalForm(ModalScreen):
+    """Base for dialogs with fields: ``fields()`` builds them, ``submit()`` acts."""
+
+    TITLE_TEXT = "Form"
+    SUBMIT_LABEL = "Save"
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "submit", "Save", id="form.submit"),
+    ]
+    DEFAULT_CSS = """
+    ModalForm { align: center middle; }
+    ModalForm > #form-box {
+        width: 76; max-height: 95%; height: auto;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    ModalForm #form-title { text-style: bold; margin-bottom: 1; }
+    ModalForm #form-fields { height: auto; max-height: 26; }
+    ModalForm #form-error { color: $text-error; display: none; }
+    ModalForm #form-error.-shown { display: block; }
+    ModalForm #form-buttons { height: auto; align-horizontal: right; }
+    ModalForm #form-buttons Button { margin-left: 1; }
+    """
+
+    def fields(self) -> Iterable[FormField]:
+        return []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form-box"):
+            yield Label(self.TITLE_TEXT, id="form-title")
+            with VerticalScroll(id="form-fields"):
+                yield from self.fields()
+            yield Static("", id="form-error")
+            with Horizontal(id="form-buttons"):
+                yield Button("Cancel", id="form-cancel")
+                yield Button(self.SUBMIT_LABEL, id="form-submit", variant="primary")
+
+    def value(self, field_id: str) -> str:
+        widget = self.query_one(f"#field-{field_id}", FormField).widget
+        if isinstance(widget, Select):
+            return "" if widget.value is Select.BLANK else str(widget.value)
+        if isinstance(widget, Input):
+            return widget.value.strip()
+        return str(getattr(widget, "value", ""))
+
+    def clear_errors(self) -> None:
+        for f in self.query(FormField):
+            f.set_error(None)
+        self.show_form_error(None)
+
+    def show_error(self, field_id: str | None, message: str) -> None:
+        if field_id:
+            try:
+                self.query_one(f"#field-{field_id}", FormField).set_error(message)
+                return
+            except Exception:
+                pass
+        self.show_form_error(message)
+
+    def show_form_error(self, message: str | None) -> None:
+        box = self.query_one("#form-error", Static)
+        box.update(message or "")
+        box.set_class(bool(message), "-shown")
+
+    @on(Button.Pressed, "#form-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#form-submit")
+    @on(Input.Submitted)
+    def action_submit(self) -> None:
+        self.clear_errors()
+        self.submit()
+
+    def submit(self) -> None:
+        raise NotImplementedError
