@@ -1,0 +1,128 @@
+"""Token and user/password authorization, from flags and from a config file,
+on both servers: the right credentials connect, wrong or missing ones get
+nats-server's 'Authorization Violation' and are cut off, and nobody else
+notices."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from conftest import RawClient, ServerProcess, connect
+
+CONF = {
+    "conf-user": "authorization {\n  user: alice\n  password: \"s3cret!\"\n}\n",
+    "conf-token": "authorization {\n  token: tok-123\n}\n",
+    "conf-users": "authorization {\n  users = [\n    {user: a, password: pa}\n    {user: bob, password: pb}\n  ]\n}\n",
+}
+# mode -> (extra flags or config text, good credentials, bad credentials) as nats.connect kwargs
+MODES = {
+    "flags-user": (["--user", "u", "--pass", "p"], {"user": "u", "password": "p"}, {"user": "u", "password": "x"}),
+    "flags-token": (["--auth", "tok"], {"token": "tok"}, {"token": "tik"}),
+    "conf-user": (CONF["conf-user"], {"user": "alice", "password": "s3cret!"}, {"user": "alice", "password": "s3cret"}),
+    "conf-token": (CONF["conf-token"], {"token": "tok-123"}, {"token": "tok-1234"}),
+    "conf-users": (CONF["conf-users"], {"user": "bob", "password": "pb"}, {"user": "bob", "password": "pa"}),
+}
+
+
+def _start(kind: str, tmp_path, spec) -> ServerProcess:
+    if isinstance(spec, str):
+        conf = tmp_path / "auth.conf"
+        conf.write_text(spec)
+        extra = ["-c", str(conf)]
+    else:
+        extra = list(spec)
+    srv = ServerProcess(kind, tmp_path / "store", extra=extra)
+    srv.start()
+    return srv
+
+
+@pytest.fixture(params=list(MODES))
+def auth_server(request, server_kind, tmp_path):
+    spec, good, bad = MODES[request.param]
+    srv = _start(server_kind, tmp_path, spec)
+    yield srv, good, bad
+    srv.stop()
+
+
+def _connect_json(creds: dict) -> str:
+    d = {"verbose": False, "pedantic": False, "headers": True, "protocol": 1}
+    if "token" in creds:
+        d["auth_token"] = creds["token"]
+    if "user" in creds:
+        d["user"], d["pass"] = creds["user"], creds["password"]
+    return json.dumps(d)
+
+
+async def _roundtrip(nc) -> None:
+    sub = await nc.subscribe("auth.echo")
+    await nc.publish("auth.echo", b"hi")
+    msg = await sub.next_msg(timeout=2)
+    assert msg.data == b"hi"
+    await sub.unsubscribe()
+
+
+async def test_good_credentials_connect(auth_server):
+    srv, good, _ = auth_server
+    raw = await RawClient.open(srv, connect=None)
+    info = json.loads(raw.info[5:])
+    assert info["auth_required"] is True
+    raw.close()
+    nc = await connect(srv.url, **good)
+    await _roundtrip(nc)
+    await nc.close()
+
+
+async def test_bad_and_missing_credentials(auth_server):
+    srv, good, bad = auth_server
+    keeper = await connect(srv.url, **good)  # an honest client, connected throughout
+
+    for creds in (bad, {}):
+        raw = await RawClient.open(srv, connect=None)
+        await raw.send(f"CONNECT {_connect_json(creds)}\r\nPING\r\n")
+        assert await raw.readline() == "-ERR 'Authorization Violation'"
+        assert await raw.closed()
+        raw.close()
+
+        with pytest.raises(Exception) as ei:
+            await connect(srv.url, **creds)
+        assert "authorization violation" in str(ei.value).lower()
+
+    await _roundtrip(keeper)
+    assert keeper.is_connected
+    await keeper.close()
+
+
+async def test_ops_before_connect_are_refused(server_kind, tmp_path):
+    srv = _start(server_kind, tmp_path, ["--auth", "tok"])
+    try:
+        raw = await RawClient.open(srv, connect=None)
+        await raw.send("SUB foo 1\r\n")
+        assert await raw.readline() == "-ERR 'Authorization Violation'"
+        assert await raw.closed()
+        raw.close()
+    finally:
+        srv.stop()
+
+
+async def test_auth_timeout(server_kind, tmp_path):
+    conf = "authorization {\n  token: t\n  timeout: 0.5\n}\n"
+    srv = _start(server_kind, tmp_path, conf)
+    try:
+        raw = await RawClient.open(srv, connect=None)
+        line = await raw.readline(timeout=3)
+        assert line == "-ERR 'Authentication Timeout'"
+        assert await raw.closed()
+        raw.close()
+    finally:
+        srv.stop()
+
+
+async def test_no_auth_server_ignores_credentials(server):
+    """Credentials sent to a server without authorization are ignored."""
+    nc = await connect(server.url, user="who", password="ever")
+    await _roundtrip(nc)
+    await nc.close()
+    await asyncio.sleep(0)
