@@ -28,6 +28,7 @@ MAX_BODY_BYTES = 64 * 1024  # bodies are read and dropped; none of our endpoints
 MAX_CONNECTIONS = 256
 READ_TIMEOUT = 10.0  # seconds for a whole request head, and for keep-alive idling
 WRITE_TIMEOUT = 10.0
+LINGER_BYTES = 4 * 1024 * 1024  # dropped after an error answer before closing
 
 _REASONS = {
     200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
@@ -42,7 +43,7 @@ class _HTTPError(Exception):
     def __init__(self, status: int, text: str | None = None):
         super().__init__(status)
         self.status = status
-        self.text = text or f"{status} {_REASONS.get(status, 'Error').lower()}"
+        self.text = text or f"{status} {_REASONS.get(status, 'Error')}"
 
 
 class Monitor:
@@ -94,14 +95,14 @@ class Monitor:
                 except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError):
                     return  # idle keep-alive, or the peer went away mid-request
                 except _HTTPError as e:
-                    await self._send(writer, e.status, "text/plain; charset=utf-8", (e.text + "\n").encode(), close=True)
+                    await self._refuse(reader, writer, e)
                     return
                 conn = headers.get("connection", "").lower()
                 keep_alive = (version == "HTTP/1.1" and conn != "close") or (version == "HTTP/1.0" and conn == "keep-alive")
                 try:
                     await asyncio.wait_for(self._discard_body(reader, headers), READ_TIMEOUT)
                 except _HTTPError as e:
-                    await self._send(writer, e.status, "text/plain; charset=utf-8", (e.text + "\n").encode(), close=True)
+                    await self._refuse(reader, writer, e)
                     return
                 except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError):
                     return
@@ -116,6 +117,27 @@ class Monitor:
         finally:
             self._conns.discard(task)
             writer.close()
+
+    async def _refuse(self, reader, writer, e: _HTTPError) -> None:
+        """Answer a request we will not serve, then close gently: read and drop
+        what the client is still sending (bounded in bytes and time) so the
+        close does not turn into a reset that destroys our answer."""
+        await self._send(writer, e.status, "text/plain; charset=utf-8", e.text.encode(), close=True)
+        try:
+            if writer.can_write_eof():
+                writer.write_eof()
+            deadline = asyncio.get_running_loop().time() + 1.0
+            dropped = 0
+            while dropped < LINGER_BYTES:
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                chunk = await asyncio.wait_for(reader.read(65536), left)
+                if not chunk:
+                    break
+                dropped += len(chunk)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
 
     async def _read_head(self, reader: asyncio.StreamReader):
         try:
@@ -150,6 +172,8 @@ class Monitor:
                 headers[name.decode("ascii").lower()] = value.strip().decode("latin-1")
             except UnicodeDecodeError:
                 raise _HTTPError(400) from None
+        if version == "HTTP/1.1" and "host" not in headers:
+            raise _HTTPError(400, "400 Bad Request: missing required Host header")
         return method, target, version, headers
 
     async def _discard_body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
@@ -200,7 +224,7 @@ class Monitor:
         try:
             ctype, body = view(self, {k: v[0] for k, v in query.items()})
         except BadRequest as e:
-            return 400, "text/plain; charset=utf-8", (str(e) + "\n").encode(), None
+            return 400, "text/plain; charset=utf-8", str(e).encode(), None
         except Exception:
             logger.exception("monitoring endpoint %s failed", path)
             return 500, "text/plain; charset=utf-8", b"500 internal server error\n", None
