@@ -555,6 +555,8 @@ class FileStore(Store):
             self._remove_block(blk)
         blk, i = self._locate(seq)
         if blk is not None and blk.first < seq:
+            if blk.dels:  # the floor covers these now
+                blk.dels = {s: v for s, v in blk.dels.items() if s >= seq}
             offs, lens = blk.offs, blk.lens
             for j in range(seq - blk.first):
                 if offs[j]:
@@ -820,7 +822,7 @@ class FileStore(Store):
         for blk in self._blocks[:-1]:
             if not blk.live:
                 self._remove_block(blk)
-            elif max_rewrites and blk.dead * 2 > blk.size and blk.size > 4096:
+            elif max_rewrites and blk.dead * 2 > blk.size and blk.dead > min(65536, self.block_size // 4):
                 self._rewrite_block(blk)
                 max_rewrites -= 1
         live_dels = sum(len(b.dels) for b in self._blocks)

@@ -1,0 +1,535 @@
+"""The store interface, run over both the memory store and the file store, then
+the file store's own promises: restart, SIGKILL, torn tails, corruption in
+the middle, space reclamation. No broker involved; all of it runs in seconds."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from natslab.server.jetstream import filestore_blocks as fb
+from natslab.server.jetstream.filestore import FileStore
+from natslab.server.jetstream.store import Store, file_msg_size, memory_msg_size
+
+try:
+    from natslab.server.jetstream.memstore import MemoryStore
+except ImportError:  # pragma: no cover - only while memstore.py is being written
+    MemoryStore = None
+
+HDR = b"NATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n"  # 30 bytes, as in the seed
+
+
+@pytest.fixture(params=["memory", "file"])
+def make(request, tmp_path):
+    """A factory of empty stores of one kind: make(first_seq=1)."""
+    stores: list[Store] = []
+
+    def factory(first_seq: int = 1) -> Store:
+        if request.param == "memory":
+            if MemoryStore is None:
+                pytest.skip("server/jetstream/memstore.py (MemoryStore) does not exist yet")
+            st = MemoryStore(first_seq=first_seq)
+        else:
+            st = FileStore(tmp_path / f"s{len(stores)}", first_seq=first_seq, block_size=4096)
+        stores.append(st)
+        return st
+
+    factory.kind = request.param
+    yield factory
+    for st in stores:
+        st.close()
+
+
+def fill(st: Store, subjects: list[str], ts0: int = 1_000) -> list[int]:
+    return [st.store_msg(s, None, f"m{i}".encode(), ts0 + i) for i, s in enumerate(subjects)]
+
+
+# -- the interface, both stores ------------------------------------------------
+
+
+def test_new_store_state(make):
+    st = make()
+    s = st.state()
+    assert (s.messages, s.bytes, s.first_seq, s.last_seq, s.first_ts, s.last_ts) == (0, 0, 0, 0, 0, 0)
+    assert st.load(1) is None and st.load_next(1) is None and st.load_last() is None
+    assert st.deleted() == [] and st.num_pending(1) == 0
+
+
+def test_first_seq_at_creation(make):
+    st = make(first_seq=100)
+    s = st.state()
+    assert (s.first_seq, s.last_seq, s.messages) == (100, 99, 0)
+    assert st.store_msg("a", None, b"x", 1) == 100
+    assert (st.state().first_seq, st.state().last_seq) == (100, 100)
+
+
+def test_byte_accounting_matches_the_real_server(make):
+    st = make()
+    for p in (b"a" * 15, b"b" * 15, b"c" * 15):
+        st.store_msg("orders.new", None, p, 1)
+    st.store_msg("orders.eu", None, b"d" * 18, 2)
+    s = st.state()
+    assert s.messages == 4 and s.num_subjects == 2
+    assert s.bytes == (222 if make.kind == "file" else 166)
+    st.store_msg("orders.new", HDR, b"12345", 3)
+    assert st.state().bytes - s.bytes == (79 if make.kind == "file" else 16 + 10 + 30 + 5)
+    assert st.msg_size("orders.new", HDR, b"12345") == (file_msg_size if make.kind == "file" else memory_msg_size)("orders.new", HDR, b"12345")
+    st.remove(5)
+    assert st.state().bytes == s.bytes
+
+
+def test_store_and_load(make):
+    st = make()
+    assert st.store_msg("a.b", HDR, b"payload", 123) == 1
+    assert st.store_msg("a.c", None, b"", 456) == 2
+    m = st.load(1)
+    assert (m.seq, m.subject, m.hdr, m.data, m.ts) == (1, "a.b", HDR, b"payload", 123)
+    m = st.load(2)
+    assert (m.subject, m.hdr, m.data, m.ts) == ("a.c", None, b"", 456)
+    assert st.load(3) is None and st.load(0) is None
+    s = st.state()
+    assert (s.first_seq, s.first_ts, s.last_seq, s.last_ts) == (1, 123, 2, 456)
+
+
+def test_load_next_and_last_with_wildcards(make):
+    st = make()
+    fill(st, ["orders.new", "orders.eu", "billing.x", "orders.new", "orders.us.west", "billing.y"])
+    assert st.load_next(1).seq == 1
+    assert st.load_next(2, "orders.new").seq == 4
+    assert st.load_next(1, "billing.*").seq == 3
+    assert st.load_next(4, "billing.*").seq == 6
+    assert st.load_next(1, "orders.>").seq == 1
+    assert st.load_next(5, "orders.*") is None
+    assert st.load_next(5, "orders.>").seq == 5
+    assert st.load_next(7) is None
+    assert st.load_last().seq == 6
+    assert st.load_last("orders.*").seq == 4
+    assert st.load_last("orders.>").seq == 5
+    assert st.load_last("nothing.here") is None
+    st.remove(6)
+    assert st.load_last().seq == 5
+    assert st.load_last("billing.>").seq == 3
+
+
+def test_remove_and_deleted(make):
+    st = make()
+    fill(st, ["a"] * 6)
+    assert st.remove(3) and st.remove(5)
+    assert not st.remove(3) and not st.remove(99)
+    assert st.deleted() == [3, 5]
+    s = st.state()
+    assert (s.messages, s.first_seq, s.last_seq, s.num_deleted) == (4, 1, 6, 2)
+    assert st.remove(1) and st.remove(2)
+    s = st.state()
+    assert (s.first_seq, s.num_deleted, s.first_ts) == (4, 1, 1_003)
+    assert st.deleted() == [5]
+    assert list(st.iter_seqs()) == [4, 6] and list(st.iter_seqs(5)) == [6]
+    assert st.remove(6)
+    # the real server keeps last_seq, so a removed newest message is a gap too
+    assert st.deleted() == [5, 6]
+    assert (st.state().last_seq, st.state().num_deleted) == (6, 2)
+
+
+def test_removing_everything_leaves_first_after_last(make):
+    st = make()
+    fill(st, ["a", "b", "c"])
+    for seq in (2, 1, 3):
+        assert st.remove(seq)
+    s = st.state()
+    assert (s.messages, s.bytes, s.first_seq, s.last_seq, s.last_ts, s.first_ts, s.num_deleted) == (0, 0, 4, 3, 1_002, 0, 0)
+    assert st.store_msg("d", None, b"", 9) == 4
+    assert st.state().first_seq == 4
+
+
+def test_purge_all(make):
+    st = make()
+    fill(st, ["a", "b", "a"])
+    assert st.purge() == 3
+    s = st.state()
+    assert (s.messages, s.bytes, s.first_seq, s.last_seq, s.last_ts, s.num_subjects) == (0, 0, 4, 3, 1_002, 0)
+    assert st.subjects_state() == {} and st.load_last() is None
+    assert st.store_msg("a", None, b"x", 5) == 4
+
+
+def test_purge_by_subject_keep_and_seq(make):
+    st = make()
+    fill(st, ["kv.a", "kv.b", "kv.a", "kv.a", "kv.b", "kv.a"])
+    assert st.purge("kv.a", keep=1) == 3
+    assert st.subject_seqs("kv.a") == [6]
+    assert st.purge("kv.b", seq=5) == 1
+    assert st.subject_seqs("kv.b") == [5]
+    assert st.purge("kv.*") == 2
+    s = st.state()
+    assert (s.messages, s.first_seq, s.last_seq) == (0, 7, 6)
+
+
+def test_purge_keep_applies_to_the_whole_filter(make):
+    st = make()
+    fill(st, ["x.1", "x.2", "x.1", "x.2", "y"])
+    assert st.purge("x.*", keep=3) == 1
+    assert st.subjects_state() == {"x.1": 1, "x.2": 2, "y": 1}
+    assert st.purge(keep=2) == 2
+    assert list(st.iter_seqs()) == [4, 5]
+    assert st.purge(keep=5) == 0
+
+
+def test_purge_up_to_seq_and_compact(make):
+    st = make()
+    fill(st, ["a", "b"] * 5)
+    assert st.purge(seq=1) == 0
+    assert st.purge(seq=4) == 3
+    assert st.state().first_seq == 4
+    assert st.compact(4) == 0
+    st.remove(6)
+    assert st.compact(7) == 2
+    s = st.state()
+    assert (s.first_seq, s.messages, s.num_deleted) == (7, 4, 0)
+    assert st.compact(20) == 4
+    s = st.state()
+    assert (s.messages, s.first_seq, s.last_seq) == (0, 20, 19)
+    assert st.store_msg("a", None, b"", 1) == 20
+
+
+def test_subject_queries(make):
+    st = make()
+    fill(st, ["kv.a", "kv.b", "kv.a", "other", "kv.c.d"])
+    assert st.subjects_state() == {"kv.a": 2, "kv.b": 1, "other": 1, "kv.c.d": 1}
+    assert st.subjects_state("kv.*") == {"kv.a": 2, "kv.b": 1}
+    assert st.subjects_state("kv.>") == {"kv.a": 2, "kv.b": 1, "kv.c.d": 1}
+    assert st.subjects_state("kv.a") == {"kv.a": 2}
+    assert st.last_seq_for_subject("kv.a") == 3 and st.last_seq_for_subject("nope") == 0
+    assert st.subject_seqs("kv.a") == [1, 3] and st.subject_seqs("nope") == []
+    st.remove(1)
+    assert st.subject_seqs("kv.a") == [3]
+    st.remove(2)
+    assert "kv.b" not in st.subjects_state() and st.state().num_subjects == 3
+
+
+def test_num_pending(make):
+    st = make()
+    fill(st, ["a.1", "a.2", "a.1", "b", "a.1", "a.2"])
+    assert st.num_pending(1) == 6
+    assert st.num_pending(4) == 3
+    assert st.num_pending(7) == 0
+    assert st.num_pending(1, "a.1") == 3 and st.num_pending(4, "a.1") == 1
+    assert st.num_pending(2, "a.*") == 4
+    assert st.num_pending(1, ">") == 6
+    assert st.num_pending(1, "a.*", last_per_subject=True) == 2
+    assert st.num_pending(6, "a.*", last_per_subject=True) == 1
+    assert st.num_pending(1, last_per_subject=True) == 3
+    st.remove(5)
+    assert st.num_pending(4) == 2 and st.num_pending(4, "a.1") == 0
+
+
+def test_many_messages_across_blocks(make):
+    """4 KiB blocks for the file store: crosses many block boundaries."""
+    st = make()
+    n = 2_000
+    for i in range(n):
+        st.store_msg(f"s.{i % 7}", HDR if i % 5 == 0 else None, b"%06d" % i, i)
+    for seq in range(1, n + 1, 3):
+        st.remove(seq)
+    live = [s for s in range(1, n + 1) if (s - 1) % 3]
+    assert list(st.iter_seqs()) == live
+    assert st.state().messages == len(live)
+    assert st.load(n).data == b"%06d" % (n - 1)
+    assert st.load_next(1).seq == 2
+    assert st.num_pending(1000) == len([s for s in live if s >= 1000])
+    assert sum(st.subjects_state().values()) == len(live)
+    assert st.deleted() == list(range(4, n + 1, 3))  # 1 went first, so it is no gap
+    assert st.state().num_deleted == len(st.deleted())
+
+
+# -- the file store ------------------------------------------------------------
+
+
+def snapshot(st: Store) -> tuple:
+    msgs = [st.load(s) for s in st.iter_seqs()]
+    return (st.state(), st.deleted(), st.subjects_state(), [(m.seq, m.subject, m.hdr, m.data, m.ts) for m in msgs])
+
+
+def test_reopen_after_close_keeps_everything(tmp_path):
+    st = FileStore(tmp_path / "s", block_size=4096)
+    for i in range(500):
+        st.store_msg(f"t.{i % 3}", HDR if i % 2 else None, os.urandom(i % 40), 10_000 + i)
+    st.remove(7)
+    st.remove(300)
+    st.purge("t.1", keep=10)
+    st.compact(5)
+    before = snapshot(st)
+    st.close()
+    st2 = FileStore(tmp_path / "s", block_size=4096)
+    assert snapshot(st2) == before
+    assert st2.warnings == []
+    assert st2.store_msg("t.0", None, b"after", 1) == 501
+    st2.close()
+    st3 = FileStore(tmp_path / "s", block_size=4096)
+    assert st3.load(501).data == b"after"
+    assert snapshot(st3)[0].messages == before[0].messages + 1
+    st3.close()
+
+
+def test_reopen_without_index_files_rescans(tmp_path):
+    st = FileStore(tmp_path / "s", block_size=4096)
+    fill(st, [f"x.{i % 4}" for i in range(400)])
+    st.remove(100)
+    before = snapshot(st)
+    st.close()
+    for idx in (tmp_path / "s" / "msgs").glob("*.idx"):
+        idx.unlink()
+    st2 = FileStore(tmp_path / "s", block_size=4096)
+    assert snapshot(st2) == before and st2.warnings == []
+    st2.close()
+
+
+def test_reopen_uses_block_index_files(tmp_path, monkeypatch):
+    st = FileStore(tmp_path / "s", block_size=4096)
+    fill(st, ["a"] * 300)
+    st.close()
+    calls = []
+    real = fb.scan_block
+    monkeypatch.setattr(fb, "scan_block", lambda *a: calls.append(a[2]) or real(*a))
+    st2 = FileStore(tmp_path / "s", block_size=4096)
+    assert calls == [] and st2.state().messages == 300
+    st2.close()
+
+
+def test_empty_store_state_survives_restart(tmp_path):
+    st = FileStore(tmp_path / "s")
+    fill(st, ["a", "b"])
+    st.purge()
+    st.close()
+    st = FileStore(tmp_path / "s")
+    s = st.state()
+    assert (s.messages, s.first_seq, s.last_seq, s.last_ts) == (0, 3, 2, 1_001)
+    st.close()
+    st = FileStore(tmp_path / "t", first_seq=50)
+    st.close()
+    st = FileStore(tmp_path / "t")
+    assert (st.state().first_seq, st.state().last_seq) == (50, 49)
+    assert st.store_msg("a", None, b"", 1) == 50
+    st.close()
+
+
+def test_removed_everything_one_by_one_survives_restart(tmp_path):
+    st = FileStore(tmp_path / "s", block_size=4096)
+    fill(st, ["a"] * 200)
+    for s in range(1, 201):
+        st.remove(s)
+    st.close()
+    st = FileStore(tmp_path / "s", block_size=4096)
+    s = st.state()
+    assert (s.messages, s.first_seq, s.last_seq, s.last_ts) == (0, 201, 200, 1_199)
+    assert list((tmp_path / "s" / "msgs").glob("*.blk")) == []
+    st.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from natslab.server.jetstream.filestore import FileStore
+    st = FileStore(Path(sys.argv[1]), block_size=16384)
+    out = sys.stdout
+    i = 0
+    while True:
+        i += 1
+        seq = st.store_msg("crash.%d" % (i % 5), None, b"payload-%d" % i, i)
+        out.write("S %d %d\\n" % (seq, i))
+        out.flush()
+        if i % 7 == 0:
+            out.write("r %d\\n" % (seq - 3))  # about to remove
+            out.flush()
+            st.remove(seq - 3)
+            out.write("R %d\\n" % (seq - 3))  # removed
+            out.flush()
+        if i % 500 == 0:
+            st.flush()
+    """
+)
+
+
+def test_sigkill_mid_writes_loses_nothing_acknowledged(tmp_path):
+    d = tmp_path / "s"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(d)], stdout=subprocess.PIPE)
+    out = []
+    for line in proc.stdout:
+        out.append(line)
+        if len(out) >= 3_000:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    out.append(proc.stdout.read())  # what the child wrote before it died
+    proc.stdout.close()
+    stored: dict[int, int] = {}
+    removing: set[int] = set()
+    removed: set[int] = set()
+    for line in b"".join(out).split(b"\n")[:-1]:  # a torn last line claims nothing
+        kind, seq, *rest = line.split()
+        if kind == b"S":
+            stored[int(seq)] = int(rest[0])
+        elif kind == b"r":
+            removing.add(int(seq))
+        else:
+            removed.add(int(seq))
+    assert len(stored) >= 2_000
+
+    st = FileStore(d, block_size=16384)
+    seqs = list(st.iter_seqs())
+    assert len(seqs) == len(set(seqs)), "a sequence came back twice"
+    present = set(seqs)
+    for seq, i in stored.items():
+        if seq in removed:
+            assert seq not in present
+        elif seq not in removing:
+            m = st.load(seq)
+            assert m is not None, f"acknowledged seq {seq} lost"
+            assert m.data == b"payload-%d" % i and m.ts == i
+    assert st.state().messages == len(present)
+    assert st.state().last_seq >= max(stored)
+    nxt = st.store_msg("after", None, b"", 0)
+    assert nxt == st.state().last_seq and nxt not in stored
+    st.close()
+
+
+def _blocks(d: Path) -> list[Path]:
+    return sorted((d / "msgs").glob("*.blk"), key=lambda p: int(p.stem))
+
+
+def test_torn_tail_is_cut_with_a_warning(tmp_path, caplog):
+    d = tmp_path / "s"
+    st = FileStore(d)
+    fill(st, ["a"] * 10)
+    st.close()
+    blk = _blocks(d)[-1]
+    size = blk.stat().st_size
+    os.truncate(blk, size - 5)  # the last record loses its tail
+    with caplog.at_level(logging.WARNING, logger="natslab.server.filestore"):
+        st = FileStore(d)
+    assert any("torn" in w for w in st.warnings)
+    assert any("torn" in r.message for r in caplog.records)
+    s = st.state()
+    assert (s.messages, s.last_seq) == (9, 9)
+    assert st.store_msg("a", None, b"new", 1) == 10
+    st.close()
+    st = FileStore(d)
+    assert st.warnings == [] and st.load(10).data == b"new"
+    st.close()
+
+
+def test_torn_tail_garbage_appended(tmp_path):
+    d = tmp_path / "s"
+    st = FileStore(d)
+    fill(st, ["a"] * 5)
+    st.close()
+    with open(_blocks(d)[-1], "ab") as f:
+        f.write(fb.REC.pack(500, 1, 6, 0, 1, 0) + b"a")  # a header promising more than is there
+    st = FileStore(d)
+    assert st.warnings and st.state().messages == 5
+    assert st.store_msg("a", None, b"", 1) == 6
+    st.close()
+
+
+def test_corruption_in_the_middle_loses_only_that_record(tmp_path):
+    d = tmp_path / "s"
+    st = FileStore(d)
+    fill(st, ["a"] * 20)
+    off = st._locate(10)[0].offs[9]
+    st.close()
+    blk = _blocks(d)[-1]
+    raw = bytearray(blk.read_bytes())
+    raw[off + 30] ^= 0xFF  # a byte of the subject / payload
+    blk.write_bytes(bytes(raw))
+    st = FileStore(d)
+    assert any("corrupt" in w for w in st.warnings)
+    assert list(st.iter_seqs()) == [s for s in range(1, 21) if s != 10]
+    assert st.load(11).data == b"m10"
+    st.close()
+
+
+def test_corrupt_length_field_resyncs(tmp_path):
+    d = tmp_path / "s"
+    st = FileStore(d)
+    fill(st, ["a"] * 20)
+    off = st._locate(5)[0].offs[4]
+    st.close()
+    blk = _blocks(d)[-1]
+    raw = bytearray(blk.read_bytes())
+    raw[off : off + 4] = b"\xff\xff\x00\x00"  # reclen now points far away
+    blk.write_bytes(bytes(raw))
+    st = FileStore(d)
+    assert st.warnings
+    assert list(st.iter_seqs()) == [s for s in range(1, 21) if s != 5]
+    st.close()
+
+
+def test_corruption_found_on_read_is_reported(tmp_path):
+    """With a valid index file the record is checked when read instead."""
+    d = tmp_path / "s"
+    st = FileStore(d)
+    fill(st, ["a"] * 5)
+    off = st._locate(3)[0].offs[2]
+    with open(_blocks(d)[-1], "r+b") as f:
+        f.seek(off + 28)
+        f.write(b"Z")
+    assert st.load(3) is None
+    assert st.warnings and st.state().messages == 4
+    assert st.load_next(3).seq == 4
+    st.close()
+
+
+def test_deleted_blocks_are_removed_and_sparse_blocks_rewritten(tmp_path):
+    d = tmp_path / "s"
+    st = FileStore(d, block_size=4096)
+    for i in range(2_000):
+        st.store_msg("a", None, b"x" * 100, i)
+    used = sum(p.stat().st_size for p in _blocks(d))
+    st.purge(seq=1_000)  # whole blocks below 1000 go at once
+    assert sum(p.stat().st_size for p in _blocks(d)) < used * 0.55
+    for seq in range(1_000, 1_900):
+        if seq % 10:
+            st.remove(seq)  # 90% deleted
+    before = snapshot(st)
+    for _ in range(40):
+        st.flush()
+    after_bytes = sum(p.stat().st_size for p in _blocks(d))
+    assert after_bytes < used * 0.2
+    assert snapshot(st) == before
+    st.close()
+    st = FileStore(d, block_size=4096)
+    assert snapshot(st) == before and st.warnings == []
+    st.close()
+
+
+def test_delete_log_is_shrunk(tmp_path):
+    d = tmp_path / "s"
+    st = FileStore(d, block_size=1 << 20)
+    fill(st, ["a"] * 12_000)
+    for s in range(1, 12_000, 2):
+        st.remove(s)
+    st.compact(11_000)
+    log_path = d / "msgs" / "deletes.log"
+    big = log_path.stat().st_size
+    st.flush()
+    assert log_path.stat().st_size < big / 4
+    before = snapshot(st)
+    st.close()
+    st = FileStore(d, block_size=1 << 20)
+    assert snapshot(st) == before
+    st.close()
+
+
+def test_sync_always_and_delete(tmp_path):
+    d = tmp_path / "s"
+    st = FileStore(d, sync_always=True)
+    fill(st, ["a", "b"])
+    st.remove(1)
+    st.delete()
+    assert not d.exists()
