@@ -187,17 +187,19 @@ class NatslabApp(App):
             rows.append((b.key_display or key, b.description, where))
         self.push_screen(HelpScreen(rows))
 
-    def jump_to_stream(self, name: str) -> None:
+    def jump_to_stream(self, name: str, show: bool = True) -> None:
         from .panes.streams import StreamsPane
 
-        self.action_tab("streams")
+        if show:
+            self.action_tab("streams")
         self.screen.query_one(StreamsPane).select_stream(name)
 
-    def jump_to_consumer(self, stream: str, consumer: str) -> None:
+    def jump_to_consumer(self, stream: str, consumer: str, show: bool = True) -> None:
         from .panes.consumers import ConsumersPane
 
-        self.jump_to_stream(stream)
-        self.action_tab("consumers")
+        self.jump_to_stream(stream, show=False)
+        if show:
+            self.action_tab("consumers")
         pane = self.screen.query_one(ConsumersPane)
         pane.stream = stream
         pane.select_consumer(consumer)

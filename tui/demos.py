@@ -70,7 +70,7 @@ async def _redelivery_worker(app: "NatslabApp") -> None:
     except NatsError as exc:
         app.notify(f"Demo setup failed: {exc}", severity="error")
         return
-    app.jump_to_consumer("ORDERS", "RDL")
+    app.jump_to_consumer("ORDERS", "RDL", show=False)
     app.open_pull_hand("ORDERS", "RDL")
     app.notify(
         "ORDERS has 4 orders and RDL waits 4 s for an ack. Press f to fetch one, don't ack, "
