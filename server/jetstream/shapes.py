@@ -130,7 +130,7 @@ def ordered(cfg: dict, fields) -> dict:
     out = {}
     for key, default, omitempty in fields:
         v = cfg.get(key, default)
-        if omitempty and (v is None or v == default or v == "" or v == [] or v == {} or v is False or v == 0):
+        if omitempty and (v is None or v is False or v == 0 or v == "" or v == [] or v == {}):
             continue
         if v is None:
             v = {} if key == "consumer_limits" else v

@@ -1,0 +1,313 @@
+"""Acks and redelivery (a mixin of ``consumer.Consumer``): the ``$JS.ACK``
+subject and its payloads (ack, -NAK with delay, +WPI, +TERM, +NXT, and the
+ack-of-ack reply), the ack floor, the ack-wait / backoff timer that queues
+redeliveries, max_deliver, and the consumer advisories."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+
+from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
+
+ADV_MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+ADV_NAK = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"
+ADV_TERMINATED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
+_ACK_WAIT_DELAY = 1_000_000  # ns, as ackWaitDelay in the real server
+
+
+def _nuid() -> str:
+    return "".join(random.choices(string.ascii_letters + string.digits, k=22))
+
+
+def parse_ack_subject(subject: str) -> tuple[int, int, int] | None:
+    """(stream seq, consumer seq, delivery count) from a v1 or v2 ack subject."""
+    t = subject.split(".")
+    try:
+        if len(t) == 9:
+            return int(t[5]), int(t[6]), int(t[4])
+        if len(t) >= 11:
+            return int(t[7]), int(t[8]), int(t[6])
+    except ValueError:
+        return None
+    return None
+
+
+class AckMixin:
+    def init_acks(self) -> None:
+        self._ptmr = None
+        self._ptmr_at = 0.0
+
+    def stop_acks(self) -> None:
+        if self._ptmr:
+            self._ptmr.cancel()
+            self._ptmr = None
+
+    # -- the ack subject -----------------------------------------------------------------
+    def on_ack(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        try:
+            self._on_ack(subject, reply, payload)
+        except Exception:
+            self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
+
+    def _on_ack(self, subject: str, reply: str, msg: bytes) -> None:
+        if self.closed:
+            return
+        info = parse_ack_subject(subject)
+        if info is None:
+            return
+        sseq, dseq, dc = info
+        send_reply = sseq != 0
+        if not msg or msg == b"+ACK" or msg == b"+OK":
+            send_reply = self.process_ack(sseq, dseq, dc) and send_reply
+        elif msg.startswith(b"+NXT"):
+            self.process_ack(sseq, dseq, dc)
+            if reply:
+                self.on_pull_request(reply, msg[4:])
+            send_reply = False
+        elif msg.startswith(b"-NAK"):
+            self.process_nak(sseq, dseq, dc, msg[4:])
+        elif msg == b"+WPI":
+            p = self.pending.get(sseq)
+            if p is not None:
+                p[1] = now_ns()
+                self.schedule_save()
+        elif msg.startswith(b"+TERM"):
+            reason = msg[5:].strip().decode(errors="replace")
+            send_reply = self.process_term(sseq, dseq, dc, reason) and send_reply
+        if reply and send_reply:
+            self.server.publish_internal(reply, "", None, b"")
+
+    def process_ack(self, sseq: int, dseq: int, dc: int) -> bool:
+        """processAckMsg; False when the ack is for something not delivered yet
+        (then no ack-of-ack reply is sent)."""
+        if sseq >= self.sseq:
+            return False
+        ap = self.config["ack_policy"]
+        acked: list[int] = []
+        if ap == "explicit":
+            p = self.pending.pop(sseq, None)
+            if p is not None:
+                self.move_ack_floor(p[0], sseq)
+                acked.append(sseq)
+                self.signal_if_stalled()
+            self.rdc.pop(sseq, None)
+            self._remove_from_rdq(sseq)
+        elif ap == "all":
+            if dseq <= self.adflr or sseq <= self.asflr:
+                return True
+            self.adflr, self.asflr = dseq, sseq
+            for s in [s for s in self.pending if s <= sseq]:
+                del self.pending[s]
+                self.rdc.pop(s, None)
+                acked.append(s)
+            self.rdq = [s for s in self.rdq if s > sseq]
+            self.signal_if_stalled()
+        else:
+            return self.stream.config["retention"] != "limits"
+        self.lat = now_ns()
+        self.schedule_save()
+        if acked and self.stream.config["retention"] != "limits":
+            for s in acked:
+                self.stream.ack_processed(s)
+        return True
+
+    def signal_if_stalled(self) -> None:
+        mp = self.config.get("max_ack_pending") or 0
+        if mp > 0 and len(self.pending) == mp - 1:
+            self.signal()
+
+    def move_ack_floor(self, dseq: int, sseq: int) -> None:
+        if not self.pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        elif dseq == self.adflr + 1:
+            self.adflr, self.asflr = dseq, sseq
+            for ss in range(sseq + 1, self.sseq):
+                p = self.pending.get(ss)
+                if p is not None:
+                    if p[0] > 0:
+                        self.adflr, self.asflr = p[0] - 1, ss - 1
+                    break
+
+    def process_nak(self, sseq: int, dseq: int, dc: int, arg: bytes) -> None:
+        if dseq <= self.adflr or dseq > self.dseq or sseq not in self.pending:
+            return
+        self.advisory(ADV_NAK, "io.nats.jetstream.advisory.v1.nak",
+                      {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc})
+        arg = arg.strip()
+        if arg:
+            delay = None
+            try:
+                if arg[:1] == b"{":
+                    delay = int(json.loads(arg).get("delay") or 0)
+                else:
+                    delay = parse_go_duration(arg.decode())
+            except (ValueError, TypeError, AttributeError):
+                self.server.logger.warning("JetStream consumer '$G > %s > %s' bad NAK delay value: %r",
+                                           self.stream.name, self.name, arg)
+            if delay is not None:
+                self._remove_from_rdq(sseq)
+                p = self.pending.get(sseq)
+                if p is not None:
+                    p[1] = now_ns() - self.config.get("ack_wait", 0) + delay
+                    self._arm_ptmr(0.01)
+                    self.schedule_save()
+                return
+        if sseq not in self.rdq:
+            self._add_to_rdq([sseq])
+        self.signal()
+
+    def process_term(self, sseq: int, dseq: int, dc: int, reason: str) -> bool:
+        ok = self.process_ack(sseq, dseq, dc)
+        body = {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc}
+        if reason:
+            body["reason"] = reason
+        self.advisory(ADV_TERMINATED, "io.nats.jetstream.advisory.v1.terminated", body)
+        return ok
+
+    # -- redelivery queue -------------------------------------------------------------------
+    def _add_to_rdq(self, seqs: list[int]) -> None:
+        q = set(self.rdq)
+        self.rdq.extend(s for s in seqs if s not in q)
+
+    def _remove_from_rdq(self, seq: int) -> None:
+        if self.rdq and seq in self.rdq:
+            self.rdq.remove(seq)
+
+    # -- ack wait -------------------------------------------------------------------------
+    def _ack_wait_for(self, seq: int) -> int:
+        bo = self.config.get("backoff")
+        if bo:
+            i = min(max(self.rdc.get(seq, 0), 0), len(bo) - 1)
+            return bo[i] + _ACK_WAIT_DELAY
+        return self.config.get("ack_wait", 0) + _ACK_WAIT_DELAY
+
+    def track_pending(self, sseq: int) -> None:
+        delay = self._ack_wait_for(sseq) / NS
+        at = self.server.loop.time() + delay
+        if self._ptmr is None or self._ptmr_at > at:
+            self._arm_ptmr(delay)
+
+    def _arm_ptmr(self, delay: float) -> None:
+        if self._ptmr:
+            self._ptmr.cancel()
+        if self.closed:
+            return
+        self._ptmr_at = self.server.loop.time() + delay
+        self._ptmr = self.server.loop.call_later(delay, self.check_pending)
+
+    def rearm_pending(self) -> None:
+        if self.pending and self.config.get("ack_wait"):
+            self._arm_ptmr(0.0 if self.server.loop else 0)
+
+    def check_pending(self) -> None:
+        """checkPending: queue expired pending acks for redelivery."""
+        self._ptmr = None
+        if self.closed or not self.config.get("ack_wait"):
+            return
+        ttl = self.config["ack_wait"]
+        bo = self.config.get("backoff") or []
+        first = self.stream.store.state().first_seq
+        now = now_ns()
+        nxt = bo[-1] if bo else ttl + _ACK_WAIT_DELAY
+        expired = []
+        changed = False
+        maxdc = self.config["max_deliver"]
+        for seq, p in list(self.pending.items()):
+            if seq < first or seq <= self.asflr:
+                del self.pending[seq]
+                self.rdc.pop(seq, None)
+                self._remove_from_rdq(seq)
+                self.asflr = max(self.asflr, seq)
+                self.adflr = max(self.adflr, p[0])
+                changed = True
+                continue
+            elapsed, deadline = now - p[1], ttl
+            if bo:
+                dc = max(self.rdc.get(seq, 0), 0)
+                nbi = dc + 1
+                if dc + 1 >= len(bo):
+                    dc = len(bo) - 1
+                    nbi = dc
+                deadline = bo[dc]
+                nxt = min(nxt, bo[nbi])
+            if elapsed >= deadline:
+                if seq not in self.rdq and not self._has_max_deliveries(seq, maxdc):
+                    expired.append(seq)
+            elif deadline - elapsed < nxt:
+                nxt = deadline - elapsed
+        if expired:
+            expired.sort()
+            self._add_to_rdq(expired)
+            off = now - self.pending[expired[0]][1]
+            for s in expired:
+                p = self.pending.get(s)
+                if p is not None:
+                    p[1] += off
+            self.signal()
+        if self.pending:
+            self._arm_ptmr(max(nxt, 0) / NS)
+        else:
+            self.rdq.clear()
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        if changed or expired:
+            self.schedule_save()
+
+    def _has_max_deliveries(self, seq: int, maxdc: int) -> bool:
+        if maxdc <= 0:
+            return False
+        dc = self.rdc.get(seq, 0) or 1
+        if dc < maxdc:
+            return False
+        if dc == maxdc:
+            self.advisory_max_deliveries(seq, dc)
+        p = self.pending.pop(seq, None)
+        if p is not None:
+            self.move_ack_floor(p[0], seq)
+        self.rdc[seq] = dc
+        self.signal_if_stalled()
+        return True
+
+    # -- stream changes ---------------------------------------------------------------------
+    def on_purged(self) -> None:
+        st = self.stream.store.state()
+        first = st.first_seq if st.messages else st.last_seq + 1
+        store = self.stream.store
+        if self.sseq < first:
+            self.sseq = first
+        if self.lss is not None:
+            self.lss = [s for s in self.lss if s >= first] or None
+        if self.asflr < first:
+            self.asflr = first - 1
+        for seq, p in list(self.pending.items()):
+            if seq <= self.asflr or store.load(seq) is None:
+                if p[0] > self.adflr:
+                    self.adflr = p[0]
+                    if self.adflr > self.dseq:
+                        self.dseq = self.adflr
+                del self.pending[seq]
+                self.rdc.pop(seq, None)
+                self._remove_from_rdq(seq)
+        if not self.pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        self.schedule_save()
+        self.signal()
+
+    def on_removed(self) -> None:
+        """Messages went away (limits, age, delete): nothing to do until they
+        come up for redelivery, as on the real server."""
+
+    # -- advisories -------------------------------------------------------------------------
+    def advisory_max_deliveries(self, seq: int, dc: int) -> None:
+        self.advisory(ADV_MAX_DELIVERIES, "io.nats.jetstream.advisory.v1.max_deliver",
+                      {"stream_seq": seq, "deliveries": dc})
+
+    def advisory(self, prefix: str, type_name: str, body: dict) -> None:
+        subject = f"{prefix}.{self.stream.name}.{self.name}"
+        if not self.server.has_interest(subject):
+            return
+        d = {"type": type_name, "id": _nuid(), "timestamp": rfc3339(now_ns()),
+             "stream": self.stream.name, "consumer": self.name}
+        d.update(body)
+        self.server.publish_internal(subject, "", None, dumps(d).encode())

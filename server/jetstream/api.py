@@ -1,0 +1,327 @@
+"""``$JS.API.>`` dispatch: one handler per API subject, JSON in and out in the
+real server's shapes (``shapes.py``), errors from ``errors.py``.
+
+As on the real server: a request without a reply is ignored; an unknown
+subject or a wrong token count gets no answer at all; every answered request
+counts in ``api.total`` and every error answer in ``api.errors``;
+``CONSUMER.MSG.NEXT`` and ``DIRECT.GET`` are not API calls (they are answered
+by the consumer / stream) and get the no-responders status when nothing
+serves them."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from . import errors, headers
+from .consumer import create_consumer
+from .errors import ApiError
+from .shapes import API_LEVEL, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
+from .subjects import collide
+
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+    from .stream import Stream
+
+log = logging.getLogger("natslab.jetstream")
+
+PREFIX = "$JS.API."
+NAMES_LIMIT = 1024
+LIST_LIMIT = 256
+
+_GO_JSON_ERR = "invalid character '{}' looking for beginning of value"
+
+
+class _Req:
+    __slots__ = ("subject", "tokens", "reply", "hdr", "payload")
+
+    def __init__(self, subject, tokens, reply, hdr, payload):
+        self.subject, self.tokens, self.reply, self.hdr, self.payload = subject, tokens, reply, hdr, payload
+
+    def json(self, default=None):
+        """The request body as JSON; None/default when empty; ApiError 10025 if bad."""
+        body = self.payload.strip()
+        if not body:
+            return {} if default is None else default
+        try:
+            return json.loads(body)
+        except ValueError as e:
+            raise errors.invalid_json(_go_json_error(body, e)) from None
+
+
+def _go_json_error(body: bytes, e: ValueError) -> str:
+    pos = getattr(e, "pos", 0) or 0
+    ch = body[pos:pos + 1].decode(errors="replace") or "?"
+    return f"invalid character '{ch}' looking for beginning of object key string at offset {pos + 1}" if body[:1] == b"{" else _GO_JSON_ERR.format(ch)
+
+
+class Api:
+    def __init__(self, js: "JetStream"):
+        self.js = js
+        self.server = js.server
+        # (first tokens, exact token count or -min) -> (handler, response type)
+        self.routes: dict[str, tuple[Callable, str, int]] = {
+            "INFO": (self.account_info, "account_info_response", 0),
+            "STREAM.CREATE": (self.stream_create, "stream_create_response", 1),
+            "STREAM.UPDATE": (self.stream_update, "stream_update_response", 1),
+            "STREAM.DELETE": (self.stream_delete, "stream_delete_response", 1),
+            "STREAM.INFO": (self.stream_info, "stream_info_response", 1),
+            "STREAM.PURGE": (self.stream_purge, "stream_purge_response", 1),
+            "STREAM.NAMES": (self.stream_names, "stream_names_response", 0),
+            "STREAM.LIST": (self.stream_list, "stream_list_response", 0),
+            "STREAM.MSG.GET": (self.msg_get, "stream_msg_get_response", 1),
+            "STREAM.MSG.DELETE": (self.msg_delete, "stream_msg_delete_response", 1),
+            "CONSUMER.CREATE": (self.consumer_create, "consumer_create_response", -1),
+            "CONSUMER.DURABLE.CREATE": (self.consumer_durable_create, "consumer_create_response", 2),
+            "CONSUMER.INFO": (self.consumer_info, "consumer_info_response", 2),
+            "CONSUMER.DELETE": (self.consumer_delete, "consumer_delete_response", 2),
+            "CONSUMER.NAMES": (self.consumer_names, "consumer_names_response", 1),
+            "CONSUMER.LIST": (self.consumer_list, "consumer_list_response", 1),
+            "CONSUMER.PAUSE": (self.consumer_pause, "consumer_pause_response", 2),
+        }
+        # error answers carry these extra keys, as the Go response structs do
+        self.error_extras = {
+            "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
+            "stream_purge_response": {"purged": 0},
+            "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
+            "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
+            "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
+            "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
+        }
+
+    # -- dispatch ---------------------------------------------------------------
+    def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        try:
+            self._dispatch(subject, reply, hdr, payload)
+        except Exception:
+            log.exception("JetStream API request on %s failed", subject)
+
+    def _no_responders(self, subject: str, reply: str) -> None:
+        self.server.publish_internal(reply, "", f"NATS/1.0 503\r\nNats-Subject: {subject}\r\n\r\n".encode(), b"")
+
+    def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        if not reply:
+            return
+        tokens = subject[len(PREFIX):].split(".")
+        if tokens[:3] == ["CONSUMER", "MSG", "NEXT"]:
+            if len(tokens) == 5:
+                st = self.js.streams.get(tokens[3])
+                c = st.consumers.get(tokens[4]) if st else None
+                if c is not None:
+                    c.on_pull_request(reply, payload)
+                    return
+            self._no_responders(subject, reply)
+            return
+        if tokens[:2] == ["DIRECT", "GET"]:
+            st = self.js.streams.get(tokens[2]) if len(tokens) > 2 else None
+            if st is not None and st.config.get("allow_direct"):
+                st._on_direct_get(subject, reply, hdr, payload)
+            else:
+                self._no_responders(subject, reply)
+            return
+        route = None
+        for n in (3, 2, 1):
+            route = self.routes.get(".".join(tokens[:n]))
+            if route:
+                args = tokens[n:]
+                break
+        if route is None:
+            return  # silence, as on the real server
+        handler, rtype, nargs = route
+        if (nargs >= 0 and len(args) != nargs) or (nargs < 0 and len(args) < -nargs):
+            return
+        self.js.api_total += 1
+        req = _Req(subject, args, reply, hdr, payload)
+        try:
+            if hdr and headers.REQUIRED_API_LEVEL.encode() in hdr:
+                lvl = headers.parse(hdr).get(headers.REQUIRED_API_LEVEL, "")
+                if not lvl.isdigit() or int(lvl) > API_LEVEL:
+                    raise errors.required_api_level()
+            body = handler(req)
+        except ApiError as e:
+            self.js.api_errors += 1
+            body = {"error": e.to_dict()}
+            body.update(self.error_extras.get(rtype, {}))
+        if body is not None:
+            self.server.publish_internal(reply, "", None, api_response(rtype, body))
+
+    # -- account ----------------------------------------------------------------
+    def account_info(self, req: _Req) -> dict:
+        return self.js.account_info()
+
+    # -- streams ----------------------------------------------------------------
+    def _stream_info(self, st: "Stream", subjects_filter=None, deleted_details=False, cluster=True, dynamic=True) -> dict:
+        cfg = with_dynamic_metadata(st.config, self.server.version) if dynamic else st.config
+        d = {"config": _ordered_stream_config(cfg), "created": rfc3339(st.created),
+             "state": st.state_json(subjects_filter, deleted_details)}
+        if cluster:
+            d["cluster"] = {"leader": self.server.server_name}
+        d["ts"] = rfc3339(now_ns())
+        return d
+
+    def _create_body(self, req: _Req) -> dict:
+        body = req.json()
+        if not isinstance(body, dict) or body.get("name") != req.tokens[0]:
+            raise errors.stream_name_mismatch()
+        return body
+
+    def stream_create(self, req: _Req) -> dict:
+        body = self._create_body(req)
+        st, _ = self.js.create_stream(body)
+        d = self._stream_info(st, cluster=False)
+        d["did_create"] = True
+        return d
+
+    def stream_update(self, req: _Req) -> dict:
+        body = self._create_body(req)
+        st = self.js.update_stream(body)
+        return self._stream_info(st, cluster=False)
+
+    def stream_delete(self, req: _Req) -> dict:
+        self.js.delete_stream(req.tokens[0])
+        return {"success": True}
+
+    def stream_info(self, req: _Req) -> dict:
+        st = self.js.lookup(req.tokens[0])
+        try:
+            body = req.json()
+        except ApiError:
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        sf = body.get("subjects_filter") or None
+        d = {"total": 0, "offset": 0, "limit": 0}
+        info = self._stream_info(st, sf, bool(body.get("deleted_details")))
+        if sf:
+            subjects = info["state"].get("subjects") or {}
+            d = {"total": len(subjects), "offset": 0, "limit": 100000}
+        d.update(info)
+        return d
+
+    def stream_purge(self, req: _Req) -> dict:
+        st = self.js.lookup(req.tokens[0])
+        body = req.json()
+        if not isinstance(body, dict):
+            raise errors.bad_request()
+        n = st.purge(body)
+        return {"success": True, "purged": n}
+
+    def _filtered_streams(self, body: dict) -> list["Stream"]:
+        subj = body.get("subject") or ""
+        out = []
+        for name in sorted(self.js.streams):
+            st = self.js.streams[name]
+            if subj and not any(collide(subj, s) for s in st.config["subjects"]):
+                continue
+            out.append(st)
+        return out
+
+    def stream_names(self, req: _Req) -> dict:
+        body = req.json()
+        sts = self._filtered_streams(body if isinstance(body, dict) else {})
+        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        names = [s.name for s in sts[off:off + NAMES_LIMIT]]
+        return {"total": len(sts), "offset": off, "limit": NAMES_LIMIT, "streams": names or None}
+
+    def stream_list(self, req: _Req) -> dict:
+        body = req.json()
+        sts = self._filtered_streams(body if isinstance(body, dict) else {})
+        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        infos = [self._stream_info(s, cluster=False, dynamic=False) for s in sts[off:off + LIST_LIMIT]]
+        for i in infos:
+            i.pop("ts", None)
+        return {"total": len(sts), "offset": off, "limit": LIST_LIMIT, "streams": infos}
+
+    def msg_get(self, req: _Req) -> dict:
+        st = self.js.lookup(req.tokens[0])
+        body = req.json()
+        if not isinstance(body, dict):
+            raise errors.bad_request()
+        sm = st.get_msg(body)
+        return {"message": st.stored_message_json(sm)}
+
+    def msg_delete(self, req: _Req) -> dict:
+        st = self.js.lookup(req.tokens[0])
+        body = req.json()
+        if not isinstance(body, dict):
+            raise errors.bad_request()
+        st.delete_msg(int(body.get("seq") or 0), bool(body.get("no_erase")))
+        return {"success": True}
+
+    # -- consumers ------------------------------------------------------------------
+    def _consumer_body(self, req: _Req) -> tuple["Stream", dict, dict]:
+        st = self.js.lookup(req.tokens[0])
+        body = req.json()
+        if not isinstance(body, dict):
+            raise errors.invalid_json("json: cannot unmarshal into Go value of type CreateConsumerRequest")
+        if body.get("stream_name") and body["stream_name"] != st.name:
+            raise errors.stream_name_mismatch()
+        cfg = body.get("config")
+        if not isinstance(cfg, dict):
+            raise errors.consumer_config_required()
+        return st, body, cfg
+
+    def consumer_create(self, req: _Req) -> dict:
+        st, body, cfg = self._consumer_body(req)
+        name = req.tokens[1] if len(req.tokens) > 1 else None
+        flt = ".".join(req.tokens[2:]) if len(req.tokens) > 2 else None
+        c = create_consumer(st, cfg, subject_name=name, subject_filter=flt, durable_api=False,
+                            action=body.get("action") or "")
+        return c.info_json()
+
+    def consumer_durable_create(self, req: _Req) -> dict:
+        st, body, cfg = self._consumer_body(req)
+        c = create_consumer(st, cfg, subject_name=req.tokens[1], subject_filter=None, durable_api=True,
+                            action=body.get("action") or "")
+        return c.info_json()
+
+    def _consumer(self, req: _Req):
+        st = self.js.lookup(req.tokens[0])
+        c = st.consumers.get(req.tokens[1])
+        if c is None:
+            raise errors.consumer_not_found()
+        return c
+
+    def consumer_info(self, req: _Req) -> dict:
+        return self._consumer(req).info_json()
+
+    def consumer_delete(self, req: _Req) -> dict:
+        self._consumer(req).delete()
+        return {"success": True}
+
+    def consumer_names(self, req: _Req) -> dict:
+        st = self.js.lookup(req.tokens[0])
+        body = req.json()
+        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        names = sorted(st.consumers)
+        return {"total": len(names), "offset": off, "limit": NAMES_LIMIT, "consumers": names[off:off + NAMES_LIMIT]}
+
+    def consumer_list(self, req: _Req) -> dict:
+        st = self.js.lookup(req.tokens[0])
+        body = req.json()
+        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        names = sorted(st.consumers)
+        infos = [st.consumers[n].info_json(dynamic=False) for n in names[off:off + LIST_LIMIT]]
+        return {"total": len(names), "offset": off, "limit": LIST_LIMIT, "consumers": infos}
+
+    def consumer_pause(self, req: _Req) -> dict:
+        c = self._consumer(req)
+        body = req.json()
+        until = 0
+        if isinstance(body, dict) and body.get("pause_until"):
+            try:
+                until = parse_rfc3339(body["pause_until"])
+            except ValueError:
+                raise errors.bad_request() from None
+        c.pause(until)
+        d = {"paused": c.is_paused(), "pause_until": rfc3339(until)}
+        if c.is_paused():
+            d["pause_remaining"] = until - now_ns()
+        return d
+
+
+def _ordered_stream_config(cfg: dict) -> dict:
+    from .shapes import STREAM_CONFIG_FIELDS, ordered
+
+    return ordered(cfg, STREAM_CONFIG_FIELDS)

@@ -1,0 +1,430 @@
+"""A consumer: its config, its state (delivered, ack floor, pending acks,
+redelivery counts), ConsumerInfo, persistence of durables, ephemeral clean-up
+and creation through the API. Delivery lives in ``delivery.py`` and acks and
+redelivery in ``acks.py`` (mixins of ``Consumer``)."""
+
+from __future__ import annotations
+
+import logging
+import random
+import string
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import consumerconfig, errors
+from .acks import AckMixin
+from .delivery import DeliveryMixin
+from .persist import CorruptStateError, read_json_checked, write_json_atomic
+from .shapes import (CONSUMER_CONFIG_FIELDS, NS, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
+                     with_dynamic_metadata)
+from .subjects import collide, match
+
+if TYPE_CHECKING:
+    from .stream import Stream
+
+log = logging.getLogger("natslab.jetstream")
+
+STATE_FILE = "state.json"
+_SAVE_DELAY = 0.05  # coalesce state writes; an ack is on disk (OS) within 50 ms
+
+
+def _gen_name() -> str:
+    return "".join(random.choices(string.ascii_letters + string.digits, k=8))
+
+
+class Consumer(DeliveryMixin, AckMixin):
+    def __init__(self, stream: "Stream", name: str, config: dict, created: int):
+        self.stream = stream
+        self.server = stream.js.server
+        self.name = name
+        self.config = config
+        self.created = created
+        self.durable = bool(config.get("durable_name"))
+        self.closed = False
+        self._set_filters()
+        # state (the real server's names: sseq/dseq next to deliver, adflr/asflr ack floor)
+        self.sseq = 1
+        self.dseq = 1
+        self.adflr = 0
+        self.asflr = 0
+        self.pending: dict[int, list[int]] = {}  # stream seq -> [consumer seq, timestamp ns]
+        self.rdc: dict[int, int] = {}  # stream seq -> times redelivered
+        self.rdq: list[int] = []  # redelivery queue (stream seqs, in order)
+        self.lss: list[int] | None = None  # last-per-subject skip list
+        self.lss_resume = 0
+        self.ldt = 0  # last delivery time (ns)
+        self.lat = 0  # last ack time (ns)
+        self._save_handle = None
+        self._inactive_timer = None
+        self._pause_timer = None
+        self._subs: list = []
+        self.init_delivery()
+        self.init_acks()
+
+    # -- config helpers -------------------------------------------------------------
+    def _set_filters(self) -> None:
+        self.filters = consumerconfig.filters_of(self.config)
+        if self.filters in ([">"],):
+            self.filters = []
+
+    def filter_matches(self, subject: str) -> bool:
+        return not self.filters or any(match(f, subject) for f in self.filters)
+
+    @property
+    def is_pull(self) -> bool:
+        return not self.config.get("deliver_subject")
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def select_start(self) -> None:
+        """selectStartingSeqNo: where a new consumer starts."""
+        cfg, store = self.config, self.stream.store
+        st = store.state()
+        dp = cfg["deliver_policy"]
+        opt = cfg.get("opt_start_seq") or 0
+        if opt:
+            sseq = opt
+        elif dp == "all":
+            sseq = st.first_seq
+        elif dp == "last":
+            if not self.filters:
+                sseq = st.last_seq
+            else:
+                sseq = 0
+                for f in self.filters:
+                    sm = store.load_last(f)
+                    if sm and sm.seq > sseq:
+                        sseq = sm.seq
+        elif dp == "last_per_subject":
+            if self.stream.config["max_msgs_per_subject"] == 1:
+                sseq = st.first_seq
+            else:
+                seqs = set()
+                for f in self.filters or [">"]:
+                    for subj in store.subjects_state(f):
+                        seqs.add(store.last_seq_for_subject(subj))
+                lss = sorted(seqs)
+                sseq = lss[0] if lss else st.last_seq
+                if lss:
+                    self.lss, self.lss_resume = lss, st.last_seq
+        elif dp == "by_start_time":
+            t = parse_rfc3339(cfg["opt_start_time"])
+            sseq = st.last_seq + 1
+            s = 0
+            while True:
+                sm = store.load_next(s)
+                if sm is None:
+                    break
+                if sm.ts >= t:
+                    sseq = sm.seq
+                    break
+                s = sm.seq + 1
+        else:  # new
+            sseq = st.last_seq + 1
+        if st.first_seq == 0 and not opt:
+            sseq = 1
+        elif sseq > st.last_seq and not opt:
+            sseq = st.last_seq + 1
+        elif sseq < st.first_seq:
+            sseq = st.first_seq
+        self.sseq = max(sseq, 1)
+        self.dseq = 1
+        self.adflr = 0
+        self.asflr = self.sseq - 1
+
+    def start(self) -> None:
+        srv = self.server
+        ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
+        self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack))
+        if not self.is_pull:
+            self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.on_flow_control))
+        self.start_delivery()
+        self._arm_pause_timer()
+        self.check_inactive()
+
+    def stop(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for s in self._subs:
+            self.server.unsubscribe_internal(s)
+        self._subs.clear()
+        self.stop_delivery()
+        self.stop_acks()
+        for t in (self._inactive_timer, self._pause_timer):
+            if t:
+                t.cancel()
+
+    def delete(self, notify_stream: bool = True) -> None:
+        self.notify_waiting_deleted()
+        self.stop()
+        if self._save_handle:
+            self._save_handle.cancel()
+            self._save_handle = None
+        self.stream.consumers.pop(self.name, None)
+        d = self.state_dir()
+        if d is not None and d.exists():
+            import shutil
+
+            shutil.rmtree(d, ignore_errors=True)
+        if notify_stream:
+            self.stream.check_interest_all()
+
+    def update_config(self, cfg: dict) -> None:
+        old = self.config
+        self.config = cfg
+        self._set_filters()
+        if old.get("deliver_subject") != cfg.get("deliver_subject"):
+            self.update_push_subject()
+        self._arm_pause_timer()
+        self.schedule_save()
+        self.signal()
+
+    # -- ephemeral / inactive clean-up ----------------------------------------------------
+    def check_inactive(self) -> None:
+        """(Re)arm the inactivity timer when the consumer has no interest."""
+        thr = self.config.get("inactive_threshold") or 0
+        if self.closed or not thr:
+            return
+        idle = (not self.push_active) if not self.is_pull else not self.waiting
+        if self._inactive_timer:
+            self._inactive_timer.cancel()
+            self._inactive_timer = None
+        if idle:
+            self._inactive_timer = self.server.loop.call_later(thr / NS, self._inactive_fired)
+
+    def _inactive_fired(self) -> None:
+        self._inactive_timer = None
+        if self.closed:
+            return
+        idle = (not self.push_active) if not self.is_pull else not self.waiting
+        if idle:
+            self.server.logger.debug("deleting inactive consumer %s > %s", self.stream.name, self.name)
+            self.delete()
+
+    # -- pause ---------------------------------------------------------------------------
+    def pause_until_ns(self) -> int:
+        pu = self.config.get("pause_until")
+        if not pu:
+            return 0
+        try:
+            return parse_rfc3339(pu)
+        except ValueError:
+            return 0
+
+    def is_paused(self) -> bool:
+        return self.pause_until_ns() > now_ns()
+
+    def pause(self, until: int) -> None:
+        cfg = dict(self.config)
+        if until and until > now_ns():
+            cfg["pause_until"] = rfc3339(until)
+        else:
+            cfg.pop("pause_until", None)
+        self.config = cfg
+        self._arm_pause_timer()
+        self.schedule_save()
+        self.signal()
+
+    def _arm_pause_timer(self) -> None:
+        if self._pause_timer:
+            self._pause_timer.cancel()
+            self._pause_timer = None
+        until = self.pause_until_ns()
+        if until > now_ns():
+            self._pause_timer = self.server.loop.call_later((until - now_ns()) / NS, self.signal)
+
+    # -- info ----------------------------------------------------------------------------
+    def num_pending(self) -> int:
+        store = self.stream.store
+        if self.lss is not None:
+            return len(self.lss) + self._count_from(self.lss_resume + 1, False)
+        return self._count_from(self.sseq, self.config["deliver_policy"] == "last_per_subject")
+
+    def _count_from(self, start: int, lps: bool) -> int:
+        store = self.stream.store
+        if not self.filters:
+            return store.num_pending(start, None, lps)
+        return sum(store.num_pending(start, f, lps) for f in self.filters)
+
+    def info_json(self, dynamic: bool = True) -> dict:
+        cfg = with_dynamic_metadata(self.config, self.server.version) if dynamic else self.config
+        d = {
+            "stream_name": self.stream.name,
+            "name": self.name,
+            "created": rfc3339(self.created),
+            "config": ordered(cfg, CONSUMER_CONFIG_FIELDS),
+            "delivered": sequence_info(self.dseq - 1, self.sseq - 1, self.ldt),
+            "ack_floor": sequence_info(self.adflr, self.asflr, self.lat),
+            "num_ack_pending": len(self.pending),
+            "num_redelivered": 0 if self.config["max_deliver"] == 1 else len(self.rdc),
+            "num_waiting": self.num_waiting(),
+            "num_pending": self.num_pending(),
+        }
+        if not self.is_pull and self.push_active:
+            d["push_bound"] = True
+        until = self.pause_until_ns()
+        if until > now_ns():
+            d["paused"] = True
+            d["pause_remaining"] = until - now_ns()
+        d["ts"] = rfc3339(now_ns())
+        return d
+
+    # -- interest retention ---------------------------------------------------------------
+    def needs(self, seq: int, subject: str) -> bool:
+        """needAck: does this consumer still need ``seq`` (interest retention)?"""
+        if not self.filter_matches(subject):
+            return False
+        if seq <= self.asflr:
+            return False
+        if self.config["ack_policy"] == "none":
+            return True
+        if seq >= self.sseq:
+            return True
+        return seq in self.pending
+
+    # -- persistence ----------------------------------------------------------------------
+    def state_dir(self) -> Path | None:
+        if not self.durable or self.stream.config["storage"] != "file" or self.config.get("mem_storage"):
+            return None
+        return self.stream.js.stream_dir(self.stream.name) / "obs" / self.name
+
+    def schedule_save(self) -> None:
+        if self._save_handle is None and not self.closed and self.state_dir() is not None:
+            self._save_handle = self.server.loop.call_later(_SAVE_DELAY, self.save_state)
+
+    def save_state(self, sync: bool = False) -> None:
+        self._save_handle = None
+        d = self.state_dir()
+        if d is None:
+            return
+        state = {
+            "config": self.config,
+            "created": self.created,
+            "sseq": self.sseq,
+            "dseq": self.dseq,
+            "ack_floor": [self.adflr, self.asflr],
+            "pending": [[s, p[0], p[1]] for s, p in self.pending.items()],
+            "redelivered": [[s, n] for s, n in self.rdc.items()],
+            "lss": self.lss,
+            "lss_resume": self.lss_resume,
+        }
+        try:
+            write_json_atomic(d / STATE_FILE, state, sync=sync)
+        except OSError as e:
+            self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+
+    def load_state(self, state: dict) -> None:
+        self.sseq, self.dseq = state["sseq"], state["dseq"]
+        self.adflr, self.asflr = state["ack_floor"]
+        self.pending = {s: [d, t] for s, d, t in state["pending"]}
+        self.rdc = {s: n for s, n in state["redelivered"]}
+        self.lss, self.lss_resume = state.get("lss"), state.get("lss_resume", 0)
+        # anything acked-and-removed while we were down (workqueue / interest) is no longer pending
+        store = self.stream.store
+        first = store.state().first_seq
+        for s in list(self.pending):
+            if store.load(s) is None and s < self.sseq:
+                self.pending.pop(s)
+                self.rdc.pop(s, None)
+        if self.sseq < first:
+            self.sseq = first
+        if not self.pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        # pending acks whose ack wait ran out while we were down are redelivered
+        self.rearm_pending()
+
+
+def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None, subject_filter: str | None,
+                    durable_api: bool, action: str) -> Consumer:
+    """CONSUMER.CREATE / DURABLE.CREATE semantics; raises ApiError."""
+    if subject_name is not None and any(c in subject_name for c in "/\\"):
+        raise errors.consumer_name_path_separators()
+    durable = raw_cfg.get("durable_name") or ""
+    if durable_api:
+        if not durable:
+            raise errors.consumer_durable_not_set()
+        if durable != subject_name:
+            raise errors.consumer_durable_mismatch()
+        raw_cfg = dict(raw_cfg, name=subject_name)
+    elif subject_name is not None:
+        if durable and durable != subject_name:
+            raise errors.consumer_durable_mismatch()
+        raw_cfg = dict(raw_cfg, name=subject_name)
+    elif durable:
+        raise errors.consumer_ephemeral_with_durable()
+    if subject_filter is not None:
+        if raw_cfg.get("filter_subjects"):
+            raise errors.consumer_multiple_filters_api()
+        if raw_cfg.get("filter_subject") != subject_filter:
+            raise errors.consumer_filter_mismatch()
+    if (raw_cfg.get("num_replicas") or 0) > 1:
+        raise errors.replicas_not_supported()
+    cfg = consumerconfig.normalize(raw_cfg, stream.config, durable=bool(durable))
+    name = cfg.get("durable_name") or cfg.get("name") or ""
+    scfg = stream.config
+    existing = stream.consumers.get(name) if name else None
+    if existing is not None:
+        if action == "create" and _cmp(existing.config) != _cmp(cfg):
+            raise errors.consumer_already_exists()
+        if _cmp(existing.config) == _cmp(cfg):
+            return existing
+        consumerconfig.check_update(existing.config, cfg)
+        if scfg["retention"] == "workqueue":
+            _check_wq_unique(stream, name, cfg)
+        existing.update_config(cfg)
+        return existing
+    if action == "update":
+        raise errors.consumer_does_not_exist()
+    mc = scfg["max_consumers"]
+    if mc > 0 and len(stream.consumers) >= mc:
+        raise errors.max_consumers()
+    if scfg["retention"] == "workqueue":
+        if cfg["ack_policy"] != "explicit":
+            raise errors.ApiError(400, 10098, "workqueue stream requires explicit ack")
+        if cfg["deliver_policy"] != "all":
+            raise errors.wq_not_deliver_all()
+        _check_wq_unique(stream, name, cfg)
+    if not name:
+        name = _gen_name()
+        while name in stream.consumers:
+            name = _gen_name()
+    c = Consumer(stream, name, cfg, now_ns())
+    c.select_start()
+    stream.consumers[name] = c
+    c.start()
+    c.schedule_save()
+    return c
+
+
+def _check_wq_unique(stream: "Stream", name: str, cfg: dict) -> None:
+    mine = consumerconfig.filters_of(cfg)
+    others = [c for n, c in stream.consumers.items() if n != name]
+    if not others:
+        return
+    if not mine:
+        raise errors.wq_multiple_unfiltered()
+    for c in others:
+        theirs = c.filters or [">"]
+        if any(collide(a, b) for a in mine for b in theirs):
+            raise errors.wq_not_unique()
+
+
+def _cmp(cfg: dict) -> dict:
+    d = dict(cfg)
+    d.pop("metadata", None)
+    d.pop("pause_until", None)
+    return d
+
+
+def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
+    if not obs_dir.exists():
+        return
+    for d in sorted(obs_dir.iterdir()):
+        try:
+            state = read_json_checked(d / STATE_FILE)
+            c = Consumer(stream, d.name, state["config"], state["created"])
+            c.load_state(state)
+            stream.consumers[c.name] = c
+            c.start()
+        except (CorruptStateError, KeyError, ValueError, TypeError, OSError) as e:
+            stream.js.server.logger.error("could not restore consumer %s > %s: %s", stream.name, d.name, e)

@@ -1,0 +1,192 @@
+"""ConsumerConfig: defaults (setConsumerConfigDefaults), validation
+(checkConsumerCfg) and the update rules of the real server. Configs are plain
+dicts keyed by the JSON field names."""
+
+from __future__ import annotations
+
+from . import errors
+from .shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
+from .streamconfig import is_valid_name
+from .subjects import collide, is_literal, is_subset, is_valid
+
+DEFAULT_ACK_WAIT = 30 * NS
+DEFAULT_MAX_ACK_PENDING = 1000
+DEFAULT_MAX_WAITING = 512
+DEFAULT_INACTIVE_THRESHOLD = 5 * NS
+MAX_NAME_LEN = 255
+
+_DELIVER = ("all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject")
+_ACK = ("none", "all", "explicit")
+_REPLAY = ("instant", "original")
+_INTS = ("opt_start_seq", "ack_wait", "max_deliver", "rate_limit_bps", "max_waiting", "max_ack_pending",
+         "max_batch", "max_expires", "max_bytes", "idle_heartbeat", "inactive_threshold", "num_replicas")
+
+
+def is_pull(cfg: dict) -> bool:
+    return not cfg.get("deliver_subject")
+
+
+def filters_of(cfg: dict) -> list[str]:
+    if cfg.get("filter_subjects"):
+        return list(cfg["filter_subjects"])
+    if cfg.get("filter_subject"):
+        return [cfg["filter_subject"]]
+    return []
+
+
+def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
+    """Defaults and validation; raises ApiError."""
+    for k in _INTS:
+        v = raw.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise errors.invalid_json(f"json: cannot unmarshal {type(v).__name__} into Go struct field ConsumerConfig.{k}")
+    for k, allowed in (("deliver_policy", _DELIVER), ("ack_policy", _ACK), ("replay_policy", _REPLAY)):
+        v = raw.get(k)
+        if v is not None and v not in allowed:
+            raise errors.invalid_json(f"can not unmarshal {v!r}")
+    cfg = {k: v for k, v in raw.items() if k in CONSUMER_CONFIG_KEYS and v not in (None, "", [], {})}
+    cfg.setdefault("deliver_policy", "all")
+    cfg.setdefault("ack_policy", "none")
+    cfg.setdefault("replay_policy", "instant")
+    cfg["num_replicas"] = cfg.get("num_replicas", 0)
+    limits = stream_cfg.get("consumer_limits") or {}
+    # setConsumerConfigDefaults
+    md = cfg.get("max_deliver", 0)
+    if md == 0 or md < -1:
+        cfg["max_deliver"] = -1
+    for k in ("max_waiting", "max_batch", "max_expires", "max_bytes", "idle_heartbeat", "inactive_threshold"):
+        if cfg.get(k, 0) < 0:
+            cfg[k] = 0
+    if cfg.get("max_ack_pending", 0) < -1:
+        cfg["max_ack_pending"] = -1
+    if is_pull(cfg) and not cfg.get("max_waiting"):
+        cfg["max_waiting"] = DEFAULT_MAX_WAITING
+    if not cfg.get("ack_wait") and cfg["ack_policy"] in ("explicit", "all"):
+        cfg["ack_wait"] = DEFAULT_ACK_WAIT
+    if cfg.get("backoff"):
+        cfg["ack_wait"] = cfg["backoff"][0]
+    if not cfg.get("max_ack_pending") and limits.get("max_ack_pending"):
+        cfg["max_ack_pending"] = limits["max_ack_pending"]
+    if not cfg.get("inactive_threshold") and limits.get("inactive_threshold"):
+        cfg["inactive_threshold"] = limits["inactive_threshold"]
+    if not cfg.get("max_ack_pending") and cfg["ack_policy"] != "none":
+        cfg["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
+    if not durable and not cfg.get("inactive_threshold"):
+        cfg["inactive_threshold"] = DEFAULT_INACTIVE_THRESHOLD
+    _check(cfg, stream_cfg)
+    md = {k: v for k, v in (cfg.get("metadata") or {}).items() if k not in ("_nats.ver", "_nats.level")}
+    md["_nats.req.level"] = "1" if cfg.get("pause_until") else "0"
+    cfg["metadata"] = md
+    return cfg
+
+
+def _check(cfg: dict, scfg: dict) -> None:
+    """checkConsumerCfg, in the real server's order."""
+    if cfg.get("name") and not is_valid_name(cfg["name"]):
+        raise errors.stream_invalid_config("consumer name can not contain '.', '*', '>', '\\', '/'")
+    if cfg.get("durable_name") and not is_valid_name(cfg["durable_name"]):
+        raise errors.stream_invalid_config("consumer durable name can not contain '.', '*', '>', '\\', '/'")
+    if cfg["num_replicas"] < 0:
+        raise errors.replicas_negative()
+    for b in cfg.get("backoff") or ():
+        if not isinstance(b, int) or b < 0:
+            raise errors.consumer_backoff_negative()
+    if cfg.get("ack_wait", 0) < 0:
+        raise errors.consumer_ack_wait_negative()
+    lbo = len(cfg.get("backoff") or ())
+    if lbo and cfg["max_deliver"] != -1 and lbo > cfg["max_deliver"]:
+        raise errors.consumer_max_deliver_backoff()
+    ds = cfg.get("deliver_subject")
+    if ds:
+        if not is_literal(ds):
+            raise errors.consumer_deliver_wildcards()
+        if not is_valid(ds):
+            raise errors.ApiError(400, 10112, "invalid push consumer deliver subject")
+        if any(collide(ds, s) for s in scfg["subjects"]):
+            raise errors.consumer_deliver_cycle()
+        if cfg.get("max_waiting"):
+            raise errors.consumer_push_max_waiting()
+        if cfg.get("max_ack_pending", 0) > 0 and cfg["ack_policy"] == "none":
+            raise errors.ApiError(400, 10082, "consumer requires ack policy for max ack pending")
+        if 0 < cfg.get("idle_heartbeat", 0) < NS // 10:
+            raise errors.consumer_small_heartbeat()
+    else:
+        if cfg["ack_policy"] == "none" and scfg["retention"] == "workqueue":
+            raise errors.consumer_pull_requires_ack()
+        if cfg.get("rate_limit_bps"):
+            raise errors.ApiError(400, 10086, "consumer in pull mode can not have rate limit set")
+        if cfg.get("idle_heartbeat"):
+            raise errors.consumer_hb_requires_push()
+        if cfg.get("flow_control"):
+            raise errors.consumer_fc_requires_push()
+        if 0 < cfg.get("max_expires", 0) < 1_000_000:
+            raise errors.consumer_max_request_expires_small()
+    if cfg.get("filter_subject") and cfg.get("filter_subjects"):
+        raise errors.consumer_duplicate_filters()
+    if cfg.get("filter_subject") and not is_valid(cfg["filter_subject"]):
+        raise errors.stream_invalid_config("invalid subject")
+    fs = cfg.get("filter_subjects") or []
+    for i, f in enumerate(fs):
+        if not f:
+            raise errors.consumer_empty_filter()
+        if not is_valid(f):
+            raise errors.stream_invalid_config("invalid subject")
+        for j, g in enumerate(fs):
+            if i != j and is_subset(f, g):
+                raise errors.consumer_overlapping_filters()
+    dp = cfg["deliver_policy"]
+    has_seq, has_time = bool(cfg.get("opt_start_seq")), bool(cfg.get("opt_start_time"))
+    names = {"all": "all", "last": "last", "last_per_subject": "last per subject", "new": "new"}
+    if dp in names:
+        if has_seq:
+            raise errors.consumer_invalid_policy(f"consumer delivery policy is deliver {names[dp]}, but optional start sequence is also set")
+        if has_time:
+            raise errors.consumer_invalid_policy(f"consumer delivery policy is deliver {names[dp]}, but optional start time is also set")
+        if dp == "last_per_subject" and not filters_of(cfg):
+            raise errors.consumer_invalid_policy("consumer delivery policy is deliver last per subject, but optional filter subject is not set")
+    elif dp == "by_start_sequence":
+        if not has_seq:
+            raise errors.consumer_invalid_policy("consumer delivery policy is deliver by start sequence, but optional start sequence is not set")
+        if has_time:
+            raise errors.consumer_invalid_policy("consumer delivery policy is deliver by start sequence, but optional start time is also set")
+    elif dp == "by_start_time":
+        if not has_time:
+            raise errors.consumer_invalid_policy("consumer delivery policy is deliver by start time, but optional start time is not set")
+        if has_seq:
+            raise errors.consumer_invalid_policy("consumer delivery policy is deliver by start time, but optional start sequence is also set")
+    if has_time:
+        try:
+            parse_rfc3339(cfg["opt_start_time"])
+        except (ValueError, AttributeError):
+            raise errors.invalid_json("parsing time") from None
+    if cfg.get("flow_control") and not cfg.get("idle_heartbeat"):
+        raise errors.consumer_fc_needs_heartbeat()
+    if cfg.get("durable_name") and cfg.get("name") and cfg["name"] != cfg["durable_name"]:
+        raise errors.consumer_durable_name_mismatch()
+
+
+def check_update(old: dict, new: dict) -> None:
+    """What an update may not change (500/10012 with the real texts)."""
+    def same(k, default=None):
+        return old.get(k, default) == new.get(k, default)
+
+    rules = [
+        ("deliver_policy", "deliver policy can not be updated"),
+        ("mem_storage", "storage type can not be updated"),
+        ("opt_start_seq", "start sequence can not be updated"),
+        ("opt_start_time", "start time can not be updated"),
+        ("ack_policy", "ack policy can not be updated"),
+        ("replay_policy", "replay policy can not be updated"),
+        ("idle_heartbeat", "heart beats can not be updated"),
+        ("flow_control", "flow control can not be updated"),
+    ]
+    for k, msg in rules:
+        if not same(k, False if k in ("mem_storage", "flow_control") else 0):
+            raise errors.consumer_create(msg)
+    if old.get("deliver_subject", "") != new.get("deliver_subject", ""):
+        if not old.get("deliver_subject"):
+            raise errors.consumer_create("can not update pull consumer to push based")
+        if not new.get("deliver_subject"):
+            raise errors.consumer_create("can not update push consumer to pull based")
+    if not same("max_waiting", 0):
+        raise errors.consumer_create("max waiting can not be updated")

@@ -1,0 +1,455 @@
+"""Consumer delivery (a mixin of ``consumer.Consumer``): choosing the next
+message (redeliveries first, then the last-per-subject skip list, then new
+messages), pull requests with their waiting queue and status replies, push
+delivery gated by interest and flow control, and idle heartbeats.
+
+Delivery runs in ``_deliver`` scheduled with ``call_soon`` from ``signal()``,
+never inside the routing callback that caused it."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections import deque
+
+from . import headers
+from .shapes import NS, now_ns
+
+FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budget
+_BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
+
+
+class WaitingRequest:
+    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt")
+
+    def __init__(self, reply, n, b, no_wait, expires, hb, hbt):
+        self.reply, self.n, self.d, self.b = reply, n, 0, b
+        self.no_wait, self.expires, self.hb, self.hbt = no_wait, expires, hb, hbt
+
+
+def _pending_status(code_desc: str, wr: WaitingRequest) -> bytes:
+    return (f"NATS/1.0 {code_desc}\r\nNats-Pending-Messages: {wr.n}\r\n"
+            f"Nats-Pending-Bytes: {wr.b}\r\n\r\n").encode()
+
+
+class DeliveryMixin:
+    # -- setup -----------------------------------------------------------------------
+    def init_delivery(self) -> None:
+        self.waiting: deque[WaitingRequest] = deque()
+        self._scheduled = False
+        self.push_active = False
+        self.pbytes = 0
+        self.maxpb = 0
+        self.pblimit = 0
+        self.fcid = ""
+        self.fcsz = 0
+        self._hb_timer = None
+        self._wr_timer = None
+        self._wr_timer_at = 0.0
+        self._last_send = 0.0
+        self._listener = None
+
+    def start_delivery(self) -> None:
+        if not self.is_pull:
+            self._listener = self._on_interest
+            self.server.interest_listeners.append(self._listener)
+            self.push_active = self.server.has_interest(self.config["deliver_subject"])
+            if self.config.get("flow_control"):
+                self.pblimit = FC_MAX_PENDING
+                self.maxpb = max(1, FC_MAX_PENDING // 16)
+            self._arm_heartbeat()
+        self.signal()
+
+    def stop_delivery(self) -> None:
+        if self._listener is not None:
+            try:
+                self.server.interest_listeners.remove(self._listener)
+            except ValueError:
+                pass
+            self._listener = None
+        for t in (self._hb_timer, self._wr_timer):
+            if t:
+                t.cancel()
+        self._hb_timer = self._wr_timer = None
+
+    def update_push_subject(self) -> None:
+        self.push_active = self.server.has_interest(self.config["deliver_subject"])
+        self.check_inactive()
+
+    def _on_interest(self, subject: str, added: bool) -> None:
+        ds = self.config.get("deliver_subject")
+        if not ds or self.closed:
+            return
+        if subject != ds and not ("*" in subject or ">" in subject):
+            return
+        active = self.server.has_interest(ds)
+        if active != self.push_active:
+            self.push_active = active
+            if active:
+                self.pbytes, self.fcid, self.fcsz = 0, "", 0
+                self.signal()
+            self.check_inactive()
+
+    # -- the delivery loop ---------------------------------------------------------------
+    def signal(self) -> None:
+        if not self._scheduled and not self.closed:
+            self._scheduled = True
+            self.server.loop.call_soon(self._deliver)
+
+    def on_stored(self, seq: int, subject: str) -> None:
+        if self.filter_matches(subject):
+            self.signal()
+
+    def _deliver(self) -> None:
+        self._scheduled = False
+        if self.closed:
+            return
+        try:
+            self._deliver_some()
+        except Exception:
+            self.server.logger.exception("consumer %s > %s: delivery failed", self.stream.name, self.name)
+
+    def _deliver_some(self) -> None:
+        stalled_on_ack_pending = False
+        pull = self.is_pull
+        for _ in range(_BATCH_PER_TURN):
+            if self.is_paused():
+                break
+            if pull:
+                if not self.waiting:
+                    break
+            elif not self.push_active or (self.maxpb and self.pbytes > self.maxpb):
+                break
+            sm, dc = self.get_next_msg()
+            if sm is None:
+                stalled_on_ack_pending = dc == -1
+                break
+            ack_reply = (f"$JS.ACK.{self.stream.name}.{self.name}.{dc}.{sm.seq}.{self.dseq}."
+                         f"{sm.ts}.{self.num_pending()}")
+            hdr, data = sm.hdr, sm.data
+            if self.config.get("headers_only"):
+                hdr = headers.append(hdr, [("Nats-Msg-Size", str(len(data)))])
+                data = b""
+            size = len(sm.subject) + len(ack_reply) + (len(hdr) if hdr else 0) + len(data)
+            wr = None
+            if pull:
+                wr = self.next_waiting(size)
+                if wr is None:
+                    self._put_back(sm.seq, dc)
+                    break
+                dsubj = wr.reply
+            else:
+                dsubj = self.config["deliver_subject"]
+            self.deliver_msg(dsubj, ack_reply, sm, dc, hdr, data, size)
+            if wr is not None:
+                if wr.n <= 0 and wr.b > 0:
+                    self.server.publish_internal(dsubj, "", _pending_status("409 Batch Completed", wr), b"")
+                if wr.n > 0 and wr.hb:
+                    wr.hbt = self.server.loop.time() + wr.hb
+        else:
+            self.signal()  # more to do: yield to the loop and come back
+        if pull:
+            self.process_waiting(eos=not stalled_on_ack_pending)
+
+    def get_next_msg(self):
+        """(msg, delivery count), or (None, -1) when held back by max_ack_pending."""
+        store = self.stream.store
+        maxdc = self.config["max_deliver"]
+        while self.rdq:
+            seq = self.rdq.pop(0)
+            if seq not in self.pending:
+                continue
+            dc = self.rdc.get(seq, 0) + 2
+            self.rdc[seq] = dc - 1
+            if maxdc > 0 and dc > maxdc:
+                if dc == maxdc + 1:
+                    self.advisory_max_deliveries(seq, dc - 1)
+                p = self.pending.pop(seq, None)
+                if p is not None:
+                    self.move_ack_floor(p[0], seq)
+                    self.schedule_save()
+                continue
+            sm = store.load(seq)
+            if sm is None:
+                self.rdc[seq] = dc - 2
+                if self.rdc[seq] <= 0:
+                    self.rdc.pop(seq, None)
+                p = self.pending.get(seq)
+                if p is not None:
+                    self.process_term(seq, p[0], dc - 1, "unacknowledged message was deleted")
+                continue
+            return sm, dc
+        mp = self.config.get("max_ack_pending") or 0
+        if mp > 0 and self.config["ack_policy"] != "none" and len(self.pending) >= mp:
+            return None, -1
+        if self.lss is not None:
+            while self.lss:
+                seq = self.lss.pop(0)
+                if not self.lss:
+                    self.lss = None
+                    self.sseq = self.lss_resume + 1
+                else:
+                    self.sseq = seq + 1
+                sm = store.load(seq)
+                if sm is not None:
+                    return sm, 1
+            self.lss = None
+            self.sseq = max(self.sseq, self.lss_resume + 1)
+        if not self.filters:
+            sm = store.load_next(self.sseq)
+        elif len(self.filters) == 1:
+            sm = store.load_next(self.sseq, self.filters[0])
+        else:
+            sm = None
+            for f in self.filters:
+                cand = store.load_next(self.sseq, f)
+                if cand is not None and (sm is None or cand.seq < sm.seq):
+                    sm = cand
+        if sm is None:
+            last = store.state().last_seq
+            if self.sseq <= last:
+                self.sseq = last + 1
+            return None, 0
+        self.sseq = sm.seq + 1
+        return sm, 1
+
+    def _put_back(self, seq: int, dc: int) -> None:
+        if dc == 1 and seq == self.sseq - 1:
+            self.sseq -= 1
+        elif seq not in self.rdq:
+            self.rdc[seq] = self.rdc.get(seq, 1) - 1
+            if self.rdc[seq] <= 0:
+                self.rdc.pop(seq, None)
+            self.rdq.insert(0, seq)
+
+    def deliver_msg(self, dsubj: str, ack_reply: str, sm, dc: int, hdr, data, size: int) -> None:
+        dseq = self.dseq
+        self.dseq += 1
+        now = now_ns()
+        self.ldt = now
+        self._last_send = self.server.loop.time()
+        ap = self.config["ack_policy"]
+        if ap == "none":
+            self.adflr, self.asflr = dseq, sm.seq
+        else:
+            p = self.pending.get(sm.seq)
+            if p is not None:
+                p[1] = now
+            else:
+                self.pending[sm.seq] = [dseq, now]
+            self.track_pending(sm.seq)
+        self.server.publish_internal(dsubj, ack_reply, hdr, data)
+        if self.maxpb:
+            self.pbytes += size
+            if not self.fcid and self.pbytes > self.maxpb // 2:
+                self.send_flow_control()
+            elif self.fcid and self.pbytes - self.fcsz >= self.maxpb:
+                self.fcsz += size
+        self.schedule_save()
+        if ap == "none" and self.stream.config["retention"] != "limits":
+            self.stream.ack_processed(sm.seq, sm.subject)
+
+    # -- pull requests ---------------------------------------------------------------------
+    def num_waiting(self) -> int:
+        if self.is_pull:
+            self.process_waiting(eos=False)
+        return len(self.waiting)
+
+    def on_pull_request(self, reply: str, payload: bytes) -> None:
+        srv = self.server
+        if not self.is_pull:
+            srv.publish_internal(reply, "", headers.status(409, "Consumer is push based"), b"")
+            return
+        req = payload.strip()
+        batch, expires, no_wait, max_bytes, hb = 1, 0, False, 0, 0
+        if req[:1] == b"{":
+            try:
+                d = json.loads(req)
+                batch = int(d.get("batch") or 0)
+                expires = int(d.get("expires") or 0)
+                no_wait = bool(d.get("no_wait"))
+                max_bytes = int(d.get("max_bytes") or 0)
+                hb = int(d.get("idle_heartbeat") or 0)
+            except (ValueError, TypeError, AttributeError) as e:
+                srv.publish_internal(reply, "", headers.status(400, f"Bad Request - {e}"), b"")
+                return
+            if hb > 0 and hb * 2 > expires:
+                srv.publish_internal(reply, "", headers.status(400, "Bad Request - heartbeat value too large"), b"")
+                return
+        elif req:
+            try:
+                batch = int(req)
+            except ValueError:
+                batch = 1
+        cfg = self.config
+        if cfg.get("max_batch") and batch > cfg["max_batch"]:
+            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestBatch of {cfg['max_batch']}"), b"")
+            return
+        if expires and cfg.get("max_expires") and expires > cfg["max_expires"]:
+            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestExpires of {_go_dur(cfg['max_expires'])}"), b"")
+            return
+        if max_bytes and cfg.get("max_bytes") and max_bytes > cfg["max_bytes"]:
+            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestMaxBytes of {cfg['max_bytes']}"), b"")
+            return
+        if no_wait:
+            avail = self.num_pending() + len(self.rdq)
+            if avail == 0 and not expires:
+                srv.publish_internal(reply, "", headers.status(404, "No Messages"), b"")
+                self._touch_pull()
+                return
+        if len(self.waiting) >= (cfg.get("max_waiting") or 512):
+            self.process_waiting(eos=False)
+        if len(self.waiting) >= (cfg.get("max_waiting") or 512):
+            if not hb:
+                srv.publish_internal(reply, "", headers.status(409, "Exceeded MaxWaiting"), b"")
+            return
+        now = srv.loop.time()
+        wr = WaitingRequest(reply, max(batch, 1), max_bytes, no_wait,
+                            now + expires / NS if expires > 0 else 0.0,
+                            hb / NS if hb > 0 else 0.0, now + hb / NS if hb > 0 else 0.0)
+        self.waiting.append(wr)
+        self._touch_pull()
+        self.signal()
+
+    def _touch_pull(self) -> None:
+        if self.config.get("inactive_threshold"):
+            self.check_inactive()
+
+    def next_waiting(self, size: int) -> WaitingRequest | None:
+        srv = self.server
+        now = srv.loop.time()
+        while self.waiting:
+            wr = self.waiting[0]
+            if wr.expires and now >= wr.expires:
+                srv.publish_internal(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
+                self.waiting.popleft()
+                continue
+            if wr.b > 0:
+                if size <= wr.b:
+                    wr.b -= size
+                    if wr.b == 0:
+                        wr.n = 1
+                else:
+                    srv.publish_internal(wr.reply, "", _pending_status("409 Message Size Exceeds MaxBytes", wr), b"")
+                    self.waiting.popleft()
+                    continue
+            if not srv.has_interest(wr.reply):
+                self.waiting.popleft()
+                continue
+            wr.d += 1
+            wr.n -= 1
+            self.waiting.popleft()
+            if wr.n > 0:
+                self.waiting.append(wr)  # round robin between waiting requests
+            return wr
+        return None
+
+    def process_waiting(self, eos: bool) -> None:
+        """Expire requests (408), end no_wait ones at end of stream (404),
+        send request heartbeats, drop requests nobody listens to; re-arm the timer."""
+        if not self.waiting:
+            if self._wr_timer:
+                self._wr_timer.cancel()
+                self._wr_timer = None
+            self.check_inactive()
+            return
+        srv = self.server
+        now = srv.loop.time()
+        keep: deque[WaitingRequest] = deque()
+        fexp = 0.0
+        for wr in self.waiting:
+            expired = wr.expires and now >= wr.expires
+            if expired:
+                srv.publish_internal(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
+                continue
+            if eos and wr.no_wait and (not wr.expires or wr.d > 0):
+                srv.publish_internal(wr.reply, "", headers.status(404, "No Messages"), b"")
+                continue
+            if not srv.has_interest(wr.reply):
+                continue
+            if wr.hbt:
+                if now >= wr.hbt:
+                    self.send_heartbeat(wr.reply)
+                    wr.hbt = now + wr.hb
+                fexp = wr.hbt if not fexp else min(fexp, wr.hbt)
+            if wr.expires:
+                fexp = wr.expires if not fexp else min(fexp, wr.expires)
+            keep.append(wr)
+        self.waiting = keep
+        if self._wr_timer and (not fexp or self._wr_timer_at != fexp):
+            self._wr_timer.cancel()
+            self._wr_timer = None
+        if fexp and self._wr_timer is None:
+            self._wr_timer_at = fexp
+            self._wr_timer = srv.loop.call_at(fexp, self._wr_timer_fired)
+        if not self.waiting:
+            self.check_inactive()
+
+    def _wr_timer_fired(self) -> None:
+        self._wr_timer = None
+        if not self.closed:
+            try:
+                self.process_waiting(eos=True)
+            except Exception:
+                self.server.logger.exception("consumer %s: waiting requests", self.name)
+
+    def notify_waiting_deleted(self) -> None:
+        for wr in self.waiting:
+            self.server.publish_internal(wr.reply, "", headers.status(409, "Consumer Deleted"), b"")
+        self.waiting.clear()
+
+    # -- heartbeats and flow control ---------------------------------------------------------
+    def send_heartbeat(self, subject: str) -> None:
+        hdrs = [("Nats-Last-Consumer", str(self.dseq - 1)), ("Nats-Last-Stream", str(self.sseq - 1))]
+        if self.fcid:
+            hdrs.append(("Nats-Consumer-Stalled", self.fcid))
+        self.server.publish_internal(subject, "", headers.status(100, "Idle Heartbeat", hdrs), b"")
+
+    def _arm_heartbeat(self) -> None:
+        hb = self.config.get("idle_heartbeat") or 0
+        if hb and not self.closed:
+            self._hb_timer = self.server.loop.call_later(hb / NS, self._heartbeat_fired)
+
+    def _heartbeat_fired(self) -> None:
+        self._hb_timer = None
+        if self.closed:
+            return
+        hb = self.config.get("idle_heartbeat") / NS
+        idle = self.server.loop.time() - self._last_send
+        if idle >= hb * 0.99:
+            if self.push_active:
+                self.send_heartbeat(self.config["deliver_subject"])
+                self._last_send = self.server.loop.time()
+            self._hb_timer = self.server.loop.call_later(hb, self._heartbeat_fired)
+        else:
+            self._hb_timer = self.server.loop.call_later(hb - idle, self._heartbeat_fired)
+
+    def send_flow_control(self) -> None:
+        rnd = "".join(random.choices(string.ascii_letters + string.digits, k=4))
+        self.fcid = f"$JS.FC.{self.stream.name}.{self.name}.{rnd}"
+        self.fcsz = self.pbytes
+        self.server.publish_internal(self.config["deliver_subject"], self.fcid,
+                                     headers.status(100, "FlowControl Request"), b"")
+
+    def on_flow_control(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        if subject != self.fcid or self.closed:
+            return
+        if self.maxpb < self.pblimit:
+            self.maxpb = min(self.maxpb * 2, self.pblimit)
+        self.pbytes = max(0, self.pbytes - self.fcsz)
+        self.fcid, self.fcsz = "", 0
+        self.signal()
+
+
+def _go_dur(ns: int) -> str:
+    """A duration as Go prints it (enough for whole and fractional seconds)."""
+    if ns % NS == 0:
+        s = ns // NS
+        h, rem = divmod(s, 3600)
+        m, sec = divmod(rem, 60)
+        out = (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{sec}s"
+        return out
+    if ns < NS:
+        return f"{ns / 1_000_000:g}ms"
+    return f"{ns / NS:g}s"

@@ -1,0 +1,212 @@
+"""The account-level JetStream manager (the single ``$G`` account): the
+stream registry, stream persistence and restore, the ``$JS.API.>``
+subscription, API counters and account info."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import errors, streamconfig
+from .memstore import MemoryStore
+from .persist import CorruptStateError, read_json_checked, write_json_atomic
+from .shapes import now_ns
+from .store import Store
+from .stream import Stream
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+
+log = logging.getLogger("natslab.jetstream")
+
+ACCOUNT = "$G"
+STREAM_META = "meta.json"
+
+
+def _file_store_class():
+    try:
+        from .filestore import FileStore  # arrives separately; optional until then
+    except ImportError:
+        return None
+    return FileStore
+
+
+class JetStream:
+    def __init__(self, server, store_dir: str | Path | None):
+        self.server = server
+        self.logger = getattr(server, "logger", None) or log
+        base = Path(store_dir) if store_dir else Path.cwd()
+        self.store_dir = base / "jetstream"
+        self.streams_dir = self.store_dir / ACCOUNT / "streams"
+        self.streams: dict[str, Stream] = {}
+        self.api_total = 0
+        self.api_errors = 0
+        self._api_sub = None
+        self._warned_no_filestore = False
+
+    # -- lifecycle -------------------------------------------------------------
+    async def start(self) -> None:
+        from .api import Api  # the dispatcher needs the consumer module too
+
+        self.logger.info(f'Store Directory: "{self.store_dir}"')
+        self.streams_dir.mkdir(parents=True, exist_ok=True)
+        self._restore()
+        self.api = Api(self)
+        self._api_sub = self.server.subscribe_internal("$JS.API.>", self.api.on_request)
+        self.logger.info("JetStream started: %d streams", len(self.streams))
+
+    async def stop(self) -> None:
+        if self._api_sub is not None:
+            self.server.unsubscribe_internal(self._api_sub)
+            self._api_sub = None
+        for st in list(self.streams.values()):
+            for c in list(st.consumers.values()):
+                c.save_state(sync=True)
+            st.stop()
+            try:
+                st.store.close()
+            except Exception:
+                self.logger.exception("closing store of stream %s", st.name)
+        self.streams.clear()
+
+    def _restore(self) -> None:
+        from .consumer import restore_consumers
+
+        for d in sorted(self.streams_dir.iterdir()) if self.streams_dir.exists() else ():
+            meta_path = d / STREAM_META
+            if not meta_path.exists():
+                continue
+            try:
+                meta = read_json_checked(meta_path)
+                cfg, created = meta["config"], meta["created"]
+                store = self._make_store(cfg, d)
+                st = Stream(self, cfg, created, store)
+                self.streams[cfg["name"]] = st
+                st.start()
+                restore_consumers(st, d / "obs")
+                self.logger.info("Restored stream %s: %d messages", cfg["name"], store.state().messages)
+            except (CorruptStateError, KeyError, ValueError, OSError) as e:
+                self.logger.error("Could not restore stream from %s: %s", d, e)
+
+    # -- stores ------------------------------------------------------------------
+    def stream_dir(self, name: str) -> Path:
+        return self.streams_dir / name
+
+    def _make_store(self, cfg: dict, directory: Path) -> Store:
+        first = cfg.get("first_seq") or 1
+        if cfg["storage"] == "file":
+            fs = _file_store_class()
+            if fs is not None:
+                return fs(directory / "msgs", first_seq=first)
+            if not self._warned_no_filestore:
+                self.logger.warning("file store not available, file streams are kept in memory")
+                self._warned_no_filestore = True
+        return MemoryStore(first_seq=first)
+
+    def save_stream_meta(self, st: Stream) -> None:
+        if st.config["storage"] != "file":
+            return  # as on the real server, memory streams do not survive a restart
+        write_json_atomic(self.stream_dir(st.name) / STREAM_META, {"config": st.config, "created": st.created})
+
+    # -- streams -----------------------------------------------------------------
+    def check_overlap(self, cfg: dict, exclude: str | None = None) -> None:
+        from .subjects import collide
+
+        for other in self.streams.values():
+            if other.name == exclude:
+                continue
+            for a in cfg["subjects"]:
+                for b in other.config["subjects"]:
+                    if collide(a, b):
+                        raise errors.stream_subject_overlap()
+
+    def create_stream(self, raw: dict) -> tuple[Stream, bool]:
+        """STREAM.CREATE: returns (stream, created). Raises ApiError."""
+        cfg = streamconfig.normalize(raw)
+        streamconfig.check_replicas(cfg)
+        existing = self.streams.get(cfg["name"])
+        if existing is not None:
+            if _comparable(existing.config) != _comparable(cfg):
+                raise errors.stream_name_exists()
+            return existing, True
+        self.check_overlap(cfg)
+        d = self.stream_dir(cfg["name"])
+        if cfg["storage"] == "file" and d.exists():
+            shutil.rmtree(d, ignore_errors=True)
+        store = self._make_store(cfg, d)
+        st = Stream(self, cfg, now_ns(), store)
+        self.streams[st.name] = st
+        self.save_stream_meta(st)
+        st.start()
+        return st, True
+
+    def update_stream(self, raw: dict) -> Stream:
+        name = raw.get("name") if isinstance(raw, dict) else None
+        st = self.streams.get(name or "")
+        if st is None:
+            raise errors.stream_not_found()
+        cfg = streamconfig.normalize(raw)
+        cfg = streamconfig.check_update(st.config, cfg)
+        self.check_overlap(cfg, exclude=st.name)
+        st.update_config(cfg)
+        self.save_stream_meta(st)
+        return st
+
+    def delete_stream(self, name: str) -> None:
+        st = self.streams.pop(name, None)
+        if st is None:
+            raise errors.stream_not_found()
+        for c in list(st.consumers.values()):
+            c.delete(notify_stream=False)
+        st.stop()
+        try:
+            st.store.delete()
+        except Exception:
+            self.logger.exception("deleting store of stream %s", name)
+        shutil.rmtree(self.stream_dir(name), ignore_errors=True)
+
+    def lookup(self, name: str) -> Stream:
+        st = self.streams.get(name)
+        if st is None:
+            raise errors.stream_not_found()
+        return st
+
+    # -- account -----------------------------------------------------------------
+    def account_info(self) -> dict:
+        memory = storage = reserved_storage = reserved_memory = consumers = 0
+        for st in self.streams.values():
+            b = st.store.state().bytes
+            if st.config["storage"] == "memory":
+                memory += b
+                if st.config["max_bytes"] > 0:
+                    reserved_memory += st.config["max_bytes"]
+            else:
+                storage += b
+                if st.config["max_bytes"] > 0:
+                    reserved_storage += st.config["max_bytes"]
+            consumers += len(st.consumers)
+        return {
+            "memory": memory,
+            "storage": storage,
+            "reserved_memory": reserved_memory,
+            "reserved_storage": reserved_storage,
+            "streams": len(self.streams),
+            "consumers": consumers,
+            "limits": {
+                "max_memory": -1, "max_storage": -1, "max_streams": -1, "max_consumers": -1,
+                "max_ack_pending": -1, "memory_max_stream_bytes": -1, "storage_max_stream_bytes": -1,
+                "max_bytes_required": False,
+            },
+            "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
+        }
+
+    def all_consumers(self) -> list["Consumer"]:
+        return [c for st in self.streams.values() for c in st.consumers.values()]
+
+
+def _comparable(cfg: dict) -> dict:
+    d = dict(cfg)
+    d["metadata"] = {k: v for k, v in (cfg.get("metadata") or {}).items() if not k.startswith("_nats.")}
+    return d

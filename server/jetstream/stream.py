@@ -1,0 +1,520 @@
+"""A stream: the publish path (expectation headers, dedupe, rollup, TTL,
+limits, discard), retention clean-up (max_age, message TTL, interest and
+workqueue removal) and its message-level API (info state, purge, get,
+delete). Storage is delegated to a ``store.Store``."""
+
+from __future__ import annotations
+
+import base64
+import heapq
+import json
+import logging
+from collections import deque
+from typing import TYPE_CHECKING
+
+from . import errors, headers
+from .errors import ApiError
+from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339, stream_state
+from .store import Store, StoredMsg
+from .subjects import is_literal, match
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .jetstream import JetStream
+
+log = logging.getLogger("natslab.jetstream")
+
+_ERR_MAX_MSGS = "maximum messages exceeded"
+_ERR_MAX_BYTES = "maximum bytes exceeded"
+_ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
+
+
+def parse_ttl(value: str) -> int:
+    """Nats-TTL header to seconds; -1 is never; raises ApiError 10165."""
+    if value.lower() == "never":
+        return -1
+    try:
+        dur = parse_go_duration(value)
+    except ValueError:
+        try:
+            t = int(value)
+        except ValueError:
+            raise errors.msg_ttl_invalid() from None
+        if t < 0:
+            raise errors.msg_ttl_invalid() from None
+        return t
+    if dur < NS:
+        raise errors.msg_ttl_invalid()
+    return dur // NS
+
+
+class Stream:
+    def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
+        self.js = js
+        self.name: str = config["name"]
+        self.config = config
+        self.created = created
+        self.store = store
+        self.consumers: dict[str, "Consumer"] = {}
+        self._subs: list = []
+        self._pub_ack = ('{"stream":%s,"seq":' % json.dumps(self.name)).encode()
+        # dedupe window: msg id -> (seq, ts), and insertion order for expiry
+        self._ddmap: dict[str, tuple[int, int]] = {}
+        self._ddq: deque[tuple[int, str]] = deque()
+        self._last_msg_id = ""
+        self._ttl_heap: list[tuple[int, int]] = []  # (expires ns, seq)
+        self._never_expire: set[int] = set()
+        self._age_timer = None
+        self._ttl_timer = None
+        self.closed = False
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> None:
+        srv = self.js.server
+        for subj in self.config["subjects"]:
+            self._subs.append(srv.subscribe_internal(subj, self._on_publish))
+        self._rebuild_dedupe()
+        self._rebuild_ttls()
+        self._arm_age_timer()
+
+    def stop(self) -> None:
+        self.closed = True
+        srv = self.js.server
+        for s in self._subs:
+            srv.unsubscribe_internal(s)
+        self._subs.clear()
+        for t in (self._age_timer, self._ttl_timer):
+            if t:
+                t.cancel()
+        for c in list(self.consumers.values()):
+            c.stop()
+
+    def update_config(self, cfg: dict) -> None:
+        old_subjects = self.config["subjects"]
+        self.config = cfg
+        if cfg["subjects"] != old_subjects:
+            srv = self.js.server
+            for s in self._subs:
+                srv.unsubscribe_internal(s)
+            self._subs = [srv.subscribe_internal(subj, self._on_publish) for subj in cfg["subjects"]]
+        self._enforce_limits_all()
+        self._arm_age_timer()
+        self._after_removal()
+
+    # -- publish path --------------------------------------------------------
+    def _on_publish(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        try:
+            self.process_msg(subject, reply, hdr, payload)
+        except ApiError as e:
+            if reply and not self.config.get("no_ack"):
+                body = {"error": e.to_dict(), "stream": self.name, "seq": 0}
+                self.js.server.publish_internal(reply, "", None, dumps(body).encode())
+        except Exception:  # never let a bug escape into message routing
+            log.exception("stream %s: publish failed", self.name)
+
+    def process_msg(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        cfg = self.config
+        if cfg["sealed"]:
+            raise errors.stream_sealed()
+        msg_id = ""
+        ttl = 0
+        ttl_err = False
+        rollup = ""
+        if hdr:
+            h = headers.parse(hdr)
+            if h:
+                es = h.get(headers.EXPECTED_STREAM)
+                if es and es != self.name:
+                    raise errors.expected_stream_mismatch()
+                ttl_hdr = h.get(headers.TTL)
+                if ttl_hdr is not None:
+                    try:
+                        ttl = parse_ttl(ttl_hdr)
+                    except ApiError:
+                        ttl_err = True
+                    if ttl and not cfg["allow_msg_ttl"]:
+                        raise errors.msg_ttl_disabled()
+                elss = h.get(headers.EXPECTED_LAST_SUBJ_SEQ)
+                if elss is not None:
+                    want = _to_int(elss)
+                    on = h.get(headers.EXPECTED_LAST_SUBJ_SEQ_SUBJ) or subject
+                    last = self._last_seq_for(on)
+                    if want is None or last != want:
+                        raise errors.wrong_last_sequence(last)
+                elif h.get(headers.EXPECTED_LAST_SUBJ_SEQ_SUBJ):
+                    raise errors.expected_last_seq_per_subject_invalid()
+                els = h.get(headers.EXPECTED_LAST_SEQ)
+                if els is not None:
+                    last = self.store.state().last_seq
+                    if _to_int(els) != last:
+                        raise errors.wrong_last_sequence(last)
+                msg_id = h.get(headers.MSG_ID, "")
+                if msg_id:
+                    dup = self._check_dup(msg_id)
+                    if dup:
+                        if reply and not cfg.get("no_ack"):
+                            self.js.server.publish_internal(reply, "", None, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
+                        return
+                elmi = h.get(headers.EXPECTED_LAST_MSG_ID)
+                if elmi is not None and elmi != self._last_msg_id:
+                    raise errors.wrong_last_msg_id(self._last_msg_id)
+                rollup = h.get(headers.ROLLUP, "")
+                if rollup:
+                    if not cfg["allow_rollup_hdrs"] or cfg["deny_purge"]:
+                        raise errors.stream_rollup_failed("rollup not permitted")
+                    if rollup not in ("sub", "all"):
+                        raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
+        hlen = len(hdr) if hdr else 0
+        mms = cfg["max_msg_size"]
+        if mms >= 0 and (hlen > mms or len(payload) > mms - hlen):
+            raise errors.stream_msg_too_big()
+        if hlen > 65535:
+            raise errors.header_too_big()
+        store = self.store
+        ts = now_ns()
+        if cfg["retention"] == "interest" and not self._has_interest(subject):
+            seq = store.store_msg(subject, hdr, payload, ts)
+            store.remove(seq)
+            self._record_id(msg_id, seq, ts)
+            if reply and not cfg.get("no_ack"):
+                self.js.server.publish_internal(reply, "", None, b"%s%d}" % (self._pub_ack, seq))
+            return
+        if ttl_err:
+            raise errors.msg_ttl_invalid()
+        size = store.msg_size(subject, hdr, payload)
+        self._check_discard_new(subject, size)
+        seq = store.store_msg(subject, hdr, payload, ts)
+        self._record_id(msg_id, seq, ts)
+        if ttl:
+            if ttl > 0:
+                heapq.heappush(self._ttl_heap, (ts + ttl * NS, seq))
+                self._arm_ttl_timer()
+            else:
+                self._never_expire.add(seq)
+        removed = self._enforce_limits(subject)
+        if rollup == "sub":
+            removed += store.purge(subject, seq=seq)
+        elif rollup == "all":
+            removed += store.purge(">", seq=seq)
+        if reply and not cfg.get("no_ack"):
+            self.js.server.publish_internal(reply, "", None, b"%s%d}" % (self._pub_ack, seq))
+        if removed:
+            self._after_removal()
+        if cfg["max_age"] and self._age_timer is None:
+            self._arm_age_timer()
+        for c in self.consumers.values():
+            c.on_stored(seq, subject)
+
+    def _last_seq_for(self, subject: str) -> int:
+        if is_literal(subject):
+            return self.store.last_seq_for_subject(subject)
+        sm = self.store.load_last(subject)
+        return sm.seq if sm else 0
+
+    def _has_interest(self, subject: str) -> bool:
+        return any(c.filter_matches(subject) for c in self.consumers.values())
+
+    def _check_discard_new(self, subject: str, size: int) -> None:
+        cfg = self.config
+        per = cfg["max_msgs_per_subject"]
+        at_subject_limit = False
+        if per > 0 and len(self.store.subject_seqs(subject)) >= per:
+            if cfg.get("discard_new_per_subject"):
+                raise errors.stream_store_failed(_ERR_MAX_PER_SUBJECT)
+            at_subject_limit = True
+        if cfg["discard"] != "new":
+            return
+        st = self.store.state()
+        if cfg["max_msgs"] > 0 and st.messages >= cfg["max_msgs"] and not at_subject_limit:
+            raise errors.stream_store_failed(_ERR_MAX_MSGS)
+        if cfg["max_bytes"] > 0 and st.bytes + size > cfg["max_bytes"] and not at_subject_limit:
+            raise errors.stream_store_failed(_ERR_MAX_BYTES)
+
+    def _enforce_limits(self, subject: str) -> int:
+        """Apply discard-old limits after storing on ``subject``."""
+        cfg, store = self.config, self.store
+        removed = 0
+        per = cfg["max_msgs_per_subject"]
+        if per > 0:
+            seqs = store.subject_seqs(subject)
+            for s in seqs[: max(0, len(seqs) - per)]:
+                removed += store.remove(s)
+        mm, mb = cfg["max_msgs"], cfg["max_bytes"]
+        if mm > 0 or mb > 0:
+            st = store.state()
+            while st.messages and ((mm > 0 and st.messages > mm) or (mb > 0 and st.bytes > mb)):
+                store.remove(st.first_seq)
+                removed += 1
+                st = store.state()
+        return removed
+
+    def _enforce_limits_all(self) -> None:
+        per = self.config["max_msgs_per_subject"]
+        if per > 0:
+            for subj, n in self.store.subjects_state().items():
+                if n > per:
+                    self._enforce_limits(subj)
+        self._enforce_limits("")
+
+    # -- dedupe ------------------------------------------------------------
+    def _check_dup(self, msg_id: str) -> int:
+        ent = self._ddmap.get(msg_id)
+        if ent is None:
+            return 0
+        if now_ns() - ent[1] >= self.config["duplicate_window"]:
+            return 0
+        return ent[0]
+
+    def _record_id(self, msg_id: str, seq: int, ts: int) -> None:
+        self._last_msg_id = msg_id
+        if not msg_id:
+            return
+        self._ddmap[msg_id] = (seq, ts)
+        self._ddq.append((ts, msg_id))
+        window = self.config["duplicate_window"]
+        q = self._ddq
+        while q and ts - q[0][0] >= window:
+            old_ts, old_id = q.popleft()
+            ent = self._ddmap.get(old_id)
+            if ent and ent[1] == old_ts:
+                del self._ddmap[old_id]
+
+    def _rebuild_dedupe(self) -> None:
+        """After a restart: the msg ids stored within the window."""
+        st = self.store.state()
+        if not st.messages:
+            return
+        cutoff = now_ns() - self.config["duplicate_window"]
+        seq = st.last_seq
+        found = []
+        while seq >= st.first_seq:
+            sm = self.store.load(seq)
+            seq -= 1
+            if sm is None:
+                continue
+            if sm.ts < cutoff:
+                break
+            if sm.hdr and b"Nats-Msg-Id" in sm.hdr:
+                mid = headers.parse(sm.hdr).get(headers.MSG_ID)
+                if mid:
+                    found.append((sm.seq, sm.ts, mid))
+        for s, t, mid in reversed(found):
+            self._record_id(mid, s, t)
+        last = self.store.load_last()
+        if last and last.hdr:
+            self._last_msg_id = headers.parse(last.hdr).get(headers.MSG_ID, "")
+
+    # -- expiry ------------------------------------------------------------
+    def _arm_age_timer(self) -> None:
+        if self._age_timer:
+            self._age_timer.cancel()
+            self._age_timer = None
+        max_age = self.config["max_age"]
+        if not max_age or self.closed:
+            return
+        first = self.store.load_next(0)
+        if first is None:
+            return
+        delay = max(0.0, (first.ts + max_age - now_ns()) / NS)
+        self._age_timer = self.js.server.loop.call_later(delay, self._expire_by_age)
+
+    def _expire_by_age(self) -> None:
+        self._age_timer = None
+        try:
+            cutoff = now_ns() - self.config["max_age"]
+            removed = 0
+            seq = 0
+            while True:
+                sm = self.store.load_next(seq)
+                if sm is None or sm.ts > cutoff:
+                    break
+                seq = sm.seq + 1
+                if sm.seq in self._never_expire:
+                    continue
+                removed += self.store.remove(sm.seq)
+            if removed:
+                self._after_removal()
+        except Exception:
+            log.exception("stream %s: age expiry failed", self.name)
+        self._arm_age_timer()
+
+    def _rebuild_ttls(self) -> None:
+        if not self.config.get("allow_msg_ttl"):
+            return
+        for seq in self.store.iter_seqs():
+            sm = self.store.load(seq)
+            if sm and sm.hdr and b"Nats-TTL" in sm.hdr:
+                v = headers.parse(sm.hdr).get(headers.TTL)
+                try:
+                    ttl = parse_ttl(v) if v else 0
+                except ApiError:
+                    ttl = 0
+                if ttl > 0:
+                    self._ttl_heap.append((sm.ts + ttl * NS, seq))
+                elif ttl < 0:
+                    self._never_expire.add(seq)
+        heapq.heapify(self._ttl_heap)
+        self._arm_ttl_timer()
+
+    def _arm_ttl_timer(self) -> None:
+        if not self._ttl_heap or self.closed:
+            return
+        at = self._ttl_heap[0][0]
+        if self._ttl_timer and getattr(self, "_ttl_at", 0) <= at:
+            return
+        if self._ttl_timer:
+            self._ttl_timer.cancel()
+        self._ttl_at = at
+        self._ttl_timer = self.js.server.loop.call_later(max(0.0, (at - now_ns()) / NS), self._expire_ttls)
+
+    def _expire_ttls(self) -> None:
+        self._ttl_timer = None
+        now = now_ns()
+        removed = 0
+        while self._ttl_heap and self._ttl_heap[0][0] <= now:
+            _, seq = heapq.heappop(self._ttl_heap)
+            removed += self.store.remove(seq)
+        if removed:
+            self._after_removal()
+        self._arm_ttl_timer()
+
+    # -- removal and consumers -----------------------------------------------
+    def _after_removal(self) -> None:
+        for c in self.consumers.values():
+            c.on_removed()
+
+    def ack_processed(self, seq: int, subject: str | None = None) -> None:
+        """A consumer is done with ``seq``: remove it when retention says so."""
+        ret = self.config["retention"]
+        if ret == "limits":
+            return
+        if ret == "interest":
+            if subject is None:
+                sm = self.store.load(seq)
+                if sm is None:
+                    return
+                subject = sm.subject
+            for c in self.consumers.values():
+                if c.needs(seq, subject):
+                    return
+        if self.store.remove(seq):
+            self._after_removal()
+
+    def check_interest_all(self) -> None:
+        """Interest retention after a consumer went away or acked in bulk."""
+        if self.config["retention"] != "interest":
+            return
+        removed = 0
+        for seq in list(self.store.iter_seqs()):
+            sm = self.store.load(seq)
+            if sm is None:
+                continue
+            if not any(c.needs(seq, sm.subject) for c in self.consumers.values()):
+                removed += self.store.remove(seq)
+        if removed:
+            self._after_removal()
+
+    # -- stream API ------------------------------------------------------------
+    def state_json(self, subjects_filter: str | None = None, deleted_details: bool = False) -> dict:
+        st = self.store.state()
+        subjects = self.store.subjects_state(subjects_filter) if subjects_filter else None
+        deleted = self.store.deleted() if deleted_details else None
+        return stream_state(st, len(self.consumers), subjects, deleted)
+
+    def purge(self, req: dict) -> int:
+        if self.config["sealed"]:
+            raise errors.stream_sealed()
+        if self.config["deny_purge"]:
+            raise errors.stream_purge_failed("stream purge not permitted")
+        flt = req.get("filter") or None
+        seq = req.get("seq") or 0
+        keep = req.get("keep") or 0
+        if seq and keep:
+            raise errors.bad_request()
+        if flt is None and not seq and not keep:
+            n = self.store.purge()
+        else:
+            n = self.store.purge(flt, seq=seq, keep=keep)
+        for c in self.consumers.values():
+            c.on_purged()
+        self._after_removal()
+        return n
+
+    def delete_msg(self, seq: int, no_erase: bool) -> None:
+        if self.config["sealed"]:
+            raise errors.stream_sealed()
+        if self.config["deny_delete"]:
+            raise errors.stream_msg_delete_failed("message delete not permitted")
+        if not self.store.remove(seq):
+            raise errors.sequence_not_found(seq)
+        self._after_removal()
+
+    def get_msg(self, req: dict) -> StoredMsg:
+        """STREAM.MSG.GET / DIRECT.GET look-up; raises ApiError."""
+        seq = req.get("seq") or 0
+        lbs = req.get("last_by_subj") or ""
+        nbs = req.get("next_by_subj") or ""
+        if (seq and lbs) or (lbs and nbs) or (not seq and not lbs and not nbs):
+            raise errors.bad_request()
+        if lbs:
+            sm = self.store.load_last(lbs)
+        elif nbs:
+            sm = self.store.load_next(seq, nbs)
+        else:
+            sm = self.store.load(seq)
+        if sm is None:
+            raise errors.no_message_found()
+        return sm
+
+    @staticmethod
+    def stored_message_json(sm: StoredMsg) -> dict:
+        d = {"subject": sm.subject, "seq": sm.seq}
+        if sm.hdr:
+            d["hdrs"] = base64.b64encode(sm.hdr).decode()
+        if sm.data:
+            d["data"] = base64.b64encode(sm.data).decode()
+        d["time"] = rfc3339(sm.ts)
+        return d
+
+    def _on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+        if not reply:
+            return
+        srv = self.js.server
+        try:
+            prefix = f"$JS.API.DIRECT.GET.{self.name}"
+            if len(subject) > len(prefix):
+                if payload.strip():
+                    srv.publish_internal(reply, "", headers.status(408, "Bad Request"), b"")
+                    return
+                req = {"last_by_subj": subject[len(prefix) + 1:]}
+            else:
+                if not payload.strip():
+                    srv.publish_internal(reply, "", headers.status(408, "Empty Request"), b"")
+                    return
+                try:
+                    req = json.loads(payload)
+                    if not isinstance(req, dict):
+                        raise ValueError
+                except ValueError:
+                    srv.publish_internal(reply, "", headers.status(408, "Malformed Request"), b"")
+                    return
+            try:
+                sm = self.get_msg(req)
+            except ApiError as e:
+                if e.err_code == 10003:
+                    srv.publish_internal(reply, "", headers.status(408, "Bad Request"), b"")
+                else:
+                    srv.publish_internal(reply, "", headers.status(404, "Message Not Found"), b"")
+                return
+            hdrs = [("Nats-Stream", self.name), ("Nats-Subject", sm.subject),
+                    ("Nats-Sequence", str(sm.seq)), ("Nats-Time-Stamp", rfc3339(sm.ts))]
+            srv.publish_internal(reply, "", headers.append(sm.hdr, hdrs), sm.data)
+        except Exception:
+            log.exception("stream %s: direct get failed", self.name)
+
+
+def _to_int(v: str) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None

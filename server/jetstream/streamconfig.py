@@ -1,0 +1,174 @@
+"""StreamConfig: defaults and validation as the real server applies them
+(checkStreamCfg), and the rules for what an update may change
+(configUpdateCheck). Configs are plain dicts keyed by the JSON field names."""
+
+from __future__ import annotations
+
+from . import errors
+from .shapes import NS, STREAM_CONFIG_KEYS
+from .subjects import collide, is_subset, is_valid
+
+MAX_NAME_LEN = 255
+DEFAULT_DUPLICATE_WINDOW = 120 * NS
+_ENUMS = {
+    "retention": ("limits", "interest", "workqueue"),
+    "discard": ("old", "new"),
+    "storage": ("file", "memory"),
+    "compression": ("none", "s2"),
+}
+_INT_FIELDS = ("max_consumers", "max_msgs", "max_bytes", "max_age", "max_msgs_per_subject", "max_msg_size",
+               "num_replicas", "duplicate_window", "first_seq", "subject_delete_marker_ttl")
+_BOOL_FIELDS = ("no_ack", "allow_direct", "mirror_direct", "discard_new_per_subject", "sealed", "deny_delete",
+                "deny_purge", "allow_rollup_hdrs", "allow_msg_ttl", "allow_msg_counter", "allow_atomic",
+                "allow_msg_schedules", "allow_batched")
+
+
+def is_valid_name(name) -> bool:
+    return isinstance(name, str) and bool(name) and not any(c in name for c in " \t\r\n.*>/\\")
+
+
+def _json_type_check(raw: dict) -> None:
+    """What Go's json.Unmarshal into StreamConfig would refuse."""
+    for k in _INT_FIELDS:
+        v = raw.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise errors.invalid_json(f"json: cannot unmarshal {type(v).__name__} into Go struct field StreamConfig.{k}")
+    for k in _BOOL_FIELDS:
+        v = raw.get(k)
+        if v is not None and not isinstance(v, bool):
+            raise errors.invalid_json(f"json: cannot unmarshal {type(v).__name__} into Go struct field StreamConfig.{k} of type bool")
+    for k, allowed in _ENUMS.items():
+        v = raw.get(k)
+        if v is not None and v not in allowed:
+            raise errors.invalid_json(f"can not unmarshal {v!r}")
+    subj = raw.get("subjects")
+    if subj is not None and (not isinstance(subj, list) or not all(isinstance(s, str) for s in subj)):
+        raise errors.invalid_json("json: cannot unmarshal into Go struct field StreamConfig.subjects of type []string")
+
+
+def normalize(raw: dict) -> dict:
+    """Return the fully defaulted config the server would echo, or raise."""
+    if not isinstance(raw, dict):
+        raise errors.stream_invalid_config("stream configuration invalid")
+    _json_type_check(raw)
+    cfg = {k: v for k, v in raw.items() if k in STREAM_CONFIG_KEYS}
+    name = cfg.get("name", "")
+    if not is_valid_name(name):
+        raise errors.stream_invalid_config("stream name is required and can not contain '.', '*', '>', '\\', '/'")
+    if len(name) > MAX_NAME_LEN:
+        raise errors.stream_invalid_config(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
+    for k, d in (("retention", "limits"), ("discard", "old"), ("storage", "file"), ("compression", "none")):
+        cfg[k] = cfg.get(k) or d
+    reps = cfg.get("num_replicas") or 0
+    if reps == 0:
+        reps = 1
+    if reps > 5:
+        raise errors.stream_invalid_config("maximum replicas is 5")
+    if reps < 0:
+        raise errors.replicas_negative()
+    cfg["num_replicas"] = reps
+    for k in ("max_msgs", "max_msgs_per_subject", "max_bytes", "max_msg_size", "max_consumers"):
+        v = cfg.get(k) or 0
+        cfg[k] = -1 if v == 0 or v < -1 else v
+    max_age = cfg.get("max_age") or 0
+    if max_age < 0:
+        raise errors.stream_invalid_config("max age can not be negative")
+    if max_age and max_age < NS // 10:
+        raise errors.stream_invalid_config("max age needs to be >= 100ms")
+    cfg["max_age"] = max_age
+    dup = cfg.get("duplicate_window") or 0
+    if dup == 0:
+        dup = max_age if max_age and max_age < DEFAULT_DUPLICATE_WINDOW else DEFAULT_DUPLICATE_WINDOW
+    if dup < 0:
+        raise errors.stream_invalid_config("duplicates window can not be negative")
+    if max_age and dup > max_age:
+        raise errors.stream_invalid_config("duplicates window can not be larger then max age")
+    if dup < NS // 10:
+        raise errors.stream_invalid_config("duplicates window needs to be >= 100ms")
+    cfg["duplicate_window"] = dup
+    if cfg.get("deny_purge") and cfg.get("allow_rollup_hdrs"):
+        raise errors.stream_invalid_config("roll-ups require the purge permission")
+    if cfg.get("discard_new_per_subject"):
+        if cfg["discard"] != "new":
+            raise errors.stream_invalid_config("discard new per subject requires discard new policy to be set")
+        if cfg["max_msgs_per_subject"] <= 0:
+            raise errors.stream_invalid_config("discard new per subject requires max msgs per subject > 0")
+    smt = cfg.get("subject_delete_marker_ttl") or 0
+    if smt > 0:
+        if smt < NS:
+            raise errors.stream_invalid_config("subject delete marker TTL must be at least 1 second")
+        cfg["allow_msg_ttl"] = True
+        if not cfg.get("allow_rollup_hdrs"):
+            cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False
+    elif smt < 0:
+        raise errors.stream_invalid_config("subject delete marker TTL must not be negative")
+    for unsupported in ("mirror", "sources", "subject_transform", "republish"):
+        if cfg.get(unsupported):
+            raise errors.stream_invalid_config(f"{unsupported.replace('_', ' ')} is not supported by this server")
+    subjects = cfg.get("subjects") or []
+    if not subjects:
+        subjects = [name]
+    seen: set[str] = set()
+    for i, subj in enumerate(subjects):
+        if not is_valid(subj):
+            raise errors.stream_invalid_config("invalid subject")
+        if subj in seen:
+            raise errors.stream_invalid_config("duplicate subjects detected")
+        if subj == ">" and not cfg.get("no_ack"):
+            raise errors.stream_invalid_config("capturing all subjects requires no-ack to be true")
+        if not cfg.get("no_ack"):
+            for ns in ("$JS.>", "$JSC.>", "$NRG.>"):
+                if collide(subj, ns) and not is_subset(subj, "$JS.EVENT.>"):
+                    raise errors.stream_invalid_config("subjects that overlap with jetstream api require no-ack to be true")
+            if collide(subj, "$SYS.>") and not is_subset(subj, "$SYS.ACCOUNT.>"):
+                raise errors.stream_invalid_config("subjects that overlap with system api require no-ack to be true")
+        for other in subjects[i + 1:]:
+            if collide(other, subj):
+                raise errors.stream_invalid_config(f'subject "{subj}" overlaps with "{other}"')
+        seen.add(subj)
+    cfg["subjects"] = list(subjects)
+    for k in ("allow_direct", "mirror_direct", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs", "allow_msg_ttl"):
+        cfg[k] = bool(cfg.get(k))
+    cl = cfg.get("consumer_limits") or {}
+    cfg["consumer_limits"] = {k: v for k, v in cl.items() if k in ("inactive_threshold", "max_ack_pending") and v}
+    md = {k: v for k, v in (cfg.get("metadata") or {}).items() if k not in ("_nats.ver", "_nats.level")}
+    level = 0
+    if cfg.get("allow_msg_ttl") or smt > 0:
+        level = 1
+    if cfg.get("allow_msg_counter") or cfg.get("allow_atomic") or cfg.get("allow_msg_schedules"):
+        level = 2
+    md["_nats.req.level"] = str(level)
+    cfg["metadata"] = md
+    return cfg
+
+
+def check_replicas(cfg: dict) -> None:
+    if cfg.get("num_replicas", 1) > 1:
+        raise errors.replicas_not_supported()
+
+
+def check_update(old: dict, cfg: dict) -> dict:
+    """Validate an update against the current config; returns the config to use."""
+    if cfg["name"] != old["name"]:
+        raise errors.stream_invalid_config("stream configuration name must match original")
+    check_replicas(cfg)
+    if cfg["storage"] != old["storage"]:
+        raise errors.stream_invalid_config("stream configuration update can not change storage type")
+    if cfg["retention"] != old["retention"] and "workqueue" in (cfg["retention"], old["retention"]):
+        raise errors.stream_invalid_config("stream configuration update can not change retention policy to/from workqueue")
+    if old["sealed"] and not cfg["sealed"]:
+        raise errors.stream_invalid_config("stream configuration update can not unseal a sealed stream")
+    if old["deny_delete"] and not cfg["deny_delete"]:
+        raise errors.stream_invalid_config("stream configuration update can not cancel deny message deletes")
+    if old["deny_purge"] and not cfg["deny_purge"]:
+        raise errors.stream_invalid_config("stream configuration update can not cancel deny purge")
+    if old["allow_msg_ttl"] and not cfg["allow_msg_ttl"]:
+        raise errors.stream_invalid_config("message TTL status can not be disabled")
+    if bool(old.get("allow_msg_counter")) != bool(cfg.get("allow_msg_counter")):
+        raise errors.stream_invalid_config("stream configuration update can not change message counter setting")
+    if cfg["sealed"]:
+        cfg = dict(cfg, max_age=0, discard="new", deny_delete=True, deny_purge=True, allow_rollup_hdrs=False)
+    md = dict(cfg.get("metadata") or {})
+    md["_nats.req.level"] = (old.get("metadata") or {}).get("_nats.req.level", "0")
+    cfg["metadata"] = md
+    return cfg
