@@ -63,6 +63,8 @@ class Server:
         self.logger = logger
         self.loop: asyncio.AbstractEventLoop | None = None
         self.index = SubjectIndex()
+        self._match_cache = self.index.cache  # read directly on the hot path
+        self.index.lookups = lambda: self.in_msgs
         self.clients: dict[int, Client] = {}
         self.internal_client = InternalClient(self)
         self.interest_listeners: list = []
@@ -228,6 +230,28 @@ class Server:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
 
+    # JetStream hook (added by the jetstream room, see its report): consumer
+    # deliveries are routed on the deliver subject (or pull reply) but the
+    # MSG line carries the message's stream subject, as on the real server.
+    def deliver_internal(self, deliver_subject: str, subject: str, reply: str = "",
+                         hdr: bytes | None = None, payload: bytes = b"") -> None:
+        psubs, qgroups = self.index.match(deliver_subject.encode())
+        subj = subject.encode()
+        rep = reply.encode() if reply else b""
+        n = 0
+        for sub in psubs:
+            sub.client.deliver(sub, subj, rep, hdr, payload)
+            n += 1
+        for group in qgroups:
+            sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
+            sub.client.deliver(sub, subj, rep, hdr, payload)
+            n += 1
+        self.out_msgs += n
+        self.out_bytes += n * (len(payload) + (len(hdr) if hdr else 0))
+        if not self._flush_scheduled and self._dirty:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush_dirty)
+
     def has_interest(self, subject: str) -> bool:
         """Does any client (not internal) subscription match this subject?"""
         psubs, qsubs = self.index.match(subject.encode())
@@ -242,10 +266,17 @@ class Server:
 
     # -- routing (the hot path) ------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        psubs, qgroups = self.index.match(subject)
+        r = self._match_cache.get(subject)
+        if r is None:
+            r = self.index.match(subject)
+        psubs, qgroups = r
         self.in_msgs += 1
         size = len(payload) + (len(hdr) if hdr else 0)
         self.in_bytes += size
+        if not psubs and not qgroups:
+            if reply and pub.no_responders:
+                self._no_responders(pub, subject, reply)
+            return
         n = 0
         for sub in psubs:
             c = sub.client

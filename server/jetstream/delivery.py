@@ -239,7 +239,7 @@ class DeliveryMixin:
             else:
                 self.pending[sm.seq] = [dseq, now]
             self.track_pending(sm.seq)
-        self.server.publish_internal(dsubj, ack_reply, hdr, data)
+        self.server.deliver_internal(dsubj, sm.subject, ack_reply, hdr, data)
         if self.maxpb:
             self.pbytes += size
             if not self.fcid and self.pbytes > self.maxpb // 2:
