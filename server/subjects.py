@@ -129,8 +129,16 @@ class SubjectIndex:
         self.count = 0
         self.inserts = 0
         self.removes = 0
-        self.matches = 0
-        self.cache_hits = 0
+        self.misses = 0  # trie walks; hits are the router's lookups minus these
+        self.lookups = lambda: self.misses  # the server points this at its routed-message count
+
+    @property
+    def matches(self) -> int:
+        return max(self.lookups(), self.misses)
+
+    @property
+    def cache_hits(self) -> int:
+        return self.matches - self.misses
 
     # -- changes -----------------------------------------------------------
     def insert(self, sub) -> None:
@@ -210,10 +218,11 @@ class SubjectIndex:
 
     # -- lookups -----------------------------------------------------------
     def match(self, subject: bytes) -> tuple[tuple, tuple]:
-        self.matches += 1
+        """Subscriptions matching a literal subject. The router reads
+        ``cache`` directly first and calls this only on a miss."""
+        self.misses += 1
         r = self.cache.get(subject)
         if r is not None:
-            self.cache_hits += 1
             return r
         psubs: list = []
         qgroups: dict[bytes, list] = {}

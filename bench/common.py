@@ -1,0 +1,100 @@
+"""Shared benchmark helpers: start natslab's broker and the real nats-server
+side by side (as child processes with the same flags) and report ratios."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KINDS = ("nats-server", "natslab")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Broker:
+    def __init__(self, kind: str, jetstream: bool = True, store_dir: str | None = None, extra: list[str] | None = None):
+        self.kind = kind
+        self.port = free_port()
+        self.store_dir = store_dir or tempfile.mkdtemp(prefix=f"bench-{kind}-")
+        self.jetstream = jetstream
+        self.extra = extra or []
+        self.proc: subprocess.Popen | None = None
+        self.startup_s = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def argv(self) -> list[str]:
+        cmd = [sys.executable, "-m", "natslab.server"] if self.kind == "natslab" else ["nats-server"]
+        cmd += ["-a", "127.0.0.1", "-p", str(self.port), "-sd", self.store_dir]
+        if self.jetstream:
+            cmd.append("-js")
+        return cmd + self.extra
+
+    def start(self) -> "Broker":
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
+                    if s.recv(5) == b"INFO ":
+                        break
+            except OSError:
+                if time.perf_counter() - t0 > 30:
+                    raise RuntimeError(f"{self.kind} did not start")
+                time.sleep(0.005)
+        self.startup_s = time.perf_counter() - t0
+        return self
+
+    def rss_kb(self) -> int:
+        """Peak resident set size (VmHWM) of the broker process."""
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    def current_rss_kb(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+
+
+def report(title: str, rows: list[tuple[str, float, float, str]], higher_is_better: dict[str, bool] | None = None) -> None:
+    """rows: (metric, nats-server value, natslab value, unit). Ratio is natslab
+    relative to nats-server, > 1 meaning natslab is better."""
+    hib = higher_is_better or {}
+    print(f"\n== {title}")
+    print(f"{'metric':42} {'nats-server':>14} {'natslab':>14}  {'ratio':>6}")
+    for metric, ref, ours, unit in rows:
+        better_high = hib.get(metric, True)
+        if ref and ours:
+            ratio = ours / ref if better_high else ref / ours
+        else:
+            ratio = float("nan")
+        print(f"{metric:42} {ref:>12.1f} {unit:<2}{ours:>12.1f} {unit:<2} {ratio:>6.2f}x")
