@@ -1,11 +1,190 @@
-"""/jsz and the jetstream block of /varz (placeholder until the adapter lands)."""
+"""/jsz and the ``jetstream`` block of /varz, in nats-server's JSInfo /
+JetStreamVarz shapes.
+
+Everything JetStream-specific the monitor reads goes through ``JetStreamView``
+so the coupling to the JetStream subsystem is one small adapter: the stream
+registry (``js.streams``), each stream's ``config``/``created``/``state_json()``
+and ``consumers``, each consumer's ``info_json()``, and the account totals of
+``js.account_info()``. Unknown or missing pieces read as zero rather than
+failing the page, because monitoring must keep answering while the broker is
+in any state.
+"""
+
 from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from .monitor_views import NS, go_time, q_bool, to_json
+
+# an account's "unlimited" reservation, as the real server prints it (uint64 max)
+UNLIMITED_RESERVATION = 2**64 - 1
+DEFAULT_MAX_CONSUMERS = 1000  # JSLimitOpts as nats-server 2.15 reports it
+API_LEVEL = 5
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+class JetStreamView:
+    """Read-only view of the JetStream subsystem for the monitoring pages."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.js = getattr(srv, "jetstream", None)
+
+    @property
+    def enabled(self) -> bool:
+        return self.js is not None
+
+    def store_dir(self) -> str:
+        d = getattr(self.js, "store_dir", None)
+        if d is None:
+            d = os.path.join(self.srv.opts.store_dir or "", "jetstream")
+        return str(d)
+
+    def config(self) -> dict:
+        # nats-server's defaults when nothing is configured: 75% of physical
+        # memory, 75% of the free space where the store lives
+        store_dir = self.store_dir()
+        try:
+            free = shutil.disk_usage(store_dir if os.path.isdir(store_dir) else os.path.dirname(store_dir) or ".").free
+        except OSError:
+            free = 0
+        o = self.srv.opts
+        return {
+            "max_memory": _physical_memory() * 3 // 4,
+            "max_storage": free * 3 // 4,
+            "store_dir": store_dir,
+            "sync_interval": int(getattr(o, "sync_interval", 120.0) * NS),
+            "strict": True,
+        }
+
+    def account(self) -> dict:
+        try:
+            info = self.js.account_info()
+        except Exception:
+            info = {}
+        api = info.get("api") or {}
+        return {
+            "memory": info.get("memory", 0),
+            "storage": info.get("storage", 0),
+            "reserved_memory": info.get("reserved_memory", 0),
+            "reserved_storage": info.get("reserved_storage", 0),
+            "api_total": api.get("total", getattr(self.js, "api_total", 0)),
+            "api_errors": api.get("errors", getattr(self.js, "api_errors", 0)),
+        }
+
+    def streams(self) -> list:
+        return sorted(dict(getattr(self.js, "streams", {}) or {}).values(), key=lambda s: s.name)
+
+    @staticmethod
+    def stream_state(st) -> dict:
+        return st.state_json()
+
+    @staticmethod
+    def stream_config(st) -> dict:
+        from .jetstream.shapes import STREAM_CONFIG_FIELDS, ordered
+
+        return ordered(st.config, STREAM_CONFIG_FIELDS)
+
+    @staticmethod
+    def consumers(st) -> list:
+        return sorted(dict(getattr(st, "consumers", {}) or {}).values(), key=lambda c: c.name)
+
+
+def _stats(acct: dict, accounts: int) -> dict:
+    return {
+        "memory": acct["memory"],
+        "storage": acct["storage"],
+        "reserved_memory": acct["reserved_memory"],
+        "reserved_storage": acct["reserved_storage"],
+        "accounts": accounts,
+        "ha_assets": 0,
+        "api": {"level": API_LEVEL, "total": acct["api_total"], "errors": acct["api_errors"]},
+    }
 
 
 def varz_jetstream(srv) -> dict:
-    return {}
+    v = JetStreamView(srv)
+    if not v.enabled:
+        return {}
+    return {
+        "config": v.config(),
+        "stats": _stats(v.account(), 1),
+        "limits": {"default_max_consumers": DEFAULT_MAX_CONSUMERS},
+    }
 
 
-def jsz(mon, q):
-    from .monitor_views import to_json
-    return "application/json", to_json({})
+def _stream_detail(v: JetStreamView, st, leader: str, with_config: bool, with_consumers: bool) -> dict:
+    d = {"name": st.name, "created": go_time(st.created), "cluster": {"leader": leader}}
+    if with_config:
+        d["config"] = v.stream_config(st)
+    d["state"] = v.stream_state(st)
+    if with_consumers:
+        details = []
+        for c in v.consumers(st):
+            info = dict(c.info_json(dynamic=False))
+            if not with_config:
+                info.pop("config", None)
+            details.append(info)
+        if details:
+            d["consumer_detail"] = details
+    return d
+
+
+def jsz(mon, q: dict):
+    srv = mon.server
+    v = JetStreamView(srv)
+    want_accounts, want_streams = q_bool(q, "accounts"), q_bool(q, "streams")
+    want_consumers, want_config = q_bool(q, "consumers"), q_bool(q, "config")
+    for name in ("leader-only", "raft", "stream-leader-only"):
+        q_bool(q, name)  # validated like the real server, no meaning on one node
+    now = go_time(time.time_ns())
+    if not v.enabled:
+        d = _stats({"memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
+                    "api_total": 0, "api_errors": 0}, 0)
+        d["api"]["level"] = 0
+        d.update({"server_id": srv.server_id, "now": now, "disabled": True,
+                  "config": {"max_memory": 0, "max_storage": 0},
+                  "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0})
+        return "application/json", to_json(d)
+
+    acct = v.account()
+    streams = v.streams()
+    states = {st.name: v.stream_state(st) for st in streams}
+    d = _stats(acct, 1)
+    d.update({
+        "server_id": srv.server_id,
+        "now": now,
+        "config": v.config(),
+        "limits": {"default_max_consumers": DEFAULT_MAX_CONSUMERS},
+        "streams": len(streams),
+        "consumers": sum(len(v.consumers(st)) for st in streams),
+        "messages": sum(s.get("messages", 0) for s in states.values()),
+        "bytes": sum(s.get("bytes", 0) for s in states.values()),
+    })
+    if want_accounts or want_streams or want_consumers:
+        detail = {
+            "name": "$G",
+            "id": "$G",
+            "memory": acct["memory"],
+            "storage": acct["storage"],
+            "reserved_memory": UNLIMITED_RESERVATION,
+            "reserved_storage": UNLIMITED_RESERVATION,
+            "accounts": 0,
+            "ha_assets": 0,
+            "api": {"level": 0, "total": acct["api_total"], "errors": acct["api_errors"]},
+        }
+        if (want_streams or want_consumers) and streams:
+            detail["stream_detail"] = [
+                _stream_detail(v, st, srv.server_name, want_config, want_consumers) for st in streams
+            ]
+        d["account_details"] = [detail]
+    d["total"] = 1
+    return "application/json", to_json(d)
