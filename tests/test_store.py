@@ -533,3 +533,26 @@ def test_sync_always_and_delete(tmp_path):
     st.remove(1)
     st.delete()
     assert not d.exists()
+
+
+def test_seqs_with_headers(make):
+    st = make()
+    for i in range(10):
+        st.store_msg("a", HDR if i % 3 == 0 else None, b"x", i)
+    assert st.seqs_with_headers() == [1, 4, 7, 10]
+    st.remove(4)
+    assert st.seqs_with_headers(2) == [7, 10]
+
+
+def test_compact_far_past_the_end_survives_restart(tmp_path):
+    st = FileStore(tmp_path / "s")
+    fill(st, ["a"] * 5)
+    st.remove(5)
+    assert st.compact(10**9) == 4
+    assert st.store_msg("a", None, b"y", 7) == 10**9
+    st.close()
+    st = FileStore(tmp_path / "s")
+    s = st.state()
+    assert (s.messages, s.first_seq, s.last_seq, s.last_ts) == (1, 10**9, 10**9, 7)
+    assert list(st.iter_seqs()) == [10**9] and st.load(10**9).data == b"y"
+    st.close()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -50,6 +51,7 @@ _MIN_REC = fb.MIN_REC
 _ALL = (None, "", ">")
 _MAX_READ_FDS = 16
 _LINEAR_PROBE = 64
+FLUSH_INTERVAL = 1.0  # seconds between fsyncs when the store drives them itself
 
 
 class _Seqs:
@@ -134,6 +136,8 @@ class FileStore(Store):
         self._dfd = -1
         self._dlog_records = 0
         self._dirty = False  # written since the last fsync
+        self._ops = 0
+        self._last_flush = time.monotonic()
         self._closed = False
         self._open(first_seq)
 
@@ -397,7 +401,11 @@ class FileStore(Store):
             size = n - 1
         rec = body + _pack_crc(_crc32(body))
         blk = self._active
-        if blk is None or (blk.size + n > self.block_size and blk.size > HEADER_SIZE):
+        if (
+            blk is None
+            or (blk.size + n > self.block_size and blk.size > HEADER_SIZE)
+            or blk.first + len(blk.offs) != seq  # compact() moved past the end: no holes at the tail
+        ):
             blk = self._new_block(seq)
         pos = blk.size
         try:
@@ -415,13 +423,7 @@ class FileStore(Store):
         sid = self._sid.get(subject)
         if sid is None:
             sid = self._sid_for(subject)
-        offs = blk.offs
-        if blk.first + len(offs) != seq:  # a gap left by compact() past the end
-            z = fb.zeros(seq - blk.first - len(offs))
-            offs.extend(z)
-            blk.lens.extend(z)
-            blk.sids.extend(z)
-        offs.append(pos)
+        blk.offs.append(pos)
         blk.lens.append(size)
         blk.sids.append(sid)
         size &= SIZE_MASK
@@ -437,6 +439,9 @@ class FileStore(Store):
         self._bytes += size
         self._last = seq
         self._last_ts = ts
+        self._ops += 1
+        if not self._ops & 0x3FF:
+            self._maybe_flush()
         return seq
 
     def _drop(self, blk: Block, i: int, seq: int, track: bool) -> None:
@@ -467,6 +472,9 @@ class FileStore(Store):
         self._drop(blk, i, seq, True)
         if blk.live == 0 and blk is not self._blocks[-1]:
             self._remove_block(blk)
+        self._ops += 1
+        if not self._ops & 0x3FF:
+            self._maybe_flush()
         return True
 
     def _remove_many(self, seqs: list[int]) -> int:
@@ -551,8 +559,10 @@ class FileStore(Store):
         if not self._msgs:
             if seq > self._last + 1:
                 self._last = seq - 1
-                self._first = seq
                 self._set_floor(seq)
+                if self._blocks:
+                    self._reset()
+                self._first = seq
             return 0
         if seq <= self._first:
             return 0
@@ -813,13 +823,32 @@ class FileStore(Store):
             j = max(start_seq - blk.first, 0)
             yield from compress(range(blk.first + j, blk.first + len(blk.offs)), blk.offs[j:])
 
+    def seqs_with_headers(self, start_seq: int = 0) -> list[int]:
+        out: list[int] = []
+        k = max(bisect_right(self._firsts, start_seq) - 1, 0)
+        has_hdr = HDR_FLAG.__le__  # deleted entries have lens 0
+        for blk in self._blocks[k:]:
+            if not blk.live:
+                continue
+            j = max(start_seq - blk.first, 0)
+            out.extend(compress(range(blk.first + j, blk.first + len(blk.lens)), map(has_hdr, blk.lens[j:])))
+        return out
+
     # -- durability and space reclamation ----------------------------------
+    def _maybe_flush(self) -> None:
+        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
+            self.flush()
+
     def flush(self) -> None:
         """fsync what was written since the last call, then reclaim space:
         drop emptied blocks, rewrite mostly-deleted ones, shrink the delete
-        log. The stream calls this about once a second from a timer."""
+        log. The caller (the stream) should call this about once a second
+        from a timer; as a fallback a busy store also calls it itself every
+        1024 writes/removes when a second has passed, but only a timer covers
+        a store that has gone quiet."""
         if self._closed:
             return
+        self._last_flush = time.monotonic()
         if self._dirty:
             if self._wfd >= 0:
                 os.fsync(self._wfd)

@@ -119,6 +119,18 @@ class Store:
         """Stored sequences in ascending order from start_seq."""
         raise NotImplementedError
 
+    def seqs_with_headers(self, start_seq: int = 0) -> list[int]:
+        """Stored sequences >= start_seq whose message has a header block,
+        ascending. Restart-time rebuilds (dedupe window, TTLs) use it to skip
+        messages without headers unread; the file store answers from its
+        index without touching the disk. This default loads every message."""
+        out = []
+        for seq in self.iter_seqs(start_seq):
+            sm = self.load(seq)
+            if sm is not None and sm.hdr:
+                out.append(seq)
+        return out
+
     # -- lifecycle -------------------------------------------------------
     def flush(self) -> None:
         """Make written records durable as far as the sync policy says."""
