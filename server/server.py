@@ -250,7 +250,7 @@ class Server:
         self.out_bytes += n * (len(payload) + (len(hdr) if hdr else 0))
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
-            self.loop.call_soon(self.flush_dirty)
+            self.loop.call_soon(self._flush_from_loop)
 
     def has_interest(self, subject: str) -> bool:
         """Does any client (not internal) subscription match this subject?"""
