@@ -90,10 +90,15 @@ def main() -> None:
     state_bytes = st.state().bytes
 
     clean = reopen(d)
-    for idx in (d / "msgs").glob("*.idx"):
-        idx.unlink()
-    crash = reopen(d)
-    clean2 = reopen(d)  # the crash-style open rewrote the index files
+    # After SIGKILL the sealed blocks still have the index files written when
+    # they filled up; only the block being appended to has none.
+    idxs = sorted((d / "msgs").glob("*.idx"), key=lambda p: int(p.stem))
+    idxs[-1].unlink()
+    killed = reopen(d)
+    for idx in idxs:
+        idx.unlink(missing_ok=True)
+    crash = reopen(d)  # worst case: every block scanned
+    clean2 = reopen(d)  # that open rewrote the index files
     base = json.loads(subprocess.run([sys.executable, "-c", BASELINE], capture_output=True, text=True, check=True).stdout)
 
     n = args.messages
@@ -103,9 +108,10 @@ def main() -> None:
     print(f"close               {t_close:.2f} s")
     print(f"disk used           {disk / mib:.1f} MiB  (accounted bytes {state_bytes / mib:.1f} MiB)")
     print(f"reopen, index files {clean['open_s']:.2f} s   (second run {clean2['open_s']:.2f} s)")
-    print(f"reopen, full scan   {crash['open_s']:.2f} s  (as after SIGKILL with no index files)")
+    print(f"reopen, after kill  {killed['open_s']:.2f} s  (last block scanned, the rest from index files)")
+    print(f"reopen, full scan   {crash['open_s']:.2f} s  (worst case: no index file at all, every record checked)")
     print(f"RSS after reopen    {clean['rss'] / mib:.1f} MiB  (python + package baseline {base['rss'] / mib:.1f} MiB)")
-    assert clean["messages"] == crash["messages"] == n and clean["last_ok"] and crash["last_ok"]
+    assert clean["messages"] == crash["messages"] == killed["messages"] == n and clean["last_ok"] and crash["last_ok"]
     assert clean["warnings"] == crash["warnings"] == 0
     if not args.dir:
         shutil.rmtree(root)

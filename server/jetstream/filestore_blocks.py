@@ -56,6 +56,7 @@ REC = struct.Struct("<IBQqHI")
 CRC = struct.Struct("<I")
 KIND_MSG = 1
 MIN_REC = REC.size + CRC.size  # 31
+CRC_RESIDUE = 0x2144DF1C  # crc32(x + crc32(x) as <I), for every x
 HDR_FLAG = 1 << 31
 SIZE_MASK = HDR_FLAG - 1
 
@@ -187,15 +188,23 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
     offs, lens, sids, subjects = res.offs, res.lens, res.sids, res.subjects
     sid_of: dict[bytes, int] = {}
     unpack = REC.unpack_from
-    crc_unpack = CRC.unpack_from
+    startswith = buf.startswith
     last = after_seq
     first = 0
+    prev_subj, prev_sid, prev_sl = b"", -1, -1
     while pos < end:
-        ok = False
+        # CRC-32 over a record including its own little-endian crc always
+        # gives the same residue, which saves unpacking the stored crc.
         if end - pos >= MIN_REC:
             reclen, kind, seq, _ts, sl, hl = unpack(buf, pos)
-            if kind == KIND_MSG and seq > last and MIN_REC + sl + hl <= reclen <= end - pos:
-                ok = crc32(mv[pos : pos + reclen - 4]) == crc_unpack(buf, pos + reclen - 4)[0]
+            ok = (
+                kind == KIND_MSG
+                and seq > last
+                and MIN_REC + sl + hl <= reclen <= end - pos
+                and crc32(mv[pos : pos + reclen]) == CRC_RESIDUE
+            )
+        else:
+            ok = False
         if not ok:
             nxt = _resync(buf, mv, pos + 1, last)
             if nxt < 0:
@@ -212,11 +221,15 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
             offs.extend(gap)
             lens.extend(gap)
             sids.extend(gap)
-        subj = buf[pos + 27 : pos + 27 + sl]
-        sid = sid_of.get(subj)
-        if sid is None:
-            sid = sid_of[subj] = len(subjects)
-            subjects.append(subj.decode())
+        if sl == prev_sl and startswith(prev_subj, pos + 27):
+            sid = prev_sid
+        else:
+            subj = buf[pos + 27 : pos + 27 + sl]
+            sid = sid_of.get(subj)
+            if sid is None:
+                sid = sid_of[subj] = len(subjects)
+                subjects.append(subj.decode())
+            prev_subj, prev_sid, prev_sl = subj, sid, sl
         offs.append(pos)
         lens.append((reclen + 3) | HDR_FLAG if hl else reclen - 1)
         sids.append(sid)
