@@ -1,0 +1,286 @@
+"""The monitoring port (-m), differentially: the same requests and the same
+assertions against natslab and nats-server. Key sets are nats-server 2.15's;
+values are checked where both servers must agree for the same state (counts
+after a known publish pattern, JetStream totals after creating streams).
+Absolute subscription counts differ (nats-server has $SYS subscriptions), so
+those are compared as deltas."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from conftest import connect
+
+VARZ_KEYS = {
+    "server_id", "server_name", "version", "proto", "git_commit", "go", "host", "port",
+    "max_connections", "ping_interval", "ping_max", "http_host", "http_port", "http_base_path",
+    "https_port", "auth_timeout", "max_control_line", "max_payload", "max_pending", "cluster",
+    "gateway", "leaf", "mqtt", "websocket", "jetstream", "tls_timeout", "write_deadline", "start",
+    "now", "uptime", "mem", "cores", "gomaxprocs", "cpu", "connections", "total_connections",
+    "routes", "remotes", "leafnodes", "in_msgs", "in_bytes", "in_client_msgs", "in_client_bytes",
+    "out_msgs", "out_bytes", "out_client_msgs", "out_client_bytes", "slow_consumers",
+    "stale_connections", "stalled_clients", "subscriptions", "http_req_stats", "config_load_time",
+    "config_digest", "feature_flags", "system_account", "slow_consumer_stats",
+    "stale_connection_stats", "disk_io_wait_stats",
+}
+JS_CONFIG_KEYS = {"max_memory", "max_storage", "store_dir", "sync_interval", "strict"}
+JS_STATS_KEYS = {"memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets", "api"}
+CONNZ_KEYS = {"server_id", "now", "num_connections", "total", "offset", "limit", "connections"}
+CONN_KEYS = {
+    "cid", "kind", "type", "ip", "port", "start", "last_activity", "rtt", "uptime", "idle",
+    "pending_bytes", "in_msgs", "out_msgs", "in_bytes", "out_bytes", "subscriptions", "name",
+    "lang", "version",
+}
+SUBSZ_KEYS = {
+    "server_id", "now", "num_subscriptions", "num_cache", "num_inserts", "num_removes",
+    "num_matches", "cache_hit_rate", "max_fanout", "avg_fanout", "total", "offset", "limit",
+}
+SUB_KEYS = {"account", "account_tag", "subject", "sid", "msgs", "cid"}
+JSZ_KEYS = JS_STATS_KEYS | {
+    "server_id", "now", "config", "limits", "streams", "consumers", "messages", "bytes", "total",
+}
+ACCOUNT_KEYS = {"name", "id", "memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets", "api"}
+STREAM_DETAIL_KEYS = {"name", "created", "cluster", "state"}
+CONSUMER_DETAIL_KEYS = {
+    "stream_name", "name", "created", "delivered", "ack_floor", "num_ack_pending",
+    "num_redelivered", "num_waiting", "num_pending", "ts",
+}
+
+
+async def http(srv, path: str = "/", raw: bytes | None = None, timeout: float = 5.0) -> tuple[int, dict, bytes]:
+    """One request on its own connection; returns (status, headers, body)."""
+    r, w = await asyncio.open_connection(srv.host, srv.http_port)
+    try:
+        w.write(raw if raw is not None else f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        await w.drain()
+        data = b""
+        while chunk := await asyncio.wait_for(r.read(65536), timeout):
+            data += chunk
+    finally:
+        w.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    if headers.get("transfer-encoding") == "chunked":
+        out, rest = b"", body
+        while rest:
+            size, _, rest = rest.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            out, rest = out + rest[:n], rest[n + 2:]
+        body = out
+    return status, headers, body
+
+
+async def get_json(srv, path: str) -> dict:
+    status, headers, body = await http(srv, path)
+    assert status == 200, (path, status, body)
+    assert headers["content-type"] == "application/json"
+    return json.loads(body)
+
+
+async def test_healthz_index_and_unknown_path(http_server):
+    # up as soon as the client port accepts: no retry here
+    assert await get_json(http_server, "/healthz") == {"status": "ok"}
+    status, headers, body = await http(http_server, "/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b"varz" in body and b"jsz" in body
+    status, _, body = await http(http_server, "/nope")
+    assert (status, body) == (404, b"404 page not found\n")
+
+
+async def test_varz(http_server):
+    srv = http_server
+    nc = await connect(srv.url)
+    v = await get_json(srv, "/varz")
+    assert set(v) >= VARZ_KEYS
+    assert v["server_id"] == nc._server_info["server_id"]
+    assert v["version"] == "2.15.1" and v["proto"] == 1
+    assert (v["host"], v["port"], v["http_port"]) == (srv.host, srv.port, srv.http_port)
+    assert (v["max_payload"], v["max_control_line"], v["max_pending"]) == (1048576, 4096, 67108864)
+    assert (v["max_connections"], v["ping_interval"], v["ping_max"], v["auth_timeout"]) == (65536, 120_000_000_000, 2, 2)
+    assert v["connections"] == 1 and v["total_connections"] >= 1  # + the readiness probe
+    assert v["uptime"].endswith("s") and v["start"].endswith("Z") and v["mem"] > 0
+    js = v["jetstream"]
+    assert set(js["config"]) == JS_CONFIG_KEYS and set(js["stats"]) == JS_STATS_KEYS
+    assert js["config"]["store_dir"] == str(srv.store_dir / "jetstream")
+    assert js["stats"]["api"]["level"] >= 1 and js["stats"]["accounts"] == 1
+    await nc.close()
+
+
+async def test_core_counts(http_server):
+    """A known publish pattern: both servers must count it identically."""
+    srv = http_server
+    v0 = await get_json(srv, "/varz")
+    s0 = await get_json(srv, "/subsz")
+    a = await connect(srv.url, name="mon-a")
+    b = await connect(srv.url, name="mon-b")
+    await a.subscribe("mon.*")
+    await b.subscribe("mon.q", queue="q1")
+    await b.subscribe("mon.x")
+    await a.flush()
+    await b.flush()
+    for _ in range(4):
+        await b.publish("mon.x", b"0123456789")  # to a (mon.*) and b (mon.x)
+    for _ in range(3):
+        await b.publish("mon.q", b"abcde")  # to a (mon.*) and b's queue group
+    await b.flush()
+    await a.flush()
+    await asyncio.sleep(0.1)
+
+    v = await get_json(srv, "/varz")
+    assert v["connections"] == 2
+    assert v["total_connections"] - v0["total_connections"] == 2
+    assert v["subscriptions"] - v0["subscriptions"] == 3
+    assert (v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"]) == (7, 55)
+    assert (v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (14, 110)
+
+    c = await get_json(srv, "/connz?subs=1")
+    assert set(c) == CONNZ_KEYS
+    assert (c["num_connections"], c["total"], c["offset"], c["limit"]) == (2, 2, 0, 1024)
+    conns = {x["name"]: x for x in c["connections"]}
+    for x in conns.values():
+        assert set(x) - {"subscriptions_list"} == CONN_KEYS
+        assert (x["kind"], x["type"], x["ip"], x["lang"]) == ("Client", "nats", "127.0.0.1", "python3")
+    ca, cb = conns["mon-a"], conns["mon-b"]
+    assert ca["cid"] < cb["cid"]
+    assert (ca["subscriptions"], ca["subscriptions_list"]) == (1, ["mon.*"])
+    assert (ca["in_msgs"], ca["in_bytes"], ca["out_msgs"], ca["out_bytes"]) == (0, 0, 7, 55)
+    assert sorted(cb["subscriptions_list"]) == ["mon.q", "mon.x"]
+    assert (cb["in_msgs"], cb["in_bytes"], cb["out_msgs"], cb["out_bytes"]) == (7, 55, 7, 55)
+
+    c = await get_json(srv, "/connz?sort=msgs_from&limit=1")
+    assert [x["name"] for x in c["connections"]] == ["mon-b"]
+    assert (c["num_connections"], c["total"], c["limit"]) == (1, 2, 1)
+    c = await get_json(srv, "/connz?offset=1")
+    assert [x["name"] for x in c["connections"]] == ["mon-b"]
+    c = await get_json(srv, f"/connz?cid={ca['cid']}&subs=detail")
+    (only,) = c["connections"]
+    assert only["subscriptions_list_detail"] == [{"subject": "mon.*", "sid": "1", "msgs": 7, "cid": ca["cid"]}]
+
+    s = await get_json(srv, "/subsz")
+    assert set(s) == SUBSZ_KEYS
+    assert s["num_subscriptions"] - s0["num_subscriptions"] == 3
+    assert s["num_inserts"] - s0["num_inserts"] == 3
+    s = await get_json(srv, "/subsz?subs=1&test=mon.q")
+    assert s["total"] == 2
+    subs = sorted(s["subscriptions_list"], key=lambda d: d["subject"])
+    assert all(set(d) - {"qgroup"} == SUB_KEYS for d in subs)
+    assert [(d["subject"], d.get("qgroup"), d["msgs"], d["account"]) for d in subs] == [
+        ("mon.*", None, 7, "$G"), ("mon.q", "q1", 3, "$G")]
+
+    await a.close()
+    await asyncio.sleep(0.1)
+    c = await get_json(srv, "/connz?state=closed")
+    closed = [x for x in c["connections"] if x.get("name") == "mon-a"]
+    assert closed and closed[0]["reason"] == "Client Closed" and "stop" in closed[0]
+    await b.close()
+
+
+async def test_jsz(http_server):
+    srv = http_server
+    nc = await connect(srv.url)
+    js = nc.jetstream()
+    await js.add_stream(name="S1", subjects=["s1.>"])
+    await js.add_stream(name="S2", subjects=["s2.>"], storage="memory")
+    for _ in range(3):
+        await js.publish("s1.a", b"x" * 10)
+    for _ in range(2):
+        await js.publish("s2.b", b"y" * 20)
+    await js.add_consumer("S1", durable_name="D1")
+    await js.add_consumer("S2", durable_name="D2", deliver_policy="last")
+
+    j = await get_json(srv, "/jsz")
+    assert set(j) == JSZ_KEYS
+    assert (j["streams"], j["consumers"], j["messages"]) == (2, 2, 5)
+    assert j["api"] == {"level": 5, "total": 4, "errors": 0}
+    assert j["storage"] == 3 * (30 + 4 + 10)  # file store: 30 + subject + payload per message
+    assert j["memory"] == 2 * (16 + 4 + 20)  # memory store: 16 + subject + payload
+    assert j["bytes"] == j["storage"] + j["memory"]
+    assert set(j["config"]) == JS_CONFIG_KEYS and j["accounts"] == 1
+
+    with pytest.raises(Exception):
+        await js.stream_info("NOPE")
+    j = await get_json(srv, "/jsz?accounts=1")
+    assert j["api"]["total"] == 5 and j["api"]["errors"] == 1
+    (acct,) = j["account_details"]
+    assert set(acct) == ACCOUNT_KEYS and (acct["name"], acct["id"]) == ("$G", "$G")
+    assert (acct["storage"], acct["memory"]) == (j["storage"], j["memory"])
+
+    j = await get_json(srv, "/jsz?streams=1")
+    details = sorted(j["account_details"][0]["stream_detail"], key=lambda d: d["name"])
+    assert [set(d) for d in details] == [STREAM_DETAIL_KEYS] * 2
+    assert [(d["name"], d["state"]["messages"], d["state"]["consumer_count"]) for d in details] == [("S1", 3, 1), ("S2", 2, 1)]
+
+    j = await get_json(srv, "/jsz?consumers=1&config=1")
+    details = sorted(j["account_details"][0]["stream_detail"], key=lambda d: d["name"])
+    assert details[0]["config"]["name"] == "S1" and details[1]["config"]["storage"] == "memory"
+    cons = [d["consumer_detail"][0] for d in details]
+    assert all(set(c) == CONSUMER_DETAIL_KEYS | {"config"} for c in cons)
+    assert [(c["stream_name"], c["name"], c["num_pending"], c["config"]["durable_name"]) for c in cons] == [
+        ("S1", "D1", 3, "D1"), ("S2", "D2", 1, "D2")]
+    j = await get_json(srv, "/jsz?consumers=1")
+    assert "config" not in j["account_details"][0]["stream_detail"][0]["consumer_detail"][0]
+    await nc.close()
+
+
+BAD_QUERIES = [
+    ("/connz?limit=x", "Error decoding int for 'limit': strconv.Atoi: parsing \"x\": invalid syntax"),
+    ("/connz?subs=maybe", "Error decoding boolean for 'subs': strconv.ParseBool: parsing \"maybe\": invalid syntax"),
+    ("/connz?sort=bogus", "invalid sorting option: bogus"),
+    ("/connz?sort=stop", "sort by stop only valid on closed connections"),
+    ("/connz?state=sideways", "Error decoding state for sideways"),
+    ("/subsz?test=foo.*", "invalid test subject, must be valid publish subject: foo.*"),
+    ("/jsz?streams=2", "Error decoding boolean for 'streams': strconv.ParseBool: parsing \"2\": invalid syntax"),
+]
+
+
+async def test_bad_query_values(http_server):
+    for path, text in BAD_QUERIES:
+        status, _, body = await http(http_server, path)
+        assert (status, body.decode().strip()) == (400, text), path
+
+
+async def test_malformed_requests(http_server):
+    srv = http_server
+    status, _, _ = await http(srv, raw=b"GARBAGE\r\n\r\n")
+    assert status == 400
+    status, _, _ = await http(srv, raw=b"GET /varz HTTP/1.1\r\n\r\n")  # HTTP/1.1 requires Host
+    assert status == 400
+    huge = b"GET /varz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1100 * 1024) + b"\r\n\r\n"
+    status, _, _ = await http(srv, raw=huge)
+    assert status == 431
+    # keep-alive: two requests on one connection
+    two = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    r, w = await asyncio.open_connection(srv.host, srv.http_port)
+    w.write(two)
+    data = b""
+    while chunk := await asyncio.wait_for(r.read(65536), 5):
+        data += chunk
+    w.close()
+    assert data.count(b"HTTP/1.1 200 OK") == 2
+    assert await get_json(srv, "/healthz") == {"status": "ok"}
+
+
+async def test_slow_http_clients_do_not_block(http_server):
+    srv = http_server
+    stalled = []
+    for partial in (b"", b"GET /va", b"GET /varz HTTP/1.1\r\nHost: x\r\n"):
+        r, w = await asyncio.open_connection(srv.host, srv.http_port)
+        w.write(partial)
+        await w.drain()
+        stalled.append(w)
+    nc = await connect(srv.url)
+    sub = await nc.subscribe("still.alive")
+    await nc.publish("still.alive", b"yes")
+    assert (await sub.next_msg(timeout=2)).data == b"yes"
+    v = await asyncio.wait_for(get_json(srv, "/varz"), 2)
+    assert v["connections"] == 1
+    for w in stalled:
+        w.close()
+    await nc.close()
