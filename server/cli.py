@@ -217,17 +217,33 @@ def setup_logging(log_file: str | None = None, debug: bool = False) -> None:
     root.propagate = False
 
 
+class _SignalLatch:
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.name = ""
+
+    def set(self, name: str) -> None:
+        self.name = self.name or name
+        self._event.set()
+
+    async def wait(self) -> str:
+        await self._event.wait()
+        return self.name
+
+
 async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
     srv = Server(opts)
+    # handlers first: a signal during start-up still shuts down cleanly
+    stop = _SignalLatch()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, stop.set, "interrupt")
+    loop.add_signal_handler(signal.SIGTERM, stop.set, "terminated")
     await srv.start()
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    srv.logger.info("Trapped signal; initiating shutdown")
+    signame = await stop.wait()
+    srv.logger.info('Trapped "%s" signal', signame)
+    srv.logger.info("Initiating Shutdown...")
     await srv.stop()
     if pid_file:
         try:
