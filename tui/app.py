@@ -50,6 +50,7 @@ class NatslabApp(App):
         stable_display: bool = False,
         display_url: str | None = None,
         display_store: str | None = None,
+        display_version: str | None = None,
         remember_theme: bool = True,
         theme_name: str | None = None,
     ):
@@ -63,6 +64,7 @@ class NatslabApp(App):
         self.stable_display = stable_display
         self.display_url = display_url
         self.display_store = display_store
+        self.display_version = display_version
         self.remember_theme = remember_theme
         self.requested_theme = theme_name
         self.user_theme_names: set[str] = set()
@@ -139,7 +141,7 @@ class NatslabApp(App):
         if self.client is None:
             return
         summary = self.client.server_summary()
-        self.set_header(state="connected", detail="", version=summary.version,
+        self.set_header(state="connected", detail="", version=self.display_version or summary.version,
                         url=self.display_url or summary.client_url)
         self.show_banner(None)
         self.client_generation += 1
@@ -184,8 +186,10 @@ class NatslabApp(App):
                 continue
             seen.add((b.description, key))
             where = type(active.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere")
-            rows.append((b.key_display or key, b.description, where))
-        self.push_screen(HelpScreen(rows))
+            rows.append((bool(b.id), b.key_display or key, b.description, where))
+        # natslab's own keys (they all have ids) first, generic widget keys after
+        rows.sort(key=lambda r: not r[0])
+        self.push_screen(HelpScreen([r[1:] for r in rows]))
 
     def jump_to_stream(self, name: str, show: bool = True) -> None:
         from .panes.streams import StreamsPane

@@ -57,7 +57,9 @@ class LiveTable(DataTable):
                     self._values[(row_key, col)] = t
                     self.update_cell(row_key, col, Text(t, style=style), update_width=True)
                     changed.append((row_key, col))
-        if changed:
+        if changed and getattr(self.app, "stable_display", False):
+            self._unhighlight(changed)  # pictures and snapshots must not depend on timing
+        elif changed:
             self.set_timer(self.HIGHLIGHT_SECONDS, lambda: self._unhighlight(changed))
 
     def _unhighlight(self, cells: list[tuple[str, str]]) -> None:

@@ -27,16 +27,16 @@ from ..base import LivePane
 from .form import ConsumerForm
 
 COLUMNS = [
-    ("Name", "name"), ("Kind", "kind"), ("Ack", "ack"), ("Ack wait", "ack_wait"), ("Max dlv", "max_deliver"),
+    ("Name", "name"), ("Kind", "kind"), ("Ack wait", "ack_wait"), ("Max dlv", "max_deliver"),
     ("Filter", "filter"), ("Delivered c/s", "delivered"), ("Ack floor c/s", "ack_floor"),
-    ("Ack pending", "ack_pending"), ("Redelivered", "redelivered"), ("Waiting", "waiting"),
+    ("Ack pend", "ack_pending"), ("Redlv", "redelivered"), ("Waiting", "waiting"),
     ("Pending", "pending"), ("Rate", "rate"), ("State", "state"),
 ]
 
 
 def consumer_row(c: ConsumerSummary, rate: str) -> tuple:
     return (
-        c.name, "pull" if c.pull else "push", c.ack_policy, fmt_duration(c.ack_wait),
+        c.name, f"{'pull' if c.pull else 'push'}·{c.ack_policy}", fmt_duration(c.ack_wait),
         "∞" if c.max_deliver in (-1, 0) else c.max_deliver, c.filter_subject or "-",
         f"{c.delivered_consumer_seq}/{c.delivered_stream_seq}",
         f"{c.ack_floor_consumer_seq}/{c.ack_floor_stream_seq}",

@@ -21,7 +21,7 @@ STATE_TEXT = {
     "acked": "✓ acknowledged",
     "naked": "↺ nak sent — will be redelivered",
     "termed": "⊘ terminated — never redelivered",
-    "expired": "⌛ ack wait expired — will be redelivered on the next pull",
+    "expired": "◔ ack wait expired — will be redelivered on the next pull",
 }
 
 
@@ -95,9 +95,9 @@ class HandCard(Vertical):
             return
         if self.state == "pending":
             if getattr(self.app, "stable_display", False):
-                text = f"⏱ ack wait {self.fm.ack_wait:g}s — a ack · n nak · N nak 5s · i in progress · t term"
+                text = f"◷ ack wait {self.fm.ack_wait:g}s — a ack · n nak · N nak 5s · i in progress · t term"
             else:
-                text = f"⏱ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack — a ack · n nak · N nak 5s · i in progress · t term"
+                text = f"◷ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack — a ack · n nak · N nak 5s · i in progress · t term"
         else:
             text = STATE_TEXT.get(self.state, self.state)
         label.first(Label).update(text)

@@ -20,7 +20,7 @@ GLYPHS = {
     "nak": ("↺ nak", "bold"),
     "progress": ("… in progress", ""),
     "term": ("⊘ term", "bold"),
-    "expired": ("⌛ ack wait expired", "italic"),
+    "expired": ("◔ ack wait expired", "italic"),
     "max_deliveries": ("☠ max deliveries", "bold reverse"),
 }
 

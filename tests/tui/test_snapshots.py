@@ -1,0 +1,170 @@
+"""SVG baselines of each pane at 120x36 with pinned content (stable display:
+no times, fixed URL/version, no change highlights, notifications cleared).
+
+Baselines were taken against the real nats-server; storage sizes in the header
+differ on other brokers, so these are skipped when NATSLAB_TUI_BROKER=embedded.
+Update with ``pytest tests/tui/test_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import nats
+import pytest
+
+from natslab.tui.app import NatslabApp
+from natslab.tui.client import ConnectOptions
+
+SIZE = (120, 36)
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("NATSLAB_TUI_BROKER", "nats-server") != "nats-server",
+    reason="baselines are taken against nats-server",
+)
+
+
+def seed(url: str, *, consumer: bool = True) -> None:
+    async def run() -> None:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        await js.add_stream(name="ORDERS", subjects=["orders.>"], max_msgs=1000, duplicate_window=120)
+        await js.add_stream(name="JOBS", subjects=["jobs.>"], retention="workqueue")
+        for i in range(1, 4):
+            await js.publish("orders.new", json.dumps({"id": i, "total": i * 10}).encode(), headers={"Nats-Msg-Id": f"o-{i}"})
+        await js.publish("orders.eu", b"order-eu-1 payload")
+        await js.publish("jobs.a", b"job")
+        if consumer:
+            await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+            await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit", ack_wait=60, filter_subject="orders.eu")
+        await nc.close()
+
+    asyncio.run(run())
+
+
+def app_for(url: str, theme: str = "natslab-dark") -> NatslabApp:
+    return NatslabApp(
+        connect=ConnectOptions(url=url, connect_timeout=1, max_reconnect_attempts=2),
+        stable_display=True, display_url="nats://127.0.0.1:4222", display_version="2.x",
+        remember_theme=False, theme_name=theme,
+    )
+
+
+async def until(pilot, predicate, timeout: float = 6.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        try:
+            if predicate():
+                return
+        except Exception:
+            pass
+        await pilot.pause(0.05)
+    raise AssertionError("snapshot state not reached")
+
+
+async def ready(pilot, streams: int) -> None:
+    app = pilot.app
+    await until(pilot, lambda: app.client is not None)
+    table = app.screen.query_one("#streams-table")
+    await until(pilot, lambda: table.row_count == streams and app.header_info.usage is not None)
+    await pilot.pause(0.3)
+
+
+async def finish(pilot) -> None:
+    pilot.app.clear_notifications()
+    await pilot.pause(0.2)
+
+
+def test_empty_broker(snap_compare, broker_url):
+    async def run_before(pilot):
+        await ready(pilot, 0)
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", ["natslab-dark", "natslab-light", "natslab-harbor"])
+def test_streams_pane(snap_compare, broker_url, theme):
+    seed(broker_url)
+
+    async def run_before(pilot):
+        await ready(pilot, 2)
+        pilot.app.jump_to_stream("ORDERS")
+        await pilot.pause(0.3)
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url, theme), terminal_size=SIZE, run_before=run_before)
+
+
+def test_message_browser_json(snap_compare, broker_url):
+    seed(broker_url)
+
+    async def run_before(pilot):
+        await ready(pilot, 2)
+        pilot.app.jump_to_stream("ORDERS")
+        await pilot.pause(0.2)
+        await pilot.press("m")
+        browser = pilot.app.screen.query_one("#browser-list")
+        await until(pilot, lambda: browser.row_count == 4)
+        browser.move_cursor(row=1)
+        await pilot.press("j")
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+def test_stream_form_inline_errors(snap_compare, broker_url):
+    async def run_before(pilot):
+        await ready(pilot, 0)
+        await pilot.press("n")
+        await until(pilot, lambda: pilot.app.screen.query("#subjects"))
+        pilot.app.screen.query_one("#name").value = "BAD NAME"
+        pilot.app.screen.query_one("#subjects").value = "orders..new"
+        await pilot.click("#form-submit")
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+def test_consumers_pane(snap_compare, broker_url):
+    seed(broker_url)
+
+    async def run_before(pilot):
+        await ready(pilot, 2)
+        pilot.app.jump_to_consumer("ORDERS", "RDL")
+        pane = pilot.app.screen.query_one("ConsumersPane")
+        await until(pilot, lambda: len(pane.consumers) == 2 and pane.selected == "RDL")
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+def test_pull_hand_after_fetch(snap_compare, broker_url):
+    seed(broker_url)
+
+    async def run_before(pilot):
+        await ready(pilot, 2)
+        pilot.app.open_pull_hand("ORDERS", "RDL")
+        await pilot.pause(0.2)
+        pilot.app.screen.query_one("#pull-batch").value = "2"
+        await pilot.click("#pull-fetch")
+        await until(pilot, lambda: len(pilot.app.screen.query("HandCard")) == 2)
+        card = pilot.app.screen.query("HandCard").first()
+        card.focus()
+        await pilot.press("a")
+        await until(pilot, lambda: card.state == "acked")
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare, broker_url):
+    async def run_before(pilot):
+        await ready(pilot, 0)
+        await pilot.press("question_mark")
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
