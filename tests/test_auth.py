@@ -64,20 +64,15 @@ async def _roundtrip(nc) -> None:
     await sub.unsubscribe()
 
 
-async def test_good_credentials_connect(auth_server):
-    srv, good, _ = auth_server
-    raw = await RawClient.open(srv, connect=None)
-    info = json.loads(raw.info[5:])
-    assert info["auth_required"] is True
-    raw.close()
-    nc = await connect(srv.url, **good)
-    await _roundtrip(nc)
-    await nc.close()
-
-
-async def test_bad_and_missing_credentials(auth_server):
+async def test_credentials(auth_server):
+    """Right credentials connect; wrong and missing ones get 'Authorization
+    Violation' and are closed, while an honest client stays served."""
     srv, good, bad = auth_server
-    keeper = await connect(srv.url, **good)  # an honest client, connected throughout
+    raw = await RawClient.open(srv, connect=None)
+    assert json.loads(raw.info[5:])["auth_required"] is True
+    raw.close()
+    keeper = await connect(srv.url, **good)
+    await _roundtrip(keeper)
 
     for creds in (bad, {}):
         raw = await RawClient.open(srv, connect=None)
