@@ -214,7 +214,9 @@ def varz(mon, q: dict):
         "system_account": "$SYS",
         "slow_consumer_stats": {"clients": srv.slow_consumers, "routes": 0, "gateways": 0, "leafs": 0},
         "stale_connection_stats": {"clients": 0, "routes": 0, "gateways": 0, "leafs": 0},
-        "feature_flags": {},
+        # nats-server 2.15's defaults; natslab implements none of these toggles
+        "feature_flags": {"js_ack_fc_v2": False, "js_api_reply_v2": False,
+                          "js_raft_delete_range": True, "js_snapshot_sources": False},
         "disk_io_wait_stats": {"waiters": 0, "waits": 0, "wait_time": 0, "max_wait_time": 0},
     })
     return "application/json", to_json(d)
