@@ -142,6 +142,8 @@ def build_options(flags: dict) -> ServerOptions:
         o.password = flags["password"]
     if "token" in flags:
         o.token = flags["token"]
+    if flags.get("trace") or flags.get("debug_trace"):
+        o.trace = True
     if o.port < -1 or o.port > 65535:
         raise UsageError(f"invalid port {o.port}")
     return o
@@ -196,7 +198,7 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
 
 
 class _NatsFormatter(logging.Formatter):
-    _LEVELS = {logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
+    _LEVELS = {5: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
                logging.ERROR: "ERR", logging.CRITICAL: "FTL"}
 
     def format(self, record: logging.LogRecord) -> str:
@@ -208,12 +210,12 @@ class _NatsFormatter(logging.Formatter):
         return f"[{os.getpid()}] {stamp} [{self._LEVELS.get(record.levelno, 'INF')}] {msg}"
 
 
-def setup_logging(log_file: str | None = None, debug: bool = False) -> None:
+def setup_logging(log_file: str | None = None, debug: bool = False, trace: bool = False) -> None:
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(_NatsFormatter())
     root = logging.getLogger("natslab.server")
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    root.setLevel(5 if trace else logging.DEBUG if debug else logging.INFO)
     root.propagate = False
 
 
@@ -268,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"natslab server: {e}\n", file=sys.stderr)
         print(USAGE, file=sys.stderr)
         return 2
-    setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("trace") or flags.get("debug_trace")))
+    setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("debug_trace")),
+                  bool(flags.get("trace") or flags.get("debug_trace")))
     try:
         return asyncio.run(serve(opts, flags.get("pid")))
     except OSError as e:

@@ -18,6 +18,8 @@ from .subjects import EMPTY_RESULT, valid_subject
 
 _PUB_RE = re.compile(rb"PUB[ \t]+([^ \t\r\n]+)[ \t]+(?:([^ \t\r\n]+)[ \t]+)?(\d+)[ \t]*\r\n")
 
+TRACE = 5  # logging level of -V protocol traces, shown as [TRC]
+
 # longest a producer waits for a backed-up reader before it is read again
 STALL_MAX = 0.05
 
@@ -41,6 +43,7 @@ class Client(asyncio.Protocol):
 
     def __init__(self, server):
         self.server = server
+        self.max_pending = server.opts.max_pending
         self.cid = 0
         self.transport: asyncio.Transport | None = None
         self.host = ""
@@ -410,7 +413,7 @@ class Client(asyncio.Protocol):
             self.server.mark_dirty(self)
         if sub.max and sub.msgs >= sub.max:
             self.remove_sub(sub)
-        if self.out_size > self.server.opts.max_pending:
+        if self.out_size > self.max_pending:
             self.flush()
 
     def flush(self) -> None:
@@ -561,3 +564,17 @@ class InternalSubscription(Subscription):
     def __init__(self, client, subject: bytes, queue: bytes | None, callback):
         super().__init__(client, subject, queue, b"")
         self.callback = callback
+
+
+class TracingClient(Client):
+    """A client whose inbound protocol lines are logged, for ``-V``/``-DV``
+    (a subclass, so the untraced hot path pays nothing for it)."""
+
+    def data_received(self, data: bytes) -> None:
+        log = self.server.logger
+        for line in data.split(b"\r\n"):
+            head = line[:6].upper()
+            if head.startswith((b"PUB ", b"HPUB ", b"SUB ", b"UNSUB ", b"PING", b"PONG", b"CONNEC")):
+                log.log(TRACE, '%s:%d - cid:%d - "<<- [%s]"', self.host, self.port, self.cid,
+                          line[:200].decode("utf-8", "replace"))
+        super().data_received(data)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
-from .client import Client, InternalClient, InternalSubscription, Subscription
+from .client import Client, InternalClient, InternalSubscription, Subscription, TracingClient
 from .subjects import SubjectIndex
 
 # The nats-server release whose behaviour natslab implements; clients gate
@@ -44,6 +44,7 @@ class ServerOptions:
     password: str | None = None
     token: str | None = None
     users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}]
+    trace: bool = False
     sync_always: bool = False
     sync_interval: float = 1.0
 
@@ -110,8 +111,9 @@ class Server:
             self.monitor = Monitor(self)
             await self.monitor.start(o.http_host or o.host, o.http_port)
         port = 0 if o.port in (0, -1) else o.port
+        client_cls = TracingClient if o.trace else Client
         self._tcp = await self.loop.create_server(
-            lambda: Client(self), o.host, port, reuse_address=True, backlog=1024
+            lambda: client_cls(self), o.host, port, reuse_address=True, backlog=1024
         )
         for s in self._tcp.sockets:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -151,3 +151,18 @@ async def test_config_file_port_and_max_payload(server_kind, tmp_path):
         c.close()
     finally:
         srv.stop()
+
+
+def test_trace_flag_logs_protocol_lines(tmp_path):
+    proc = subprocess.Popen(SERVER + ["-p", "-1", "-DV"], stderr=subprocess.PIPE, text=True)
+    try:
+        host, port = wait_listening(proc)
+        with socket.create_connection((host, port), timeout=3) as s:
+            f = s.makefile("rb")
+            f.readline()
+            s.sendall(b'CONNECT {"verbose":false}\r\nSUB traced.subject 1\r\nPING\r\n')
+            assert f.readline() == b"PONG\r\n"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert re.search(r'\[TRC\] 127\.0\.0\.1:\d+ - cid:\d+ - "<<- \[SUB traced.subject 1\]"', err)
