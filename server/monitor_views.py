@@ -258,7 +258,7 @@ def sub_detail(sub, with_account: bool) -> dict:
     return d
 
 
-def conn_info(c, now: float, subs: str, closed: dict | None = None) -> dict:
+def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool = False) -> dict:
     d = {
         "cid": c.cid,
         "kind": "Client",
@@ -286,8 +286,10 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None) -> dict:
     for key in ("name", "lang", "version"):
         if getattr(c, key, ""):
             d[key] = getattr(c, key)
-    if getattr(c, "user", ""):
-        d["authorized_user"] = c.user
+    if auth:
+        if getattr(c, "user", ""):
+            d["authorized_user"] = c.user
+        d["name_tag"] = "$G"  # what nats-server 2.15 prints for the global account
     if subs == "list" and c.subs:
         d["subscriptions_list"] = [s.subject.decode(errors="replace") for s in c.subs.values()]
     elif subs == "detail" and c.subs:
@@ -322,6 +324,7 @@ def connz(mon, q: dict):
     subs = q.get("subs", "")
     subs = "detail" if subs == "detail" else ("list" if q_bool(q, "subs") else "")
     offset, limit, cid = q_int(q, "offset"), q_int(q, "limit"), q_int(q, "cid")
+    auth = q_bool(q, "auth")
     state = q.get("state", "") or "open"
     if state not in _STATES:
         raise BadRequest(f"Error decoding state for {state}")
@@ -353,7 +356,7 @@ def connz(mon, q: dict):
         "total": total,
         "offset": offset,
         "limit": limit,
-        "connections": [conn_info(c, now, subs, rec) for c, rec in items],
+        "connections": [conn_info(c, now, subs, rec, auth) for c, rec in items],
     }
     return "application/json", to_json(d)
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import connect
+from conftest import ServerProcess, connect
 
 VARZ_KEYS = {
     "server_id", "server_name", "version", "proto", "git_commit", "go", "host", "port",
@@ -286,14 +286,10 @@ async def test_slow_http_clients_do_not_block(http_server):
     await nc.close()
 
 
-async def test_varz_counts_jetstream_traffic(http_server, request):
+async def test_varz_counts_jetstream_traffic(http_server):
     """Messages between clients and JetStream count once, as client traffic:
     nats-server counts what clients send (in) and what clients receive (out),
     not the hops through its internal subscriptions."""
-    if http_server.kind == "natslab":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "Server.route counts internal publishes (API replies, stored messages) in in_msgs "
-            "and deliveries to internal subscriptions in out_msgs")))
     srv = http_server
     nc = await connect(srv.url)
     js = nc.jetstream()
@@ -306,3 +302,18 @@ async def test_varz_counts_jetstream_traffic(http_server, request):
     # 5 requests in (create, 3 publishes, info), 5 replies out
     assert (v["in_msgs"] - v0["in_msgs"], v["out_msgs"] - v0["out_msgs"]) == (5, 5)
     await nc.close()
+
+
+async def test_auth_shows_in_varz_and_connz(server_kind, tmp_path):
+    srv = ServerProcess(server_kind, tmp_path / "store", http=True, extra=["--user", "mon", "--pass", "pw"])
+    srv.start()
+    try:
+        nc = await connect(srv.url, user="mon", password="pw", name="authed")
+        assert (await get_json(srv, "/varz"))["auth_required"] is True
+        (c,) = (await get_json(srv, "/connz"))["connections"]
+        assert "authorized_user" not in c
+        (c,) = (await get_json(srv, "/connz?auth=1"))["connections"]
+        assert (c["name"], c["authorized_user"]) == ("authed", "mon")
+        await nc.close()
+    finally:
+        srv.stop()
