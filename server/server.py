@@ -79,7 +79,10 @@ class Server:
         self.jetstream = None
         self.monitor = None
         self.total_connections = 0
-        self.in_msgs = self.in_bytes = self.out_msgs = self.out_bytes = 0
+        # client traffic, as nats-server counts it: what clients send (in) and
+        # what they receive (out); hops through internal subscriptions don't count
+        self.in_msgs = self.in_bytes = 0
+        self._gone_out_msgs = self._gone_out_bytes = 0  # of closed connections
         self.slow_consumers = 0
         self.closed_conns: list[dict] = []
         o = self.opts
@@ -156,6 +159,8 @@ class Server:
         for sub in list(client.subs.values()):
             self.remove_sub(sub)
         client.subs.clear()
+        self._gone_out_msgs += client.out_msgs
+        self._gone_out_bytes += client.out_bytes
         self.closed_conns.append(
             {"cid": client.cid, "name": client.name, "reason": client.close_reason or "Client Closed"}
         )
@@ -248,8 +253,6 @@ class Server:
             sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
             sub.client.deliver(sub, subj, rep, hdr, payload)
             n += 1
-        self.out_msgs += n
-        self.out_bytes += n * (len(payload) + (len(hdr) if hdr else 0))
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
@@ -272,9 +275,9 @@ class Server:
         if r is None:
             r = self.index.match(subject)
         psubs, qgroups = r
-        self.in_msgs += 1
-        size = len(payload) + (len(hdr) if hdr else 0)
-        self.in_bytes += size
+        if not pub.internal:
+            self.in_msgs += 1
+            self.in_bytes += len(payload) + (len(hdr) if hdr else 0)
         if not psubs and not qgroups:
             if reply and pub.no_responders:
                 self._no_responders(pub, subject, reply)
@@ -295,8 +298,6 @@ class Server:
                 sub = random.choice(others)
             sub.client.deliver(sub, subject, reply, hdr, payload)
             n += 1
-        self.out_msgs += n
-        self.out_bytes += n * size
         if not n and reply and pub.no_responders:
             self._no_responders(pub, subject, reply)
 
@@ -331,6 +332,14 @@ class Server:
             dirty = self._dirty
 
     # -- stats -----------------------------------------------------------------
+    @property
+    def out_msgs(self) -> int:
+        return self._gone_out_msgs + sum(c.out_msgs for c in self.clients.values())
+
+    @property
+    def out_bytes(self) -> int:
+        return self._gone_out_bytes + sum(c.out_bytes for c in self.clients.values())
+
     @property
     def num_subscriptions(self) -> int:
         return self.index.count
