@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable
-
-import nats
-from nats.aio.client import Client as NATS
-from nats.errors import NoRespondersError, TimeoutError as NatsTimeoutError
-from nats.js.errors import NotFoundError
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .models import (
     AccountUsage,
@@ -24,6 +20,12 @@ from .models import (
     StoredMessage,
     StreamSummary,
 )
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client as NATS
+
+# nats-py is imported on first use, not at start-up: the first frame paints
+# while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
 ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER"
@@ -55,7 +57,14 @@ class ConnectOptions:
     reconnect_time_wait: float = 1.0
 
 
+def _nats_errors():
+    from nats.errors import NoRespondersError, TimeoutError as NatsTimeoutError
+
+    return NoRespondersError, NatsTimeoutError
+
+
 def _plain(exc: BaseException) -> NatsError:
+    NoRespondersError, NatsTimeoutError = _nats_errors()
     if isinstance(exc, NatsError):
         return exc
     if isinstance(exc, NoRespondersError):
@@ -107,6 +116,10 @@ class NatsClient:
             kw["token"] = options.token
         if options.creds:
             kw["user_credentials"] = options.creds
+        # import off the UI loop: nats-py takes a few hundred ms to import
+        nats = await asyncio.to_thread(importlib.import_module, "nats")
+        await asyncio.to_thread(importlib.import_module, "nats.js")
+
         try:
             nc = await nats.connect(**kw)
         except Exception as exc:  # nats-py raises several unrelated types here
@@ -247,6 +260,7 @@ class NatsClient:
     # ---- the pull hand ----------------------------------------------
     async def fetch(self, stream: str, consumer: str, batch: int, timeout: float = 1.0) -> list[FetchedMessage]:
         """Fetch up to ``batch`` messages without acking them."""
+        _, NatsTimeoutError = _nats_errors()
         info = await self.consumer_info(stream, consumer)
         if not info.pull:
             raise NatsError(f"{consumer} is a push consumer; the pull hand needs a pull consumer")
@@ -336,6 +350,7 @@ class NatsClient:
             hdrs["Nats-Expected-Last-Sequence"] = str(expected_last_seq)
         if expected_stream:
             hdrs["Nats-Expected-Stream"] = expected_stream
+        NoRespondersError, _ = _nats_errors()
         try:
             msg = await self.nc.request(subject, data, timeout=self.timeout, headers=hdrs or None)
         except NoRespondersError as exc:
@@ -350,6 +365,7 @@ class NatsClient:
 
     async def request(self, subject: str, data: bytes, headers: dict[str, str] | None, timeout: float):
         """Core request; returns (reply msg, round-trip seconds)."""
+        NoRespondersError, NatsTimeoutError = _nats_errors()
         start = time.perf_counter()
         try:
             msg = await self.nc.request(subject, data, timeout=timeout, headers=headers or None)
