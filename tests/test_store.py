@@ -556,3 +556,77 @@ def test_compact_far_past_the_end_survives_restart(tmp_path):
     assert (s.messages, s.first_seq, s.last_seq, s.last_ts) == (1, 10**9, 10**9, 7)
     assert list(st.iter_seqs()) == [10**9] and st.load(10**9).data == b"y"
     st.close()
+
+
+@pytest.mark.skipif(MemoryStore is None, reason="server/jetstream/memstore.py (MemoryStore) does not exist yet")
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_file_store_answers_like_the_memory_store(tmp_path, seed):
+    """Random operations on both stores (reopening the file store now and
+    then) must give the same answers, bytes aside."""
+    import random
+
+    rnd = random.Random(seed)
+    mem = MemoryStore()
+    path = tmp_path / "s"
+    fs = FileStore(path, block_size=4096)
+    subjects = ["a", "b.1", "b.2", "c.x.y"]
+    filters = [None, ">", "a", "b.*", "b.>", "c.>", "nope"]
+
+    def same(label):
+        m, f = mem.state(), fs.state()
+        assert (m.messages, m.first_seq, m.last_seq, m.first_ts, m.last_ts, m.num_subjects, m.num_deleted) == (
+            f.messages, f.first_seq, f.last_seq, f.first_ts, f.last_ts, f.num_subjects, f.num_deleted
+        ), label
+        assert mem.deleted() == fs.deleted(), label
+        assert list(mem.iter_seqs()) == list(fs.iter_seqs()), label
+        start = rnd.randint(0, m.last_seq + 2)
+        for flt in filters:
+            assert mem.num_pending(start, flt) == fs.num_pending(start, flt), (label, start, flt)
+            assert mem.num_pending(start, flt, True) == fs.num_pending(start, flt, True), (label, start, flt)
+            a, b = mem.load_next(start, flt), fs.load_next(start, flt)
+            assert (a and (a.seq, a.data)) == (b and (b.seq, b.data)), (label, start, flt)
+            a, b = mem.load_last(flt), fs.load_last(flt)
+            assert (a and a.seq) == (b and b.seq), (label, flt)
+            assert mem.subjects_state(flt) == fs.subjects_state(flt), (label, flt)
+
+    for step in range(1_500):
+        op = rnd.random()
+        if op < 0.6:
+            subj = rnd.choice(subjects)
+            data = rnd.randbytes(rnd.randint(0, 60))
+            assert mem.store_msg(subj, None, data, step) == fs.store_msg(subj, None, data, step)
+        elif op < 0.85:
+            last = mem.state().last_seq
+            seq = rnd.randint(max(1, last - 80), last + 1) if last else 1
+            assert mem.remove(seq) == fs.remove(seq), (step, seq)
+        elif op < 0.9:
+            flt = rnd.choice(["a", "b.*", None])
+            keep = rnd.choice([0, 0, 1, 3])
+            seq = rnd.choice([0, 0, mem.state().last_seq - rnd.randint(0, 30)])
+            seq = max(seq, 0)
+            assert mem.purge(flt, seq=seq, keep=keep) == fs.purge(flt, seq=seq, keep=keep), (step, flt, seq, keep)
+        elif op < 0.93:
+            if not mem.state().last_seq:
+                continue  # compact on a never-used store: see test_compact_on_a_new_store
+            seq = mem.state().first_seq + rnd.randint(0, 20)
+            assert mem.compact(seq) == fs.compact(seq), (step, seq)
+        elif op < 0.97:
+            fs.flush()
+        else:
+            fs.close()
+            fs = FileStore(path, block_size=4096)
+            assert fs.warnings == []
+        if step % 25 == 0:
+            same(step)
+    same("end")
+    fs.close()
+
+
+def test_compact_on_a_new_store(tmp_path):
+    """As nats-server's compact -> purge(seq): first = seq, last = seq - 1."""
+    st = FileStore(tmp_path / "s")
+    assert st.compact(4) == 0
+    s = st.state()
+    assert (s.first_seq, s.last_seq, s.messages) == (4, 3, 0)
+    assert st.store_msg("a", None, b"", 1) == 4
+    st.close()

@@ -114,6 +114,9 @@ class Block:
     offs: array = field(default_factory=lambda: array("I"))
     lens: array = field(default_factory=lambda: array("I"))
     sids: array = field(default_factory=lambda: array("I"))
+    # 1 per live slot: counting and finding live messages with bytearray's
+    # C-speed count/find/rfind instead of Python loops over the arrays
+    live_map: bytearray = field(default_factory=bytearray)
     size: int = HEADER_SIZE  # bytes in the file
     live: int = 0
     live_bytes: int = 0  # charged bytes of live messages
