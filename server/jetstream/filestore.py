@@ -49,7 +49,7 @@ _write = os.write
 _MIN_REC = fb.MIN_REC
 
 _ALL = (None, "", ">")
-_MAX_READ_FDS = 16
+_MAX_READ_FDS = 4  # per store, besides the active block's and the delete log's
 _LINEAR_PROBE = 64
 FLUSH_INTERVAL = 1.0  # seconds between fsyncs when the store drives them itself
 
@@ -144,7 +144,7 @@ class FileStore(Store):
     # -- opening ---------------------------------------------------------
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
-        log.warning("%s", msg)
+        log.warning("file store %s: %s", self.dir, msg)
 
     def _open(self, first_seq: int) -> None:
         self.msgs_dir.mkdir(parents=True, exist_ok=True)
@@ -233,7 +233,7 @@ class FileStore(Store):
             last = self._blocks[-1]
             if last.size < self.block_size:
                 self._active = last
-                self._wfd = os.open(last.path, os.O_WRONLY)
+                self._wfd = os.open(last.path, os.O_RDWR)
                 os.lseek(self._wfd, last.size, os.SEEK_SET)
 
     def _scan(self, blk: Block, after_seq: int, is_last: bool) -> fb.ScanResult | None:
@@ -325,6 +325,8 @@ class FileStore(Store):
         return blk, j
 
     def _rfd(self, blk: Block) -> int:
+        if blk is self._active:
+            return self._wfd  # opened read-write; pread does not move the write position
         fd = blk.rfd
         if fd >= 0:
             # move to the most recent end of the LRU
@@ -378,7 +380,7 @@ class FileStore(Store):
         num = self._next_num
         self._next_num += 1
         blk = Block(num, self.msgs_dir / f"{num}.blk", first=seq)
-        fd = os.open(blk.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(blk.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         self._write_all(fd, fb.BLOCK_HEADER)
         self._wfd = fd
         self._active = blk
