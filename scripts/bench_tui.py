@@ -3,6 +3,7 @@
     python scripts/bench_tui.py paint            # embedded broker, --memory
     python scripts/bench_tui.py paint --connect  # against a nats-server
     python scripts/bench_tui.py idle             # 200 streams, 500 consumers, 20 s at rest
+    python scripts/bench_tui.py flood            # key latency while 10,000 msg/s flow into the embedded broker
 
 The app runs as a real `natslab` process on a pseudo-terminal; "first paint"
 is the first frame that contains the header text. CPU is the app process's
@@ -152,10 +153,73 @@ def idle(seconds: float) -> None:
     server.terminate()
 
 
+FLOOD = """
+import asyncio, sys, time, nats
+async def main():
+    nc = await nats.connect(sys.argv[1])
+    rate, n, t0 = int(sys.argv[2]), 0, time.monotonic()
+    while True:
+        for _ in range(100):
+            await nc.publish("flood.data", b"x" * 64)
+        n += 100
+        await nc.flush()
+        ahead = n / rate - (time.monotonic() - t0)
+        if ahead > 0:
+            await asyncio.sleep(ahead)
+        if n % 50_000 == 0:
+            print(f"{n / (time.monotonic() - t0):.0f} msg/s", flush=True)
+asyncio.run(main())
+"""
+
+
+def flood(seconds: float, rate: int) -> None:
+    import re
+
+    proc, master = spawn_app(["--memory", "--port", "0"])
+    buf = b""
+    end = time.monotonic() + 20
+    url = None
+    while time.monotonic() < end and url is None:
+        r, _, _ = select.select([master], [], [], 0.05)
+        if r:
+            buf += os.read(master, 65536)
+            m = re.search(rb"nats://127\.0\.0\.1:(\d+)", buf)
+            if m and b"connected" in buf:
+                url = m.group(0).decode()
+    if url is None:
+        print("app did not show a URL")
+        proc.kill()
+        return
+    drain(master, 1)
+    pub = subprocess.Popen([sys.executable, "-c", FLOOD, url, str(rate)], stdout=subprocess.PIPE, text=True) if rate else None
+    # a core subscriber in the flood too, so the broker fans out as well
+    drain(master, 2)
+    latencies = []
+    for i in range(int(seconds)):
+        key, needle = (b"2", b"Consumers") if i % 2 == 0 else (b"1", b"Streams")
+        t = time.monotonic()
+        os.write(master, key)
+        done = read_until(master, needle, 5)
+        if done:
+            latencies.append(done - t)
+        drain(master, 0.5)
+    out = []
+    if pub is not None:
+        pub.terminate()
+        out = pub.communicate()[0].strip().splitlines()
+    quit_app(proc, master)
+    latencies.sort()
+    print(f"publisher: {out[-1] if out else 'none'}")
+    if latencies:
+        print(f"key press to screen update under flood: median {1000 * latencies[len(latencies) // 2]:.0f} ms, "
+              f"max {1000 * latencies[-1]:.0f} ms over {len(latencies)} presses")
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["paint", "idle"])
+    p.add_argument("what", choices=["paint", "idle", "flood"])
     p.add_argument("--connect", action="store_true")
     p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--rate", type=int, default=10_000, help="flood: messages per second (0 = none)")
     a = p.parse_args()
-    paint(a.connect) if a.what == "paint" else idle(a.seconds)
+    {"paint": lambda: paint(a.connect), "idle": lambda: idle(a.seconds), "flood": lambda: flood(a.seconds, a.rate)}[a.what]()
