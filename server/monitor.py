@@ -8,7 +8,8 @@ framework would add a dependency without removing any code we need. Reads are
 bounded (request line and headers together, the number of headers, a body we
 only discard) and every read and write has a deadline, so a slow or hostile
 HTTP client costs one idle coroutine, never the event loop. The JSON itself is
-built in ``monitor_views`` (core endpoints) and ``monitor_jsz`` (JetStream).
+built in ``monitor_varz``, ``monitor_connz`` and ``monitor_jsz``, with Go's
+wire conventions in ``monitor_format``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import email.utils
 import logging
 from urllib.parse import parse_qs, urlsplit
 
-from .monitor_views import ROUTES, BadRequest
+from .monitor_connz import connz, subsz
+from .monitor_format import BadRequest
+from .monitor_jsz import jsz
+from .monitor_varz import healthz, index, varz
 
 logger = logging.getLogger("natslab.server")
 
@@ -37,6 +41,17 @@ _REASONS = {
     501: "Not Implemented", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
 }
 _METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"}
+
+# path -> view(monitor, query) -> (content type, body)
+ROUTES = {
+    "/": index,
+    "/varz": varz,
+    "/connz": connz,
+    "/subsz": subsz,
+    "/subscriptionsz": subsz,
+    "/jsz": jsz,
+    "/healthz": healthz,
+}
 
 
 class _HTTPError(Exception):

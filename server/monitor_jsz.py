@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 
-from .monitor_views import NS, go_time, q_bool, to_json
+from .monitor_format import NS, go_time, q_bool, to_json
 
 # an account's "unlimited" reservation, as the real server prints it (uint64 max)
 UNLIMITED_RESERVATION = 2**64 - 1

@@ -5,7 +5,6 @@ notices."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -120,4 +119,3 @@ async def test_no_auth_server_ignores_credentials(server):
     nc = await connect(server.url, user="who", password="ever")
     await _roundtrip(nc)
     await nc.close()
-    await asyncio.sleep(0)
