@@ -176,9 +176,12 @@ class FileStore(Store):
                     self._unlink_block_files(blk)
                     continue
                 res.first = phys_last + 1
-            gmap = [self._sid_for(s) for s in res.subjects]
+            sid_get = self._sid.get
+            gmap = list(map(sid_get, res.subjects))
+            if None in gmap:
+                gmap = [self._sid_for(s) if g is None else g for s, g in zip(res.subjects, gmap)]
             blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
-            if any(i != g for i, g in enumerate(gmap)):
+            if gmap != list(range(len(gmap))):
                 blk.sids = array("I", map(gmap.__getitem__, res.sids))
             else:
                 blk.sids = res.sids
@@ -220,8 +223,10 @@ class FileStore(Store):
                 blk.dels[seq] = (blk.offs[i], blk.lens[i])
                 blk.offs[i] = 0
                 blk.lens[i] = 0
+        appends = [ss.seqs.append for ss in self._sseqs]
         for blk in self._blocks:
-            self._index_block(blk)
+            self._index_block(blk, appends)
+        self._num_subjects = sum(1 for ss in self._sseqs if ss.seqs)
         self._first = self._next_live(0) if self._msgs else self._last + 1
 
         # the delete log: start one (with the floor) when missing
@@ -258,9 +263,10 @@ class FileStore(Store):
         raw = blk.offs.tobytes().rstrip(b"\0")
         return blk.first + (len(raw) + 3) // 4 - 1
 
-    def _index_block(self, blk: Block) -> None:
+    def _index_block(self, blk: Block, appends: list) -> None:
         """Add a freshly loaded block's live records to the totals and the
-        subject index."""
+        subject index (``appends``: each subject's seqs.append; the caller
+        counts subjects afterwards)."""
         offs, lens, sids = blk.offs, blk.lens, blk.sids
         n = len(offs)
         blk.live_map = live_map = bytearray(map(bool, offs))
@@ -277,8 +283,6 @@ class FileStore(Store):
         seqs_of = self._sseqs
         if sids.count(s0) == n:
             ss = seqs_of[s0]
-            if ss.count() == 0:
-                self._num_subjects += 1
             if live == n:
                 ss.seqs.extend(range(first, first + n))
             else:
@@ -288,21 +292,15 @@ class FileStore(Store):
         if live == n and len(distinct) <= 16:
             # a few subjects, nothing deleted: one C-speed pass per subject
             for s in sorted(distinct):
-                ss = seqs_of[s]
-                if ss.count() == 0:
-                    self._num_subjects += 1
-                ss.seqs.extend(compress(range(first, first + n), map(s.__eq__, sids)))
+                seqs_of[s].seqs.extend(compress(range(first, first + n), map(s.__eq__, sids)))
             return
-        appends = {}
-        for j, (o, s) in enumerate(zip(offs, sids)):
-            if o:
-                ap = appends.get(s)
-                if ap is None:
-                    ss = seqs_of[s]
-                    if ss.count() == 0:
-                        self._num_subjects += 1
-                    ap = appends[s] = ss.seqs.append
-                ap(first + j)
+        rng = range(first, first + n)
+        if live == n:
+            for seq, s in zip(rng, sids):
+                appends[s](seq)
+        else:
+            for seq, s in zip(compress(rng, live_map), compress(sids, live_map)):
+                appends[s](seq)
 
     def _sid_for(self, subject: str) -> int:
         sid = self._sid.get(subject)
