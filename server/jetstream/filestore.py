@@ -1,26 +1,29 @@
 """The file store: one stream's messages in an append-only log of blocks on
-disk, with a compact in-memory index (formats in ``filestore_blocks``).
+disk, with a compact in-memory index. The room is split by concept:
+``filestore_blocks`` (on-disk formats, scanning), ``filestore_recovery``
+(opening), ``filestore_reclaim`` (fsync, compaction), ``filestore_subjects``
+(the subject index); this module holds the Store interface itself.
 
 Durability. ``store_msg`` hands the record to the OS with one ``os.write``
 before it returns, so a crash of the server process (SIGKILL) loses nothing
-that was acknowledged. fsync is the caller's choice: the stream calls
-``flush()`` about once a second from a timer (that also runs space
-reclamation); with ``sync_always`` every write is fsynced as well.
+that was acknowledged. Deletes and purges are appended to the delete log the
+same way. fsync is periodic: the caller (the stream) should call ``flush()``
+about once a second from a timer, which also runs space reclamation; a busy
+store also calls it itself every 1024 writes when a second has passed. With
+``sync_always`` every write is fsynced as well.
 
 Memory. Per message the index holds three 4-byte array slots (offset,
-charged size, subject id) plus an 8-byte sequence in the subject index;
-payloads stay on disk and are read with ``pread`` on demand.
+charged size, subject id), one live-map byte, and an 8-byte sequence in the
+subject index: about 21 bytes. Payloads stay on disk and are read with
+``pread`` on demand (the OS page cache is the cache).
 
-Start-up. Each sealed block has an index file (rewritten at clean close for
-the last block) that is trusted when the block's size and mtime still match;
-any other block is scanned record by record, checksums verified. A torn
-record at the tail is cut off, a corrupt one in the middle is skipped; both
-are logged on ``natslab.server.filestore`` and kept in ``store.warnings``.
-Deletes and purges come back from the delete log.
+Start-up. See ``filestore_recovery``: index files for sealed blocks, a scan
+(with checksums) for anything else; a torn record at the tail is cut off, a
+corrupt one in the middle skipped; both are logged on
+``natslab.server.filestore`` and kept in ``store.warnings``.
 
 Not thread-safe: the server drives it from its event loop.
 """
-
 from __future__ import annotations
 
 import logging
@@ -28,7 +31,6 @@ import os
 import shutil
 import time
 import zlib
-from array import array
 from bisect import bisect_left, bisect_right
 from itertools import compress
 from pathlib import Path
@@ -38,7 +40,11 @@ from . import filestore_blocks as fb
 from .filestore_blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
 from .persist import fsync_dir
 from .store import Store, StoredMsg, StoreState, file_msg_size
-from .subjects import is_literal, match
+from .filestore_reclaim import Reclaim
+from .filestore_recovery import Recovery
+from .filestore_subjects import ALL as _ALL
+from .filestore_subjects import SubjectIndex
+from .subjects import is_literal
 
 log = logging.getLogger("natslab.server.filestore")
 
@@ -48,64 +54,11 @@ _crc32 = zlib.crc32
 _write = os.write
 _MIN_REC = fb.MIN_REC
 
-_ALL = (None, "", ">")
 _MAX_READ_FDS = 4  # per store, besides the active block's and the delete log's
 _LINEAR_PROBE = 64
-FLUSH_INTERVAL = 1.0  # seconds between fsyncs when the store drives them itself
 
 
-class _Seqs:
-    """Sorted sequences of one subject; removals at the front move ``head``."""
-
-    __slots__ = ("seqs", "head")
-
-    def __init__(self) -> None:
-        self.seqs = array("Q")
-        self.head = 0
-
-    def count(self) -> int:
-        return len(self.seqs) - self.head
-
-    def last(self) -> int:
-        return self.seqs[-1] if len(self.seqs) > self.head else 0
-
-    def first_ge(self, seq: int) -> int:
-        i = bisect_left(self.seqs, seq, self.head)
-        return self.seqs[i] if i < len(self.seqs) else 0
-
-    def count_ge(self, seq: int) -> int:
-        return len(self.seqs) - bisect_left(self.seqs, seq, self.head)
-
-    def remove(self, seq: int) -> None:
-        seqs = self.seqs
-        if seqs[self.head] == seq:
-            self.head += 1
-            self._tidy()
-        else:
-            i = bisect_left(seqs, seq, self.head)
-            if i < len(seqs) and seqs[i] == seq:
-                del seqs[i]
-
-    def drop_below(self, seq: int) -> int:
-        j = bisect_left(self.seqs, seq, self.head)
-        n = j - self.head
-        self.head = j
-        self._tidy()
-        return n
-
-    def _tidy(self) -> None:
-        if self.head == len(self.seqs):
-            self.seqs = array("Q")
-            self.head = 0
-        elif self.head > 1024 and self.head * 2 > len(self.seqs):
-            del self.seqs[: self.head]
-            self.head = 0
-
-    def live(self) -> list[int]:
-        return self.seqs[self.head :].tolist()
-
-
-class FileStore(Store):
+class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def __init__(self, directory: Path, first_seq: int = 1, sync_always: bool = False, block_size: int = 8 * 1024 * 1024):
         self.dir = Path(directory)
         self.msgs_dir = self.dir / "msgs"
@@ -118,12 +71,7 @@ class FileStore(Store):
         self._wfd = -1
         self._next_num = 1
         self._read_fds: dict[int, Block] = {}  # block num -> block with an open rfd (LRU order)
-        # subject index
-        self._subjects: list[str] = []
-        self._sid: dict[str, int] = {}
-        self._sseqs: list[_Seqs] = []
-        self._num_subjects = 0
-        self._filter_cache: dict[str, list[int]] = {}
+        self._init_subjects()
         # totals
         self._msgs = 0
         self._bytes = 0
@@ -145,171 +93,6 @@ class FileStore(Store):
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
         log.warning("file store %s: %s", self.dir, msg)
-
-    def _open(self, first_seq: int) -> None:
-        self.msgs_dir.mkdir(parents=True, exist_ok=True)
-        for tmp in self.msgs_dir.glob("*.tmp"):
-            tmp.unlink(missing_ok=True)
-        nums = sorted(int(p.stem) for p in self.msgs_dir.glob("*.blk") if p.stem.isdigit())
-        dlog_path = self.msgs_dir / "deletes.log"
-        fresh = not nums and not dlog_path.exists()
-        self._next_num = (nums[-1] + 1) if nums else 1
-        phys_last = 0
-        for n in nums:
-            blk = Block(n, self.msgs_dir / f"{n}.blk")
-            res = fb.read_index(blk)
-            if res is None:
-                res = self._scan(blk, phys_last, is_last=(n == nums[-1]))
-                if res is None:
-                    continue
-                if res.offs:
-                    blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
-                    blk.sids = res.sids
-                    fb.write_index(blk, res.subjects)
-            blk.size = res.end
-            if res.offs and res.first <= phys_last:  # overlaps an earlier block: keep the first copy
-                self._warn(f"{blk.path.name}: sequences up to {phys_last} already held by an earlier block; skipped")
-                cut = min(phys_last - res.first + 1, len(res.offs))
-                res.offs[:cut] = fb.zeros(cut)
-            if not res.offs:
-                if n != nums[-1]:
-                    self._unlink_block_files(blk)
-                    continue
-                res.first = phys_last + 1
-            sid_get = self._sid.get
-            gmap = list(map(sid_get, res.subjects))
-            if None in gmap:
-                gmap = [self._sid_for(s) if g is None else g for s, g in zip(res.subjects, gmap)]
-            blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
-            if gmap != list(range(len(gmap))):
-                blk.sids = array("I", map(gmap.__getitem__, res.sids))
-            else:
-                blk.sids = res.sids
-            if any(blk.offs):
-                phys_last = self._last_phys(blk)
-            self._blocks.append(blk)
-            self._firsts.append(blk.first)
-
-        # deletes and the floor
-        floor, floor_ts, dels = 0, 0, set()
-        if dlog_path.exists():
-            data = dlog_path.read_bytes()
-            floor, floor_ts, dels, good, warns = fb.read_dlog(data, "deletes.log")
-            for w in warns:
-                self._warn(w)
-            if good == 0 and data:
-                dlog_path.unlink()
-            elif good != len(data):
-                os.truncate(dlog_path, good)
-            self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
-        elif fresh and first_seq > 1:
-            floor = first_seq
-        self._floor = floor
-        if phys_last:
-            self._last = phys_last
-            self._last_ts = self._read_ts(phys_last)
-        if floor - 1 > self._last:
-            self._last, self._last_ts = floor - 1, floor_ts
-
-        for blk in self._blocks:
-            offs, lens = blk.offs, blk.lens
-            if floor > blk.first:
-                cut = min(floor - blk.first, len(offs))
-                offs[:cut] = fb.zeros(cut)
-                lens[:cut] = fb.zeros(cut)
-        for seq in dels:
-            blk, i = self._locate(seq)
-            if blk is not None and blk.offs[i]:
-                blk.dels[seq] = (blk.offs[i], blk.lens[i])
-                blk.offs[i] = 0
-                blk.lens[i] = 0
-        appends = [ss.seqs.append for ss in self._sseqs]
-        for blk in self._blocks:
-            self._index_block(blk, appends)
-        self._num_subjects = sum(1 for ss in self._sseqs if ss.seqs)
-        self._first = self._next_live(0) if self._msgs else self._last + 1
-
-        # the delete log: start one (with the floor) when missing
-        if not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
-            self._rewrite_dlog()
-        else:
-            self._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
-        if self._blocks:
-            last = self._blocks[-1]
-            if last.size < self.block_size:
-                self._active = last
-                self._wfd = os.open(last.path, os.O_RDWR)
-                os.lseek(self._wfd, last.size, os.SEEK_SET)
-
-    def _scan(self, blk: Block, after_seq: int, is_last: bool) -> fb.ScanResult | None:
-        try:
-            data = blk.path.read_bytes()
-            res = fb.scan_block(data, after_seq, blk.path.name)
-        except (OSError, ValueError) as e:
-            self._warn(f"{blk.path.name}: unreadable, ignored: {e}")
-            return None
-        for w in res.warnings:
-            self._warn(w)
-        if res.truncate_at >= 0:
-            os.truncate(blk.path, max(res.truncate_at, HEADER_SIZE))
-            res.end = max(res.truncate_at, HEADER_SIZE)
-            if len(data) < HEADER_SIZE or data[:4] != fb.BLOCK_MAGIC:
-                with open(blk.path, "r+b") as f:
-                    f.write(fb.BLOCK_HEADER)
-        return res
-
-    @staticmethod
-    def _last_phys(blk: Block) -> int:
-        raw = blk.offs.tobytes().rstrip(b"\0")
-        return blk.first + (len(raw) + 3) // 4 - 1
-
-    def _index_block(self, blk: Block, appends: list) -> None:
-        """Add a freshly loaded block's live records to the totals and the
-        subject index (``appends``: each subject's seqs.append; the caller
-        counts subjects afterwards)."""
-        offs, lens, sids = blk.offs, blk.lens, blk.sids
-        n = len(offs)
-        blk.live_map = live_map = bytearray(map(bool, offs))
-        live = live_map.count(1)
-        blk.live = live
-        blk.live_bytes = sum(lens) & SIZE_MASK if live else 0
-        blk.dead = max(0, blk.size - HEADER_SIZE - blk.live_bytes - live)
-        if not live:
-            return
-        self._msgs += live
-        self._bytes += blk.live_bytes
-        first = blk.first
-        s0 = sids[0]
-        seqs_of = self._sseqs
-        if sids.count(s0) == n:
-            ss = seqs_of[s0]
-            if live == n:
-                ss.seqs.extend(range(first, first + n))
-            else:
-                ss.seqs.extend(compress(range(first, first + n), live_map))
-            return
-        distinct = set(sids)
-        if live == n and len(distinct) <= 16:
-            # a few subjects, nothing deleted: one C-speed pass per subject
-            for s in sorted(distinct):
-                seqs_of[s].seqs.extend(compress(range(first, first + n), map(s.__eq__, sids)))
-            return
-        rng = range(first, first + n)
-        if live == n:
-            for seq, s in zip(rng, sids):
-                appends[s](seq)
-        else:
-            for seq, s in zip(compress(rng, live_map), compress(sids, live_map)):
-                appends[s](seq)
-
-    def _sid_for(self, subject: str) -> int:
-        sid = self._sid.get(subject)
-        if sid is None:
-            sid = self._sid[subject] = len(self._subjects)
-            self._subjects.append(subject)
-            self._sseqs.append(_Seqs())
-            self._filter_cache.clear()
-        return sid
 
     # -- low-level I/O ---------------------------------------------------
     def _locate(self, seq: int) -> tuple[Block | None, int]:
@@ -691,28 +474,6 @@ class FileStore(Store):
                 return blk.first + p
         return 0
 
-    def _matching_sids(self, flt: str) -> list[int]:
-        if flt in _ALL:
-            return [i for i, ss in enumerate(self._sseqs) if ss.count()]
-        if is_literal(flt):
-            sid = self._sid.get(flt)
-            return [] if sid is None else [sid]
-        sids = self._filter_cache.get(flt)
-        if sids is None:
-            if len(self._filter_cache) > 256:
-                self._filter_cache.clear()
-            sids = self._filter_cache[flt] = [i for i, s in enumerate(self._subjects) if match(flt, s)]
-        return sids
-
-    def _matching_seqs(self, flt: str) -> list[int]:
-        out: list[int] = []
-        sids = self._matching_sids(flt)
-        for sid in sids:
-            out.extend(self._sseqs[sid].live())
-        if len(sids) > 1:
-            out.sort()
-        return out
-
     def load_next(self, start_seq: int, subject_filter: str | None = None) -> StoredMsg | None:
         while True:
             s = max(start_seq, self._first)
@@ -863,114 +624,6 @@ class FileStore(Store):
         return out
 
     # -- durability and space reclamation ----------------------------------
-    def _maybe_flush(self) -> None:
-        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
-            self.flush()
-
-    def flush(self) -> None:
-        """fsync what was written since the last call, then reclaim space:
-        drop emptied blocks, rewrite mostly-deleted ones, shrink the delete
-        log. The caller (the stream) should call this about once a second
-        from a timer; as a fallback a busy store also calls it itself every
-        1024 writes/removes when a second has passed, but only a timer covers
-        a store that has gone quiet."""
-        if self._closed:
-            return
-        self._last_flush = time.monotonic()
-        if self._dirty:
-            if self._wfd >= 0:
-                os.fsync(self._wfd)
-            if self._dfd >= 0:
-                os.fsync(self._dfd)
-            self._dirty = False
-        self._reclaim()
-
-    def _reclaim(self, max_rewrites: int = 2) -> None:
-        if not self._msgs and self._blocks:
-            self._set_floor(self._last + 1)
-            self._reset()
-            return
-        # The newest block is never dropped or rewritten: its last record is
-        # what tells last_seq/last_ts after a restart.
-        for blk in self._blocks[:-1]:
-            if not blk.live:
-                self._remove_block(blk)
-            elif max_rewrites and blk.dead * 2 > blk.size and blk.dead > min(65536, self.block_size // 4):
-                self._rewrite_block(blk)
-                max_rewrites -= 1
-        live_dels = sum(len(b.dels) for b in self._blocks)
-        if self._dlog_records > 2 * live_dels + 4096:
-            self._rewrite_dlog()
-
-    def _rewrite_block(self, blk: Block) -> None:
-        """Copy a sealed block's live records to a new file and swap it in
-        (write, fsync, rename: a crash leaves the old block or the new one)."""
-        data = os.pread(self._rfd(blk), blk.size, 0)
-        parts = [fb.BLOCK_HEADER]
-        pos = HEADER_SIZE
-        offs, lens, sids = array("I"), array("I"), array("I")
-        first = 0
-        for j, o in enumerate(blk.offs):
-            if not o:
-                if first:
-                    offs.append(0)
-                    lens.append(0)
-                    sids.append(0)
-                continue
-            if not first:
-                first = blk.first + j
-            n = rec_len(blk.lens[j])
-            parts.append(data[o : o + n])
-            offs.append(pos)
-            lens.append(blk.lens[j])
-            sids.append(blk.sids[j])
-            pos += n
-        # trailing holes carry no information
-        while offs and not offs[-1]:
-            offs.pop()
-            lens.pop()
-            sids.pop()
-        tmp = blk.path.with_suffix(".blk.tmp")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(parts))
-            f.flush()
-            os.fsync(f.fileno())
-        self._close_rfd(blk)
-        os.replace(tmp, blk.path)
-        fsync_dir(self.msgs_dir)
-        k = self._blocks.index(blk)
-        blk.first, blk.offs, blk.lens, blk.sids = first, offs, lens, sids
-        blk.live_map = bytearray(map(bool, offs))
-        self._firsts[k] = first
-        blk.size = pos
-        blk.dead = 0
-        blk.dels.clear()
-        fb.write_index(blk, self._subjects)
-
-    def _rewrite_dlog(self) -> None:
-        """Replace the delete log with the floor and the deletes still needed
-        (those of records still in some block file)."""
-        recs = [fb.DLOG_HEADER]
-        if self._floor:
-            recs.append(fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts))
-        n = len(recs) - 1
-        for blk in self._blocks:
-            for seq in sorted(blk.dels):
-                if seq >= self._floor:
-                    recs.append(fb.pack_drec(fb.D_DELETE, seq))
-                    n += 1
-        path = self.msgs_dir / "deletes.log"
-        tmp = path.with_suffix(".log.tmp")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(recs))
-            f.flush()
-            os.fsync(f.fileno())
-        if self._dfd >= 0:
-            os.close(self._dfd)
-        os.replace(tmp, path)
-        fsync_dir(self.msgs_dir)
-        self._dfd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        self._dlog_records = n
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
