@@ -64,6 +64,16 @@ async def test_put_get_multichunk(js):
     assert meta.headers == {"Nats-Rollup": "sub"}
     assert json.loads(meta.data)["digest"] == digest(data)
 
+    # a reader instead of bytes, a smaller chunk size, and headers kept in the meta
+    part = data[:300_000]
+    meta = api.ObjectMeta(name="chunky", headers={"X-Kind": ["test"]},
+                          options=api.ObjectMetaOptions(max_chunk_size=64 * 1024))
+    small = await obs.put("chunky", io.BytesIO(part), meta=meta)
+    assert (small.size, small.chunks) == (len(part), 5)
+    got = await obs.get("chunky")
+    assert got.data == part and got.info.headers == {"X-Kind": ["test"]}
+    assert got.info.options.max_chunk_size == 64 * 1024
+
     # an empty object has no chunks
     e = await obs.put("empty", b"")
     assert (e.size, e.chunks) == (0, 0)
