@@ -43,11 +43,9 @@ class Recovery:
                 self._warn(f"{blk.path.name}: sequences up to {phys_last} already held by an earlier block; skipped")
                 cut = min(phys_last - res.first + 1, len(res.offs))
                 res.offs[:cut] = fb.zeros(cut)
-            if not res.offs:
-                if n != nums[-1]:
-                    self._unlink_block_files(blk)
-                    continue
-                res.first = phys_last + 1
+            if not res.offs:  # nothing in it (e.g. created just before a crash)
+                self._unlink_block_files(blk)
+                continue
             sid_get = self._sid.get
             gmap = list(map(sid_get, res.subjects))
             if None in gmap:
@@ -125,9 +123,9 @@ class Recovery:
         if res.truncate_at >= 0:
             os.truncate(blk.path, max(res.truncate_at, HEADER_SIZE))
             res.end = max(res.truncate_at, HEADER_SIZE)
-            if len(data) < HEADER_SIZE or data[:4] != fb.BLOCK_MAGIC:
-                with open(blk.path, "r+b") as f:
-                    f.write(fb.BLOCK_HEADER)
+        if res.offs and data[:HEADER_SIZE] != fb.BLOCK_HEADER:
+            with open(blk.path, "r+b") as f:  # records are fine, the header was not
+                f.write(fb.BLOCK_HEADER)
         return res
 
     @staticmethod
