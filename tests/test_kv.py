@@ -130,6 +130,12 @@ async def test_keys_and_filters(js):
     await kv.delete("app.two")
     assert sorted(await kv.keys()) == ["app.one", "db.main"]
     assert await kv.keys(filters=["db"]) == ["db.main"]
+    with pytest.raises(NoKeysError):
+        await kv.history("never.written")
+    await kv.delete("app.one", last=4)  # the right expected revision is accepted
+    await kv.purge("db.main")
+    with pytest.raises(NoKeysError):  # only markers left
+        await kv.keys()
 
 
 async def test_watch(js):
