@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -340,3 +341,95 @@ async def test_connection_details(http_server, request):
     (x,) = closed
     assert (x["ip"], x["port"], x["start"]) == (c["ip"], c["port"], c["start"])
     assert (x["in_msgs"], x["out_msgs"], x["in_bytes"], x["subscriptions"]) == (1, 1, 5, 1)
+
+
+def _shape(x, path: str = "", out: dict | None = None) -> dict:
+    """Every JSON path (list items merged) with the kind of value found there."""
+    out = {} if out is None else out
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _shape(v, f"{path}.{k}", out)
+    elif isinstance(x, list):
+        for v in x:
+            _shape(v, f"{path}[]", out)
+    else:
+        out[path] = "number" if isinstance(x, (int, float)) and not isinstance(x, bool) else type(x).__name__
+    return out
+
+
+# paths whose values legitimately differ between two servers in the same state
+_VOLATILE = {"server_id", "server_name", "now", "start", "created", "ts", "first_ts", "last_ts", "last_activity",
+             "uptime", "idle", "rtt", "port", "mem", "cpu", "leader", "store_dir", "max_storage", "max_memory",
+             "config_load_time", "http_port", "go", "git_commit", "cid", "sid", "gomaxprocs", "sync_interval",
+             "out_bytes", "out_client_bytes"}  # out_bytes: Go escapes '>' in JSON replies as \u003e
+
+
+def _normalized(x):
+    """Drop the fields that cannot agree, blank random inboxes, sort lists."""
+    if isinstance(x, str):
+        return re.sub(r"_INBOX\.[A-Za-z0-9]+", "_INBOX.<nuid>", x)
+    if isinstance(x, dict):
+        return {k: _normalized(v) for k, v in x.items() if k not in _VOLATILE}
+    if isinstance(x, list):
+        return sorted((_normalized(v) for v in x), key=lambda v: json.dumps(v, sort_keys=True))
+    return x
+
+
+def _values(x, path: str = "", out: dict | None = None) -> dict:
+    """Every JSON path of the normalized document with its value."""
+    out = {} if out is None else out
+    if not path:
+        x = _normalized(x)
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _values(v, f"{path}.{k}", out)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            _values(v, f"{path}[{i}]", out)
+    else:
+        out[path or "."] = x
+    return out
+
+
+async def test_same_json_as_nats_server(tmp_path):
+    """Both servers side by side, driven into the same state: every field path
+    of /varz, /connz, /jsz (and /subsz's header) has the same kind of value,
+    and the values agree except where they cannot (ids, clocks, paths)."""
+    paths = ["/varz", "/connz?subs=detail", "/subsz", "/jsz?accounts=1&streams=1&consumers=1&config=1"]
+    got = {}
+    for kind in ("nats-server", "natslab"):
+        srv = ServerProcess(kind, tmp_path / kind, http=True)
+        srv.start()
+        try:
+            nc = await connect(srv.url, name="same")
+            await nc.subscribe("same.*")
+            await nc.subscribe("same.q", queue="workers")
+            for _ in range(3):
+                await nc.publish("same.x", b"hello")
+            js = nc.jetstream()
+            kv = await js.create_key_value(bucket="CONFIG", history=5)
+            await kv.put("region", b"eu")
+            await kv.put("region", b"us")
+            await js.add_stream(name="ORDERS", subjects=["orders.*"], storage="memory")
+            await js.publish("orders.new", b"{}")
+            await js.add_consumer("ORDERS", durable_name="ship", ack_policy="explicit")
+            await nc.flush()
+            await asyncio.sleep(0.1)
+            got[kind] = {p: await get_json(srv, p) for p in paths}
+            await nc.close()
+        finally:
+            srv.stop()
+    ref, ours = got["nats-server"], got["natslab"]
+    for p in paths:
+        a, b = _shape(ref[p]), _shape(ours[p])
+        if p == "/subsz":  # internal subscriptions differ, so do the index statistics
+            a = {k: v for k, v in a.items() if k.startswith((".server_id", ".now", ".total", ".offset", ".limit"))} | {
+                k: "number" for k in a if k.startswith(".num_") or k.endswith("_fanout") or k == ".cache_hit_rate"}
+            b = {k: v for k, v in b.items() if k in a}
+        assert b == a, p
+    for p in ("/connz?subs=detail", "/jsz?accounts=1&streams=1&consumers=1&config=1"):
+        assert _values(ours[p]) == _values(ref[p]), p
+    v_ref, v_ours = _values(ref["/varz"]), _values(ours["/varz"])
+    for k in (".connections", ".total_connections", ".in_msgs", ".in_bytes", ".out_msgs", ".slow_consumers",
+              ".max_payload", ".jetstream.stats.storage", ".jetstream.stats.memory", ".jetstream.stats.api.total"):
+        assert v_ours[k] == v_ref[k], k
