@@ -579,6 +579,10 @@ def test_file_store_answers_like_the_memory_store(tmp_path, seed):
         ), label
         assert mem.deleted() == fs.deleted(), label
         assert list(mem.iter_seqs()) == list(fs.iter_seqs()), label
+        msgs = [fs.load(q) for q in fs.iter_seqs()]
+        assert f.bytes == sum(file_msg_size(x.subject, x.hdr, x.data) for x in msgs), label
+        assert m.bytes == sum(memory_msg_size(x.subject, x.hdr, x.data) for x in msgs), label
+        assert fs.seqs_with_headers() == [x.seq for x in msgs if x.hdr], label
         start = rnd.randint(0, m.last_seq + 2)
         for flt in filters:
             assert mem.num_pending(start, flt) == fs.num_pending(start, flt), (label, start, flt)
@@ -594,7 +598,8 @@ def test_file_store_answers_like_the_memory_store(tmp_path, seed):
         if op < 0.6:
             subj = rnd.choice(subjects)
             data = rnd.randbytes(rnd.randint(0, 60))
-            assert mem.store_msg(subj, None, data, step) == fs.store_msg(subj, None, data, step)
+            hdr = HDR if rnd.random() < 0.3 else None
+            assert mem.store_msg(subj, hdr, data, step) == fs.store_msg(subj, hdr, data, step)
         elif op < 0.85:
             last = mem.state().last_seq
             seq = rnd.randint(max(1, last - 80), last + 1) if last else 1
