@@ -19,6 +19,7 @@ import email.utils
 import logging
 from urllib.parse import parse_qs, urlsplit
 
+from .monitor_cluster import accountz, accstatz, gatewayz, leafz, routez
 from .monitor_connz import connz, subsz
 from .monitor_format import BadRequest
 from .monitor_jsz import jsz
@@ -51,6 +52,11 @@ ROUTES = {
     "/subscriptionsz": subsz,
     "/jsz": jsz,
     "/healthz": healthz,
+    "/routez": routez,
+    "/gatewayz": gatewayz,
+    "/leafz": leafz,
+    "/accountz": accountz,
+    "/accstatz": accstatz,
 }
 
 

@@ -118,6 +118,11 @@ _INDEX = """<html lang="en">
     <a href=./jsz>JetStream<span class="endpoint"> /jsz</span></a><br/>
     <a href=./connz>Connections<span class="endpoint"> /connz</span></a><br/>
     <a href=./subsz>Subscriptions<span class="endpoint"> /subsz</span></a><br/>
+    <a href=./accountz>Accounts<span class="endpoint"> /accountz</span></a><br/>
+    <a href=./accstatz>Account Stats<span class="endpoint"> /accstatz</span></a><br/>
+    <a href=./routez>Routes<span class="endpoint"> /routez</span></a><br/>
+    <a href=./leafz>Leaf Nodes<span class="endpoint"> /leafz</span></a><br/>
+    <a href=./gatewayz>Gateways<span class="endpoint"> /gatewayz</span></a><br/>
     <a href=./healthz>Health Probe<span class="endpoint"> /healthz</span></a><br/>
     <a href=https://docs.nats.io/running-a-nats-service/nats_admin/monitoring>Help</a>
   </body>

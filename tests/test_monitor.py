@@ -395,7 +395,8 @@ async def test_same_json_as_nats_server(tmp_path):
     """Both servers side by side, driven into the same state: every field path
     of /varz, /connz, /jsz (and /subsz's header) has the same kind of value,
     and the values agree except where they cannot (ids, clocks, paths)."""
-    paths = ["/varz", "/connz?subs=detail", "/subsz", "/jsz?accounts=1&streams=1&consumers=1&config=1"]
+    paths = ["/varz", "/connz?subs=detail", "/subsz", "/jsz?accounts=1&streams=1&consumers=1&config=1",
+             "/routez", "/gatewayz", "/leafz", "/accountz", "/accstatz"]
     got = {}
     for kind in ("nats-server", "natslab"):
         srv = ServerProcess(kind, tmp_path / kind, http=True)
@@ -427,9 +428,14 @@ async def test_same_json_as_nats_server(tmp_path):
                 k: "number" for k in a if k.startswith(".num_") or k.endswith("_fanout") or k == ".cache_hit_rate"}
             b = {k: v for k, v in b.items() if k in a}
         assert b == a, p
-    for p in ("/connz?subs=detail", "/jsz?accounts=1&streams=1&consumers=1&config=1"):
+    for p in ("/connz?subs=detail", "/jsz?accounts=1&streams=1&consumers=1&config=1", "/routez", "/gatewayz",
+              "/leafz", "/accountz"):
         assert _values(ours[p]) == _values(ref[p]), p
     v_ref, v_ours = _values(ref["/varz"]), _values(ours["/varz"])
     for k in (".connections", ".total_connections", ".in_msgs", ".in_bytes", ".out_msgs", ".slow_consumers",
               ".max_payload", ".jetstream.stats.storage", ".jetstream.stats.memory", ".jetstream.stats.api.total"):
         assert v_ours[k] == v_ref[k], k
+    (acc_ref,), (acc_ours,) = ref["/accstatz"]["account_statz"], ours["/accstatz"]["account_statz"]
+    for k in ("acc", "conns", "total_conns", "slow_consumers"):
+        assert acc_ours[k] == acc_ref[k], k
+    assert acc_ours["received"]["msgs"] == acc_ref["received"]["msgs"]
