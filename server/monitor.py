@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from .monitor_cluster import accountz, accstatz, gatewayz, leafz, routez
 from .monitor_connz import connz, subsz
@@ -236,7 +236,7 @@ class Monitor:
             url = urlsplit(target)
         except ValueError:
             return 400, "text/plain; charset=utf-8", b"400 bad request\n", None
-        path = url.path or "/"
+        path = unquote(url.path) or "/"
         view = ROUTES.get(path)
         if view is None:
             return 404, "text/plain; charset=utf-8", b"404 page not found\n", {"X-Content-Type-Options": "nosniff"}
