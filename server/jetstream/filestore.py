@@ -59,6 +59,14 @@ _LINEAR_PROBE = 64
 
 
 class FileStore(Recovery, Reclaim, SubjectIndex, Store):
+    """A stream's messages under ``directory/msgs/``.
+
+    ``first_seq`` only matters for a new store (an existing one keeps its
+    own). ``sync_always`` fsyncs every write; otherwise ``flush()`` does it.
+    ``block_size`` is where a block file is sealed and a new one started.
+    ``warnings`` lists damage found and repaired (also logged).
+    """
+
     def __init__(self, directory: Path, first_seq: int = 1, sync_always: bool = False, block_size: int = 8 * 1024 * 1024):
         self.dir = Path(directory)
         self.msgs_dir = self.dir / "msgs"
@@ -89,7 +97,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._closed = False
         self._open(first_seq)
 
-    # -- opening ---------------------------------------------------------
+    # -- damage reports --------------------------------------------------
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
         log.warning("file store %s: %s", self.dir, msg)
