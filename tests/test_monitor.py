@@ -439,3 +439,17 @@ async def test_same_json_as_nats_server(tmp_path):
     for k in ("acc", "conns", "total_conns", "slow_consumers"):
         assert acc_ours[k] == acc_ref[k], k
     assert acc_ours["received"]["msgs"] == acc_ref["received"]["msgs"]
+
+
+def test_go_wire_formats():
+    """Go's Duration.String, nats-server's uptime strings, time.Time JSON and
+    HTML-safe MarshalIndent, as the monitor writes them."""
+    from natslab.server.monitor_format import NS, go_duration, go_time, to_json, uptime
+
+    assert [go_duration(n) for n in (0, 999, 1500, 850_000, 1_191_304, 2 * NS, 90 * NS, 3723 * NS + NS // 2)] == [
+        "0s", "999ns", "1.5µs", "850µs", "1.191304ms", "2s", "1m30s", "1h2m3.5s"]
+    assert [uptime(s) for s in (0, 59.9, 61, 3601, 2 * 86400 + 5, 365 * 86400)] == [
+        "0s", "59s", "1m1s", "1h0m1s", "2d0h0m5s", "1y0d0h0m0s"]
+    assert go_time(1_700_000_000_123_000_000) == "2023-11-14T22:13:20.123Z"
+    assert go_time(1_700_000_000 * NS) == "2023-11-14T22:13:20Z"
+    assert to_json({"s": "a.>", "e": []}) == b'{\n  "s": "a.\\u003e",\n  "e": []\n}'
