@@ -113,6 +113,15 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             return None, 0
         return blk, j
 
+    def _tail_block(self) -> Block | None:
+        """The newest block holding a record. Its last record is what tells
+        last_seq/last_ts after a restart, so it is never dropped or rewritten
+        (only a full reset, which logs the floor first, removes it)."""
+        for blk in reversed(self._blocks):
+            if blk.offs:
+                return blk
+        return None
+
     def _rfd(self, blk: Block) -> int:
         if blk is self._active:
             return self._wfd  # opened read-write; pread does not move the write position
@@ -273,7 +282,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             return False
         self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
         self._drop(blk, i, seq, True)
-        if blk.live == 0 and blk is not self._blocks[-1]:
+        if blk.live == 0 and blk is not self._tail_block():
             self._remove_block(blk)
         self._ops += 1
         if not self._ops & 0x3FF:
@@ -289,7 +298,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             blk, i = self._locate(seq)
             if blk is not None and blk.offs[i]:
                 self._drop(blk, i, seq, True)
-                if blk.live == 0 and blk is not self._blocks[-1] and blk not in emptied:
+                if blk.live == 0 and blk is not self._tail_block() and blk not in emptied:
                     emptied.append(blk)
         for blk in emptied:
             self._remove_block(blk)

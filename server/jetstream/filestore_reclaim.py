@@ -47,9 +47,12 @@ class Reclaim:
             self._set_floor(self._last + 1)
             self._reset()
             return
-        # The newest block is never dropped or rewritten: its last record is
-        # what tells last_seq/last_ts after a restart.
+        # The block being appended to and the newest block holding a record
+        # (see _tail_block) are left alone.
+        tail = self._tail_block()
         for blk in self._blocks[:-1]:
+            if blk is tail:
+                continue
             if not blk.live:
                 self._remove_block(blk)
             elif max_rewrites and blk.dead * 2 > blk.size and blk.dead > min(65536, self.block_size // 4):
