@@ -360,6 +360,9 @@ class Client(asyncio.Protocol):
         self.name = str(opts.get("name") or "")
         self.lang = str(opts.get("lang") or "")
         self.version = str(opts.get("version") or "")
+        if not self.rtt:
+            # like nats-server: a first estimate from INFO sent to CONNECT read
+            self.rtt = max(time.time() - self.start, 1e-6)
         srv = self.server
         if srv.auth_required:
             if not srv.check_auth(opts):

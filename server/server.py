@@ -24,6 +24,8 @@ NATS_VERSION = "2.15.1"
 
 logger = logging.getLogger("natslab.server")
 
+CLOSED_CONNS_KEPT = 1000
+
 
 @dataclass
 class ServerOptions:
@@ -156,15 +158,19 @@ class Server:
     def unregister(self, client: Client) -> None:
         if self.clients.pop(client.cid, None) is None:
             return
-        for sub in list(client.subs.values()):
+        subs = dict(client.subs)
+        for sub in subs.values():
             self.remove_sub(sub)
         client.subs.clear()
         self._gone_out_msgs += client.out_msgs
         self._gone_out_bytes += client.out_bytes
+        client.out.clear()
+        # /connz?state=closed shows these, as nats-server keeps its closed ring
         self.closed_conns.append(
-            {"cid": client.cid, "name": client.name, "reason": client.close_reason or "Client Closed"}
+            {"client": client, "cid": client.cid, "name": client.name, "subs": subs,
+             "reason": client.close_reason or "Client Closed", "stop": time.time()}
         )
-        del self.closed_conns[:-100]
+        del self.closed_conns[:-CLOSED_CONNS_KEPT]
 
     def client_info(self, client: Client, connect_info: bool = False) -> dict:
         info = {

@@ -323,10 +323,6 @@ async def test_auth_shows_in_varz_and_connz(server_kind, tmp_path):
 async def test_connection_details(http_server, request):
     """RTT is measured as soon as a client connects, and a closed connection
     keeps its details (address, counters, subscriptions) in /connz?state=closed."""
-    if http_server.kind == "natslab":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "rtt stays 0s until the first keepalive PING (120 s); Server.closed_conns keeps only "
-            "cid/name/reason, so closed entries lose ip/port/start/counters")))
     srv = http_server
     nc = await connect(srv.url, name="brief")
     await nc.subscribe("brief.x")
