@@ -195,6 +195,7 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
     last = after_seq
     first = 0
     prev_subj, prev_sid, prev_sl = b"", -1, -1
+    oappend, lappend, sappend = offs.append, lens.append, sids.append
     while pos < end:
         # CRC-32 over a record including its own little-endian crc always
         # gives the same residue, which saves unpacking the stored crc.
@@ -217,13 +218,16 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
             res.warnings.append(f"{name}: corrupt record at offset {pos}; {nxt - pos} bytes skipped")
             pos = nxt
             continue
-        if not first:
+        if seq != last + 1:
+            if not first:
+                first = seq
+            else:
+                gap = zeros(seq - first - len(offs))
+                offs.extend(gap)
+                lens.extend(gap)
+                sids.extend(gap)
+        elif not first:
             first = seq
-        elif seq != first + len(offs):
-            gap = zeros(seq - first - len(offs))
-            offs.extend(gap)
-            lens.extend(gap)
-            sids.extend(gap)
         if sl == prev_sl and startswith(prev_subj, pos + 27):
             sid = prev_sid
         else:
@@ -233,12 +237,12 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
                 sid = sid_of[subj] = len(subjects)
                 subjects.append(subj.decode())
             prev_subj, prev_sid, prev_sl = subj, sid, sl
-        offs.append(pos)
-        lens.append((reclen + 3) | HDR_FLAG if hl else reclen - 1)
-        sids.append(sid)
+        oappend(pos)
+        lappend((reclen + 3) | HDR_FLAG if hl else reclen - 1)
+        sappend(sid)
         last = seq
         pos += reclen
-        res.end = pos
+    res.end = pos if res.truncate_at < 0 else res.truncate_at
     res.first = first
     return res
 
