@@ -224,8 +224,10 @@ async def test_direct_get_bucket(js, nc):
     assert msg.headers["Nats-Sequence"] == "2"
     msg = await nc.request("$JS.API.DIRECT.GET.KV_DIRECT", b'{"seq":1}', timeout=2)
     assert msg.data == b"one"
+    assert "Nats-Time-Stamp" in msg.headers
     msg = await nc.request("$JS.API.DIRECT.GET.KV_DIRECT.$KV.DIRECT.nope", b"", timeout=2)
-    assert msg.headers.get("Status") == "404" if msg.headers else False
+    assert msg.headers["Status"] == "404" and msg.headers["Description"] == "Message Not Found"
+    assert not msg.data
 
 
 async def test_concurrent_puts_keep_order(js):
