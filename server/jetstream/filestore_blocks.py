@@ -277,15 +277,13 @@ def write_index(blk: Block, subjects: list[str]) -> None:
             if 0 <= i < len(offs):
                 offs[i], lens[i] = o, ln
     # Local subject ids keep the file independent of the store's global table.
-    local: dict[int, int] = {}
-    names: list[str] = []
-    lsids = array("I")
-    for s in blk.sids:
-        ls = local.get(s)
-        if ls is None:
-            ls = local[s] = len(names)
-            names.append(subjects[s])
-        lsids.append(ls)
+    used = sorted(set(blk.sids))
+    names = [subjects[s] for s in used]
+    if used == list(range(len(used))):
+        lsids = blk.sids
+    else:
+        local = {s: i for i, s in enumerate(used)}
+        lsids = array("I", map(local.__getitem__, blk.sids))
     st = os.stat(blk.path)
     subj_blob = "\n".join(names).encode()
     head = _IDX_HEAD.pack(b"NLIX", IDX_VERSION, st.st_size, st.st_mtime_ns, blk.first, len(offs), len(subj_blob))
