@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import ServerProcess, connect
+from conftest import ServerProcess, connect, free_port
 
 VARZ_KEYS = {
     "server_id", "server_name", "version", "proto", "git_commit", "go", "host", "port",
@@ -449,3 +449,24 @@ def test_go_wire_formats():
     assert go_time(1_700_000_000_123_000_000) == "2023-11-14T22:13:20.123Z"
     assert go_time(1_700_000_000 * NS) == "2023-11-14T22:13:20Z"
     assert to_json({"s": "a.>", "e": []}) == b'{\n  "s": "a.\\u003e",\n  "e": []\n}'
+
+
+@pytest.mark.parametrize("form", ["http_port: {port}", 'http: "127.0.0.1:{port}"', "monitor_port: {port}"])
+async def test_monitor_port_from_config(server_kind, tmp_path, request, form):
+    if server_kind == "natslab" and not form.startswith("http_port"):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "conf.py/cli.py read only `http_port:`/`http: <int>`; nats-server also takes `http: host:port` "
+            "and `monitor_port:`")))
+    port = free_port()
+    conf = tmp_path / "mon.conf"
+    conf.write_text(form.format(port=port) + "\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    try:
+        srv.start()
+    except RuntimeError as e:
+        pytest.fail(f"did not start: {str(e)[-300:]}")
+    srv.http_port = port  # set by the file, not by -m
+    try:
+        assert await get_json(srv, "/healthz") == {"status": "ok"}
+    finally:
+        srv.stop()
