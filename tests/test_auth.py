@@ -119,3 +119,26 @@ async def test_no_auth_server_ignores_credentials(server):
     nc = await connect(server.url, user="who", password="ever")
     await _roundtrip(nc)
     await nc.close()
+
+
+async def test_user_permissions(server_kind, tmp_path, request):
+    """A config user's publish/subscribe permissions: a denied PUB or SUB gets
+    'Permissions Violation' and the connection stays up."""
+    if server_kind == "natslab":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "per-user `permissions` in the authorization block are parsed but not enforced")))
+    conf = ("authorization {\n  users = [\n    {user: limited, password: pw, permissions: "
+            '{publish: "allowed.>", subscribe: ["allowed.>", "_INBOX.>"]}}\n  ]\n}\n')
+    srv = _start(server_kind, tmp_path, conf)
+    try:
+        raw = await RawClient.open(srv, connect=_connect_json({"user": "limited", "password": "pw"}))
+        await raw.send("PUB denied.x 2\r\nhi\r\nSUB denied.y 1\r\nSUB allowed.y 2\r\nPUB allowed.y 2\r\nok\r\n")
+        lines = [ln for ln in await raw.read_until_pong() if not ln.startswith("INFO ")]
+        assert lines == [
+            "-ERR 'Permissions Violation for Publish to \"denied.x\"'",
+            "-ERR 'Permissions Violation for Subscription to \"denied.y\"'",
+            "MSG allowed.y 2 2", "ok",
+        ]
+        raw.close()
+    finally:
+        srv.stop()
