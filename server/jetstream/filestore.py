@@ -56,6 +56,8 @@ _MIN_REC = fb.MIN_REC
 
 _MAX_READ_FDS = 4  # per store, besides the active block's and the delete log's
 _LINEAR_PROBE = 64
+_READ_AHEAD = 64 * 1024  # bytes read at once when loads go in sequence order
+_NO_CHUNK = (None, 0, 0, b"")
 
 
 class FileStore(Recovery, Reclaim, SubjectIndex, Store):
@@ -88,6 +90,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._last_ts = 0
         self._floor = 0  # every seq below is gone
         self._first_ts_cache = (0, 0)
+        self._chunk = _NO_CHUNK  # (block, start offset, end offset, bytes) read ahead
+        self._last_load = 0
         # delete log
         self._dfd = -1
         self._dlog_records = 0
@@ -348,6 +352,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def _reset(self) -> None:
         """Everything is gone: drop every block and the subject index."""
+        self._chunk = _NO_CHUNK
         if self._wfd >= 0:
             os.close(self._wfd)
             self._wfd = -1
@@ -421,6 +426,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         return before - self._msgs
 
     def _remove_block(self, blk: Block) -> None:
+        self._chunk = _NO_CHUNK
         i = self._blocks.index(blk)
         del self._blocks[i]
         del self._firsts[i]
@@ -445,7 +451,19 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if not off:
             return None
         n = rec_len(blk.lens[i])
-        buf = os.pread(self._rfd(blk), n, off)
+        c_blk, c_off, c_end, chunk = self._chunk
+        if c_blk is blk and c_off <= off and off + n <= c_end:
+            buf = chunk[off - c_off : off - c_off + n]
+        elif abs(seq - self._last_load) == 1 and n < _READ_AHEAD:
+            # reading in order (a consumer catching up, a rebuild): one pread
+            # serves the next few hundred loads
+            c_off = max(off + n - _READ_AHEAD, HEADER_SIZE) if seq < self._last_load else off
+            chunk = os.pread(self._rfd(blk), _READ_AHEAD, c_off)
+            self._chunk = (blk, c_off, c_off + len(chunk), chunk)
+            buf = chunk[off - c_off : off - c_off + n]
+        else:
+            buf = os.pread(self._rfd(blk), n, off)
+        self._last_load = seq
         rec = fb.unpack_record(buf, seq)
         if rec is None:
             self._warn(f"{blk.path.name}: record for seq {seq} at offset {off} is corrupt; message lost")

@@ -89,15 +89,10 @@ def unpack_record(buf: bytes, seq: int) -> tuple[int, str, bytes | None, bytes] 
     if len(buf) < MIN_REC:
         return None
     reclen, kind, rseq, ts, sl, hl = REC.unpack_from(buf)
-    if reclen != len(buf) or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen:
+    if reclen != len(buf) or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen or crc32(buf) != CRC_RESIDUE:
         return None
-    if crc32(memoryview(buf)[:-4]) != CRC.unpack_from(buf, reclen - 4)[0]:
-        return None
-    p = REC.size
-    subject = buf[p : p + sl].decode()
-    p += sl
-    hdr = buf[p : p + hl] if hl else None
-    return ts, subject, hdr, buf[p + hl : reclen - 4]
+    p = 27 + sl
+    return ts, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4]
 
 
 def zeros(n: int) -> array:

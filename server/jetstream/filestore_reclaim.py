@@ -96,6 +96,7 @@ class Reclaim:
             f.flush()
             os.fsync(f.fileno())
         self._close_rfd(blk)
+        self._chunk = (None, 0, 0, b"")  # offsets change
         os.replace(tmp, blk.path)
         fsync_dir(self.msgs_dir)
         k = self._blocks.index(blk)
