@@ -580,6 +580,10 @@ def test_file_store_answers_like_the_memory_store(tmp_path, seed):
         assert mem.deleted() == fs.deleted(), label
         assert list(mem.iter_seqs()) == list(fs.iter_seqs()), label
         msgs = [fs.load(q) for q in fs.iter_seqs()]
+        expect = [mem.load(q) for q in mem.iter_seqs()]
+        assert [(x.seq, x.subject, x.hdr or None, x.data, x.ts) for x in expect] == [
+            (x.seq, x.subject, x.hdr, x.data, x.ts) for x in msgs
+        ], label
         assert f.bytes == sum(file_msg_size(x.subject, x.hdr, x.data) for x in msgs), label
         assert m.bytes == sum(memory_msg_size(x.subject, x.hdr, x.data) for x in msgs), label
         assert fs.seqs_with_headers() == [x.seq for x in msgs if x.hdr], label
