@@ -128,6 +128,11 @@ def connz(mon, q: dict):
         conns += [(c, None) for c in srv.clients.values()]
     if state in ("closed", "any"):
         conns += [(cc, cc.rec) for cc in map(_ClosedConn, reversed(getattr(srv, "closed_conns", [])))]
+    # one account only, so acc= either names it or matches nothing
+    if q.get("acc", "") not in ("", "$G"):
+        conns = []
+    if q.get("user", ""):
+        conns = [x for x in conns if getattr(x[0], "user", "") == q["user"]]
     if cid > 0:
         total = len(conns)
         conns = [x for x in conns if x[0].cid == cid][:1]

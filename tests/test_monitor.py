@@ -315,6 +315,9 @@ async def test_auth_shows_in_varz_and_connz(server_kind, tmp_path):
         assert "authorized_user" not in c
         (c,) = (await get_json(srv, "/connz?auth=1"))["connections"]
         assert (c["name"], c["authorized_user"]) == ("authed", "mon")
+        assert len((await get_json(srv, "/connz?user=mon"))["connections"]) == 1
+        assert (await get_json(srv, "/connz?user=other"))["connections"] == []
+        assert len((await get_json(srv, "/connz?acc=$G"))["connections"]) == 1
         await nc.close()
     finally:
         srv.stop()
