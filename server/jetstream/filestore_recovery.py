@@ -31,7 +31,7 @@ class Recovery:
             blk = Block(n, self.msgs_dir / f"{n}.blk")
             res = fb.read_index(blk)
             if res is None:
-                res = self._scan(blk, phys_last, is_last=(n == nums[-1]))
+                res = self._scan(blk, phys_last)
                 if res is None:
                     continue
                 if res.offs:
@@ -111,7 +111,7 @@ class Recovery:
                 self._wfd = os.open(last.path, os.O_RDWR)
                 os.lseek(self._wfd, last.size, os.SEEK_SET)
 
-    def _scan(self, blk: Block, after_seq: int, is_last: bool) -> fb.ScanResult | None:
+    def _scan(self, blk: Block, after_seq: int) -> fb.ScanResult | None:
         try:
             data = blk.path.read_bytes()
             res = fb.scan_block(data, after_seq, blk.path.name)
