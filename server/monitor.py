@@ -1,7 +1,7 @@
 """The monitoring port (``-m``/``--http_port``): a small HTTP/1.1 server on the
 broker's own event loop serving nats-server's endpoints (/varz, /connz,
 /subsz, /jsz, /healthz, the single-node /routez, /gatewayz, /leafz,
-/accountz, /accstatz, and the / index page).
+/accountz, /accstatz, /stacksz, and the / index page).
 
 The standard library is enough here: a request is one line plus a few headers
 and the answer is a JSON document built from in-memory counters, so an HTTP
@@ -9,8 +9,9 @@ framework would add a dependency without removing any code we need. Reads are
 bounded (request line and headers together, the number of headers, a body we
 only discard) and every read and write has a deadline, so a slow or hostile
 HTTP client costs one idle coroutine, never the event loop. The JSON itself is
-built in ``monitor_varz``, ``monitor_connz``, ``monitor_jsz`` and
-``monitor_cluster``, with Go's wire conventions in ``monitor_format``.
+built in ``monitor_varz``, ``monitor_connz``, ``monitor_jsz``,
+``monitor_cluster`` and ``monitor_debug``, with Go's wire conventions in
+``monitor_format``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .monitor_cluster import accountz, accstatz, gatewayz, leafz, routez
 from .monitor_connz import connz, subsz
+from .monitor_debug import stacksz
 from .monitor_format import BadRequest
 from .monitor_jsz import jsz
 from .monitor_varz import healthz, index, varz
@@ -58,6 +60,7 @@ ROUTES = {
     "/leafz": leafz,
     "/accountz": accountz,
     "/accstatz": accstatz,
+    "/stacksz": stacksz,
 }
 
 

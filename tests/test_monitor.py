@@ -93,6 +93,8 @@ async def test_healthz_index_and_unknown_path(http_server):
     assert b"varz" in body and b"jsz" in body
     status, _, body = await http(http_server, "/nope")
     assert (status, body) == (404, b"404 page not found\n")
+    status, _, body = await http(http_server, "/stacksz")  # a stack dump; its text is each server's own
+    assert status == 200 and body
 
 
 async def test_varz(http_server):
