@@ -30,13 +30,18 @@ class NatslabApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "natslab"
     COMMANDS = App.COMMANDS | {NatslabCommands}
-    TABS = [("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand")]
+    TABS = [
+        ("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand"),
+        ("publish", "Publish"), ("request", "Request"),
+    ]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("1", "tab('streams')", "Streams", id="app.tab.streams", show=False),
         Binding("2", "tab('consumers')", "Consumers", id="app.tab.consumers", show=False),
         Binding("3", "tab('pull')", "Pull hand", id="app.tab.pull", show=False),
+        Binding("4", "tab('publish')", "Publish", id="app.tab.publish", show=False),
+        Binding("5", "tab('request')", "Request", id="app.tab.request", show=False),
     ]
 
     # Bumped on every (re)connect so panes can re-subscribe.
@@ -73,7 +78,13 @@ class NatslabApp(App):
 
     # ---- panes the tools issue adds -------------------------------------
     def tool_panes(self):
-        return []
+        from textual.widgets import TabPane
+
+        from .panes.publish import PublishPane
+        from .panes.request import RequestPane
+
+        yield TabPane("Publish", PublishPane(id="publish-pane"), id="publish")
+        yield TabPane("Request", RequestPane(id="request-pane"), id="request")
 
     # ---- startup ----------------------------------------------------------
     def on_mount(self) -> None:

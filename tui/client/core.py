@@ -385,6 +385,25 @@ class NatsClient:
             raise _plain(exc) from exc
         return sub
 
+    async def start_responder(self, responder, on_request) -> None:
+        """Subscribe a mock responder (see ``responders``); ``on_request`` only posts a message."""
+
+        async def cb(msg) -> None:
+            try:
+                await responder.handle(msg, on_request)
+            except Exception:
+                pass  # a mock must never take the app down
+
+        responder.sub = await self.subscribe(responder.subject, cb)
+
+    async def stop_responder(self, responder) -> None:
+        if responder.sub is not None:
+            try:
+                await responder.sub.unsubscribe()
+            except Exception:
+                pass
+            responder.sub = None
+
     # ---- redelivery timeline sources ---------------------------------
     async def watch_deliveries(self, callback: Callable[[DeliveryEvent], None]) -> list:
         """Advisories (nak, term, max deliveries) and acks of every program.

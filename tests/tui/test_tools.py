@@ -1,0 +1,150 @@
+"""Publish composer and request-reply tester against a real broker."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Select, Static, TextArea
+
+from .conftest import connected, wait_for
+
+
+async def press(pilot, selector: str) -> None:
+    """Press a button as a click would (after hit-testing), without racing layout."""
+    await pilot.pause(0.05)
+    pilot.app.screen.query_one(selector).press()
+    await pilot.pause(0.05)
+
+
+def text_of(app, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def test_publish_through_composer_and_read_back(make_app, outside):
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("publish")
+        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        app.screen.query_one("#pub-subject", Input).value = "orders.new"
+        app.screen.query_one("#pub-headers", TextArea).text = "Tenant: acme\nTenant: beta\nTrace-Id: t-1"
+        app.screen.query_one("#pub-payload", TextArea).text = '{"n": {{n}}}'
+        app.screen.query_one("#pub-count", Input).value = "3"
+        await press(pilot, "#pub-send")
+        await wait_for(pilot, lambda: "PubAck: stream ORDERS, seq 3" in text_of(app, "#pub-result"), what="puback")
+
+        msg = await js.get_msg("ORDERS", 2)
+        assert msg.subject == "orders.new" and msg.data == b'{"n": 2}'
+        assert msg.headers["Tenant"] == "acme, beta" and msg.headers["Trace-Id"] == "t-1"
+
+        # duplicate detection through Nats-Msg-Id, reported in plain words
+        app.screen.query_one("#pub-count", Input).value = "1"
+        app.screen.query_one("#pub-msgid", Input).value = "only-once"
+        await press(pilot, "#pub-send")
+        await wait_for(pilot, lambda: "seq 4" in text_of(app, "#pub-result"), what="first")
+        await press(pilot, "#pub-send")
+        await wait_for(pilot, lambda: "duplicate" in text_of(app, "#pub-result"), what="duplicate")
+
+        # wrong expected last sequence: the server's reason, not a crash
+        app.screen.query_one("#pub-msgid", Input).value = ""
+        app.screen.query_one("#pub-lastseq", Input).value = "1"
+        await press(pilot, "#pub-send")
+        await wait_for(pilot, lambda: "wrong last sequence" in text_of(app, "#pub-result"), what="wrong last seq")
+
+        # no stream for the subject
+        app.screen.query_one("#pub-lastseq", Input).value = ""
+        app.screen.query_one("#pub-subject", Input).value = "nowhere.x"
+        await press(pilot, "#pub-send")
+        await wait_for(pilot, lambda: "no stream matches" in text_of(app, "#pub-result"), what="no stream")
+
+
+async def test_composer_bad_inputs_show_inline_errors(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("publish")
+        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        subject = app.screen.query_one("#pub-subject", Input)
+
+        await press(pilot, "#pub-send")  # empty subject
+        assert "empty" in text_of(app, "#pub-subject-error")
+
+        subject.value = "orders.*"
+        await press(pilot, "#pub-send")
+        assert "wildcard" in text_of(app, "#pub-subject-error")
+
+        subject.value = "orders.new"
+        app.screen.query_one("#pub-headers", TextArea).text = "Good: yes\nthis line has no colon"
+        app.screen.query_one("#pub-count", Input).value = "ten"
+        app.screen.query_one("#pub-rate", Input).value = "-5"
+        await press(pilot, "#pub-send")
+        assert text_of(app, "#pub-subject-error") == ""
+        assert "line 2" in text_of(app, "#pub-headers-error")
+        assert "whole number" in text_of(app, "#pub-count-error")
+        assert "positive" in text_of(app, "#pub-rate-error")
+        assert "Fix the marked fields" in text_of(app, "#pub-result")
+        assert app.is_running
+
+
+async def test_core_publish_reaches_outside_subscriber(make_app, outside):
+    got: list = []
+
+    async def collect(msg) -> None:
+        got.append(msg)
+
+    sub = await outside.subscribe("greet.*", cb=collect)
+    await outside.flush()
+    await outside.flush()
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("publish")
+        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        app.screen.query_one("#pub-subject", Input).value = "greet.world"
+        app.screen.query_one("#pub-mode", Select).value = "core"
+        app.screen.query_one("#pub-payload", TextArea).text = "hello"
+        await press(pilot, "#pub-send")
+        await wait_for(pilot, lambda: len(got) == 1, what="core message")
+        assert got[0].data == b"hello"
+    await sub.unsubscribe()
+
+
+async def test_request_mock_responder_and_missing_one(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("request")
+        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        # a request nobody answers
+        app.screen.query_one("#req-subject", Input).value = "svc.missing"
+        await press(pilot, "#req-send")
+        await wait_for(pilot, lambda: "no responders" in text_of(app, "#req-result"), what="no responders")
+
+        # start an echo mock and ask it
+        app.screen.query_one("#mock-subject", Input).value = "svc.echo"
+        await press(pilot, "#mock-start")
+        pane = app.screen.query_one("RequestPane")
+        await wait_for(pilot, lambda: "svc.echo" in pane.responders, what="mock started")
+        app.screen.query_one("#req-subject", Input).value = "svc.echo"
+        app.screen.query_one("#req-payload", TextArea).text = "shipped order 4711"
+        app.screen.query_one("#req-count", Input).value = "3"
+        await press(pilot, "#req-send")
+        await wait_for(pilot, lambda: len(pane.latencies) == 3, what="three replies")
+        assert "shipped order 4711" in text_of(app, "#req-result")
+        assert "p50" in str(app.screen.query_one("#req-stats").render())
+        assert pane.responders["svc.echo"].handled == 3
+
+        # a silent mock: the requester times out, in plain words
+        app.screen.query_one("#mock-subject", Input).value = "svc.silent"
+        app.screen.query_one("#mock-kind", Select).value = "silence"
+        await press(pilot, "#mock-start")
+        await wait_for(pilot, lambda: "svc.silent" in pane.responders, what="silent mock")
+        app.screen.query_one("#req-subject", Input).value = "svc.silent"
+        app.screen.query_one("#req-timeout", Input).value = "300ms"
+        app.screen.query_one("#req-count", Input).value = "1"
+        await press(pilot, "#req-send")
+        await wait_for(pilot, lambda: "timed out" in text_of(app, "#req-result"), what="timeout")
+
+        app.screen.query_one("#req-timeout", Input).value = "soon"
+        await press(pilot, "#req-send")
+        assert "not a duration" in text_of(app, "#req-timeout-error")

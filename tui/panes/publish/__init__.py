@@ -1,0 +1,5 @@
+"""The publish composer: core or JetStream publish, headers, repeat with a template."""
+
+from .pane import PublishPane
+
+__all__ = ["PublishPane"]

@@ -1,0 +1,272 @@
+"""Compose and publish: subject, headers, payload, JetStream options, repeat.
+
+A core publish is fire-and-forget; a JetStream publish waits for the PubAck
+(stream, seq, duplicate) or says in plain words why there is none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Select, Static, TextArea
+from textual.widgets.option_list import Option
+
+from ...client import NatsError, subject_error
+from ...config import data_dir
+from ...format import parse_int
+from .parse import parse_headers, render_template
+
+HISTORY_KEEP = 50
+
+
+def history_path():
+    return data_dir() / "publish-history.json"
+
+
+def load_history() -> list[dict]:
+    try:
+        data = json.loads(history_path().read_text())
+        return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+    except (OSError, ValueError):
+        return []
+
+
+def save_history(entries: list[dict]) -> None:
+    try:
+        history_path().parent.mkdir(parents=True, exist_ok=True)
+        history_path().write_text(json.dumps(entries[:HISTORY_KEEP], indent=1))
+    except OSError:
+        pass
+
+
+@dataclass
+class PublishRequest:
+    subject: str
+    headers: dict[str, str]
+    payload: str
+    jetstream: bool
+    count: int
+    rate: float | None
+    msg_id: str | None
+    expected_last_seq: int | None
+    expected_stream: str | None
+
+
+class PublishPane(Vertical):
+    BINDINGS = [
+        Binding("ctrl+s", "publish", "Publish", id="publish.send"),
+        Binding("ctrl+x", "cancel", "Cancel run", id="publish.cancel"),
+        Binding("ctrl+y", "copy_code", "Copy as code", id="publish.code"),
+    ]
+
+    @dataclass
+    class Progress(Message):
+        done: int
+        total: int
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, PublishPane.Progress)
+
+    @dataclass
+    class Finished(Message):
+        summary: str
+        error: bool = False
+
+    def compose(self) -> ComposeResult:
+        yield Label("Publish — ctrl+s publish · ctrl+x cancel a run · ctrl+y copy as code", classes="pane-status")
+        with Horizontal(id="pub-row1", classes="form-row"):
+            with Vertical(classes="cell wide"):
+                yield Label("Subject")
+                yield Input(placeholder="orders.new", id="pub-subject")
+                yield Static("", id="pub-subject-error", classes="inline-error")
+            with Vertical(classes="cell"):
+                yield Label("Mode")
+                yield Select([("JetStream (wait for PubAck)", "js"), ("core (fire and forget)", "core")], value="js", allow_blank=False, id="pub-mode")
+        with Horizontal(id="pub-row2", classes="form-row"):
+            with Vertical(classes="cell"):
+                yield Label("Headers (Key: value per line)")
+                yield TextArea(id="pub-headers", soft_wrap=False)
+                yield Static("", id="pub-headers-error", classes="inline-error")
+            with Vertical(classes="cell wide"):
+                yield Label("Payload — {{n}} and {{time}} are filled per message")
+                yield TextArea(id="pub-payload")
+        with Horizontal(id="pub-row3", classes="form-row"):
+            for field_id, label, hint in (
+                ("pub-msgid", "Nats-Msg-Id", "dedupe id"),
+                ("pub-lastseq", "Expected last seq", ""),
+                ("pub-stream", "Expected stream", ""),
+                ("pub-count", "Repeat N", "1"),
+                ("pub-rate", "Rate msg/s", "as fast as possible"),
+            ):
+                with Vertical(classes="cell"):
+                    yield Label(label)
+                    yield Input(placeholder=hint, id=field_id)
+                    yield Static("", id=f"{field_id}-error", classes="inline-error")
+        with Horizontal(id="pub-actions"):
+            yield Button("Publish", id="pub-send", variant="primary")
+            yield Button("Cancel", id="pub-cancel", disabled=True)
+            yield ProgressBar(id="pub-progress", show_eta=False)
+        yield Static("", id="pub-result")
+        yield Label("Recent publishes (enter to recall)", classes="pane-status")
+        yield OptionList(id="pub-history")
+
+    def on_mount(self) -> None:
+        self.history = load_history()
+        self._show_history()
+        self.query_one("#pub-progress", ProgressBar).display = False
+
+    def _show_history(self) -> None:
+        options = self.query_one("#pub-history", OptionList)
+        options.clear_options()
+        for i, h in enumerate(self.history):
+            payload = h.get("payload", "").replace("\n", " ")
+            options.add_option(Option(Text(f"{h.get('mode', 'js'):4} {h.get('subject', '')}  {payload[:60]}"), id=str(i)))
+
+    @on(OptionList.OptionSelected, "#pub-history")
+    def recall(self, event: OptionList.OptionSelected) -> None:
+        h = self.history[int(event.option_id or 0)]
+        self.query_one("#pub-subject", Input).value = h.get("subject", "")
+        self.query_one("#pub-headers", TextArea).text = h.get("headers", "")
+        self.query_one("#pub-payload", TextArea).text = h.get("payload", "")
+        self.query_one("#pub-mode", Select).value = h.get("mode", "js")
+        self.query_one("#pub-subject", Input).focus()
+
+    def _error(self, field_id: str, message: str | None) -> None:
+        box = self.query_one(f"#{field_id}-error", Static)
+        box.update(message or "")
+        box.set_class(bool(message), "-shown")
+
+    def build_request(self) -> PublishRequest | None:
+        for fid in ("pub-subject", "pub-headers", "pub-msgid", "pub-lastseq", "pub-stream", "pub-count", "pub-rate"):
+            self._error(fid, None)
+        ok = True
+        subject = self.query_one("#pub-subject", Input).value.strip()
+        if (err := subject_error(subject, wildcards=False)) is not None:
+            self._error("pub-subject", err)
+            ok = False
+        headers: dict[str, str] = {}
+        try:
+            headers = parse_headers(self.query_one("#pub-headers", TextArea).text)
+        except ValueError as exc:
+            self._error("pub-headers", str(exc))
+            ok = False
+        count, last_seq, rate = 1, None, None
+        try:
+            count = parse_int(self.query_one("#pub-count", Input).value, "repeat", minimum=1) or 1
+        except ValueError as exc:
+            self._error("pub-count", str(exc))
+            ok = False
+        try:
+            last_seq = parse_int(self.query_one("#pub-lastseq", Input).value, "expected last seq", minimum=0)
+        except ValueError as exc:
+            self._error("pub-lastseq", str(exc))
+            ok = False
+        rate_text = self.query_one("#pub-rate", Input).value.strip()
+        if rate_text:
+            try:
+                rate = float(rate_text)
+                if rate <= 0:
+                    raise ValueError
+            except ValueError:
+                self._error("pub-rate", f"rate must be a positive number, not '{rate_text}'")
+                ok = False
+        jetstream = self.query_one("#pub-mode", Select).value == "js"
+        msg_id = self.query_one("#pub-msgid", Input).value.strip() or None
+        expected_stream = self.query_one("#pub-stream", Input).value.strip() or None
+        if not jetstream and (msg_id or last_seq is not None or expected_stream):
+            self._error("pub-msgid", "JetStream options need JetStream mode")
+            ok = False
+        if not ok:
+            return None
+        return PublishRequest(subject, headers, self.query_one("#pub-payload", TextArea).text, jetstream,
+                              count, rate, msg_id, last_seq, expected_stream)
+
+    @on(Button.Pressed, "#pub-send")
+    def action_publish(self) -> None:
+        req = self.build_request()
+        if req is None:
+            self.query_one("#pub-result", Static).update(Text("Fix the marked fields first.", style="italic"))
+            return
+        entry = {"subject": req.subject, "headers": self.query_one("#pub-headers", TextArea).text,
+                 "payload": req.payload, "mode": "js" if req.jetstream else "core"}
+        self.history = [entry] + [h for h in self.history if h != entry]
+        save_history(self.history)
+        self._show_history()
+        self.query_one("#pub-cancel", Button).disabled = False
+        bar = self.query_one("#pub-progress", ProgressBar)
+        bar.update(total=req.count, progress=0)
+        bar.display = req.count > 1
+        self.run_publish(req)
+
+    @on(Button.Pressed, "#pub-cancel")
+    def action_cancel(self) -> None:
+        self.workers.cancel_group(self, "publish")
+        self.query_one("#pub-cancel", Button).disabled = True
+        self.query_one("#pub-result", Static).update("Cancelled.")
+
+    @work(exclusive=True, group="publish", exit_on_error=False)
+    async def run_publish(self, req: PublishRequest) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.post_message(self.Finished("not connected", True))
+            return
+        start = time.monotonic()
+        last = None
+        for n in range(1, req.count + 1):
+            data = render_template(req.payload, n).encode()
+            msg_id = render_template(req.msg_id, n) if req.msg_id else None
+            try:
+                if req.jetstream:
+                    last = await client.js_publish(
+                        req.subject, data, req.headers, msg_id=msg_id,
+                        expected_last_seq=req.expected_last_seq, expected_stream=req.expected_stream,
+                    )
+                else:
+                    await client.publish(req.subject, data, req.headers)
+            except NatsError as exc:
+                self.post_message(self.Finished(f"Message {n} of {req.count} failed: {exc}", True))
+                return
+            if n % 10 == 0 or n == req.count:
+                self.post_message(self.Progress(n, req.count))
+            if req.rate:
+                ahead = n / req.rate - (time.monotonic() - start)
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+        if req.jetstream and last is not None:
+            dup = " — duplicate, not stored again" if last.duplicate else ""
+            summary = f"PubAck: stream {last.stream}, seq {last.seq}{dup}"
+        else:
+            summary = "Published (core: no acknowledgement — if nobody listens, it is gone)"
+        if req.count > 1:
+            summary = f"{req.count} messages in {time.monotonic() - start:.2f}s. Last {summary}"
+        self.post_message(self.Finished(summary))
+
+    @on(Progress)
+    def on_progress(self, event: Progress) -> None:
+        self.query_one("#pub-progress", ProgressBar).update(total=event.total, progress=event.done)
+
+    @on(Finished)
+    def on_finished(self, event: Finished) -> None:
+        self.query_one("#pub-cancel", Button).disabled = True
+        result = self.query_one("#pub-result", Static)
+        result.set_class(event.error, "-error")
+        result.update(Text(event.summary))
+
+    def action_copy_code(self) -> None:
+        req = self.build_request()
+        if req is None:
+            return
+        from ...codegen import publish_code
+
+        code = publish_code(req)
+        self.app.copy_to_clipboard(code)
+        self.query_one("#pub-result", Static).update(Text(code))

@@ -1,0 +1,237 @@
+"""Send a request, see the reply (or 'no responders' / timeout in plain words),
+keep a latency history; start mock responders on any subject."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, DataTable, Input, Label, Select, Sparkline, Static, TextArea
+
+from ...client import NatsError, subject_error
+from ...client.responders import KINDS, MockResponder, responder_error
+from ...format import parse_duration, parse_int, render_payload
+from ..publish.parse import parse_headers
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+class RequestPane(Vertical):
+    BINDINGS = [
+        Binding("ctrl+s", "send", "Send request", id="request.send"),
+        Binding("ctrl+y", "copy_code", "Copy as code", id="request.code"),
+    ]
+
+    @dataclass
+    class Replied(Message):
+        text: Text
+        rtt: float | None
+        error: bool = False
+
+    @dataclass
+    class Handled(Message):
+        responder: MockResponder
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.latencies: deque[float] = deque(maxlen=200)
+        self.responders: dict[str, MockResponder] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Label("Request-reply — ctrl+s send · ctrl+y copy as code", classes="pane-status")
+        with Horizontal(classes="form-row"):
+            with Vertical(classes="cell wide"):
+                yield Label("Subject")
+                yield Input(placeholder="svc.upper", id="req-subject")
+                yield Static("", id="req-subject-error", classes="inline-error")
+            with Vertical(classes="cell"):
+                yield Label("Timeout")
+                yield Input("2s", id="req-timeout")
+                yield Static("", id="req-timeout-error", classes="inline-error")
+            with Vertical(classes="cell"):
+                yield Label("Repeat N")
+                yield Input("1", id="req-count")
+                yield Static("", id="req-count-error", classes="inline-error")
+        with Horizontal(classes="form-row short"):
+            with Vertical(classes="cell"):
+                yield Label("Headers (Key: value)")
+                yield TextArea(id="req-headers")
+                yield Static("", id="req-headers-error", classes="inline-error")
+            with Vertical(classes="cell wide"):
+                yield Label("Payload")
+                yield TextArea(id="req-payload")
+        with Horizontal(id="req-actions"):
+            yield Button("Send", id="req-send", variant="primary")
+            yield Label("", id="req-stats")
+            yield Sparkline([], id="req-spark")
+        yield Static("", id="req-result")
+        yield Label("Mock responders — start one, then request its subject", classes="pane-status")
+        with Horizontal(classes="form-row"):
+            with Vertical(classes="cell wide"):
+                yield Label("Subject")
+                yield Input(placeholder="svc.echo", id="mock-subject")
+                yield Static("", id="mock-subject-error", classes="inline-error")
+            with Vertical(classes="cell"):
+                yield Label("Kind")
+                yield Select([(f"{k} — {v}", k) for k, v in KINDS.items()], value="echo", allow_blank=False, id="mock-kind")
+            with Vertical(classes="cell"):
+                yield Label("Reply / delay s / status")
+                yield Input(id="mock-param")
+            yield Button("Start", id="mock-start")
+            yield Button("Stop selected", id="mock-stop")
+        yield DataTable(id="mock-table", cursor_type="row")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#mock-table", DataTable)
+        table.add_column("Subject", key="subject")
+        table.add_column("Kind", key="kind")
+        table.add_column("Requests", key="handled")
+
+    def _error(self, field_id: str, message: str | None) -> None:
+        box = self.query_one(f"#{field_id}-error", Static)
+        box.update(message or "")
+        box.set_class(bool(message), "-shown")
+
+    def _read(self):
+        for f in ("req-subject", "req-timeout", "req-count", "req-headers"):
+            self._error(f, None)
+        ok = True
+        subject = self.query_one("#req-subject", Input).value.strip()
+        if err := subject_error(subject, wildcards=False):
+            self._error("req-subject", err)
+            ok = False
+        timeout = 2.0
+        try:
+            timeout = parse_duration(self.query_one("#req-timeout", Input).value) or 2.0
+        except ValueError as exc:
+            self._error("req-timeout", str(exc))
+            ok = False
+        count = 1
+        try:
+            count = parse_int(self.query_one("#req-count", Input).value, "repeat", minimum=1) or 1
+        except ValueError as exc:
+            self._error("req-count", str(exc))
+            ok = False
+        headers = {}
+        try:
+            headers = parse_headers(self.query_one("#req-headers", TextArea).text)
+        except ValueError as exc:
+            self._error("req-headers", str(exc))
+            ok = False
+        payload = self.query_one("#req-payload", TextArea).text
+        return (subject, payload, headers, timeout, count) if ok else None
+
+    @on(Button.Pressed, "#req-send")
+    @on(Input.Submitted, "#req-subject")
+    def action_send(self) -> None:
+        args = self._read()
+        if args is not None:
+            self.send(*args)
+
+    @work(exclusive=True, group="request", exit_on_error=False)
+    async def send(self, subject: str, payload: str, headers: dict, timeout: float, count: int) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.post_message(self.Replied(Text("not connected"), None, True))
+            return
+        for _ in range(count):
+            try:
+                msg, rtt = await client.request(subject, payload.encode(), headers, timeout)
+            except NatsError as exc:
+                self.post_message(self.Replied(Text(str(exc)), None, True))
+                return
+            text = Text()
+            text.append(f"Reply in {rtt * 1000:.2f} ms", style="bold")
+            status = (msg.headers or {}).get("Nats-Service-Error-Code")
+            if status:
+                text.append(f" — service error {status}: {(msg.headers or {}).get('Nats-Service-Error', '')}")
+            text.append("\n")
+            for k, v in (msg.headers or {}).items():
+                text.append(f"{k}: ", style="bold")
+                text.append(f"{v}\n")
+            text.append(render_payload(msg.data or b"", "json" if (msg.data or b"").strip()[:1] in (b"{", b"[") else "text"))
+            self.post_message(self.Replied(text, rtt, bool(status)))
+
+    @on(Replied)
+    def on_replied(self, event: Replied) -> None:
+        result = self.query_one("#req-result", Static)
+        result.set_class(event.error, "-error")
+        result.update(event.text)
+        if event.rtt is not None:
+            self.latencies.append(event.rtt * 1000)
+            values = list(self.latencies)
+            self.query_one("#req-spark", Sparkline).data = values[-60:]
+            self.query_one("#req-stats", Label).update(
+                f"{len(values)} replies · p50 {percentile(values, 50):.2f} ms · p99 {percentile(values, 99):.2f} ms"
+            )
+
+    # ---- mock responders ---------------------------------------------------
+    @on(Button.Pressed, "#mock-start")
+    def start_mock(self) -> None:
+        subject = self.query_one("#mock-subject", Input).value.strip()
+        kind = str(self.query_one("#mock-kind", Select).value)
+        param = self.query_one("#mock-param", Input).value.strip()
+        err = responder_error(subject_error(subject, wildcards=True), kind, param)
+        if subject in self.responders:
+            err = f"a mock already answers on {subject}"
+        self._error("mock-subject", err)
+        if err is None:
+            self.run_mock(MockResponder(subject, kind, param))
+
+    @work(group="mock", exit_on_error=False)
+    async def run_mock(self, responder: MockResponder) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.app.notify("not connected", severity="error")
+            return
+        try:
+            await client.start_responder(responder, lambda r: self.post_message(self.Handled(r)))
+        except NatsError as exc:
+            self.app.notify(f"Could not start the mock: {exc}", severity="error")
+            return
+        self.responders[responder.subject] = responder
+        self.query_one("#mock-table", DataTable).add_row(
+            Text(responder.subject), Text(responder.description), Text("0"), key=responder.subject
+        )
+
+    @on(Handled)
+    def on_handled(self, event: Handled) -> None:
+        r = event.responder
+        if r.subject in self.responders:
+            self.query_one("#mock-table", DataTable).update_cell(r.subject, "handled", Text(str(r.handled)))
+
+    @on(Button.Pressed, "#mock-stop")
+    def stop_mock(self) -> None:
+        table = self.query_one("#mock-table", DataTable)
+        if not table.row_count:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        responder = self.responders.pop(key, None)
+        table.remove_row(key)
+        if responder is not None:
+            self._stop(responder)
+
+    @work(group="mock", exit_on_error=False)
+    async def _stop(self, responder: MockResponder) -> None:
+        client = getattr(self.app, "client", None)
+        if client is not None:
+            await client.stop_responder(responder)
+
+    def action_copy_code(self) -> None:
+        args = self._read()
+        if args is None:
+            return
+        from ...codegen import request_code
+
+        code = request_code(*args[:4])
+        self.app.copy_to_clipboard(code)
+        self.query_one("#req-result", Static).update(Text(code))
