@@ -17,6 +17,8 @@ from nats.js.errors import (
     NotFoundError,
 )
 
+from conftest import connect
+
 
 def natslab_gap(request, reason: str) -> None:
     """Mark a known natslab difference: xfail(strict) on natslab only, so
@@ -263,3 +265,28 @@ async def test_per_key_ttl_and_limit_markers(js, request):
     assert not (await kv.get("short")).value
     assert (await kv.get("stays")).value == b"v"
     await w.stop()
+
+
+async def test_bucket_survives_restart(server):
+    """Values, revisions, markers and the bucket's config come back after a
+    clean restart (SIGTERM) of the broker."""
+    nc = await connect(server.url)
+    kv = await nc.jetstream().create_key_value(bucket="KEEP", history=3)
+    await kv.put("a", b"1")
+    await kv.put("a", b"2")
+    await kv.put("b", b"x")
+    await kv.delete("b")
+    await nc.close()
+    server.restart()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    kv = await js.key_value("KEEP")
+    e = await kv.get("a")
+    assert (e.value, e.revision) == (b"2", 2)
+    with pytest.raises(KeyNotFoundError):
+        await kv.get("b")
+    assert [h.revision for h in await kv.history("a")] == [1, 2]
+    assert await kv.put("a", b"3") == 5
+    st = await kv.status()
+    assert (st.values, st.history) == (5, 3)
+    await nc.close()
