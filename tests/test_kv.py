@@ -269,7 +269,8 @@ async def test_per_key_ttl_and_limit_markers(js, request):
 
 async def test_bucket_survives_restart(server):
     """Values, revisions, markers and the bucket's config come back after a
-    clean restart (SIGTERM) of the broker."""
+    clean restart (SIGTERM) of the broker, and an acknowledged put survives
+    the broker being killed (SIGKILL)."""
     nc = await connect(server.url)
     kv = await nc.jetstream().create_key_value(bucket="KEEP", history=3)
     await kv.put("a", b"1")
@@ -289,4 +290,11 @@ async def test_bucket_survives_restart(server):
     assert await kv.put("a", b"3") == 5
     st = await kv.status()
     assert (st.values, st.history) == (5, 3)
+    await nc.close()
+    server.kill()
+    server.start()
+    nc = await connect(server.url)
+    kv = await nc.jetstream().key_value("KEEP")
+    e = await kv.get("a")
+    assert (e.value, e.revision) == (b"3", 5)
     await nc.close()
