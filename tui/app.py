@@ -32,7 +32,7 @@ class NatslabApp(App):
     COMMANDS = App.COMMANDS | {NatslabCommands}
     TABS = [
         ("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand"),
-        ("publish", "Publish"), ("request", "Request"),
+        ("publish", "Publish"), ("request", "Request"), ("kv", "KV"),
     ]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -42,6 +42,7 @@ class NatslabApp(App):
         Binding("3", "tab('pull')", "Pull hand", id="app.tab.pull", show=False),
         Binding("4", "tab('publish')", "Publish", id="app.tab.publish", show=False),
         Binding("5", "tab('request')", "Request", id="app.tab.request", show=False),
+        Binding("6", "tab('kv')", "KV", id="app.tab.kv", show=False),
     ]
 
     # Bumped on every (re)connect so panes can re-subscribe.
@@ -80,11 +81,13 @@ class NatslabApp(App):
     def tool_panes(self):
         from textual.widgets import TabPane
 
+        from .panes.kv import KvPane
         from .panes.publish import PublishPane
         from .panes.request import RequestPane
 
         yield TabPane("Publish", PublishPane(id="publish-pane"), id="publish")
         yield TabPane("Request", RequestPane(id="request-pane"), id="request")
+        yield TabPane("KV", KvPane(id="kv-pane"), id="kv")
 
     # ---- startup ----------------------------------------------------------
     def on_mount(self) -> None:
@@ -226,7 +229,10 @@ class NatslabApp(App):
         self.action_tab("pull")
 
     def jump_to_bucket(self, bucket: str) -> None:
-        self.notify(f"The KV browser is not in this build ({bucket})")
+        from .panes.kv import KvPane
+
+        self.action_tab("kv")
+        self.screen.query_one(KvPane).select_bucket(bucket)
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_redelivery_demo

@@ -148,3 +148,43 @@ async def test_request_mock_responder_and_missing_one(make_app):
         app.screen.query_one("#req-timeout", Input).value = "soon"
         await press(pilot, "#req-send")
         assert "not a duration" in text_of(app, "#req-timeout-error")
+
+
+async def test_kv_watch_shows_outside_changes(make_app, outside):
+    js = outside.jetstream()
+    kv = await js.create_key_value(bucket="CONFIG", history=5)
+    await kv.put("region", b"eu")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_bucket("CONFIG")
+        pane = app.screen.query_one("KvPane")
+        await wait_for(pilot, lambda: pane.bucket == "CONFIG", what="bucket selected")
+        await wait_for(pilot, lambda: "region" in pane.entries, what="key listed")
+        keys = app.screen.query_one("#kv-keys")
+
+        await kv.put("region", b"us")  # another program changes the key
+        await wait_for(pilot, lambda: keys.value("region", "rev") == "2", what="live update")
+        await kv.put("color", b"blue")
+        await wait_for(pilot, lambda: keys.value("color", "op") == "PUT", what="new key")
+        await kv.delete("color")
+        await wait_for(pilot, lambda: keys.value("color", "op") == "DEL", what="delete seen")
+
+        # filter as you type
+        app.screen.query_one("#kv-filter", Input).value = "reg"
+        await wait_for(pilot, lambda: keys.row_count == 1, what="filtered")
+
+        # update with a stale revision: plain words, nothing crashes
+        app.screen.query_one("#kv-key", Input).value = "region"
+        app.screen.query_one("#kv-rev", Input).value = "1"
+        app.screen.query_one("#kv-edit", TextArea).text = "apac"
+        await press(pilot, "#kv-update")
+        await wait_for(pilot, lambda: "not the key's latest" in text_of(app, "#kv-result"), what="stale revision")
+        app.screen.query_one("#kv-rev", Input).value = "2"
+        await press(pilot, "#kv-update")
+        await wait_for(pilot, lambda: "revision 5" in text_of(app, "#kv-result"), what="update ok")
+        assert (await kv.get("region")).value == b"apac"
+
+        app.screen.query_one("#kv-key", Input).value = "bad key!"
+        await press(pilot, "#kv-put")
+        assert "not a valid key" in text_of(app, "#kv-result")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from .kv import KvMixin
 from .models import (
     AccountUsage,
     ConsumerSummary,
@@ -77,7 +78,7 @@ def _plain(exc: BaseException) -> NatsError:
     return NatsError(str(exc) or exc.__class__.__name__)
 
 
-class NatsClient:
+class NatsClient(KvMixin):
     """A connected nats-py client plus typed JetStream management calls."""
 
     def __init__(self, nc: NATS, options: ConnectOptions):
@@ -147,6 +148,15 @@ class NatsClient:
             jetstream=bool(info.get("jetstream")),
             client_url=client_url,
         )
+
+    async def _call(self, awaitable):
+        """Await a nats-py call, turning its exceptions into NatsError."""
+        try:
+            return await awaitable
+        except NatsError:
+            raise
+        except Exception as exc:
+            raise _plain(exc) from exc
 
     # ---- raw API ----------------------------------------------------
     async def _api(self, subject: str, payload: dict | None = None) -> dict:
