@@ -33,6 +33,7 @@ class NatslabApp(App):
     TABS = [
         ("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand"),
         ("publish", "Publish"), ("request", "Request"), ("kv", "KV"),
+        ("tail", "Tail"), ("connections", "Connections"),
     ]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -43,6 +44,8 @@ class NatslabApp(App):
         Binding("4", "tab('publish')", "Publish", id="app.tab.publish", show=False),
         Binding("5", "tab('request')", "Request", id="app.tab.request", show=False),
         Binding("6", "tab('kv')", "KV", id="app.tab.kv", show=False),
+        Binding("7", "tab('tail')", "Tail", id="app.tab.tail", show=False),
+        Binding("8", "tab('connections')", "Connections", id="app.tab.connections", show=False),
     ]
 
     # Bumped on every (re)connect so panes can re-subscribe.
@@ -59,6 +62,7 @@ class NatslabApp(App):
         display_version: str | None = None,
         remember_theme: bool = True,
         theme_name: str | None = None,
+        monitor_url: str | None = None,
     ):
         super().__init__()
         if connect is None and broker is None:
@@ -73,6 +77,7 @@ class NatslabApp(App):
         self.display_version = display_version
         self.remember_theme = remember_theme
         self.requested_theme = theme_name
+        self.monitor_url = monitor_url
         self.user_theme_names: set[str] = set()
         self.header_info = HeaderInfo(mode="embedded" if broker else "remote")
         self._shut_down = False
@@ -81,13 +86,17 @@ class NatslabApp(App):
     def tool_panes(self):
         from textual.widgets import TabPane
 
+        from .panes.connections import ConnectionsPane
         from .panes.kv import KvPane
+        from .panes.tail import TailPane
         from .panes.publish import PublishPane
         from .panes.request import RequestPane
 
         yield TabPane("Publish", PublishPane(id="publish-pane"), id="publish")
         yield TabPane("Request", RequestPane(id="request-pane"), id="request")
         yield TabPane("KV", KvPane(id="kv-pane"), id="kv")
+        yield TabPane("Tail", TailPane(id="tail-pane"), id="tail")
+        yield TabPane("Connections", ConnectionsPane(id="connections-pane"), id="connections")
 
     # ---- startup ----------------------------------------------------------
     def on_mount(self) -> None:
@@ -139,6 +148,7 @@ class NatslabApp(App):
                 self.show_banner(f"The embedded broker did not start: {exc}. Try --connect URL.")
                 return
             options = replace(options, url=url)
+            self.monitor_url = self.monitor_url or self.embedded.monitor_url
             self.set_header(url=self.display_url or url)
         while not self._shut_down:
             try:
@@ -154,6 +164,10 @@ class NatslabApp(App):
                 await asyncio.sleep(2)
         if self.client is None:
             return
+        if self.monitor_url is None:
+            from .client.monitor import default_monitor_url
+
+            self.monitor_url = default_monitor_url(options.url)
         summary = self.client.server_summary()
         self.set_header(state="connected", detail="", version=self.display_version or summary.version,
                         url=self.display_url or summary.client_url)
@@ -229,7 +243,9 @@ class NatslabApp(App):
         self.action_tab("pull")
 
     def jump_to_bucket(self, bucket: str) -> None:
+        from .panes.connections import ConnectionsPane
         from .panes.kv import KvPane
+        from .panes.tail import TailPane
 
         self.action_tab("kv")
         self.screen.query_one(KvPane).select_bucket(bucket)

@@ -70,14 +70,23 @@ class EmbeddedBroker:
         self.store_dir = spec.resolved_store_dir()
         self._thread = None
         self.client_url = ""
+        self.monitor_url = ""
 
     def start(self) -> str:
         """Blocking: start the broker thread, return its client URL."""
         from natslab.server import ServerThread  # the only import of the broker in tui/
 
         port = choose_port(self.spec.host, self.spec.port)
-        self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True, store_dir=self.store_dir)
-        self._thread.start()
+        http_port = choose_port(self.spec.host, 8222)
+        try:
+            self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True,
+                                        store_dir=self.store_dir, http_port=http_port)
+            self._thread.start()
+            self.monitor_url = f"http://{self.spec.host}:{http_port}" if http_port else ""
+        except TypeError:
+            # a broker without the monitoring option: run without it
+            self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True, store_dir=self.store_dir)
+            self._thread.start()
         self.client_url = self._thread.client_url
         return self.client_url
 

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     rem = p.add_argument_group("existing server")
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
+    rem.add_argument("--monitor", metavar="URL", help="monitoring endpoint for the Connections pane (default http://HOST:8222)")
     rem.add_argument("--user")
     rem.add_argument("--password")
     rem.add_argument("--token")
@@ -75,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from .app import NatslabApp
 
-    app = NatslabApp(connect=options, broker=spec)
-    app.run()
+    app = NatslabApp(connect=options, broker=spec, monitor_url=args.monitor)
+    try:
+        app.run()
+    finally:
+        app.stop_embedded_now()  # normally already stopped by quit
     return app.return_code or 0

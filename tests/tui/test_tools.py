@@ -188,3 +188,48 @@ async def test_kv_watch_shows_outside_changes(make_app, outside):
         app.screen.query_one("#kv-key", Input).value = "bad key!"
         await press(pilot, "#kv-put")
         assert "not a valid key" in text_of(app, "#kv-result")
+
+
+async def test_live_tail_shows_outside_messages_and_bad_subject(make_app, outside):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("tail")
+        await pilot.pause(0.3)
+        pane = app.screen.query_one("TailPane")
+        app.screen.query_one("#tail-subject", Input).value = "orders..x"
+        await press(pilot, "#tail-go")
+        assert "empty token" in str(app.screen.query_one("#tail-subject-error").render())
+
+        app.screen.query_one("#tail-subject", Input).value = "orders.>"
+        await press(pilot, "#tail-go")
+        await wait_for(pilot, lambda: pane.subject == "orders.>", what="subscribed")
+        for i in range(5):
+            await outside.publish("orders.new", f"order-{i}".encode(), headers={"K": "v"})
+        await outside.flush()
+        log = app.screen.query_one("#tail-log")
+        await wait_for(pilot, lambda: len(log.lines) == 5, what="five lines")
+        assert pane.received == 5
+
+
+async def test_connections_pane_lists_outside_client(make_app, broker, outside):
+    app = make_app(monitor_url=f"http://127.0.0.1:{broker.http_port}" if broker.http_port else None)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("connections")
+        pane = app.screen.query_one("ConnectionsPane")
+        table = pane.query_one("#conn-table")
+        if broker.http_port is None:
+            return
+        await wait_for(pilot, lambda: any(table.value(k, "name") == "outside" for k in table._order), what="outside listed")
+        names = {table.value(k, "name") for k in table._order}
+        assert {"natslab", "outside"} <= names
+
+
+async def test_connections_pane_says_plainly_when_unreachable(make_app):
+    app = make_app(monitor_url="http://127.0.0.1:9")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_tab("connections")
+        status = app.screen.query_one("#conn-status")
+        await wait_for(pilot, lambda: "not reachable" in str(status.render()), what="unreachable message")

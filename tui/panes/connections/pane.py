@@ -1,0 +1,87 @@
+"""Live /connz: client name, language, address, subscriptions, traffic and rates."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import Label
+
+from ...client.monitor import Connection, MonitorUnreachable, fetch_connz
+from ...format import fmt_bytes, fmt_count
+from ...widgets.live_table import LiveTable
+from ..base import LivePane
+
+COLUMNS = [
+    ("CID", "cid"), ("Name", "name"), ("Lang", "lang"), ("Version", "version"), ("Address", "address"),
+    ("Subs", "subs"), ("Msgs in", "in_msgs"), ("Msgs out", "out_msgs"), ("In/s", "in_rate"), ("Out/s", "out_rate"),
+    ("Bytes in", "in_bytes"), ("Bytes out", "out_bytes"), ("Pending", "pending"), ("Idle", "idle"),
+]
+
+
+class ConnectionsPane(LivePane):
+    POLL_SECONDS = 1.0
+
+    @dataclass
+    class Polled(Message):
+        connections: list[Connection]
+        error: str = ""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ConnectionsPane.Polled)
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._last: dict[int, tuple[float, int, int]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Label("Connections", id="conn-status", classes="pane-status")
+        yield LiveTable(COLUMNS, id="conn-table")
+
+    def poll(self) -> None:
+        self.refresh_connz()
+
+    @work(exclusive=True, group="connz", exit_on_error=False)
+    async def refresh_connz(self) -> None:
+        try:
+            url = getattr(self.app, "monitor_url", None)
+            if not url:
+                self.post_message(self.Polled([], "no monitoring URL known (start with --monitor http://host:8222)"))
+                return
+            try:
+                self.post_message(self.Polled(await fetch_connz(url)))
+            except MonitorUnreachable as exc:
+                self.post_message(self.Polled([], f"monitoring endpoint not reachable — {exc}. "
+                                                  "Start nats-server with -m 8222, or pass --monitor URL."))
+        finally:
+            self.schedule_poll()
+
+    @on(Polled)
+    def show(self, event: Polled) -> None:
+        status = self.query_one("#conn-status", Label)
+        table = self.query_one(LiveTable)
+        if event.error:
+            status.update(event.error)
+            table.sync({})
+            return
+        now = time.monotonic()
+        stable = getattr(self.app, "stable_display", False)
+        rows = {}
+        for c in event.connections:
+            last = self._last.get(c.cid)
+            in_rate = out_rate = ""
+            if last and now > last[0]:
+                in_rate = f"{(c.in_msgs - last[1]) / (now - last[0]):.0f}"
+                out_rate = f"{(c.out_msgs - last[2]) / (now - last[0]):.0f}"
+            self._last[c.cid] = (now, c.in_msgs, c.out_msgs)
+            rows[str(c.cid)] = (
+                c.cid, c.name or "-", c.lang, c.version, "-" if stable else c.address, c.subscriptions,
+                fmt_count(c.in_msgs), fmt_count(c.out_msgs), in_rate, out_rate,
+                fmt_bytes(c.in_bytes), fmt_bytes(c.out_bytes), fmt_bytes(c.pending_bytes),
+                "-" if stable else c.idle,
+            )
+        table.sync(rows)
+        status.update(f"Connections ({len(rows)}) from {getattr(self.app, 'monitor_url', '')}/connz — refreshed every second")

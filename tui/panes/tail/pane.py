@@ -1,0 +1,173 @@
+"""Subscribe to a subject or wildcard and watch messages scroll by.
+
+The subscription callback only appends to a bounded buffer; a 10 Hz timer
+moves what arrived onto the screen. One UI message per NATS message would
+drown the event loop at 10k msg/s; the buffer keeps memory and the UI bounded.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Input, Label, RichLog
+
+from ...client import NatsError, subject_error
+from ...format import parse_int
+
+DEFAULT_CAP = 1000
+
+
+@dataclass
+class TailLine:
+    subject: str
+    headers: dict
+    data: bytes
+
+
+class TailPane(Vertical):
+    BINDINGS = [
+        Binding("ctrl+space", "toggle_pause", "Pause/resume", id="tail.pause"),
+        Binding("ctrl+l", "clear", "Clear", id="tail.clear"),
+    ]
+
+    @dataclass
+    class Subscribed(Message):
+        subject: str
+        sub: object | None
+        error: str = ""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.buffer: deque[TailLine] = deque(maxlen=DEFAULT_CAP)
+        self.sub = None
+        self.subject = ""
+        self.paused = False
+        self.received = 0
+        self.dropped = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label("Live tail — subscribe to a subject (wildcards allowed) · ctrl+space pause · ctrl+l clear", classes="pane-status", id="tail-status")
+        with Horizontal(classes="form-row", id="tail-bar"):
+            with Vertical(classes="cell wide"):
+                yield Label("Subject")
+                yield Input(placeholder="orders.>", id="tail-subject")
+                yield Label("", id="tail-subject-error", classes="inline-error")
+            with Vertical(classes="cell"):
+                yield Label("Filter (text in subject or payload)")
+                yield Input(id="tail-filter")
+            with Vertical(classes="cell"):
+                yield Label("Keep lines")
+                yield Input(str(DEFAULT_CAP), id="tail-cap")
+                yield Label("", id="tail-cap-error", classes="inline-error")
+            yield Button("Subscribe", id="tail-go", variant="primary")
+            yield Button("Pause", id="tail-pause")
+        yield RichLog(id="tail-log", max_lines=DEFAULT_CAP, wrap=False, markup=False, highlight=False)
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self._drain)
+
+    def _error(self, field: str, message: str | None) -> None:
+        box = self.query_one(f"#{field}-error", Label)
+        box.update(message or "")
+        box.set_class(bool(message), "-shown")
+
+    @on(Button.Pressed, "#tail-go")
+    @on(Input.Submitted, "#tail-subject")
+    def start(self) -> None:
+        subject = self.query_one("#tail-subject", Input).value.strip()
+        err = subject_error(subject, wildcards=True)
+        self._error("tail-subject", err)
+        cap = DEFAULT_CAP
+        try:
+            cap = parse_int(self.query_one("#tail-cap", Input).value, "keep lines", minimum=10) or DEFAULT_CAP
+            if cap > 100_000:
+                raise ValueError("keep at most 100000 lines")
+            self._error("tail-cap", None)
+        except ValueError as exc:
+            self._error("tail-cap", str(exc))
+            err = err or str(exc)
+        if err:
+            return
+        log = self.query_one(RichLog)
+        log.max_lines = cap
+        self.buffer = deque(self.buffer, maxlen=cap)
+        self.subscribe(subject)
+
+    @work(exclusive=True, group="tail", exit_on_error=False)
+    async def subscribe(self, subject: str) -> None:
+        client = getattr(self.app, "client", None)
+        if client is None:
+            self.post_message(self.Subscribed(subject, None, "not connected"))
+            return
+        if self.sub is not None:
+            try:
+                await self.sub.unsubscribe()
+            except Exception:
+                pass
+            self.sub = None
+
+        async def on_msg(msg) -> None:
+            self.received += 1
+            if len(self.buffer) == self.buffer.maxlen:
+                self.dropped += 1
+            self.buffer.append(TailLine(msg.subject, dict(msg.headers or {}), msg.data or b""))
+
+        try:
+            sub = await client.subscribe(subject, on_msg)
+        except NatsError as exc:
+            self.post_message(self.Subscribed(subject, None, str(exc)))
+            return
+        self.post_message(self.Subscribed(subject, sub))
+
+    @on(Subscribed)
+    def on_subscribed(self, event: Subscribed) -> None:
+        if event.error:
+            self._error("tail-subject", event.error)
+            return
+        self.sub, self.subject = event.sub, event.subject
+        self.received = self.dropped = 0
+        self._status()
+
+    def _status(self) -> None:
+        state = "paused" if self.paused else "live"
+        self.query_one("#tail-status", Label).update(
+            f"Tailing {self.subject} — {state} · {self.received} received"
+            + (f" · {len(self.buffer)} waiting" if self.paused else "")
+            + " · ctrl+space pause · ctrl+l clear"
+        )
+
+    def _drain(self) -> None:
+        if not self.subject:
+            return
+        if not self.paused and self.buffer:
+            log = self.query_one(RichLog)
+            needle = self.query_one("#tail-filter", Input).value.strip()
+            lines = list(self.buffer)
+            self.buffer.clear()
+            for line in lines[-log.max_lines:] if log.max_lines else lines:
+                payload = line.data.decode("utf-8", errors="replace")
+                if needle and needle not in line.subject and needle not in payload:
+                    continue
+                text = Text()
+                text.append(line.subject, style="bold")
+                if line.headers:
+                    text.append(" [" + ", ".join(f"{k}={v}" for k, v in line.headers.items()) + "]", style="italic")
+                text.append("  " + payload.replace("\n", "⏎")[:500])
+                log.write(text)
+        self._status()
+
+    @on(Button.Pressed, "#tail-pause")
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.query_one("#tail-pause", Button).label = "Resume" if self.paused else "Pause"
+        self._status()
+
+    def action_clear(self) -> None:
+        self.query_one(RichLog).clear()
