@@ -59,19 +59,6 @@ async def test_seed_session(js):
     assert names == ["KV_CONFIG"]
 
 
-async def test_bind_and_delete_bucket(js):
-    with pytest.raises(BucketNotFoundError):
-        await js.key_value("NOPE")
-    await js.create_key_value(bucket="B1")
-    kv = await js.key_value("B1")
-    assert await kv.put("k", b"v") == 1
-    assert await js.delete_key_value("B1")
-    with pytest.raises(BucketNotFoundError):
-        await js.key_value("B1")
-    with pytest.raises(NotFoundError):
-        await js.stream_info("KV_B1")
-
-
 async def test_create_update_revisions(js):
     kv = await js.create_key_value(bucket="REV", history=10)
     assert await kv.create("k", b"1") == 1
@@ -205,6 +192,17 @@ async def test_bucket_options(js):
     st = await kv.status()
     assert (st.values, st.history, st.ttl) == (2, 2, 60)
 
+    # bind to an existing bucket; delete it
+    with pytest.raises(BucketNotFoundError):
+        await js.key_value("NOPE")
+    kv = await js.key_value("OPTS")
+    assert (await kv.get("h")).value == b"3"
+    assert await js.delete_key_value("OPTS")
+    with pytest.raises(BucketNotFoundError):
+        await js.key_value("OPTS")
+    with pytest.raises(NotFoundError):
+        await js.stream_info("KV_OPTS")
+
 
 async def test_direct_get_bucket(js, nc):
     """allow_direct buckets: nats-py reads through $JS.API.DIRECT.GET, as nats.go does."""
@@ -255,7 +253,7 @@ async def test_per_key_ttl_and_limit_markers(js, request):
     w = await kv.watchall()
     while await w.updates(timeout=3) is not None:
         pass
-    e = await w.updates(timeout=5)  # the server's marker when "short" expires
+    e = await w.updates(timeout=3.5)  # the server's marker when "short" expires (TTL raised to 2 s)
     assert (e.key, e.operation) == ("short", "PURGE")
     marker = await js.get_msg("KV_TTL", subject="$KV.TTL.short")
     assert marker.seq == 3 and not marker.data

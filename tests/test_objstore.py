@@ -127,7 +127,7 @@ async def test_watch(js):
     await w.stop()
 
 
-async def test_update_meta(js):
+async def test_update_meta_and_links(js):
     obs = await js.create_object_store("META")
     await obs.put("old", b"payload")
     await obs.update_meta("old", api.ObjectMeta(name="old", description="described"))
@@ -141,10 +141,8 @@ async def test_update_meta(js):
     with pytest.raises(ObjectDeletedError):
         await obs.update_meta("old", api.ObjectMeta(name="old", description="too late"))
 
-
-async def test_link(js):
-    """nats-py follows links (nats.go's AddLink writes them): a meta message
-    whose options.link names an object in another bucket."""
+    # nats-py follows links (nats.go's AddLink writes them): a meta message
+    # whose options.link names an object in another bucket
     src = await js.create_object_store("SRC")
     dst = await js.create_object_store("DST")
     data = blob(200_000, 3)
