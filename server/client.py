@@ -14,6 +14,7 @@ import re
 import time
 
 from . import protocol as p
+from .permissions import violation
 from .subjects import EMPTY_RESULT, valid_subject
 
 _PUB_RE = re.compile(rb"PUB[ \t]+([^ \t\r\n]+)[ \t]+(?:([^ \t\r\n]+)[ \t]+)?(\d+)[ \t]*\r\n")
@@ -66,6 +67,7 @@ class Client(asyncio.Protocol):
         self.lang = ""
         self.version = ""
         self.user = ""
+        self.perms = None  # Permissions of the authenticated user, if any
         # stats
         self.start = time.time()
         self.last_activity = self.start
@@ -128,7 +130,7 @@ class Client(asyncio.Protocol):
         pos = 0
         # the common case, a plain PUB from a connected non-verbose,
         # non-pedantic client, is matched by one C-level regex and routed here
-        fast = self.connected and not self.verbose and not self.pedantic
+        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
         pub_match = _PUB_RE.match
         max_payload = srv.opts.max_payload
         while pos < n and not self.closed:
@@ -156,6 +158,9 @@ class Client(asyncio.Protocol):
                 pos = end + 2
                 self.in_msgs += 1
                 self.in_bytes += total
+                if self.perms is not None and not self.perms.can_publish(subject):
+                    self.queue_out(violation("Publish", subject))
+                    continue
                 if self.verbose:
                     self.queue_out(p.OK)
                 srv.route(self, subject, reply, hdr, payload)
@@ -198,7 +203,7 @@ class Client(asyncio.Protocol):
                 self._op_unsub(args)
             elif op == b"CONNECT":
                 self._op_connect(line[len(args[0]) :].strip())
-                fast = self.connected and not self.verbose and not self.pedantic
+                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
             else:
                 self.protocol_error(p.ERR_UNKNOWN_OP)
         if pos < n and not self.closed:
@@ -303,6 +308,9 @@ class Client(asyncio.Protocol):
         if not valid_subject(subject):
             self.queue_out(p.ERR_INVALID_SUBJECT)
             return
+        if self.perms is not None and not self.perms.can_subscribe(subject):
+            self.queue_out(violation("Subscription", subject))
+            return
         if sid in self.subs:
             # re-using a sid keeps the existing subscription (as nats-server does)
             if self.verbose:
@@ -365,11 +373,16 @@ class Client(asyncio.Protocol):
             self.rtt = max(time.time() - self.start, 1e-6)
         srv = self.server
         if srv.auth_required:
-            if not srv.check_auth(opts):
+            entry = srv.check_auth(opts)
+            if not entry:
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
                 return
             self.user = str(opts.get("user") or "")
+            if isinstance(entry, dict) and entry.get("permissions"):
+                from .permissions import Permissions
+
+                self.perms = Permissions(entry["permissions"])
             if self._auth_timer:
                 self._auth_timer.cancel()
                 self._auth_timer = None

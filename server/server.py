@@ -196,7 +196,9 @@ class Server:
         info["natslab"] = True
         return info
 
-    def check_auth(self, opts: dict) -> bool:
+    def check_auth(self, opts: dict):
+        """False when the credentials are wrong; otherwise the matched user's
+        entry (a dict, possibly with ``permissions``) or True."""
         o = self.opts
         if o.token:
             return secrets.compare_digest(str(opts.get("auth_token") or ""), o.token)
@@ -205,10 +207,12 @@ class Server:
         creds = list(o.users)
         if o.user:
             creds.append({"user": o.user, "password": o.password or ""})
-        return any(
-            secrets.compare_digest(user, c.get("user", "")) and secrets.compare_digest(pw, c.get("password", ""))
-            for c in creds
-        )
+        for c in creds:
+            if secrets.compare_digest(user, str(c.get("user", ""))) and secrets.compare_digest(
+                pw, str(c.get("password", ""))
+            ):
+                return c
+        return False
 
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:

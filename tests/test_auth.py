@@ -124,9 +124,6 @@ async def test_no_auth_server_ignores_credentials(server):
 async def test_user_permissions(server_kind, tmp_path, request):
     """A config user's publish/subscribe permissions: a denied PUB or SUB gets
     'Permissions Violation' and the connection stays up."""
-    if server_kind == "natslab":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "per-user `permissions` in the authorization block are parsed but not enforced")))
     conf = ("authorization {\n  users = [\n    {user: limited, password: pw, permissions: "
             '{publish: "allowed.>", subscribe: ["allowed.>", "_INBOX.>"]}}\n  ]\n}\n')
     srv = _start(server_kind, tmp_path, conf)
