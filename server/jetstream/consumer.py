@@ -410,7 +410,7 @@ def _check_wq_unique(stream: "Stream", name: str, cfg: dict) -> None:
 
 
 def _cmp(cfg: dict) -> dict:
-    d = dict(cfg)
+    d = ordered(cfg, CONSUMER_CONFIG_FIELDS)
     d.pop("metadata", None)
     d.pop("pause_until", None)
     return d

@@ -207,6 +207,8 @@ class JetStream:
 
 
 def _comparable(cfg: dict) -> dict:
-    d = dict(cfg)
+    from .shapes import STREAM_CONFIG_FIELDS, ordered
+
+    d = ordered(cfg, STREAM_CONFIG_FIELDS)
     d["metadata"] = {k: v for k, v in (cfg.get("metadata") or {}).items() if not k.startswith("_nats.")}
     return d

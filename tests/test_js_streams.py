@@ -1,0 +1,315 @@
+"""JetStream streams (issue 3), differential: the same assertions hold on
+natslab's broker and on nats-server 2.15.1. Covers the stream API, the publish
+path (PubAck, dedupe, expected-* headers, rollup, TTL, limits and discard) and
+the seed walkthrough's stream numbers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from nats.errors import NoRespondersError, TimeoutError as NatsTimeout
+from nats.js import api
+from nats.js.errors import APIError, BadRequestError, NoStreamResponseError, NotFoundError, ServerError, ServiceUnavailableError
+
+
+async def req(nc, subject: str, body=None, timeout: float = 2.0, headers=None) -> dict:
+    data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    msg = await nc.request(subject, data, timeout=timeout, headers=headers)
+    return json.loads(msg.data)
+
+
+def err(resp: dict) -> tuple[int, int, str]:
+    e = resp["error"]
+    assert set(e) == {"code", "err_code", "description"}
+    return e["code"], e["err_code"], e["description"]
+
+
+async def pub_raw(nc, subject, data=b"", headers=None) -> dict:
+    msg = await nc.request(subject, data, timeout=2, headers=headers)
+    return json.loads(msg.data)
+
+
+# -- the seed walkthrough -----------------------------------------------------------
+
+async def test_seed_orders_stream(nc, js):
+    await js.add_stream(name="ORDERS", subjects=["orders.>"], storage="file", retention="limits", discard="old",
+                        max_msgs=1000, max_age=24 * 3600, max_msgs_per_subject=100, duplicate_window=120)
+    for i in (1, 2, 3):
+        ack = await js.publish("orders.new", f"order-{i} payload".encode())
+        assert (ack.stream, ack.seq) == ("ORDERS", i)
+    await js.publish("orders.eu", b"order-eu-1 payload")
+    await nc.publish("core.plain", b"this subject has no stream and no subscriber")
+    await nc.flush()
+    si = await js.stream_info("ORDERS")
+    st = si.state
+    assert (st.messages, st.bytes, st.first_seq, st.last_seq, st.consumer_count) == (4, 222, 1, 4, 0)
+    raw = await req(nc, "$JS.API.STREAM.INFO.ORDERS")
+    assert raw["state"]["num_subjects"] == 2
+    assert raw["config"]["max_age"] == 24 * 3600 * 10**9 and raw["config"]["duplicate_window"] == 120 * 10**9
+    assert raw["config"]["max_msg_size"] == -1 and raw["config"]["num_replicas"] == 1
+    assert raw["config"]["metadata"]["_nats.req.level"] == "0"
+    assert raw["cluster"]["leader"]
+    names = await req(nc, "$JS.API.STREAM.NAMES")
+    assert names["streams"] == ["ORDERS"]
+    assert (await req(nc, "$JS.API.STREAM.NAMES", {"subject": "core.plain"}))["streams"] is None
+    assert (await req(nc, "$JS.API.STREAM.NAMES", {"subject": "orders.x"}))["streams"] == ["ORDERS"]
+
+
+async def test_empty_stream_state_and_pub_ack_bytes(nc, js, raw):
+    r = await req(nc, "$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], "storage": "memory"})
+    assert r["did_create"] is True
+    st = r["state"]
+    assert (st["messages"], st["first_seq"], st["last_seq"], st["first_ts"]) == (0, 0, 0, "0001-01-01T00:00:00Z")
+    c = await raw()
+    await c.send("SUB _in.> 1\r\nPUB s.a _in.1 2\r\nhi\r\nHPUB s.a _in.2 30 30\r\nNATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n\r\n"
+                 "HPUB s.a _in.3 30 30\r\nNATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n\r\n")
+    lines = await c.read_until_pong()
+    assert lines == ["MSG _in.1 1 22", '{"stream":"S","seq":1}', "MSG _in.2 1 22", '{"stream":"S","seq":2}',
+                     "MSG _in.3 1 40", '{"stream":"S","seq":2,"duplicate": true}']
+    si = await js.stream_info("S")
+    # memory store: 16 + subject + headers + payload
+    assert si.state.bytes == (16 + 3 + 2) + (16 + 3 + 30)
+    await js.purge_stream("S")
+    si = await js.stream_info("S")
+    assert (si.state.messages, si.state.first_seq, si.state.last_seq) == (0, 3, 2)
+
+
+async def test_no_stream_and_unknown_api(nc, js):
+    before = await req(nc, "$JS.API.INFO")
+    with pytest.raises(NoStreamResponseError):
+        await js.publish("nowhere.at.all", b"x")
+    with pytest.raises(NatsTimeout):
+        await nc.request("$JS.API.FOO.BAR", b"", timeout=0.5)
+    with pytest.raises(NatsTimeout):
+        await nc.request("$JS.API.STREAM.CREATE.A.B", b"{}", timeout=0.5)
+    with pytest.raises(NoRespondersError):
+        await nc.request("$JS.API.CONSUMER.MSG.NEXT.NOPE.NOPE", b"", timeout=1)
+    info = await req(nc, "$JS.API.INFO")
+    # unknown subjects and wrong token counts are not API calls; one of the INFOs is
+    assert info["api"]["total"] - before["api"]["total"] == 1 and info["api"]["errors"] == 0
+
+
+async def test_stream_api_errors(nc, js):
+    await js.add_stream(name="A", subjects=["a.>"])
+    before = (await req(nc, "$JS.API.INFO"))["api"]
+    cases = [
+        ("$JS.API.STREAM.INFO.NOPE", None, (404, 10059, "stream not found")),
+        ("$JS.API.STREAM.CREATE.X", {"name": "Y"}, (400, 10056, "stream name in subject does not match request")),
+        ("$JS.API.STREAM.CREATE.X", b"", (400, 10056, "stream name in subject does not match request")),
+        ("$JS.API.STREAM.CREATE.X", {"name": "X", "num_replicas": 3}, (500, 10074, "replicas > 1 not supported in non-clustered mode")),
+        ("$JS.API.STREAM.CREATE.X", {"name": "X", "max_age": 5}, (500, 10052, "max age needs to be >= 100ms")),
+        ("$JS.API.STREAM.CREATE.B", {"name": "B", "subjects": ["a.b"]}, (400, 10065, "subjects overlap with an existing stream")),
+        ("$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"], "max_msgs": 5}, (400, 10058, "stream name already in use with a different configuration")),
+        ("$JS.API.STREAM.UPDATE.A", {"name": "A", "subjects": ["a.>"], "storage": "memory"}, (500, 10052, "stream configuration update can not change storage type")),
+        ("$JS.API.STREAM.UPDATE.Z", {"name": "Z"}, (404, 10059, "stream not found")),
+        ("$JS.API.STREAM.MSG.GET.A", b"", (400, 10003, "bad request")),
+        ("$JS.API.STREAM.MSG.GET.A", {"seq": 9}, (404, 10037, "no message found")),
+        ("$JS.API.STREAM.PURGE.A", {"seq": 3, "keep": 1}, (400, 10003, "bad request")),
+        ("$JS.API.STREAM.CREATE.X", b"{bad", (400, 10025, "invalid JSON: invalid character 'b' looking for beginning of object key string at offset 2")),
+    ]
+    for subject, body, want in cases:
+        assert err(await req(nc, subject, body)) == want, subject
+    # idempotent re-create still says did_create
+    r = await req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"]})
+    assert r["did_create"] is True
+    r = await req(nc, "$JS.API.STREAM.PURGE.NOPE")
+    assert r["purged"] == 0 and err(r)[1] == 10059
+    r = await req(nc, "$JS.API.INFO", headers={"Nats-Required-Api-Level": "9"})
+    assert err(r) == (412, 10185, "JetStream minimum api level required")
+    info = (await req(nc, "$JS.API.INFO"))["api"]
+    assert info["errors"] - before["errors"] == len(cases) + 2
+    assert info["total"] - before["total"] == len(cases) + 4  # re-create, purge, level, one INFO
+
+
+async def test_dedupe_and_expected_headers(nc, js):
+    await js.add_stream(name="E", subjects=["e.>"])
+    a1 = await js.publish("e.a", b"1", headers={"Nats-Msg-Id": "m1"})
+    a2 = await js.publish("e.b", b"2", headers={"Nats-Msg-Id": "m1"})
+    assert (a1.seq, a1.duplicate, a2.seq, a2.duplicate) == (1, None, 1, True)
+    r = await pub_raw(nc, "e.a", b"x", {"Nats-Expected-Stream": "OTHER"})
+    assert err(r) == (400, 10060, "expected stream does not match") and r["stream"] == "E" and r["seq"] == 0
+    r = await pub_raw(nc, "e.a", b"x", {"Nats-Expected-Last-Sequence": "5"})
+    assert err(r) == (400, 10071, "wrong last sequence: 1")
+    r = await pub_raw(nc, "e.a", b"x", {"Nats-Expected-Last-Sequence": "1"})
+    assert r == {"stream": "E", "seq": 2}
+    r = await pub_raw(nc, "e.a", b"x", {"Nats-Expected-Last-Subject-Sequence": "1"})
+    assert err(r) == (400, 10071, "wrong last sequence: 2")
+    r = await pub_raw(nc, "e.new", b"x", {"Nats-Expected-Last-Subject-Sequence": "0"})
+    assert r["seq"] == 3
+    r = await pub_raw(nc, "e.a", b"x", {"Nats-Expected-Last-Msg-Id": "zzz"})
+    assert err(r) == (400, 10070, "wrong last msg ID: ")
+    await js.publish("e.a", b"y", headers={"Nats-Msg-Id": "m2"})
+    r = await pub_raw(nc, "e.a", b"x", {"Nats-Expected-Last-Msg-Id": "m2"})
+    assert r["seq"] == 5
+
+
+async def test_limits_discard_old_and_new(nc, js):
+    await js.add_stream(name="OLD", subjects=["old.>"], max_msgs=2, discard="old")
+    for i in range(4):
+        await js.publish("old.x", str(i).encode())
+    st = (await js.stream_info("OLD")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (2, 3, 4)
+
+    await js.add_stream(name="NEW", subjects=["new.>"], max_msgs=2, discard="new")
+    await js.publish("new.x", b"1")
+    await js.publish("new.x", b"2")
+    r = await pub_raw(nc, "new.x", b"3")
+    assert err(r) == (503, 10077, "maximum messages exceeded")
+
+    await js.add_stream(name="NB", subjects=["nb.>"], max_bytes=100, discard="new")
+    await js.publish("nb.x", b"a" * 40)  # 30 + 4 + 40 = 74 bytes in the file store
+    r = await pub_raw(nc, "nb.x", b"a" * 40)
+    assert err(r) == (503, 10077, "maximum bytes exceeded")
+
+    await js.add_stream(name="PS", subjects=["ps.>"], max_msgs_per_subject=2, discard="new",
+                        discard_new_per_subject=True)
+    await js.publish("ps.a", b"1")
+    await js.publish("ps.a", b"2")
+    r = await pub_raw(nc, "ps.a", b"3")
+    assert err(r) == (503, 10077, "maximum messages per subject exceeded")
+    assert (await js.publish("ps.b", b"1")).seq == 3
+
+    await js.add_stream(name="H", subjects=["h.>"], max_msgs_per_subject=3)
+    for i in range(5):
+        await js.publish("h.k", str(i).encode())
+    await js.publish("h.j", b"j")
+    raw = await req(nc, "$JS.API.STREAM.INFO.H", {"subjects_filter": ">", "deleted_details": True})
+    st = raw["state"]
+    assert (st["messages"], st["first_seq"], st["last_seq"], st["subjects"]) == (4, 3, 6, {"h.k": 3, "h.j": 1})
+    assert raw["total"] == 2 and raw["limit"] == 100000
+
+    await js.add_stream(name="SZ", subjects=["sz"], max_msg_size=10)
+    r = await pub_raw(nc, "sz", b"12345", {"K": "v"})
+    assert err(r) == (400, 10054, "message size exceeds maximum allowed")
+    assert (await js.publish("sz", b"1234567890")).seq == 1
+
+
+async def test_max_age_expiry(nc, js):
+    await js.add_stream(name="TTL", subjects=["ttl.>"], max_age=1.0, max_msgs=100)
+    for s in ("a", "b", "c"):
+        await js.publish(f"ttl.{s}", b"m")
+    assert (await js.stream_info("TTL")).state.messages == 3
+    await asyncio.sleep(1.6)
+    st = (await js.stream_info("TTL")).state
+    assert (st.messages, st.first_seq, st.last_seq, st.bytes) == (0, 4, 3, 0)
+    raw = await req(nc, "$JS.API.STREAM.INFO.TTL")
+    assert raw["state"]["first_ts"] == "0001-01-01T00:00:00Z"
+
+
+async def test_per_message_ttl(nc, js):
+    await js.add_stream(name="NT", subjects=["nt"])
+    r = await pub_raw(nc, "nt", b"x", {"Nats-TTL": "1s"})
+    assert err(r) == (400, 10166, "per-message TTL is disabled")
+    await js.add_stream(name="MT", subjects=["mt.>"], allow_msg_ttl=True)
+    r = await pub_raw(nc, "mt.a", b"x", {"Nats-TTL": "10ms"})
+    assert err(r) == (400, 10165, "invalid per-message TTL")
+    await js.publish("mt.a", b"keep")
+    assert (await pub_raw(nc, "mt.b", b"x", {"Nats-TTL": "1s"}))["seq"] == 2
+    await js.publish("mt.c", b"keep")
+    await asyncio.sleep(1.6)
+    raw = await req(nc, "$JS.API.STREAM.INFO.MT", {"deleted_details": True})
+    st = raw["state"]
+    assert (st["messages"], st["first_seq"], st["last_seq"], st["num_deleted"], st["deleted"]) == (2, 1, 3, 1, [2])
+
+
+async def test_rollup(nc, js):
+    await js.add_stream(name="NR", subjects=["nr.>"])
+    r = await pub_raw(nc, "nr.a", b"x", {"Nats-Rollup": "sub"})
+    assert err(r) == (500, 10111, "rollup not permitted")
+    await js.add_stream(name="R", subjects=["r.>"], allow_rollup_hdrs=True)
+    for s in ("r.a", "r.a", "r.b", "r.a"):
+        await js.publish(s, b"v")
+    r = await pub_raw(nc, "r.a", b"x", {"Nats-Rollup": "bad"})
+    assert err(r) == (500, 10111, 'rollup value invalid: "bad"')
+    await js.publish("r.a", b"roll", headers={"Nats-Rollup": "sub"})
+    st = (await js.stream_info("R")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (2, 3, 5)
+    await js.publish("r.c", b"all", headers={"Nats-Rollup": "all"})
+    st = (await js.stream_info("R")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (1, 6, 6)
+
+
+async def test_purge_get_delete(nc, js):
+    await js.add_stream(name="P", subjects=["p.>"])
+    for i in range(1, 11):
+        await js.publish("p.a" if i % 2 else "p.b", str(i).encode())
+    assert (await req(nc, "$JS.API.STREAM.PURGE.P", {"filter": "p.a", "keep": 2}))["purged"] == 3
+    assert (await req(nc, "$JS.API.STREAM.PURGE.P", {"seq": 4}))["purged"] == 1
+    st = (await js.stream_info("P")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (6, 4, 10)
+    m = await js.get_msg("P", seq=4)
+    assert (m.subject, m.seq, m.data) == ("p.b", 4, b"4")
+    m = await js.get_msg("P", subject="p.a")
+    assert m.seq == 9
+    r = await req(nc, "$JS.API.STREAM.MSG.GET.P", {"seq": 5, "next_by_subj": "p.b"})
+    assert r["message"]["seq"] == 6 and r["message"]["data"] == "Ng=="
+    r = await req(nc, "$JS.API.STREAM.MSG.GET.P", {"last_by_subj": "p.*"})
+    assert r["message"]["seq"] == 10
+    assert await js.delete_msg("P", 6)
+    r = await req(nc, "$JS.API.STREAM.MSG.DELETE.P", {"seq": 6})
+    assert err(r) == (400, 10043, "sequence 6 not found")
+    raw = await req(nc, "$JS.API.STREAM.INFO.P", {"deleted_details": True})
+    assert raw["state"]["num_deleted"] == 2 and raw["state"]["deleted"] == [5, 6]
+
+    await js.add_stream(name="DP", subjects=["dp"], deny_purge=True, deny_delete=True)
+    await js.publish("dp", b"x")
+    assert err(await req(nc, "$JS.API.STREAM.PURGE.DP")) == (500, 10110, "stream purge not permitted")
+    assert err(await req(nc, "$JS.API.STREAM.MSG.DELETE.DP", {"seq": 1})) == (500, 10057, "message delete not permitted")
+
+
+async def test_sealed_and_update(nc, js):
+    await js.add_stream(name="SE", subjects=["se"], max_age=60)
+    await js.publish("se", b"x")
+    si = await js.stream_info("SE")
+    cfg = si.config
+    cfg.sealed = True
+    si = await js.update_stream(cfg)
+    c = si.config
+    assert (c.sealed, c.deny_delete, c.deny_purge, c.max_age, c.discard) == (True, True, True, 0, api.DiscardPolicy.NEW)
+    r = await pub_raw(nc, "se", b"y")
+    assert err(r) == (400, 10109, "invalid operation on sealed stream")
+    # subjects can change on update
+    await js.add_stream(name="U", subjects=["u1"])
+    await js.update_stream(api.StreamConfig(name="U", subjects=["u1", "u2"], max_msgs=10))
+    assert (await js.publish("u2", b"x")).stream == "U"
+    assert (await js.stream_info("U")).config.max_msgs == 10
+
+
+async def test_first_seq_and_direct_get(nc, js):
+    r = await req(nc, "$JS.API.STREAM.CREATE.F", {"name": "F", "subjects": ["f.>"], "first_seq": 100,
+                                                 "allow_direct": True})
+    assert (r["state"]["first_seq"], r["state"]["last_seq"]) == (100, 99)
+    assert (await js.publish("f.a", b"hello", headers={"X": "1"})).seq == 100
+    m = await js.get_msg("F", seq=100, direct=True)
+    assert (m.subject, m.seq, m.data, m.headers["X"]) == ("f.a", 100, b"hello", "1")
+    msg = await nc.request("$JS.API.DIRECT.GET.F.f.a", b"", timeout=2)
+    assert msg.headers["Nats-Stream"] == "F" and msg.headers["Nats-Sequence"] == "100"
+    assert msg.headers["Nats-Subject"] == "f.a" and msg.data == b"hello"
+    msg = await nc.request("$JS.API.DIRECT.GET.F", json.dumps({"seq": 1}).encode(), timeout=2)
+    assert msg.headers["Status"] == "404" and msg.headers.get("Description") == "Message Not Found"
+    await js.add_stream(name="ND", subjects=["nd"])
+    with pytest.raises(NoRespondersError):
+        await nc.request("$JS.API.DIRECT.GET.ND", json.dumps({"seq": 1}).encode(), timeout=1)
+
+
+async def test_interest_no_consumers_and_account_info(nc, js):
+    await js.add_stream(name="EVENTS", subjects=["events.>"], retention="interest")
+    await js.publish("events.a", b"x")
+    await js.publish("events.b", b"x")
+    st = (await js.stream_info("EVENTS")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (0, 3, 2)
+    await js.add_stream(name="M", subjects=["m"], storage="memory")
+    await js.publish("m", b"12345")
+    await js.add_stream(name="FI", subjects=["fi"], max_bytes=1000)
+    await js.publish("fi", b"12345")
+    ai = await js.account_info()
+    assert (ai.memory, ai.storage, ai.streams, ai.consumers) == (16 + 1 + 5, 30 + 2 + 5, 3, 0)
+    raw = await req(nc, "$JS.API.INFO")
+    assert raw["reserved_storage"] == 1000 and raw["limits"]["max_streams"] == -1
+    await js.delete_stream("M")
+    with pytest.raises(NotFoundError):
+        await js.stream_info("M")
+    lst = await req(nc, "$JS.API.STREAM.LIST")
+    assert lst["total"] == 2 and [s["config"]["name"] for s in lst["streams"]] == ["EVENTS", "FI"]
