@@ -1,0 +1,449 @@
+"""JetStream consumers (issue 4), differential: pull and push delivery, acks,
+redelivery, counters, retention that depends on consumers, and the consumer
+API errors, with the same assertions on natslab and nats-server 2.15.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from nats.js import api
+from nats.js.errors import NotFoundError
+
+from test_js_streams import err, req
+
+
+async def info(nc, stream: str, consumer: str) -> dict:
+    return await req(nc, f"$JS.API.CONSUMER.INFO.{stream}.{consumer}")
+
+
+def counters(ci: dict) -> tuple:
+    return ((ci["delivered"]["consumer_seq"], ci["delivered"]["stream_seq"]),
+            (ci["ack_floor"]["consumer_seq"], ci["ack_floor"]["stream_seq"]),
+            ci["num_ack_pending"], ci["num_redelivered"], ci["num_pending"])
+
+
+def status(reply: str, *lines: str) -> list[str]:
+    """The lines a raw client reads for a status-only HMSG (sid 1)."""
+    n = len("\r\n".join(lines) + "\r\n\r\n")
+    return [f"HMSG {reply} 1 {n} {n}", *lines, "", ""]
+
+
+async def orders(js):
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    for i in (1, 2, 3):
+        await js.publish("orders.new", f"order-{i} payload".encode())
+    await js.publish("orders.eu", b"order-eu-1 payload")
+
+
+async def test_seed_worker_and_rdl(nc, js):
+    """The seed: WORKER acks two; RDL leaves one unacked past its ack wait,
+    pulls again (tries 2, num_redelivered 1), then acks the third delivery."""
+    await orders(js)
+    await js.add_consumer("ORDERS", api.ConsumerConfig(durable_name="WORKER", ack_policy="explicit",
+                                                       deliver_policy="all", ack_wait=60))
+    w = await js.pull_subscribe_bind("WORKER", "ORDERS")
+    msgs = await w.fetch(2, timeout=2)
+    assert [(m.metadata.sequence.stream, m.metadata.num_delivered, m.metadata.num_pending) for m in msgs] == [(1, 1, 3), (2, 1, 2)]
+    for m in msgs:
+        await m.ack_sync()
+    ci = await info(nc, "ORDERS", "WORKER")
+    assert counters(ci) == ((2, 2), (2, 2), 0, 0, 2)
+    assert ci["config"]["max_ack_pending"] == 1000 and ci["config"]["ack_wait"] == 60 * 10**9
+
+    await js.add_consumer("ORDERS", api.ConsumerConfig(durable_name="RDL", ack_policy="explicit", ack_wait=1))
+    rdl = await js.pull_subscribe_bind("RDL", "ORDERS")
+    (m,) = await rdl.fetch(1, timeout=2)
+    await m.ack_sync()
+    (m,) = await rdl.fetch(1, timeout=2)  # not acked
+    assert (m.metadata.sequence.consumer, m.metadata.sequence.stream, m.metadata.num_delivered) == (2, 2, 1)
+    await asyncio.sleep(1.3)
+    ci = await info(nc, "ORDERS", "RDL")
+    assert counters(ci) == ((2, 2), (1, 1), 1, 0, 2)
+    (m,) = await rdl.fetch(1, timeout=2)
+    assert (m.metadata.sequence.consumer, m.metadata.sequence.stream, m.metadata.num_delivered,
+            m.metadata.num_pending, m.data) == (3, 2, 2, 2, b"order-2 payload")
+    ci = await info(nc, "ORDERS", "RDL")
+    assert counters(ci) == ((3, 2), (1, 1), 1, 1, 2)
+    await asyncio.sleep(1.3)
+    (m,) = await rdl.fetch(1, timeout=2)
+    assert (m.metadata.sequence.consumer, m.metadata.sequence.stream, m.metadata.num_delivered) == (4, 2, 3)
+    await m.ack_sync()
+    ci = await info(nc, "ORDERS", "RDL")
+    assert counters(ci) == ((4, 2), (4, 2), 0, 0, 2)
+    assert ci["ack_floor"]["last_active"] and ci["delivered"]["last_active"]
+
+
+async def test_pull_status_replies(nc, js, raw):
+    await js.add_stream(name="PS", subjects=["ps.>"])
+    await req(nc, "$JS.API.CONSUMER.CREATE.PS.C", {"stream_name": "PS", "config": {
+        "durable_name": "C", "ack_policy": "explicit", "max_batch": 10}})
+    c = await raw()
+    await c.send("SUB r.> 1\r\n")
+    nxt = "$JS.API.CONSUMER.MSG.NEXT.PS.C"
+
+    async def pull(body: str, reply: str) -> None:
+        await c.send(f"PUB {nxt} {reply} {len(body)}\r\n{body}\r\n")
+        await asyncio.sleep(0.15)  # the real server answers pulls from another goroutine
+
+    await pull('{"batch":1,"no_wait":true}', "r.1")
+    assert await c.read_until_pong() == status("r.1", "NATS/1.0 404 No Messages")
+    await pull('{"batch":20}', "r.2")
+    assert await c.read_until_pong() == status("r.2", "NATS/1.0 409 Exceeded MaxRequestBatch of 10")
+    await pull('{"batch":1,"expires":100000000,"idle_heartbeat":100000000}', "r.3")
+    assert await c.read_until_pong() == status("r.3", "NATS/1.0 400 Bad Request - heartbeat value too large")
+    await pull('{"batch":2,"expires":300000000}', "r.4")
+    await asyncio.sleep(0.5)
+    assert await c.read_until_pong() == status("r.4", "NATS/1.0 408 Request Timeout",
+                                                "Nats-Pending-Messages: 2", "Nats-Pending-Bytes: 0")
+    # a waiting request counts in num_waiting and gets messages as they arrive
+    await pull('{"batch":1,"expires":5000000000}', "r.5")
+    await c.read_until_pong()
+    assert (await info(nc, "PS", "C"))["num_waiting"] == 1
+    await js.publish("ps.a", b"one")
+    await asyncio.sleep(0.15)
+    lines = await c.read_until_pong()
+    assert lines[0].startswith("MSG ps.a 1 $JS.ACK.PS.C.1.1.1.") and lines[0].endswith(".0 3") and lines[1] == "one"
+    # max_bytes: the next message does not fit
+    await js.publish("ps.b", b"x" * 100)
+    await pull('{"batch":5,"max_bytes":50}', "r.6")
+    lines = await c.read_until_pong()
+    assert lines[1] == "NATS/1.0 409 Message Size Exceeds MaxBytes" and lines[2] == "Nats-Pending-Messages: 5"
+    await pull('{"batch":1,"max_bytes":1000}', "r.7")
+    lines = await c.read_until_pong()
+    assert lines[0].startswith("MSG ps.b 1 $JS.ACK.PS.C.1.2.2.") and lines[2].startswith("HMSG r.7 1 ")
+    assert lines[3] == "NATS/1.0 409 Batch Completed" and lines[4] == "Nats-Pending-Messages: 0"
+    # a waiting request learns that its consumer was deleted
+    await pull('{"batch":1,"expires":5000000000}', "r.9")
+    await js.delete_consumer("PS", "C")
+    await asyncio.sleep(0.15)
+    lines = await c.read_until_pong()
+    assert lines == status("r.9", "NATS/1.0 409 Consumer Deleted")
+    # pull from a push consumer
+    await js.add_consumer("PS", api.ConsumerConfig(durable_name="P", deliver_subject="dp", ack_policy="explicit"))
+    await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PS.P r.8 0\r\n\r\n")
+    await asyncio.sleep(0.15)
+    assert await c.read_until_pong() == status("r.8", "NATS/1.0 409 Consumer is push based")
+
+
+async def test_max_ack_pending_and_fetch(nc, js):
+    await js.add_stream(name="MAP", subjects=["map"])
+    for i in range(5):
+        await js.publish("map", str(i).encode())
+    await js.add_consumer("MAP", api.ConsumerConfig(durable_name="C", ack_policy="explicit", max_ack_pending=2))
+    sub = await js.pull_subscribe_bind("C", "MAP")
+    got = await sub.fetch(5, timeout=1)
+    assert [m.data for m in got] == [b"0", b"1"]
+    msg = await nc.request("$JS.API.CONSUMER.MSG.NEXT.MAP.C", b'{"batch":5,"expires":300000000}', timeout=2)
+    assert msg.headers["Status"] == "408" and msg.headers["Nats-Pending-Messages"] == "5"
+    await got[0].ack_sync()
+    got = await sub.fetch(5, timeout=1)
+    assert [m.data for m in got] == [b"2"]
+    ci = await info(nc, "MAP", "C")
+    assert counters(ci) == ((3, 3), (1, 1), 2, 0, 2)
+
+
+async def test_ack_kinds_and_advisories(nc, js):
+    await js.add_stream(name="AK", subjects=["ak.>"])
+    for i in range(4):
+        await js.publish(f"ak.{i}", str(i).encode())
+    await js.add_consumer("AK", api.ConsumerConfig(durable_name="C", ack_policy="explicit", ack_wait=30, max_deliver=2))
+    adv = []
+    async def on_adv(m):
+        adv.append((m.subject, json.loads(m.data)))
+
+    await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.>", cb=on_adv)
+    sub = await js.pull_subscribe_bind("C", "AK")
+    m1, m2, m3, m4 = await sub.fetch(4, timeout=2)
+    await m1.nak()
+    await m2.term()
+    await m3.in_progress()
+    await m4.ack_sync()
+    (r1,) = await sub.fetch(1, timeout=2)  # the nak'd message comes first
+    assert (r1.metadata.sequence.stream, r1.metadata.num_delivered) == (1, 2)
+    await r1.nak()
+    with pytest.raises(asyncio.TimeoutError):
+        await sub.fetch(1, timeout=0.5)  # max_deliver 2 reached: not delivered again
+    await nc.flush()
+    await asyncio.sleep(0.1)
+    kinds = [(s.rsplit(".", 2)[0], d["type"], d["stream_seq"], d["deliveries"]) for s, d in adv]
+    assert kinds == [
+        ("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", 1, 1),
+        ("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", 2, 1),
+        ("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", 1, 2),
+        ("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES", "io.nats.jetstream.advisory.v1.max_deliver", 1, 2),
+    ]
+    assert adv[0][0] == "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.AK.C"
+    ci = await info(nc, "AK", "C")
+    assert counters(ci) == ((5, 4), (0, 0), 1, 1, 0)
+    await m3.ack_sync()
+    ci = await info(nc, "AK", "C")
+    assert counters(ci) == ((5, 4), (5, 4), 0, 1, 0)
+
+
+async def test_nak_delay_and_ack_all(nc, js):
+    await js.add_stream(name="ND", subjects=["nd"])
+    for i in range(3):
+        await js.publish("nd", str(i).encode())
+    await js.add_consumer("ND", api.ConsumerConfig(durable_name="C", ack_policy="explicit", ack_wait=30))
+    sub = await js.pull_subscribe_bind("C", "ND")
+    (m,) = await sub.fetch(1, timeout=2)
+    await m.nak(delay=0.5)
+    (m2,) = await sub.fetch(1, timeout=2)
+    assert m2.metadata.sequence.stream == 2
+    await asyncio.sleep(0.7)
+    (m3,) = await sub.fetch(1, timeout=2)
+    assert (m3.metadata.sequence.stream, m3.metadata.num_delivered) == (1, 2)
+
+    await js.add_consumer("ND", api.ConsumerConfig(durable_name="ALL", ack_policy="all"))
+    sub = await js.pull_subscribe_bind("ALL", "ND")
+    msgs = await sub.fetch(3, timeout=2)
+    await msgs[1].ack_sync()
+    ci = await info(nc, "ND", "ALL")
+    assert counters(ci) == ((3, 3), (2, 2), 1, 0, 0)
+
+
+async def test_push_consumers(nc, js):
+    await js.add_stream(name="PU", subjects=["pu.>"])
+    for i in range(3):
+        await js.publish(f"pu.{i}", str(i).encode())
+    got = []
+    done = asyncio.Event()
+
+    async def cb(m):
+        got.append((m.subject, m.data, m.metadata.sequence.stream))
+        await m.ack()
+        if len(got) == 4:
+            done.set()
+
+    sub = await js.subscribe("pu.>", durable="PD", cb=cb, manual_ack=True)
+    await js.publish("pu.x", b"late")
+    await asyncio.wait_for(done.wait(), 3)
+    assert got == [("pu.0", b"0", 1), ("pu.1", b"1", 2), ("pu.2", b"2", 3), ("pu.x", b"late", 4)]
+    await asyncio.sleep(0.1)
+    ci = await info(nc, "PU", "PD")
+    assert counters(ci) == ((4, 4), (4, 4), 0, 0, 0) and ci["push_bound"] is True
+    await sub.unsubscribe()
+    await nc.flush()
+    ci = await info(nc, "PU", "PD")
+    assert "push_bound" not in ci
+
+    # queue group push: each message to exactly one member
+    qa = await nc.subscribe("dq", queue="Q")
+    qb = await nc.subscribe("dq", queue="Q")
+    await req(nc, "$JS.API.CONSUMER.CREATE.PU.QD", {"stream_name": "PU", "config": {
+        "durable_name": "QD", "deliver_subject": "dq", "deliver_group": "Q", "ack_policy": "none"}})
+    await asyncio.sleep(0.5)
+    a = []
+    for s in (qa, qb):
+        while True:
+            try:
+                a.append((await s.next_msg(timeout=0.2)).data)
+            except Exception:
+                break
+    assert sorted(a) == [b"0", b"1", b"2", b"late"]
+
+
+async def test_ordered_consumer_and_headers_only(nc, js):
+    await js.add_stream(name="OC", subjects=["oc.>"])
+    for i in range(20):
+        await js.publish(f"oc.{i % 3}", b"x" * 1000)
+    sub = await js.subscribe("oc.>", ordered_consumer=True, idle_heartbeat=0.5)
+    seqs = []
+    for _ in range(20):
+        m = await sub.next_msg(timeout=2)
+        seqs.append(m.metadata.sequence.stream)
+    assert seqs == list(range(1, 21))
+    await sub.unsubscribe()
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.OC", {"stream_name": "OC", "config": {
+        "deliver_subject": "ho", "headers_only": True, "deliver_policy": "last_per_subject", "filter_subject": "oc.>"}})
+    assert r["num_pending"] == 3 and r["config"]["ack_policy"] == "none"
+    assert r["config"]["inactive_threshold"] == 5 * 10**9
+    s2 = await nc.subscribe("ho")
+    m = await s2.next_msg(timeout=2)
+    assert m.data == b"" and m.headers["Nats-Msg-Size"] == "1000" and m.subject == "oc.2"
+    assert m.reply.startswith("$JS.ACK.OC.") and m.reply.endswith(".2")
+
+
+async def test_idle_heartbeat_and_flow_control(nc, js, raw):
+    await js.add_stream(name="HB", subjects=["hb"])
+    c = await raw()
+    await c.send("SUB dhb 1\r\n")
+    await c.read_until_pong()
+    await js.add_consumer("HB", api.ConsumerConfig(durable_name="H", deliver_subject="dhb", idle_heartbeat=0.2,
+                                                   flow_control=True))
+    await js.publish("hb", b"x")
+    await asyncio.sleep(0.5)
+    lines = await c.read_until_pong()
+    assert lines[0].startswith("MSG hb 1 $JS.ACK.HB.H.1.1.1.") and lines[1] == "x"
+    hb = lines[2:8]
+    assert hb == status("dhb", "NATS/1.0 100 Idle Heartbeat", "Nats-Last-Consumer: 1", "Nats-Last-Stream: 1")
+    # ~1 MiB unacknowledged by flow control triggers a FlowControl Request
+    sub = await nc.subscribe("dfc")
+    await js.add_consumer("HB", api.ConsumerConfig(durable_name="F", deliver_subject="dfc", idle_heartbeat=5,
+                                                   flow_control=True, deliver_policy="new"))
+    big = b"y" * 200_000
+    for _ in range(6):
+        await js.publish("hb", big)
+    seen = []
+    for _ in range(7):
+        m = await sub.next_msg(timeout=2)
+        if m.headers and m.headers.get("Status") == "100":
+            seen.append(("fc", m.headers.get("Description"), m.reply.startswith("$JS.FC.HB.F.")))
+            break
+        seen.append(len(m.data))
+    assert seen == [200_000] * 6 + [("fc", "FlowControl Request", True)]
+
+
+async def test_consumer_api_errors_and_forms(nc, js):
+    await js.add_stream(name="CA", subjects=["ca.>"])
+    base = "$JS.API.CONSUMER"
+    cases = [
+        (f"{base}.INFO.CA.NOPE", None, (404, 10014, "consumer not found")),
+        (f"{base}.INFO.NOPE.X", None, (404, 10059, "stream not found")),
+        (f"{base}.CREATE.CA", {"stream_name": "CA", "config": {"durable_name": "D"}},
+         (400, 10020, "consumer expected to be ephemeral but a durable name was set in request")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "config": {"durable_name": "Y"}},
+         (400, 10017, "consumer name in subject does not match durable name in request")),
+        (f"{base}.CREATE.CA.X.ca.a", {"stream_name": "CA", "config": {"filter_subject": "ca.b"}},
+         (400, 10131, "Consumer create request did not match filtered subject from create subject")),
+        (f"{base}.DURABLE.CREATE.CA.X", {"stream_name": "CA", "config": {}},
+         (400, 10018, "consumer expected to be durable but a durable name was not set")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "config": {"deliver_policy": "by_start_sequence"}},
+         (400, 10094, "consumer delivery policy is deliver by start sequence, but optional start sequence is not set")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "config": {"flow_control": True, "deliver_subject": "x"}},
+         (400, 10108, "consumer with flow control also needs heartbeats")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "config": {"idle_heartbeat": 10**9}},
+         (400, 10088, "consumer idle heartbeat requires a push based consumer")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "config": {"deliver_subject": "ca.x"}},
+         (400, 10081, "consumer deliver subject forms a cycle")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "config": {"ack_policy": "explicit", "max_deliver": 2,
+                                                                   "backoff": [10**9, 2 * 10**9, 3 * 10**9]}},
+         (400, 10116, "max deliver is required to be > length of backoff values")),
+        (f"{base}.CREATE.CA.X", {"stream_name": "CA", "action": "update", "config": {}},
+         (400, 10149, "consumer does not exist")),
+    ]
+    for subject, body, want in cases:
+        assert err(await req(nc, subject, body)) == want, subject
+    r = await req(nc, f"{base}.CREATE.CA.D1.ca.>", {"stream_name": "CA", "config": {
+        "durable_name": "D1", "filter_subject": "ca.>", "ack_policy": "explicit"}})
+    assert r["name"] == "D1" and r["config"]["filter_subject"] == "ca.>"
+    r = await req(nc, f"{base}.CREATE.CA.D1", {"stream_name": "CA", "action": "create", "config": {
+        "durable_name": "D1", "filter_subject": "ca.>", "ack_policy": "explicit", "max_ack_pending": 5}})
+    assert err(r) == (400, 10148, "consumer already exists")
+    r = await req(nc, f"{base}.CREATE.CA.D1", {"stream_name": "CA", "config": {
+        "durable_name": "D1", "filter_subject": "ca.>", "ack_policy": "all"}})
+    assert err(r) == (500, 10012, "ack policy can not be updated")
+    r = await req(nc, f"{base}.CREATE.CA.D1", {"stream_name": "CA", "config": {
+        "durable_name": "D1", "filter_subject": "ca.>", "ack_policy": "explicit", "max_ack_pending": 5}})
+    assert r["config"]["max_ack_pending"] == 5
+    r = await req(nc, f"{base}.DURABLE.CREATE.CA.D2", {"stream_name": "CA", "config": {"durable_name": "D2"}})
+    assert r["name"] == "D2" and r["config"]["ack_policy"] == "none" and "ack_wait" not in r["config"]
+    names = await req(nc, f"{base}.NAMES.CA")
+    assert names["consumers"] == ["D1", "D2"] and names["total"] == 2
+    lst = await req(nc, f"{base}.LIST.CA")
+    assert [c["name"] for c in lst["consumers"]] == ["D1", "D2"]
+    assert (await req(nc, f"{base}.DELETE.CA.D2"))["success"] is True
+    assert err(await req(nc, f"{base}.DELETE.CA.D2")) == (404, 10014, "consumer not found")
+    assert (await js.account_info()).consumers == 1
+
+
+async def test_deliver_policies(nc, js):
+    await js.add_stream(name="DP", subjects=["dp.>"])
+    for s in ("dp.a", "dp.b", "dp.a", "dp.c", "dp.b"):
+        await js.publish(s, b"v")
+    base = "$JS.API.CONSUMER.CREATE.DP"
+    cases = [
+        ({"deliver_policy": "all"}, (0, 0), 5),
+        ({"deliver_policy": "last"}, (0, 4), 1),
+        ({"deliver_policy": "new"}, (0, 5), 0),
+        ({"deliver_policy": "by_start_sequence", "opt_start_seq": 3}, (0, 2), 3),
+        ({"deliver_policy": "last_per_subject", "filter_subject": "dp.>"}, (0, 2), 3),
+        ({"deliver_policy": "last", "filter_subject": "dp.a"}, (0, 2), 1),
+    ]
+    for i, (cfg, delivered, pending) in enumerate(cases):
+        r = await req(nc, f"{base}.c{i}", {"stream_name": "DP", "config": dict(cfg, ack_policy="explicit")})
+        assert (r["delivered"]["consumer_seq"], r["delivered"]["stream_seq"]) == delivered, cfg
+        assert r["ack_floor"]["stream_seq"] == delivered[1] and r["num_pending"] == pending, cfg
+    sub = await js.pull_subscribe_bind("c4", "DP")
+    msgs = await sub.fetch(3, timeout=2)
+    assert [(m.subject, m.metadata.sequence.stream, m.metadata.num_pending) for m in msgs] == \
+        [("dp.a", 3, 2), ("dp.c", 4, 1), ("dp.b", 5, 0)]
+
+
+async def test_interest_retention(nc, js):
+    await js.add_stream(name="EVENTS", subjects=["events.>"], retention="interest")
+    await js.publish("events.x", b"dropped")
+    await js.add_consumer("EVENTS", api.ConsumerConfig(durable_name="LIVE", ack_policy="explicit",
+                                                       filter_subject="events.>"))
+    await js.add_consumer("EVENTS", api.ConsumerConfig(durable_name="LOGIN", ack_policy="explicit",
+                                                       filter_subject="events.login"))
+    ci = await info(nc, "EVENTS", "LIVE")
+    assert counters(ci) == ((0, 1), (0, 1), 0, 0, 0)
+    await js.publish("events.login", b"kept-until-acked")
+    await js.publish("events.other", b"only LIVE wants it")
+    assert (await js.stream_info("EVENTS")).state.messages == 2
+    live = await js.pull_subscribe_bind("LIVE", "EVENTS")
+    for m in await live.fetch(2, timeout=2):
+        await m.ack_sync()
+    st = (await js.stream_info("EVENTS")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (1, 2, 3)  # LOGIN still needs seq 2
+    await js.delete_consumer("EVENTS", "LOGIN")
+    st = (await js.stream_info("EVENTS")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (0, 4, 3)
+
+
+async def test_workqueue_retention(nc, js):
+    await js.add_stream(name="JOBS", subjects=["jobs.>"], retention="workqueue")
+    await js.publish("jobs.a", b"1")
+    await js.publish("jobs.b", b"2")
+    await js.publish("jobs.c", b"3")
+    await js.add_consumer("JOBS", api.ConsumerConfig(durable_name="WQ", ack_policy="explicit", filter_subject="jobs.a"))
+    base = "$JS.API.CONSUMER.CREATE.JOBS"
+    assert err(await req(nc, f"{base}.X", {"stream_name": "JOBS", "config": {"ack_policy": "explicit"}})) == \
+        (400, 10099, "multiple non-filtered consumers not allowed on workqueue stream")
+    assert err(await req(nc, f"{base}.X", {"stream_name": "JOBS", "config": {"ack_policy": "explicit", "filter_subject": "jobs.>"}})) == \
+        (400, 10100, "filtered consumer not unique on workqueue stream")
+    assert err(await req(nc, f"{base}.X", {"stream_name": "JOBS", "config": {"ack_policy": "explicit", "filter_subject": "jobs.b", "deliver_policy": "new"}})) == \
+        (400, 10101, "consumer must be deliver all on workqueue stream")
+    assert err(await req(nc, f"{base}.X", {"stream_name": "JOBS", "config": {"filter_subject": "jobs.b"}})) == \
+        (400, 10084, "consumer in pull mode requires explicit ack policy on workqueue stream")
+    await js.add_consumer("JOBS", api.ConsumerConfig(durable_name="WB", ack_policy="explicit", filter_subject="jobs.b"))
+    sub = await js.pull_subscribe_bind("WQ", "JOBS")
+    (m,) = await sub.fetch(1, timeout=2)
+    assert (m.subject, m.metadata.num_pending) == ("jobs.a", 0)
+    assert (await js.stream_info("JOBS")).state.messages == 3
+    await m.ack_sync()
+    assert (await js.stream_info("JOBS")).state.messages == 2
+    sb = await js.pull_subscribe_bind("WB", "JOBS")
+    (m,) = await sb.fetch(1, timeout=2)
+    await m.term()
+    await nc.flush()
+    await asyncio.sleep(0.1)
+    st = (await js.stream_info("JOBS")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (1, 3, 3)
+
+
+async def test_ephemeral_inactive_threshold(nc, js):
+    await js.add_stream(name="EPH", subjects=["eph"])
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.EPH", {"stream_name": "EPH", "config": {
+        "deliver_subject": "nobody.listens", "inactive_threshold": 500_000_000}})
+    name = r["name"]
+    assert len(name) == 8
+    r2 = await req(nc, "$JS.API.CONSUMER.CREATE.EPH.PULLEPH", {"stream_name": "EPH", "config": {
+        "name": "PULLEPH", "inactive_threshold": 500_000_000}})
+    assert r2["name"] == "PULLEPH"
+    await asyncio.sleep(2.0)
+    with pytest.raises(NotFoundError):
+        await js.consumer_info("EPH", name)
+    with pytest.raises(NotFoundError):
+        await js.consumer_info("EPH", "PULLEPH")
+    # a push ephemeral with a live subscriber stays
+    sub = await js.subscribe("eph", inactive_threshold=0.5)
+    await asyncio.sleep(1.0)
+    ci = await sub.consumer_info()
+    assert ci.config.inactive_threshold == 0.5
+    await sub.unsubscribe()
+    await asyncio.sleep(1.0)
+    assert (await js.stream_info("EPH")).state.consumer_count == 0
