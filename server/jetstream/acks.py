@@ -89,6 +89,7 @@ class AckMixin:
         if ap == "explicit":
             p = self.pending.pop(sseq, None)
             if p is not None:
+                self._store_ack(dseq if not (0 < p[0] < dseq) else p[0], sseq)
                 self.move_ack_floor(p[0], sseq)
                 acked.append(sseq)
                 self.signal_if_stalled()
@@ -98,6 +99,7 @@ class AckMixin:
             if dseq <= self.adflr or sseq <= self.asflr:
                 return True
             self.adflr, self.asflr = dseq, sseq
+            self.sfloor = [dseq, sseq]
             for s in [s for s in self.pending if s <= sseq]:
                 del self.pending[s]
                 self.rdc.pop(s, None)
@@ -117,6 +119,24 @@ class AckMixin:
         mp = self.config.get("max_ack_pending") or 0
         if mp > 0 and len(self.pending) == mp - 1:
             self.signal()
+
+    def _store_ack(self, dseq: int, sseq: int) -> None:
+        """UpdateAcks of the real consumer store (explicit ack, ``sseq`` just
+        removed from pending): moves the ack floor that info reports."""
+        fl = self.sfloor
+        if dseq <= fl[0]:
+            return
+        if not self.pending:
+            self.sfloor = [self.dseq - 1, self.sseq - 1]
+        elif dseq == fl[0] + 1:
+            self.sfloor = [dseq, sseq]
+            if self.dseq - 1 > dseq:
+                for ss in range(sseq + 1, self.sseq):
+                    p = self.pending.get(ss)
+                    if p is not None:
+                        if p[0] > 0:
+                            self.sfloor = [p[0] - 1, ss - 1]
+                        break
 
     def move_ack_floor(self, dseq: int, sseq: int) -> None:
         if not self.pending:
@@ -291,6 +311,8 @@ class AckMixin:
                 self._remove_from_rdq(seq)
         if not self.pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        if self.sfloor[1] < self.asflr:
+            self.sfloor = [self.adflr, self.asflr]
         self.schedule_save()
         self.signal()
 

@@ -47,6 +47,9 @@ class Consumer(DeliveryMixin, AckMixin):
         self.dseq = 1
         self.adflr = 0
         self.asflr = 0
+        # the ack floor as the real server's consumer store keeps it (what info reports);
+        # it differs from adflr/asflr only when max_deliver drops a pending message
+        self.sfloor = [0, 0]
         self.pending: dict[int, list[int]] = {}  # stream seq -> [consumer seq, timestamp ns]
         self.rdc: dict[int, int] = {}  # stream seq -> times redelivered
         self.rdq: list[int] = []  # redelivery queue (stream seqs, in order)
@@ -130,6 +133,7 @@ class Consumer(DeliveryMixin, AckMixin):
         self.dseq = 1
         self.adflr = 0
         self.asflr = self.sseq - 1
+        self.sfloor = [0, self.sseq - 1]
 
     def start(self) -> None:
         srv = self.server
@@ -254,7 +258,7 @@ class Consumer(DeliveryMixin, AckMixin):
             "created": rfc3339(self.created),
             "config": ordered(cfg, CONSUMER_CONFIG_FIELDS),
             "delivered": sequence_info(self.dseq - 1, self.sseq - 1, self.ldt),
-            "ack_floor": sequence_info(self.adflr, self.asflr, self.lat),
+            "ack_floor": sequence_info(self.sfloor[0], self.sfloor[1], self.lat),
             "num_ack_pending": len(self.pending),
             "num_redelivered": 0 if self.config["max_deliver"] == 1 else len(self.rdc),
             "num_waiting": self.num_waiting(),
@@ -303,6 +307,7 @@ class Consumer(DeliveryMixin, AckMixin):
             "sseq": self.sseq,
             "dseq": self.dseq,
             "ack_floor": [self.adflr, self.asflr],
+            "store_ack_floor": self.sfloor,
             "pending": [[s, p[0], p[1]] for s, p in self.pending.items()],
             "redelivered": [[s, n] for s, n in self.rdc.items()],
             "lss": self.lss,
@@ -316,6 +321,7 @@ class Consumer(DeliveryMixin, AckMixin):
     def load_state(self, state: dict) -> None:
         self.sseq, self.dseq = state["sseq"], state["dseq"]
         self.adflr, self.asflr = state["ack_floor"]
+        self.sfloor = list(state.get("store_ack_floor") or state["ack_floor"])
         self.pending = {s: [d, t] for s, d, t in state["pending"]}
         self.rdc = {s: n for s, n in state["redelivered"]}
         self.lss, self.lss_resume = state.get("lss"), state.get("lss_resume", 0)
@@ -330,6 +336,7 @@ class Consumer(DeliveryMixin, AckMixin):
             self.sseq = first
         if not self.pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            self.sfloor = [self.adflr, self.asflr]
         # pending acks whose ack wait ran out while we were down are redelivered
         self.rearm_pending()
 

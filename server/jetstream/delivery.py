@@ -232,6 +232,7 @@ class DeliveryMixin:
         ap = self.config["ack_policy"]
         if ap == "none":
             self.adflr, self.asflr = dseq, sm.seq
+            self.sfloor = [dseq, sm.seq]
         else:
             p = self.pending.get(sm.seq)
             if p is not None:
