@@ -121,7 +121,7 @@ async def test_no_auth_server_ignores_credentials(server):
     await nc.close()
 
 
-async def test_user_permissions(server_kind, tmp_path, request):
+async def test_user_permissions(server_kind, tmp_path):
     """A config user's publish/subscribe permissions: a denied PUB or SUB gets
     'Permissions Violation' and the connection stays up."""
     conf = ("authorization {\n  users = [\n    {user: limited, password: pw, permissions: "
