@@ -78,25 +78,31 @@ class NatslabApp(App):
         self.remember_theme = remember_theme
         self.requested_theme = theme_name
         self.monitor_url = monitor_url
+        self.pending_bucket: str | None = None
         self.user_theme_names: set[str] = set()
         self.header_info = HeaderInfo(mode="embedded" if broker else "remote")
         self._shut_down = False
 
     # ---- panes the tools issue adds -------------------------------------
     def tool_panes(self):
+        """Tool tabs, mounted the first time they are shown (see widgets.deferred)."""
         from textual.widgets import TabPane
 
         from .panes.connections import ConnectionsPane
         from .panes.kv import KvPane
-        from .panes.tail import TailPane
         from .panes.publish import PublishPane
         from .panes.request import RequestPane
+        from .panes.tail import TailPane
+        from .widgets.deferred import Deferred
 
-        yield TabPane("Publish", PublishPane(id="publish-pane"), id="publish")
-        yield TabPane("Request", RequestPane(id="request-pane"), id="request")
-        yield TabPane("KV", KvPane(id="kv-pane"), id="kv")
-        yield TabPane("Tail", TailPane(id="tail-pane"), id="tail")
-        yield TabPane("Connections", ConnectionsPane(id="connections-pane"), id="connections")
+        for tab, title, factory in (
+            ("publish", "Publish", lambda: PublishPane(id="publish-pane")),
+            ("request", "Request", lambda: RequestPane(id="request-pane")),
+            ("kv", "KV", lambda: KvPane(id="kv-pane")),
+            ("tail", "Tail", lambda: TailPane(id="tail-pane")),
+            ("connections", "Connections", lambda: ConnectionsPane(id="connections-pane")),
+        ):
+            yield TabPane(title, Deferred(factory, id=f"{tab}-deferred"), id=tab)
 
     # ---- startup ----------------------------------------------------------
     def on_mount(self) -> None:

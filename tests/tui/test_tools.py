@@ -158,6 +158,7 @@ async def test_kv_watch_shows_outside_changes(make_app, outside):
     async with app.run_test(size=(120, 40)) as pilot:
         await connected(app, pilot)
         app.jump_to_bucket("CONFIG")
+        await wait_for(pilot, lambda: app.screen.query("KvPane"), what="KV pane mounted")
         pane = app.screen.query_one("KvPane")
         await wait_for(pilot, lambda: pane.bucket == "CONFIG", what="bucket selected")
         await wait_for(pilot, lambda: "region" in pane.entries, what="key listed")

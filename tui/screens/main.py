@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from ..panes.consumers import ConsumersPane
 from ..panes.pull import PullHand
 from ..panes.streams import StreamsPane
+from ..widgets.deferred import Deferred
 from ..widgets.status_header import StatusHeader
 from textual.screen import Screen
 
@@ -50,9 +51,13 @@ class MainScreen(Screen):
         self.query_one("#tabs", TabbedContent).active = "pull"
 
     @on(TabbedContent.TabActivated, "#tabs")
-    def tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # A pane that was hidden polls right away instead of on its next tick.
         pane = event.pane.children[0] if event.pane.children else None
+        if isinstance(pane, Deferred):
+            if (mounting := pane.materialize()) is not None:
+                await mounting
+            pane = pane.children[0] if pane.children else None
         if pane is not None and hasattr(pane, "schedule_poll"):
             pane.schedule_poll(0.01)
         if pane is not None:

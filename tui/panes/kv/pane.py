@@ -119,6 +119,9 @@ class KvPane(LivePane):
             b.name: (b.name, b.values, b.history, fmt_duration(b.ttl) if b.ttl else "-", fmt_bytes(b.bytes))
             for b in self.buckets.values()
         })
+        pending = getattr(self.app, "pending_bucket", None)
+        if pending in self.buckets:
+            self.select_bucket(pending)
         self._bucket_changed()
 
     @on(DataTable.RowHighlighted, "#kv-buckets")
@@ -138,7 +141,13 @@ class KvPane(LivePane):
                 self.watch_bucket(name)
 
     def select_bucket(self, name: str) -> None:
-        self.query_one("#kv-buckets", LiveTable).select_key(name)
+        """Select ``name`` now, or as soon as a poll lists it."""
+        table = self.query_one("#kv-buckets", LiveTable)
+        if table.value(name, "name") is None:
+            self.app.pending_bucket = name
+            return
+        self.app.pending_bucket = None
+        table.select_key(name)
         self._bucket_changed()
 
     @work(exclusive=True, group="kv-watch", exit_on_error=False)
