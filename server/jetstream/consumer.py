@@ -288,7 +288,8 @@ class Consumer(DeliveryMixin, AckMixin):
 
     # -- persistence ----------------------------------------------------------------------
     def state_dir(self) -> Path | None:
-        if not self.durable or self.stream.config["storage"] != "file" or self.config.get("mem_storage"):
+        # as on the real server: file-backed unless the stream or the consumer is in memory
+        if self.stream.config["storage"] != "file" or self.config.get("mem_storage"):
             return None
         return self.stream.js.stream_dir(self.stream.name) / "obs" / self.name
 

@@ -1,0 +1,110 @@
+"""JetStream state across restarts, differential: a clean stop/start and a
+SIGKILL with the same store dir. Streams, messages, dedupe window and durable
+consumers come back exactly; memory streams and ephemerals do not."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from nats.js import api
+from nats.js.errors import NotFoundError
+
+from conftest import connect
+from test_js_consumers import counters, info, orders
+from test_js_streams import req
+
+
+async def snapshot(nc, stream: str) -> dict:
+    r = await req(nc, f"$JS.API.STREAM.INFO.{stream}", {"deleted_details": True})
+    r.pop("ts")
+    r.pop("cluster")  # the server id changes on restart
+    return r
+
+
+async def test_clean_restart_keeps_everything(server):
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await orders(js)
+    await js.publish("orders.new", b"with id", headers={"Nats-Msg-Id": "x1"})
+    await js.delete_msg("ORDERS", 2)
+    await js.add_stream(name="MEM", subjects=["mem"], storage="memory")
+    await js.add_stream(name="EMPTY", subjects=["empty"])
+    await js.publish("empty", b"x")
+    await js.purge_stream("EMPTY")
+    await js.add_stream(name="JOBS", subjects=["jobs.>"], retention="workqueue")
+    for i in range(3):
+        await js.publish(f"jobs.{i}", b"j")
+    await js.add_consumer("ORDERS", api.ConsumerConfig(durable_name="RDL", ack_policy="explicit", ack_wait=30))
+    await js.add_consumer("JOBS", api.ConsumerConfig(durable_name="WQ", ack_policy="explicit"))
+    sub = await js.pull_subscribe_bind("RDL", "ORDERS")
+    msgs = await sub.fetch(3, timeout=2)
+    await msgs[0].ack_sync()
+    await msgs[2].ack_sync()
+    wq = await js.pull_subscribe_bind("WQ", "JOBS")
+    (j,) = await wq.fetch(1, timeout=2)
+    await j.ack_sync()
+    eph = await js.subscribe("orders.>")
+    eph_name = (await eph.consumer_info()).name
+    before = {s: await snapshot(nc, s) for s in ("ORDERS", "EMPTY", "JOBS")}
+    rdl = await info(nc, "ORDERS", "RDL")
+    await nc.close()
+
+    server.restart()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    for s, snap in before.items():
+        after = await snapshot(nc, s)
+        after["state"]["consumer_count"] = snap["state"]["consumer_count"] = 0
+        assert after == snap, s
+    assert before["ORDERS"]["state"]["num_deleted"] == 1
+    assert (before["EMPTY"]["state"]["first_seq"], before["EMPTY"]["state"]["last_seq"]) == (2, 1)
+    with pytest.raises(NotFoundError):
+        await js.stream_info("MEM")
+    # an ephemeral on a file stream (not mem_storage) comes back too, until its
+    # inactive threshold runs out without interest
+    assert (await js.consumer_info("ORDERS", eph_name)).name == eph_name
+    ci = await info(nc, "ORDERS", "RDL")
+    assert counters(ci) == counters(rdl) == ((3, 4), (1, 2), 1, 0, 1)
+    assert ci["created"] == rdl["created"] and ci["config"] == rdl["config"]
+    # the dedupe window survived: the same id is still a duplicate
+    ack = await js.publish("orders.new", b"with id", headers={"Nats-Msg-Id": "x1"})
+    assert (ack.seq, ack.duplicate) == (5, True)
+    # and delivery continues where it was
+    (m,) = await sub_fetch(js, "RDL", "ORDERS")
+    assert (m.metadata.sequence.stream, m.metadata.sequence.consumer) == (5, 4)
+    (j,) = await sub_fetch(js, "WQ", "JOBS")
+    assert j.subject == "jobs.1"
+    await nc.close()
+
+
+async def sub_fetch(js, durable, stream):
+    sub = await js.pull_subscribe_bind(durable, stream)
+    return await sub.fetch(1, timeout=2)
+
+
+async def test_sigkill_keeps_acknowledged(server):
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="K", subjects=["k.>"])
+    acks = [await js.publish(f"k.{i % 4}", f"m{i}".encode()) for i in range(200)]
+    assert acks[-1].seq == 200
+    await js.add_consumer("K", api.ConsumerConfig(durable_name="D", ack_policy="explicit"))
+    sub = await js.pull_subscribe_bind("D", "K")
+    for m in await sub.fetch(10, timeout=2):
+        await m.ack_sync()
+    await asyncio.sleep(0.3)  # the real server also writes consumer state asynchronously
+    await nc.close()
+    server.kill()
+    server.start()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    st = (await js.stream_info("K")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (200, 1, 200)
+    m = await js.get_msg("K", seq=137)
+    assert (m.subject, m.data) == ("k.0", b"m136")
+    ci = await info(nc, "K", "D")
+    assert ci["delivered"]["stream_seq"] == 10 and ci["ack_floor"]["stream_seq"] == 10
+    (m,) = await sub_fetch(js, "D", "K")
+    assert m.metadata.sequence.stream == 11
+    await nc.close()
