@@ -161,6 +161,20 @@ async def test_watch(js):
     assert seen == [("y", b""), ("z", b"")]
     await w.stop()
 
+    # a wildcard key filter watches only the keys it matches
+    await kv.put("app.one", b"a1")
+    await kv.put("app.two", b"a2")
+    await kv.put("db.main", b"d")
+    w = await kv.watch("app.*")
+    seen = []
+    while (e := await w.updates(timeout=3)) is not None:
+        seen.append(e.key)
+    assert seen == ["app.one", "app.two"]
+    await kv.put("db.main", b"d2")
+    await kv.put("app.three", b"a3")
+    assert (await w.updates(timeout=3)).key == "app.three"
+    await w.stop()
+
     # an empty bucket's watcher signals the end of the initial values at once
     empty = await js.create_key_value(bucket="EMPTY")
     w = await empty.watchall()

@@ -120,6 +120,14 @@ async def test_watch(js):
     assert (e.name, e.size) == ("two", 1)
     await w.stop()
 
+    await obs.put("one", b"11")  # a second revision of "one"
+    w = await obs.watch(include_history=True)
+    names = []
+    while (e := await w.updates(timeout=3)) is not None:
+        names.append((e.name, e.size))
+    assert names == [("two", 1), ("one", 2)]  # metas roll up: one per object, in stream order
+    await w.stop()
+
     w = await obs.watch(updates_only=True)
     await obs.put("three", b"33")
     e = await w.updates(timeout=3)
