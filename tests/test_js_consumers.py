@@ -213,7 +213,7 @@ async def test_push_consumers(nc, js):
 
     async def cb(m):
         got.append((m.subject, m.data, m.metadata.sequence.stream))
-        await m.ack()
+        await m.ack_sync()
         if len(got) == 4:
             done.set()
 
