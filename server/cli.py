@@ -163,8 +163,15 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
-        if "http_port" in c or "http" in c:
-            o.http_port = int(c.get("http_port", c.get("http", 0)))
+        for key in ("http_port", "monitor_port", "http"):
+            if key in c:
+                # nats-server takes a port, or "host:port" for http
+                v = str(c[key])
+                if ":" in v:
+                    h, _, pt = v.rpartition(":")
+                    o.http_host, o.http_port = h or None, int(pt)
+                else:
+                    o.http_port = int(v)
         for key in ("max_payload", "max_pending", "max_connections", "ping_max"):
             if key in c:
                 setattr(o, key, int(c[key]))

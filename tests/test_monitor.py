@@ -445,11 +445,7 @@ def test_go_wire_formats():
 
 
 @pytest.mark.parametrize("form", ["http_port: {port}", 'http: "127.0.0.1:{port}"', "monitor_port: {port}"])
-async def test_monitor_port_from_config(server_kind, tmp_path, request, form):
-    if server_kind == "natslab" and not form.startswith("http_port"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "conf.py/cli.py read only `http_port:`/`http: <int>`; nats-server also takes `http: host:port` "
-            "and `monitor_port:`")))
+async def test_monitor_port_from_config(server_kind, tmp_path, form):
     port = free_port()
     conf = tmp_path / "mon.conf"
     conf.write_text(form.format(port=port) + "\n")
