@@ -98,3 +98,37 @@ def report(title: str, rows: list[tuple[str, float, float, str]], higher_is_bett
         else:
             ratio = float("nan")
         print(f"{metric:42} {ref:>12.1f} {unit:<2}{ours:>12.1f} {unit:<2} {ratio:>6.2f}x")
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (from /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def dir_kb(path: str) -> int:
+    """Disk used by a directory tree in KiB, as `du -sk` reports it."""
+    out = subprocess.run(["du", "-sk", path], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def cpu_seconds_fine(pid: int) -> float:
+    """On-CPU time of all of a process's live threads, in seconds with
+    nanosecond resolution (sum of /proc/<pid>/task/*/schedstat), falling back
+    to cpu_seconds() (10 ms ticks). Threads that exit take their time with
+    them, so this suits servers whose threads live as long as they do."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except OSError:
+                pass
+        return total / 1e9
+    except OSError:
+        return cpu_seconds(pid)
