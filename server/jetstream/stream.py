@@ -10,6 +10,7 @@ import heapq
 import json
 import logging
 from collections import deque
+from time import time_ns
 from typing import TYPE_CHECKING
 
 from . import errors, headers
@@ -171,7 +172,7 @@ class Stream:
         if hlen > 65535:
             raise errors.header_too_big()
         store = self.store
-        ts = now_ns()
+        ts = time_ns()
         if cfg["retention"] == "interest" and not self._has_interest(subject):
             seq = store.store_msg(subject, hdr, payload, ts)
             store.remove(seq)
@@ -181,8 +182,8 @@ class Stream:
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
-        size = store.msg_size(subject, hdr, payload)
-        self._check_discard_new(subject, size)
+        if cfg["discard"] == "new":
+            self._check_discard_new(subject, store.msg_size(subject, hdr, payload))
         seq = store.store_msg(subject, hdr, payload, ts)
         self._record_id(msg_id, seq, ts)
         if ttl:
@@ -191,7 +192,7 @@ class Stream:
                 self._arm_ttl_timer()
             else:
                 self._never_expire.add(seq)
-        removed = self._enforce_limits(subject)
+        removed = self._enforce_limits(subject) if self._has_limits else 0
         if rollup == "sub":
             removed += store.purge(subject, seq=seq)
         elif rollup == "all":
@@ -214,6 +215,11 @@ class Stream:
     def _has_interest(self, subject: str) -> bool:
         return any(c.filter_matches(subject) for c in self.consumers.values())
 
+    @property
+    def _has_limits(self) -> bool:
+        cfg = self.config
+        return cfg["max_msgs_per_subject"] > 0 or cfg["max_msgs"] > 0 or cfg["max_bytes"] > 0
+
     def _check_discard_new(self, subject: str, size: int) -> None:
         cfg = self.config
         per = cfg["max_msgs_per_subject"]
@@ -222,8 +228,6 @@ class Stream:
             if cfg.get("discard_new_per_subject"):
                 raise errors.stream_store_failed(_ERR_MAX_PER_SUBJECT)
             at_subject_limit = True
-        if cfg["discard"] != "new":
-            return
         st = self.store.state()
         if cfg["max_msgs"] > 0 and st.messages >= cfg["max_msgs"] and not at_subject_limit:
             raise errors.stream_store_failed(_ERR_MAX_MSGS)
