@@ -249,12 +249,12 @@ class NatslabApp(App):
         self.action_tab("pull")
 
     def jump_to_bucket(self, bucket: str) -> None:
-        from .panes.connections import ConnectionsPane
         from .panes.kv import KvPane
-        from .panes.tail import TailPane
 
+        self.pending_bucket = bucket  # the KV pane may not be mounted yet
         self.action_tab("kv")
-        self.screen.query_one(KvPane).select_bucket(bucket)
+        for pane in self.screen.query(KvPane):
+            pane.select_bucket(bucket)
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_redelivery_demo

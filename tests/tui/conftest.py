@@ -170,3 +170,10 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 6.0, w
 
 async def connected(app: NatslabApp, pilot) -> None:
     await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="app connected")
+
+
+async def show_tab(app: NatslabApp, pilot, tab: str) -> None:
+    """Switch tab and wait until its (possibly deferred) pane is mounted and laid out."""
+    app.action_tab(tab)
+    await wait_for(pilot, lambda: len(app.screen.query(f"#{tab}-pane")) > 0, what=f"{tab} pane mounted")
+    await pilot.pause(0.3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, Select, Static, TextArea
 
-from .conftest import connected, wait_for
+from .conftest import connected, show_tab, wait_for
 
 
 async def press(pilot, selector: str) -> None:
@@ -24,8 +24,7 @@ async def test_publish_through_composer_and_read_back(make_app, outside):
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        app.action_tab("publish")
-        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        await show_tab(app, pilot, "publish")
         app.screen.query_one("#pub-subject", Input).value = "orders.new"
         app.screen.query_one("#pub-headers", TextArea).text = "Tenant: acme\nTenant: beta\nTrace-Id: t-1"
         app.screen.query_one("#pub-payload", TextArea).text = '{"n": {{n}}}'
@@ -62,8 +61,7 @@ async def test_composer_bad_inputs_show_inline_errors(make_app):
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        app.action_tab("publish")
-        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        await show_tab(app, pilot, "publish")
         subject = app.screen.query_one("#pub-subject", Input)
 
         await press(pilot, "#pub-send")  # empty subject
@@ -98,8 +96,7 @@ async def test_core_publish_reaches_outside_subscriber(make_app, outside):
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        app.action_tab("publish")
-        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        await show_tab(app, pilot, "publish")
         app.screen.query_one("#pub-subject", Input).value = "greet.world"
         app.screen.query_one("#pub-mode", Select).value = "core"
         app.screen.query_one("#pub-payload", TextArea).text = "hello"
@@ -113,8 +110,7 @@ async def test_request_mock_responder_and_missing_one(make_app):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await connected(app, pilot)
-        app.action_tab("request")
-        await pilot.pause(0.4)  # let the tab switch settle before clicking
+        await show_tab(app, pilot, "request")
         # a request nobody answers
         app.screen.query_one("#req-subject", Input).value = "svc.missing"
         await press(pilot, "#req-send")
@@ -158,7 +154,7 @@ async def test_kv_watch_shows_outside_changes(make_app, outside):
     async with app.run_test(size=(120, 40)) as pilot:
         await connected(app, pilot)
         app.jump_to_bucket("CONFIG")
-        await wait_for(pilot, lambda: app.screen.query("KvPane"), what="KV pane mounted")
+        await wait_for(pilot, lambda: len(app.screen.query("KvPane")) > 0, what="KV pane mounted")
         pane = app.screen.query_one("KvPane")
         await wait_for(pilot, lambda: pane.bucket == "CONFIG", what="bucket selected")
         await wait_for(pilot, lambda: "region" in pane.entries, what="key listed")
@@ -195,8 +191,7 @@ async def test_live_tail_shows_outside_messages_and_bad_subject(make_app, outsid
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        app.action_tab("tail")
-        await pilot.pause(0.3)
+        await show_tab(app, pilot, "tail")
         pane = app.screen.query_one("TailPane")
         app.screen.query_one("#tail-subject", Input).value = "orders..x"
         await press(pilot, "#tail-go")
@@ -217,7 +212,7 @@ async def test_connections_pane_lists_outside_client(make_app, broker, outside):
     app = make_app(monitor_url=f"http://127.0.0.1:{broker.http_port}" if broker.http_port else None)
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        app.action_tab("connections")
+        await show_tab(app, pilot, "connections")
         pane = app.screen.query_one("ConnectionsPane")
         table = pane.query_one("#conn-table")
         if broker.http_port is None:
@@ -231,6 +226,6 @@ async def test_connections_pane_says_plainly_when_unreachable(make_app):
     app = make_app(monitor_url="http://127.0.0.1:9")
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        app.action_tab("connections")
+        await show_tab(app, pilot, "connections")
         status = app.screen.query_one("#conn-status")
         await wait_for(pilot, lambda: "not reachable" in str(status.render()), what="unreachable message")
