@@ -113,21 +113,23 @@ def _ratio(row: Row, ref: float | None, ours: float | None, higher: bool) -> str
 
 
 def print_report(title: str, metrics: list[str]) -> None:
+    if not any(m in ROWS for m in metrics):
+        return
     print(f"\n== {title}")
-    print(f"{"metric":58} {'nats-server':>13} {'natslab':>13} {'ratio':>7} | "
-          f"{'CPU us/op ns':>12} {'natslab':>9} {'ratio':>7}")
+    print(f"{'metric':58} {'nats-server':>16} {'natslab':>16} {'ratio':>7} | "
+          f"{'CPU us/op: ns':>13} {'natslab':>9} {'ratio':>7}")
     for m in metrics:
         row = ROWS.get(m)
         if row is None:
             continue
         ref, ours = row.value.get("nats-server"), row.value.get("natslab")
         fmt = (lambda v: f"{v:>10.1f}" if v is not None else f"{'-':>10}")
-        line = (f"{m:58} {fmt(ref)} {row.unit:<2} {fmt(ours)} {row.unit:<2} "
+        line = (f"{m:58} {fmt(ref)} {row.unit:<5} {fmt(ours)} {row.unit:<5} "
                 f"{_ratio(row, ref, ours, row.higher_is_better):>7} | ")
         cref, cours = row.cpu_us.get("nats-server"), row.cpu_us.get("natslab")
         if cref is not None or cours is not None:
             cf = (lambda v: f"{v:.1f}" if v is not None else "-")
-            line += f"{cf(cref):>12} {cf(cours):>9} {_ratio(row, cref, cours, False):>7}"
+            line += f"{cf(cref):>13} {cf(cours):>9} {_ratio(row, cref, cours, False):>7}"
         print(line)
 
 
@@ -565,6 +567,23 @@ async def consumers_phase(kind: str, b: Broker, q: dict) -> None:
 
 # ---------------------------------------------------------------- main
 
+def tree_version() -> str:
+    """The commit natslab's server runs from (it is an editable install), and
+    whether server/ has uncommitted changes."""
+    import subprocess
+    from pathlib import Path
+    import natslab.server
+    root = Path(natslab.server.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%h %s"],
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "server"],
+                               capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+    return head[:80] + (" (server/ has uncommitted changes)" if dirty else "")
+
+
 def run_phase(name: str, fn, brokers: dict, q: dict) -> None:
     for kind in KINDS:
         t0 = time.perf_counter()
@@ -591,6 +610,7 @@ def main() -> None:
     if args.big:
         q["big"] = args.big
     print(f"counts: {q}", flush=True)
+    print(f"natslab tree: {tree_version()}", flush=True)
     t_all = time.perf_counter()
 
     # both brokers run side by side; each phase alternates between them, so
