@@ -14,7 +14,7 @@ import string
 from collections import deque
 
 from . import headers
-from .shapes import NS, now_ns
+from .shapes import NS, format_go_duration as _go_dur, now_ns
 
 FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budget
 _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
@@ -441,16 +441,3 @@ class DeliveryMixin:
         self.pbytes = max(0, self.pbytes - self.fcsz)
         self.fcid, self.fcsz = "", 0
         self.signal()
-
-
-def _go_dur(ns: int) -> str:
-    """A duration as Go prints it (enough for whole and fractional seconds)."""
-    if ns % NS == 0:
-        s = ns // NS
-        h, rem = divmod(s, 3600)
-        m, sec = divmod(rem, 60)
-        out = (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{sec}s"
-        return out
-    if ns < NS:
-        return f"{ns / 1_000_000:g}ms"
-    return f"{ns / NS:g}s"

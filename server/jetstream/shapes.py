@@ -69,6 +69,19 @@ def parse_go_duration(s: str) -> int:
     return sign * int(total)
 
 
+def format_go_duration(ns: int) -> str:
+    """A duration as Go's time.Duration.String prints it (whole and fractional seconds)."""
+    if ns == 0:
+        return "0s"
+    if ns < NS:
+        return f"{ns / 1_000_000:g}ms"
+    if ns % NS:
+        return f"{ns / NS:g}s"
+    h, rem = divmod(ns // NS, 3600)
+    m, sec = divmod(rem, 60)
+    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{sec}s"
+
+
 def dumps(obj) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import errors, headers
 from .errors import ApiError
-from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339, stream_state
+from .shapes import NS, dumps, format_go_duration, now_ns, parse_go_duration, rfc3339, stream_state
 from .store import Store, StoredMsg
 from .subjects import is_literal, match
 
@@ -182,6 +182,11 @@ class Stream:
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
+        smt = cfg.get("subject_delete_marker_ttl") or 0
+        if ttl > 0 and smt > 0 and cfg["max_msgs_per_subject"] != 1 and ttl < smt // NS:
+            # a TTL below the delete-marker TTL is raised to it (and the header rewritten)
+            ttl = smt // NS
+            hdr = headers.append(headers.remove(hdr, headers.TTL), [(headers.TTL, str(ttl))])
         if cfg["discard"] == "new":
             self._check_discard_new(subject, store.msg_size(subject, hdr, payload))
         seq = store.store_msg(subject, hdr, payload, ts)
@@ -335,7 +340,7 @@ class Stream:
                 seq = sm.seq + 1
                 if sm.seq in self._never_expire:
                     continue
-                removed += self.store.remove(sm.seq)
+                removed += self._expire(sm)
             if removed:
                 self._after_removal()
         except Exception:
@@ -360,6 +365,23 @@ class Stream:
         heapq.heapify(self._ttl_heap)
         self._arm_ttl_timer()
 
+    def _expire(self, sm: StoredMsg) -> int:
+        """Remove an expired message, or with subject_delete_marker_ttl, replace
+        the last one of its subject by a delete marker (which rolls it up)."""
+        smt = self.config.get("subject_delete_marker_ttl") or 0
+        if smt > 0 and not (sm.hdr and b"Nats-Marker-Reason" in sm.hdr) \
+                and self.store.last_seq_for_subject(sm.subject) == sm.seq:
+            marker = headers.append(None, [("Nats-Marker-Reason", "MaxAge"),
+                                           (headers.TTL, format_go_duration(smt // NS * NS)),
+                                           (headers.ROLLUP, "sub")])
+            try:
+                self.process_msg(sm.subject, "", marker, b"")
+            except ApiError as e:
+                log.warning("stream %s: delete marker refused: %s", self.name, e)
+                return self.store.remove(sm.seq)
+            return 1
+        return self.store.remove(sm.seq)
+
     def _arm_ttl_timer(self) -> None:
         if not self._ttl_heap or self.closed:
             return
@@ -377,7 +399,9 @@ class Stream:
         removed = 0
         while self._ttl_heap and self._ttl_heap[0][0] <= now:
             _, seq = heapq.heappop(self._ttl_heap)
-            removed += self.store.remove(seq)
+            sm = self.store.load(seq)
+            if sm is not None:
+                removed += self._expire(sm)
         if removed:
             self._after_removal()
         self._arm_ttl_timer()
