@@ -447,3 +447,69 @@ async def test_ephemeral_inactive_threshold(nc, js):
     await sub.unsubscribe()
     await asyncio.sleep(1.0)
     assert (await js.stream_info("EPH")).state.consumer_count == 0
+
+
+async def test_pause_backoff_and_multi_filters(nc, js, raw):
+    await js.add_stream(name="PB", subjects=["pb.>"])
+    for s in ("pb.a", "pb.b", "pb.c", "pb.a"):
+        await js.publish(s, b"v")
+    # several filters: only their subjects, in stream order
+    await js.add_consumer("PB", api.ConsumerConfig(durable_name="MF", ack_policy="explicit",
+                                                   filter_subjects=["pb.a", "pb.c"]))
+    ci = await info(nc, "PB", "MF")
+    assert ci["num_pending"] == 3 and ci["config"]["filter_subjects"] == ["pb.a", "pb.c"]
+    sub = await js.pull_subscribe_bind("MF", "PB")
+    msgs = await sub.fetch(3, timeout=2)
+    assert [m.metadata.sequence.stream for m in msgs] == [1, 3, 4]
+    assert err(await req(nc, "$JS.API.CONSUMER.CREATE.PB.OV", {"stream_name": "PB", "config": {
+        "filter_subjects": ["pb.>", "pb.a"]}})) == (400, 10138, "consumer subject filters cannot overlap")
+
+    # backoff: the first redelivery waits backoff[0], the next backoff[1]
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.PB.BO", {"stream_name": "PB", "config": {
+        "durable_name": "BO", "ack_policy": "explicit", "filter_subject": "pb.b",
+        "backoff": [300_000_000, 1_500_000_000], "max_deliver": 4}})
+    assert r["config"]["ack_wait"] == 300_000_000
+    bo = await js.pull_subscribe_bind("BO", "PB")
+    (m,) = await bo.fetch(1, timeout=2)
+    await asyncio.sleep(0.5)
+    (m,) = await bo.fetch(1, timeout=2)
+    assert m.metadata.num_delivered == 2
+    await asyncio.sleep(0.5)
+    with pytest.raises(asyncio.TimeoutError):
+        await bo.fetch(1, timeout=0.3)  # second step is 1.5 s
+    await asyncio.sleep(0.8)
+    (m,) = await bo.fetch(1, timeout=2)
+    assert m.metadata.num_delivered == 3
+
+    # pause: nothing is delivered until the pause ends
+    await js.add_consumer("PB", api.ConsumerConfig(durable_name="PZ", ack_policy="explicit"))
+    import datetime as dt
+    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
+    r = await req(nc, "$JS.API.CONSUMER.PAUSE.PB.PZ", {"pause_until": until.isoformat().replace("+00:00", "Z")})
+    assert r["paused"] is True and 0 < r["pause_remaining"] <= 10**9
+    ci = await info(nc, "PB", "PZ")
+    assert ci["paused"] is True and ci["config"]["pause_until"]
+    pz = await js.pull_subscribe_bind("PZ", "PB")
+    with pytest.raises(asyncio.TimeoutError):
+        await pz.fetch(1, timeout=0.4)
+    await asyncio.sleep(0.8)
+    (m,) = await pz.fetch(1, timeout=2)
+    assert m.metadata.sequence.stream == 1
+    r = await req(nc, "$JS.API.CONSUMER.PAUSE.PB.PZ", {})
+    assert r["paused"] is False
+
+
+async def test_pull_heartbeats_and_max_waiting(nc, js, raw):
+    await js.add_stream(name="PH", subjects=["ph"])
+    await req(nc, "$JS.API.CONSUMER.CREATE.PH.C", {"stream_name": "PH", "config": {
+        "durable_name": "C", "ack_policy": "explicit", "max_waiting": 1}})
+    c = await raw()
+    await c.send("SUB r.> 1\r\n")
+    body = '{"batch":1,"expires":1000000000,"idle_heartbeat":200000000}'
+    await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PH.C r.1 {len(body)}\r\n{body}\r\n")
+    body2 = '{"batch":1,"expires":1000000000}'
+    await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PH.C r.2 {len(body2)}\r\n{body2}\r\n")
+    await asyncio.sleep(0.5)
+    lines = await c.read_until_pong()
+    assert lines[:4] == status("r.2", "NATS/1.0 409 Exceeded MaxWaiting")
+    assert lines[4:10] == status("r.1", "NATS/1.0 100 Idle Heartbeat", "Nats-Last-Consumer: 0", "Nats-Last-Stream: 0")
