@@ -253,6 +253,9 @@ async def test_purge_get_delete(nc, js):
     assert err(r) == (400, 10043, "sequence 6 not found")
     raw = await req(nc, "$JS.API.STREAM.INFO.P", {"deleted_details": True})
     assert raw["state"]["num_deleted"] == 2 and raw["state"]["deleted"] == [5, 6]
+    assert err(await req(nc, "$JS.API.STREAM.MSG.DELETE.P", {"seq": 99})) == (500, 10057, "stream store EOF")
+    assert err(await req(nc, "$JS.API.STREAM.MSG.DELETE.P", {"seq": 2})) == (500, 10057, "no message found")
+    assert err(await req(nc, "$JS.API.STREAM.MSG.DELETE.P", {})) == (400, 10003, "bad request")
 
     await js.add_stream(name="DP", subjects=["dp"], deny_purge=True, deny_delete=True)
     await js.publish("dp", b"x")

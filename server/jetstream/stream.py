@@ -473,7 +473,16 @@ class Stream:
             raise errors.stream_sealed()
         if self.config["deny_delete"]:
             raise errors.stream_msg_delete_failed("message delete not permitted")
+        if seq <= 0:
+            raise errors.bad_request()
         if not self.store.remove(seq):
+            if self.config["storage"] == "file":
+                # the real file store reports where the sequence is out of range
+                st = self.store.state()
+                if seq > st.last_seq:
+                    raise errors.stream_msg_delete_failed("stream store EOF")
+                if seq < st.first_seq:
+                    raise errors.stream_msg_delete_failed("no message found")
             raise errors.sequence_not_found(seq)
         self._after_removal()
 
