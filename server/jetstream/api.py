@@ -131,7 +131,6 @@ class Api:
         handler, rtype, nargs = route
         if (nargs >= 0 and len(args) != nargs) or (nargs < 0 and len(args) < -nargs):
             return
-        self.js.api_total += 1
         req = _Req(subject, args, reply, hdr, payload)
         try:
             if hdr and headers.REQUIRED_API_LEVEL.encode() in hdr:
@@ -139,7 +138,12 @@ class Api:
                 if not lvl.isdigit() or int(lvl) > API_LEVEL:
                     raise errors.required_api_level()
             body = handler(req)
+            # counted once answered (INFO does not see itself); a successful
+            # MSG.GET is answered outside the API layer and not counted
+            if rtype != "stream_msg_get_response":
+                self.js.api_total += 1
         except ApiError as e:
+            self.js.api_total += 1
             self.js.api_errors += 1
             body = {"error": e.to_dict()}
             body.update(self.error_extras.get(rtype, {}))
@@ -239,7 +243,7 @@ class Api:
         if not isinstance(body, dict):
             raise errors.bad_request()
         sm = st.get_msg(body)
-        return {"message": st.stored_message_json(sm)}
+        return {"message": st.stored_message_json(sm, with_headers=not body.get("no_headers"))}
 
     def msg_delete(self, req: _Req) -> dict:
         st = self.js.lookup(req.tokens[0])

@@ -220,10 +220,14 @@ class Consumer(DeliveryMixin, AckMixin):
 
     def pause(self, until: int) -> None:
         cfg = dict(self.config)
+        md = dict(cfg.get("metadata") or {})
         if until and until > now_ns():
             cfg["pause_until"] = rfc3339(until)
+            md["_nats.req.level"] = "1"
         else:
             cfg.pop("pause_until", None)
+            md["_nats.req.level"] = "0"
+        cfg["metadata"] = md
         self.config = cfg
         self._arm_pause_timer()
         self.schedule_save()

@@ -5,7 +5,7 @@ dicts keyed by the JSON field names."""
 from __future__ import annotations
 
 from . import errors
-from .shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
+from .shapes import CONSUMER_CONFIG_KEYS, NS, format_go_duration, parse_rfc3339
 from .streamconfig import is_valid_name
 from .subjects import collide, is_literal, is_subset, is_valid
 
@@ -121,6 +121,12 @@ def _check(cfg: dict, scfg: dict) -> None:
             raise errors.consumer_fc_requires_push()
         if 0 < cfg.get("max_expires", 0) < 1_000_000:
             raise errors.consumer_max_request_expires_small()
+    limits = scfg.get("consumer_limits") or {}
+    if limits.get("max_ack_pending") and cfg.get("max_ack_pending", 0) > limits["max_ack_pending"]:
+        raise errors.ApiError(400, 10121, f"consumer max ack pending exceeds system limit of {limits['max_ack_pending']}")
+    if limits.get("inactive_threshold") and cfg.get("inactive_threshold", 0) > limits["inactive_threshold"]:
+        raise errors.ApiError(400, 10153, "consumer inactive threshold exceeds system limit of "
+                              + format_go_duration(limits["inactive_threshold"]))
     if cfg.get("filter_subject") and cfg.get("filter_subjects"):
         raise errors.consumer_duplicate_filters()
     if cfg.get("filter_subject") and not is_valid(cfg["filter_subject"]):

@@ -147,6 +147,8 @@ def ordered(cfg: dict, fields) -> dict:
             continue
         if v is None:
             v = {} if key == "consumer_limits" else v
+        elif key == "metadata":
+            v = dict(sorted(v.items()))  # Go writes map keys sorted
         out[key] = v
     return out
 
@@ -213,14 +215,14 @@ def stream_state(st, consumer_count: int, subjects: dict | None = None, deleted:
         "last_seq": st.last_seq,
         "last_ts": rfc3339(st.last_ts),
     }
-    if subjects is not None and subjects:
-        d["subjects"] = subjects
     if st.num_subjects:
         d["num_subjects"] = st.num_subjects
-    if deleted:
-        d["deleted"] = deleted
+    if subjects is not None and subjects:
+        d["subjects"] = subjects
     if st.num_deleted:
         d["num_deleted"] = st.num_deleted
+    if deleted:
+        d["deleted"] = deleted
     d["consumer_count"] = consumer_count
     return d
 

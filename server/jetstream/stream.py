@@ -504,9 +504,9 @@ class Stream:
         return sm
 
     @staticmethod
-    def stored_message_json(sm: StoredMsg) -> dict:
+    def stored_message_json(sm: StoredMsg, with_headers: bool = True) -> dict:
         d = {"subject": sm.subject, "seq": sm.seq}
-        if sm.hdr:
+        if sm.hdr and with_headers:
             d["hdrs"] = base64.b64encode(sm.hdr).decode()
         if sm.data:
             d["data"] = base64.b64encode(sm.data).decode()
