@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from pathlib import Path
 import nats
 
 from natslab.tui.app import NatslabApp
+from natslab.tui.broker import BrokerSpec
 from natslab.tui.client import ConnectOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,18 +41,14 @@ def free_port() -> int:
 
 
 class Broker:
-    def __init__(self, embedded: bool, store: Path):
-        self.embedded = embedded
-        if embedded:
-            from natslab.server import ServerThread
+    """A throwaway nats-server with JetStream and the monitoring port."""
 
-            self.thread = ServerThread(host="127.0.0.1", port=0, jetstream=True, store_dir=store)
-            self.thread.start()
-            self.url = self.thread.client_url
-            return
+    def __init__(self, store: Path):
         port = free_port()
+        self.http_port = free_port()
         self.proc = subprocess.Popen(
-            [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store)],
+            [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store),
+             "-m", str(self.http_port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self.url = f"nats://127.0.0.1:{port}"
@@ -64,11 +62,8 @@ class Broker:
         raise RuntimeError("nats-server did not start")
 
     def stop(self) -> None:
-        if self.embedded:
-            self.thread.stop()
-        else:
-            self.proc.terminate()
-            self.proc.wait(10)
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 async def seed(url: str) -> None:
@@ -82,6 +77,12 @@ async def seed(url: str) -> None:
         await js.publish(subject, b"job")
     await js.add_consumer("EVENTS", durable_name="LIVE", ack_policy="explicit", filter_subject="events.>")
     await js.add_consumer("JOBS", durable_name="WQ", ack_policy="explicit")
+    kv = await js.create_key_value(bucket="CONFIG", history=5)
+    await kv.put("region", b"eu")
+    await kv.put("region", b"us")
+    await kv.put("feature.checkout", b'{"enabled": true, "rollout": 25}')
+    await kv.put("color", b"blue")
+    await kv.delete("color")
     await nc.close()
 
 
@@ -93,6 +94,21 @@ async def more_orders(url: str) -> None:
         await js.publish(f"orders.{region}", json.dumps(order).encode(), headers={"Nats-Msg-Id": f"order-{i}"})
     await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit", ack_wait=60)
     await nc.close()
+
+
+async def more_orders_core(url: str) -> None:
+    nc = await nats.connect(url, name="shop-frontend")
+    for i in range(8):
+        await nc.publish(f"orders.{'eu' if i % 2 else 'us'}", json.dumps({"order": 100 + i}).encode(), headers={"Tenant": "acme"})
+    await nc.flush()
+    await nc.close()
+
+
+async def show(app, pilot, tab: str) -> None:
+    app.action_tab(tab)
+    while not app.screen.query(f"#{tab}-pane"):
+        await pilot.pause(0.05)
+    await pilot.pause(0.4)
 
 
 async def settle(pilot, seconds: float = 1.2) -> None:
@@ -108,23 +124,30 @@ async def shoot(app: NatslabApp, name: str) -> None:
 async def main(embedded: bool) -> None:
     OUT.mkdir(exist_ok=True)
     store = Path(tempfile.mkdtemp(prefix="natslab-shots-"))
-    broker = Broker(embedded, store)
+    # the user's own settings, themes and publish history stay out of the pictures
+    os.environ["XDG_CONFIG_HOME"] = str(store / "config")
+    os.environ["XDG_DATA_HOME"] = str(store / "data")
+    # --embedded: the app starts natslab's broker itself, as `natslab --memory` would
+    broker = None if embedded else Broker(store)
     try:
-        await seed(broker.url)
         app = NatslabApp(
-            connect=ConnectOptions(url=broker.url),
+            connect=None if embedded else ConnectOptions(url=broker.url),
+            broker=BrokerSpec(port=0, memory=True) if embedded else None,
             stable_display=True,
             display_url="nats://127.0.0.1:4222",
+            display_store="~/.local/share/natslab" if embedded else None,
+            monitor_url=None if embedded else f"http://127.0.0.1:{broker.http_port}",
             remember_theme=False,
             theme_name="natslab-dark",
         )
-        app.header_info = app.header_info.__class__(mode="embedded", store_dir="~/.local/share/natslab")
         async with app.run_test(size=SIZE) as pilot:
             while app.client is None:
                 await pilot.pause(0.05)
+            url = app.client.server_summary().client_url
+            await seed(url)
             app.action_demo_redelivery()
             await settle(pilot, 1.0)
-            await more_orders(broker.url)
+            await more_orders(url)
 
             # 1. streams with ORDERS selected and its config/state
             app.jump_to_stream("ORDERS")
@@ -179,9 +202,55 @@ async def main(embedded: bool) -> None:
             await settle(pilot, 0.3)
             await shoot(app, "help")
             await pilot.press("escape")
+
+            # 7. publish composer: three templated JetStream publishes
+            await show(app, pilot, "publish")
+            app.screen.query_one("#pub-subject").value = "orders.eu"
+            app.screen.query_one("#pub-headers").text = "Tenant: acme\nTrace-Id: demo-1"
+            app.screen.query_one("#pub-payload").text = '{"order": {{n}}, "region": "eu"}'
+            app.screen.query_one("#pub-count").value = "3"
+            app.screen.query_one("#pub-send").press()
+            await settle(pilot, 1.0)
+            await shoot(app, "publish")
+
+            # 8. request-reply against an echo mock
+            await show(app, pilot, "request")
+            app.screen.query_one("#mock-subject").value = "svc.upper"
+            app.screen.query_one("#mock-start").press()
+            await settle(pilot, 0.5)
+            app.screen.query_one("#req-subject").value = "svc.upper"
+            app.screen.query_one("#req-payload").text = "shipped order 4711"
+            app.screen.query_one("#req-count").value = "20"
+            app.screen.query_one("#req-send").press()
+            await settle(pilot, 1.0)
+            await shoot(app, "request")
+
+            # 9. KV browser with a key's history
+            app.jump_to_bucket("CONFIG")
+            await settle(pilot, 1.5)
+            keys = app.screen.query_one("#kv-keys")
+            keys.focus()
+            keys.move_cursor(row=1)
+            await settle(pilot, 0.8)
+            await shoot(app, "kv")
+
+            # 10. live tail
+            await show(app, pilot, "tail")
+            app.screen.query_one("#tail-subject").value = "orders.>"
+            app.screen.query_one("#tail-go").press()
+            await settle(pilot, 0.5)
+            await more_orders_core(url)
+            await settle(pilot, 0.8)
+            await shoot(app, "tail")
+
+            # 11. connections (monitoring endpoint)
+            await show(app, pilot, "connections")
+            await settle(pilot, 2.2)
+            await shoot(app, "connections")
             await app.shutdown()
     finally:
-        broker.stop()
+        if broker is not None:
+            broker.stop()
         shutil.rmtree(store, ignore_errors=True)
 
 

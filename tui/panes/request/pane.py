@@ -82,12 +82,13 @@ class RequestPane(Vertical):
                 yield Static("", id="mock-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Kind")
-                yield Select([(f"{k} — {v}", k) for k, v in KINDS.items()], value="echo", allow_blank=False, id="mock-kind")
+                yield Select([(k, k) for k in KINDS], value="echo", allow_blank=False, id="mock-kind")
             with Vertical(classes="cell"):
-                yield Label("Reply / delay s / status")
+                yield Label("Param")
                 yield Input(id="mock-param")
             yield Button("Start", id="mock-start")
             yield Button("Stop selected", id="mock-stop")
+        yield Label(" · ".join(f"{k}: {v}" for k, v in KINDS.items()), id="mock-help")
         yield DataTable(id="mock-table", cursor_type="row")
 
     def on_mount(self) -> None:
