@@ -1,0 +1,97 @@
+"""The shell around the panes: command line, nats contexts, themes, palette, help."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from natslab.tui.cli import build_parser, main, resolve
+from natslab.tui.commands import NatslabCommands
+from natslab.tui.config import load_settings
+
+from .conftest import connected, wait_for
+
+
+def test_cli_defaults_to_embedded_broker():
+    options, spec = resolve(build_parser().parse_args([]))
+    assert spec is not None and spec.port == 4222 and not spec.memory
+
+
+def test_cli_connect_and_credentials():
+    options, spec = resolve(build_parser().parse_args(["--connect", "nats://h:1", "--user", "u", "--password", "p"]))
+    assert spec is None and options.url == "nats://h:1" and (options.user, options.password) == ("u", "p")
+
+
+def test_cli_context_by_name_and_selected(tmp_path, monkeypatch):
+    ctx_dir = tmp_path / "config" / "nats" / "context"
+    ctx_dir.mkdir(parents=True)
+    (ctx_dir / "dev.json").write_text(json.dumps({"url": "nats://dev:4222", "token": "t0k"}))
+    options, spec = resolve(build_parser().parse_args(["--context", "dev"]))
+    assert spec is None and options.url == "nats://dev:4222" and options.token == "t0k"
+
+    (tmp_path / "config" / "nats" / "context.txt").write_text("dev\n")
+    options, _ = resolve(build_parser().parse_args(["--context", "--user", "me"]))
+    assert options.url == "nats://dev:4222" and options.user == "me"
+
+
+def test_cli_bad_flags_are_plain_errors(capsys):
+    assert main(["--context", "nope"]) == 2
+    assert "no nats context named 'nope'" in capsys.readouterr().err
+    assert main(["--memory", "--store-dir", "/tmp/x"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    assert "--connect URL" in capsys.readouterr().out
+
+
+async def test_bad_user_theme_is_reported_once_and_good_one_loads(make_app, tmp_path):
+    themes = tmp_path / "config" / "natslab" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "broken.toml").write_text("name = 'broken'\n[colors\nprimary=")
+    (themes / "mine.toml").write_text("name = 'mine'\n[colors]\nprimary = '#ff8800'\n")
+    app = make_app(remember_theme=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        warnings = [n for n in app._notifications if "broken.toml" in n.message]
+        assert len(warnings) == 1
+        assert "mine" in app.available_themes and "mine" in app.user_theme_names
+        app.theme = "mine"
+        await pilot.pause(0.1)
+        assert load_settings()["theme"] == "mine"
+
+    app2 = make_app(remember_theme=True)
+    async with app2.run_test(size=(120, 36)) as pilot:
+        assert app2.theme == "mine"
+
+
+async def test_palette_jumps_to_stream_and_consumer(make_app, outside):
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.add_stream(name="AUDIT", subjects=["audit.>"])
+    await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit")
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        provider = NatslabCommands(app.screen)
+        hits = [hit async for hit in provider.search("worker")]
+        assert any("ORDERS › WORKER" in str(h.text) for h in hits)
+        hits = [hit async for hit in provider.search("Stream: ORD")]
+        hits[0].command()
+        streams = app.screen.query_one("StreamsPane")
+        await wait_for(pilot, lambda: streams.selected == "ORDERS", what="ORDERS selected")
+        titles = [str(h.text) async for h in provider.discover()]
+        assert "Demo: redelivery" in titles and "Theme: natslab-light" in titles
+
+
+async def test_help_lists_pane_keys(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        rows = app.screen.bindings
+        descriptions = [d for _, d, _ in rows]
+        assert "New stream" in descriptions and "Quit" in descriptions
+        assert descriptions.index("New stream") < descriptions.index("Cursor up")
+        await pilot.press("escape")
