@@ -58,6 +58,8 @@ class Consumer(DeliveryMixin, AckMixin):
         self.ldt = 0  # last delivery time (ns)
         self.lat = 0  # last ack time (ns)
         self._save_handle = None
+        self._pause_src = None
+        self._pause_ns = 0
         self._inactive_timer = None
         self._pause_timer = None
         self._subs: list = []
@@ -208,15 +210,17 @@ class Consumer(DeliveryMixin, AckMixin):
     # -- pause ---------------------------------------------------------------------------
     def pause_until_ns(self) -> int:
         pu = self.config.get("pause_until")
-        if not pu:
-            return 0
-        try:
-            return parse_rfc3339(pu)
-        except ValueError:
-            return 0
+        if pu != self._pause_src:  # parsed once per change, asked on every delivery
+            self._pause_src = pu
+            try:
+                self._pause_ns = parse_rfc3339(pu) if pu else 0
+            except ValueError:
+                self._pause_ns = 0
+        return self._pause_ns
 
     def is_paused(self) -> bool:
-        return self.pause_until_ns() > now_ns()
+        until = self.pause_until_ns()
+        return bool(until) and until > now_ns()
 
     def pause(self, until: int) -> None:
         cfg = dict(self.config)
