@@ -230,7 +230,7 @@ async def main(embedded: bool) -> None:
             await settle(pilot, 1.5)
             keys = app.screen.query_one("#kv-keys")
             keys.focus()
-            keys.move_cursor(row=1)
+            keys.select_key("region")
             await settle(pilot, 0.8)
             await shoot(app, "kv")
 

@@ -52,7 +52,7 @@ def app_for(url: str, theme: str = "natslab-dark") -> NatslabApp:
     )
 
 
-async def until(pilot, predicate, timeout: float = 6.0) -> None:
+async def until(pilot, predicate, timeout: float = 6.0, what: str = "snapshot state") -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while loop.time() < end:
@@ -62,7 +62,7 @@ async def until(pilot, predicate, timeout: float = 6.0) -> None:
         except Exception:
             pass
         await pilot.pause(0.05)
-    raise AssertionError("snapshot state not reached")
+    raise AssertionError(f"{what} not reached")
 
 
 async def ready(pilot, streams: int) -> None:
@@ -165,6 +165,52 @@ def test_help_screen(snap_compare, broker_url):
     async def run_before(pilot):
         await ready(pilot, 0)
         await pilot.press("question_mark")
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+def test_publish_composer_inline_errors(snap_compare, broker_url):
+    async def run_before(pilot):
+        await ready(pilot, 0)
+        app = pilot.app
+        app.action_tab("publish")
+        await until(pilot, lambda: len(app.screen.query("#pub-subject")) > 0)
+        await pilot.pause(0.3)
+        app.screen.query_one("#pub-subject").value = "orders.*"
+        app.screen.query_one("#pub-headers").text = "Tenant: acme\nno colon here"
+        app.screen.query_one("#pub-count").value = "ten"
+        app.screen.query_one("#pub-send").press()
+        await pilot.pause(0.2)
+        app.screen.query_one("#pub-subject").blur()
+        await finish(pilot)
+
+    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+
+
+def test_kv_browser(snap_compare, broker_url):
+    async def prepare() -> None:
+        nc = await nats.connect(broker_url)
+        kv = await nc.jetstream().create_key_value(bucket="CONFIG", history=5)
+        await kv.put("region", b"eu")
+        await kv.put("region", b"us")
+        await kv.put("feature.checkout", b'{"enabled": true}')
+        await nc.close()
+
+    asyncio.run(prepare())
+
+    async def run_before(pilot):
+        await ready(pilot, 1)
+        app = pilot.app
+        app.jump_to_bucket("CONFIG")
+        await until(pilot, lambda: len(app.screen.query("KvPane")) > 0)
+        pane = app.screen.query_one("KvPane")
+        await until(pilot, lambda: len(pane.entries) == 2, what="entries")
+        keys = app.screen.query_one("#kv-keys")
+        keys.focus()
+        keys.select_key("region")
+        history = app.screen.query_one("#kv-history")
+        await until(pilot, lambda: history.row_count == 2, what="history")
         await finish(pilot)
 
     assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
