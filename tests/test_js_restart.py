@@ -108,3 +108,45 @@ async def test_sigkill_keeps_acknowledged(server):
     (m,) = await sub_fetch(js, "D", "K")
     assert m.metadata.sequence.stream == 11
     await nc.close()
+
+
+async def test_retention_and_redelivery_survive_restart(server):
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="EV", subjects=["ev.>"], retention="interest")
+    await js.add_consumer("EV", api.ConsumerConfig(durable_name="A", ack_policy="explicit", ack_wait=1))
+    await js.add_consumer("EV", api.ConsumerConfig(durable_name="B", ack_policy="explicit"))
+    for i in range(4):
+        await js.publish("ev.x", str(i).encode())
+    a = await js.pull_subscribe_bind("A", "EV")
+    ma = await a.fetch(4, timeout=2)
+    for m in ma[:3]:
+        await m.ack_sync()  # seq 4 stays pending on A, and will need a redelivery
+    b = await js.pull_subscribe_bind("B", "EV")
+    (mb,) = await b.fetch(1, timeout=2)
+    await mb.ack_sync()  # seq 1 is done for both consumers
+    await asyncio.sleep(0.3)
+    st = (await js.stream_info("EV")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (3, 2, 4)
+    ca, cb = await info(nc, "EV", "A"), await info(nc, "EV", "B")
+    await nc.close()
+
+    server.restart()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    st = (await js.stream_info("EV")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (3, 2, 4)
+    assert counters(await info(nc, "EV", "A")) == counters(ca) == ((4, 4), (3, 3), 1, 0, 0)
+    assert counters(await info(nc, "EV", "B")) == counters(cb) == ((1, 1), (1, 1), 0, 0, 3)
+    await asyncio.sleep(1.2)  # A's ack wait runs out after the restart too
+    a = await js.pull_subscribe_bind("A", "EV")
+    (m,) = await a.fetch(1, timeout=2)
+    assert (m.metadata.sequence.stream, m.metadata.num_delivered, m.metadata.sequence.consumer) == (4, 2, 5)
+    await m.ack_sync()
+    b = await js.pull_subscribe_bind("B", "EV")
+    for m in await b.fetch(3, timeout=2):
+        await m.ack_sync()
+    await asyncio.sleep(0.2)
+    st = (await js.stream_info("EV")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (0, 5, 4)
+    await nc.close()
