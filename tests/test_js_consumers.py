@@ -513,3 +513,28 @@ async def test_pull_heartbeats_and_max_waiting(nc, js, raw):
     lines = await c.read_until_pong()
     assert lines[:4] == status("r.2", "NATS/1.0 409 Exceeded MaxWaiting")
     assert lines[4:10] == status("r.1", "NATS/1.0 100 Idle Heartbeat", "Nats-Last-Consumer: 0", "Nats-Last-Stream: 0")
+
+
+async def test_push_redelivery_and_replay_original(nc, js):
+    await js.add_stream(name="RP", subjects=["rp"])
+    await js.publish("rp", b"a")
+    await asyncio.sleep(0.6)
+    await js.publish("rp", b"b")
+    # replay original: the second message comes about 0.6 s after the first
+    sub = await nc.subscribe("drp")
+    await js.add_consumer("RP", api.ConsumerConfig(durable_name="R", deliver_subject="drp", ack_policy="none",
+                                                   replay_policy="original"))
+    m1 = await sub.next_msg(timeout=2)
+    t1 = asyncio.get_running_loop().time()
+    m2 = await sub.next_msg(timeout=2)
+    gap = asyncio.get_running_loop().time() - t1
+    assert (m1.data, m2.data) == (b"a", b"b") and 0.4 < gap < 1.0
+    # push with ack wait: an unacked message comes again, delivery count 2
+    sub2 = await nc.subscribe("dre")
+    await js.add_consumer("RP", api.ConsumerConfig(durable_name="W", deliver_subject="dre", ack_policy="explicit",
+                                                   ack_wait=0.5, filter_subject="rp"))
+    first = [await sub2.next_msg(timeout=2) for _ in range(2)]
+    again = await sub2.next_msg(timeout=2)
+    assert again.reply.split(".")[4:6] == ["2", "1"]  # delivered twice, stream seq 1
+    ci = await info(nc, "RP", "W")
+    assert ci["num_redelivered"] >= 1 and ci["num_ack_pending"] == 2

@@ -49,6 +49,12 @@ class DeliveryMixin:
         self._wr_timer_at = 0.0
         self._last_send = 0.0
         self._listener = None
+        # replay_policy original: pace deliveries like the stored timestamps
+        # until caught up with what the stream held when the consumer started
+        self.replay = self.config.get("replay_policy") == "original"
+        self._replay_lseq = self.stream.store.state().last_seq
+        self._lts = 0
+        self._replay_ready = 0
 
     def start_delivery(self) -> None:
         if not self.is_pull:
@@ -124,7 +130,17 @@ class DeliveryMixin:
             sm, dc = self.get_next_msg()
             if sm is None:
                 stalled_on_ack_pending = dc == -1
+                if self.replay and self.sseq > self._replay_lseq:
+                    self.replay = False
                 break
+            if self.replay and self._lts and sm.seq != self._replay_ready:
+                delay = (sm.ts - self._lts) / NS
+                if delay > 0.001:
+                    self._put_back(sm.seq, dc)
+                    self._replay_ready = sm.seq
+                    self.server.loop.call_later(delay, self.signal)
+                    return
+            self._lts = sm.ts
             ack_reply = (f"$JS.ACK.{self.stream.name}.{self.name}.{dc}.{sm.seq}.{self.dseq}."
                          f"{sm.ts}.{self.num_pending()}")
             hdr, data = sm.hdr, sm.data
