@@ -20,13 +20,6 @@ from nats.js.errors import (
 from conftest import connect
 
 
-def natslab_gap(request, reason: str) -> None:
-    """Mark a known natslab difference: xfail(strict) on natslab only, so
-    the test turns red the day the gap is closed and the mark can go."""
-    if request.node.callspec.params.get("server_kind") == "natslab":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 async def test_seed_session(js):
     """The seed's `kv add CONFIG --history 5`, two puts, a get, and what
     `stream info KV_CONFIG` shows."""
@@ -251,11 +244,9 @@ async def test_concurrent_puts_keep_order(js):
     assert len(await kv.history("k")) == 50
 
 
-async def test_per_key_ttl_and_limit_markers(js, request):
+async def test_per_key_ttl_and_limit_markers(js):
     """Per-message TTL (create(msg_ttl=)) and limit markers (limit_marker_ttl):
     the server expires the key and leaves a marker watchers read as a purge."""
-    natslab_gap(request, "no subject delete marker is stored when a message expires "
-                "(subject_delete_marker_ttl); TTLs below the marker TTL are not raised to it")
     kv = await js.create_key_value(bucket="TTL", history=3, limit_marker_ttl=2)
     c = (await js.stream_info("KV_TTL")).config
     assert c.allow_msg_ttl and c.subject_delete_marker_ttl == 2
