@@ -538,3 +538,20 @@ async def test_push_redelivery_and_replay_original(nc, js):
     assert again.reply.split(".")[4:6] == ["2", "1"]  # delivered twice, stream seq 1
     ci = await info(nc, "RP", "W")
     assert ci["num_redelivered"] >= 1 and ci["num_ack_pending"] == 2
+
+
+async def test_consumer_reset(nc, js):
+    await js.add_stream(name="RS", subjects=["rs"])
+    for _ in range(5):
+        await js.publish("rs", b"x")
+    await js.add_consumer("RS", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
+    await js.add_consumer("RS", api.ConsumerConfig(durable_name="L", ack_policy="explicit", deliver_policy="last"))
+    sub = await js.pull_subscribe_bind("C", "RS")
+    ms = await sub.fetch(3, timeout=2)
+    await ms[0].ack_sync()
+    r = await req(nc, "$JS.API.CONSUMER.RESET.RS.C")
+    assert r["reset_seq"] == 2 and counters(r) == ((0, 1), (0, 1), 0, 0, 4)
+    r = await req(nc, "$JS.API.CONSUMER.RESET.RS.L", {"seq": 2})
+    assert err(r) == (400, 10204, "invalid reset: not allowed") and r["reset_seq"] == 0
+    (m,) = await sub.fetch(1, timeout=2)
+    assert (m.metadata.sequence.stream, m.metadata.sequence.consumer, m.metadata.num_delivered) == (2, 1, 1)

@@ -79,11 +79,13 @@ class Api:
             "CONSUMER.NAMES": (self.consumer_names, "consumer_names_response", 1),
             "CONSUMER.LIST": (self.consumer_list, "consumer_list_response", 1),
             "CONSUMER.PAUSE": (self.consumer_pause, "consumer_pause_response", 2),
+            "CONSUMER.RESET": (self.consumer_reset, "consumer_reset_response", 2),
         }
         # error answers carry these extra keys, as the Go response structs do
         self.error_extras = {
             "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
             "stream_purge_response": {"purged": 0},
+            "consumer_reset_response": {"reset_seq": 0},
             "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
             "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
             "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
@@ -322,6 +324,16 @@ class Api:
         d = {"paused": c.is_paused(), "pause_until": rfc3339(until)}
         if c.is_paused():
             d["pause_remaining"] = until - now_ns()
+        return d
+
+
+    def consumer_reset(self, req: _Req) -> dict:
+        c = self._consumer(req)
+        body = req.json()
+        seq = int(body.get("seq") or 0) if isinstance(body, dict) else 0
+        reset_seq = c.reset(seq)
+        d = c.info_json()
+        d["reset_seq"] = reset_seq
         return d
 
 

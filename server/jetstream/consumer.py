@@ -185,6 +185,38 @@ class Consumer(DeliveryMixin, AckMixin):
         self.schedule_save()
         self.signal()
 
+    def reset(self, seq: int) -> int:
+        """CONSUMER.RESET (resetStartingSeq): start over from ``seq`` (0: the
+        ack floor + 1), forgetting pending acks and redelivery counts."""
+        dp = self.config["deliver_policy"]
+        if seq == 0:
+            seq = self.asflr + 1
+        elif dp == "by_start_sequence" and seq < self.config.get("opt_start_seq", 0):
+            raise errors.consumer_invalid_reset("below start seq")
+        elif dp == "by_start_time":
+            t = parse_rfc3339(self.config["opt_start_time"])
+            sm = self.stream.store.load_next(0)
+            while sm is not None and sm.ts < t:
+                sm = self.stream.store.load_next(sm.seq + 1)
+            nseq = sm.seq if sm else self.stream.store.state().last_seq + 1
+            if seq < nseq:
+                raise errors.consumer_invalid_reset("below start time")
+        elif dp not in ("all", "by_start_sequence"):
+            raise errors.consumer_invalid_reset("not allowed")
+        seq = max(seq, 1)
+        self.pending.clear()
+        self.rdc.clear()
+        self.rdq.clear()
+        self.lss = None
+        self.sseq, self.dseq = seq, 1
+        self.adflr, self.asflr = 0, seq - 1
+        self.sfloor = [0, seq - 1]
+        self.ldt = self.lat = 0
+        self.stream.check_interest_all()
+        self.schedule_save()
+        self.signal()
+        return seq
+
     # -- ephemeral / inactive clean-up ----------------------------------------------------
     def check_inactive(self) -> None:
         """(Re)arm the inactivity timer when the consumer has no interest."""
