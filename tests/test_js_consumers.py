@@ -122,7 +122,7 @@ async def test_pull_status_replies(nc, js, raw):
     assert lines == status("r.9", "NATS/1.0 409 Consumer Deleted")
     # pull from a push consumer
     await js.add_consumer("PS", api.ConsumerConfig(durable_name="P", deliver_subject="dp", ack_policy="explicit"))
-    await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PS.P r.8 0\r\n\r\n")
+    await c.send("PUB $JS.API.CONSUMER.MSG.NEXT.PS.P r.8 0\r\n\r\n")
     await asyncio.sleep(0.15)
     assert await c.read_until_pong() == status("r.8", "NATS/1.0 409 Consumer is push based")
 
@@ -533,7 +533,8 @@ async def test_push_redelivery_and_replay_original(nc, js):
     sub2 = await nc.subscribe("dre")
     await js.add_consumer("RP", api.ConsumerConfig(durable_name="W", deliver_subject="dre", ack_policy="explicit",
                                                    ack_wait=0.5, filter_subject="rp"))
-    first = [await sub2.next_msg(timeout=2) for _ in range(2)]
+    for _ in range(2):
+        await sub2.next_msg(timeout=2)  # first deliveries, not acked
     again = await sub2.next_msg(timeout=2)
     assert again.reply.split(".")[4:6] == ["2", "1"]  # delivered twice, stream seq 1
     ci = await info(nc, "RP", "W")

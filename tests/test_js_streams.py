@@ -11,7 +11,7 @@ import json
 import pytest
 from nats.errors import NoRespondersError, TimeoutError as NatsTimeout
 from nats.js import api
-from nats.js.errors import APIError, BadRequestError, NoStreamResponseError, NotFoundError, ServerError, ServiceUnavailableError
+from nats.js.errors import NoStreamResponseError, NotFoundError
 
 
 async def req(nc, subject: str, body=None, timeout: float = 2.0, headers=None) -> dict:

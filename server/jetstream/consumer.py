@@ -279,7 +279,6 @@ class Consumer(DeliveryMixin, AckMixin):
 
     # -- info ----------------------------------------------------------------------------
     def num_pending(self) -> int:
-        store = self.stream.store
         if self.lss is not None:
             return len(self.lss) + self._count_from(self.lss_resume + 1, False)
         return self._count_from(self.sseq, self.config["deliver_policy"] == "last_per_subject")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 
 API_LEVEL = 5
 ZERO_TIME = "0001-01-01T00:00:00Z"

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from . import errors, headers
 from .errors import ApiError
-from .shapes import NS, dumps, format_go_duration, now_ns, parse_go_duration, rfc3339, stream_state
+from .expiry import ExpiryMixin, parse_ttl
+from .shapes import NS, dumps, now_ns, rfc3339, stream_state
 from .store import Store, StoredMsg
-from .subjects import is_literal, match
+from .subjects import is_literal
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -30,26 +31,7 @@ _ERR_MAX_BYTES = "maximum bytes exceeded"
 _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
 
 
-def parse_ttl(value: str) -> int:
-    """Nats-TTL header to seconds; -1 is never; raises ApiError 10165."""
-    if value.lower() == "never":
-        return -1
-    try:
-        dur = parse_go_duration(value)
-    except ValueError:
-        try:
-            t = int(value)
-        except ValueError:
-            raise errors.msg_ttl_invalid() from None
-        if t < 0:
-            raise errors.msg_ttl_invalid() from None
-        return t
-    if dur < NS:
-        raise errors.msg_ttl_invalid()
-    return dur // NS
-
-
-class Stream:
+class Stream(ExpiryMixin):
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
         self.name: str = config["name"]
@@ -312,99 +294,6 @@ class Stream:
         last = self.store.load_last()
         if last and last.hdr:
             self._last_msg_id = headers.parse(last.hdr).get(headers.MSG_ID, "")
-
-    # -- expiry ------------------------------------------------------------
-    def _arm_age_timer(self) -> None:
-        if self._age_timer:
-            self._age_timer.cancel()
-            self._age_timer = None
-        max_age = self.config["max_age"]
-        if not max_age or self.closed:
-            return
-        first = self.store.load_next(0)
-        if first is None:
-            return
-        delay = max(0.0, (first.ts + max_age - now_ns()) / NS)
-        self._age_timer = self.js.server.loop.call_later(delay, self._expire_by_age)
-
-    def _expire_by_age(self) -> None:
-        self._age_timer = None
-        try:
-            cutoff = now_ns() - self.config["max_age"]
-            removed = 0
-            seq = 0
-            while True:
-                sm = self.store.load_next(seq)
-                if sm is None or sm.ts > cutoff:
-                    break
-                seq = sm.seq + 1
-                if sm.seq in self._never_expire:
-                    continue
-                removed += self._expire(sm)
-            if removed:
-                self._after_removal()
-        except Exception:
-            log.exception("stream %s: age expiry failed", self.name)
-        self._arm_age_timer()
-
-    def _rebuild_ttls(self) -> None:
-        if not self.config.get("allow_msg_ttl"):
-            return
-        for seq in self.store.iter_seqs():
-            sm = self.store.load(seq)
-            if sm and sm.hdr and b"Nats-TTL" in sm.hdr:
-                v = headers.parse(sm.hdr).get(headers.TTL)
-                try:
-                    ttl = parse_ttl(v) if v else 0
-                except ApiError:
-                    ttl = 0
-                if ttl > 0:
-                    self._ttl_heap.append((sm.ts + ttl * NS, seq))
-                elif ttl < 0:
-                    self._never_expire.add(seq)
-        heapq.heapify(self._ttl_heap)
-        self._arm_ttl_timer()
-
-    def _expire(self, sm: StoredMsg) -> int:
-        """Remove an expired message, or with subject_delete_marker_ttl, replace
-        the last one of its subject by a delete marker (which rolls it up)."""
-        smt = self.config.get("subject_delete_marker_ttl") or 0
-        if smt > 0 and not (sm.hdr and b"Nats-Marker-Reason" in sm.hdr) \
-                and self.store.last_seq_for_subject(sm.subject) == sm.seq:
-            marker = headers.append(None, [("Nats-Marker-Reason", "MaxAge"),
-                                           (headers.TTL, format_go_duration(smt // NS * NS)),
-                                           (headers.ROLLUP, "sub")])
-            try:
-                self.process_msg(sm.subject, "", marker, b"")
-            except ApiError as e:
-                log.warning("stream %s: delete marker refused: %s", self.name, e)
-                return self.store.remove(sm.seq)
-            return 1
-        return self.store.remove(sm.seq)
-
-    def _arm_ttl_timer(self) -> None:
-        if not self._ttl_heap or self.closed:
-            return
-        at = self._ttl_heap[0][0]
-        if self._ttl_timer and getattr(self, "_ttl_at", 0) <= at:
-            return
-        if self._ttl_timer:
-            self._ttl_timer.cancel()
-        self._ttl_at = at
-        self._ttl_timer = self.js.server.loop.call_later(max(0.0, (at - now_ns()) / NS), self._expire_ttls)
-
-    def _expire_ttls(self) -> None:
-        self._ttl_timer = None
-        now = now_ns()
-        removed = 0
-        while self._ttl_heap and self._ttl_heap[0][0] <= now:
-            _, seq = heapq.heappop(self._ttl_heap)
-            sm = self.store.load(seq)
-            if sm is not None:
-                removed += self._expire(sm)
-        if removed:
-            self._after_removal()
-        self._arm_ttl_timer()
 
     # -- removal and consumers -----------------------------------------------
     def _after_removal(self) -> None:
