@@ -33,7 +33,7 @@ class NatslabApp(App):
     TABS = [
         ("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand"),
         ("publish", "Publish"), ("request", "Request"), ("kv", "KV"),
-        ("tail", "Tail"), ("connections", "Connections"),
+        ("objects", "Objects"), ("tail", "Tail"), ("connections", "Connections"),
     ]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -44,8 +44,9 @@ class NatslabApp(App):
         Binding("4", "tab('publish')", "Publish", id="app.tab.publish", show=False),
         Binding("5", "tab('request')", "Request", id="app.tab.request", show=False),
         Binding("6", "tab('kv')", "KV", id="app.tab.kv", show=False),
-        Binding("7", "tab('tail')", "Tail", id="app.tab.tail", show=False),
-        Binding("8", "tab('connections')", "Connections", id="app.tab.connections", show=False),
+        Binding("7", "tab('objects')", "Objects", id="app.tab.objects", show=False),
+        Binding("8", "tab('tail')", "Tail", id="app.tab.tail", show=False),
+        Binding("9", "tab('connections')", "Connections", id="app.tab.connections", show=False),
     ]
 
     # Bumped on every (re)connect so panes can re-subscribe.
@@ -90,6 +91,7 @@ class NatslabApp(App):
 
         from .panes.connections import ConnectionsPane
         from .panes.kv import KvPane
+        from .panes.objects import ObjectsPane
         from .panes.publish import PublishPane
         from .panes.request import RequestPane
         from .panes.tail import TailPane
@@ -99,6 +101,7 @@ class NatslabApp(App):
             ("publish", "Publish", lambda: PublishPane(id="publish-pane")),
             ("request", "Request", lambda: RequestPane(id="request-pane")),
             ("kv", "KV", lambda: KvPane(id="kv-pane")),
+            ("objects", "Objects", lambda: ObjectsPane(id="objects-pane")),
             ("tail", "Tail", lambda: TailPane(id="tail-pane")),
             ("connections", "Connections", lambda: ConnectionsPane(id="connections-pane")),
         ):

@@ -229,3 +229,39 @@ async def test_connections_pane_says_plainly_when_unreachable(make_app):
         await show_tab(app, pilot, "connections")
         status = app.screen.query_one("#conn-status")
         await wait_for(pilot, lambda: "not reachable" in str(status.render()), what="unreachable message")
+
+
+async def test_object_store_put_get_and_outside_change(make_app, outside, tmp_path):
+    src = tmp_path / "report.bin"
+    src.write_bytes(bytes(range(256)) * 1200)  # 300 KiB: several chunks
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "objects")
+        pane = app.screen.query_one("ObjectsPane")
+        app.screen.query_one("#obj-new", Input).value = "bad name"
+        await press(pilot, "#obj-create")
+        assert "must not contain" in text_of(app, "#obj-result")
+        app.screen.query_one("#obj-new", Input).value = "FILES"
+        await press(pilot, "#obj-create")
+        await wait_for(pilot, lambda: pane.store == "FILES", what="store selected")
+
+        app.screen.query_one("#obj-path", Input).value = str(tmp_path / "missing.bin")
+        await press(pilot, "#obj-put")
+        assert "no such file" in text_of(app, "#obj-result")
+
+        app.screen.query_one("#obj-path", Input).value = str(src)
+        await press(pilot, "#obj-put")
+        await wait_for(pilot, lambda: "report.bin" in pane.objects, what="object listed")
+        assert pane.objects["report.bin"].size == src.stat().st_size and pane.objects["report.bin"].chunks > 1
+
+        dest = tmp_path / "copy.bin"
+        app.screen.query_one("#obj-path", Input).value = str(dest)
+        app.screen.query_one("#obj-name", Input).value = "report.bin"
+        await press(pilot, "#obj-get")
+        await wait_for(pilot, lambda: "digest checked" in text_of(app, "#obj-result"), what="get done")
+        assert dest.read_bytes() == src.read_bytes()
+
+        obs = await outside.jetstream().object_store("FILES")
+        await obs.put("from-outside.txt", b"hello")
+        await wait_for(pilot, lambda: "from-outside.txt" in pane.objects, what="outside put appears")

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .kv import KvMixin
+from .objects import ObjectsMixin
 from .models import (
     AccountUsage,
     ConsumerSummary,
@@ -70,6 +71,8 @@ def _plain(exc: BaseException) -> NatsError:
         return exc
     if isinstance(exc, NoRespondersError):
         return NatsError("no responders: nothing is listening on that subject (is JetStream enabled?)", 503)
+    if exc.__class__.__name__ == "DigestMismatchError":
+        return NatsError("digest mismatch: the object's SHA-256 does not match what was stored")
     if isinstance(exc, (NatsTimeoutError, asyncio.TimeoutError)):
         return NatsError("timed out waiting for the server", 408)
     desc = getattr(exc, "description", None)
@@ -78,7 +81,7 @@ def _plain(exc: BaseException) -> NatsError:
     return NatsError(str(exc) or exc.__class__.__name__)
 
 
-class NatsClient(KvMixin):
+class NatsClient(KvMixin, ObjectsMixin):
     """A connected nats-py client plus typed JetStream management calls."""
 
     def __init__(self, nc: NATS, options: ConnectOptions):

@@ -194,7 +194,9 @@ class PublishPane(Vertical):
     def action_publish(self) -> None:
         req = self.build_request()
         if req is None:
-            self.query_one("#pub-result", Static).update(Text("Fix the marked fields first.", style="italic"))
+            result = self.query_one("#pub-result", Static)
+            result.set_class(True, "-error")
+            result.update(Text("Fix the marked fields first.", style="italic"))
             return
         entry = {"subject": req.subject, "headers": self.query_one("#pub-headers", TextArea).text,
                  "payload": req.payload, "mode": "js" if req.jetstream else "core"}

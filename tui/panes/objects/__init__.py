@@ -1,0 +1,5 @@
+"""The object store browser."""
+
+from .pane import ObjectsPane
+
+__all__ = ["ObjectsPane"]
