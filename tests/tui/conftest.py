@@ -48,8 +48,8 @@ def _wait_for_info(port: int, proc: subprocess.Popen | None, timeout: float = 10
 class RealServer:
     kind = "nats-server"
 
-    def __init__(self, store: Path, monitor: bool = False):
-        self.port = free_port()
+    def __init__(self, store: Path, monitor: bool = False, port: int | None = None):
+        self.port = port or free_port()
         self.http_port = free_port() if monitor else None
         cmd = [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(store)]
         if self.http_port:
