@@ -234,7 +234,19 @@ async def main(embedded: bool) -> None:
             await settle(pilot, 0.8)
             await shoot(app, "kv")
 
-            # 10. live tail
+            # 10. object store
+            await show(app, pilot, "objects")
+            app.screen.query_one("#obj-new").value = "FILES"
+            app.screen.query_one("#obj-create").press()
+            await settle(pilot, 2.5)
+            sample = store / "walkthrough.txt"
+            sample.write_text("NATS JetStream walkthrough\n" * 20000)
+            app.screen.query_one("#obj-path").value = str(sample)
+            app.screen.query_one("#obj-put").press()
+            await settle(pilot, 2.0)
+            await shoot(app, "objects")
+
+            # 11. live tail
             await show(app, pilot, "tail")
             app.screen.query_one("#tail-subject").value = "orders.>"
             app.screen.query_one("#tail-go").press()
@@ -243,7 +255,7 @@ async def main(embedded: bool) -> None:
             await settle(pilot, 0.8)
             await shoot(app, "tail")
 
-            # 11. connections (monitoring endpoint)
+            # 12. connections (monitoring endpoint)
             await show(app, pilot, "connections")
             await settle(pilot, 2.2)
             await shoot(app, "connections")
