@@ -87,7 +87,8 @@ async def test_sigkill_keeps_acknowledged(server):
     nc = await connect(server.url)
     js = nc.jetstream()
     await js.add_stream(name="K", subjects=["k.>"])
-    acks = [await js.publish(f"k.{i % 4}", f"m{i}".encode()) for i in range(200)]
+    acks = [await js.publish(f"k.{i % 4}", f"m{i}".encode()) for i in range(199)]
+    acks.append(await js.publish("k.0", b"m199", headers={"Nats-Msg-Id": "last"}))
     assert acks[-1].seq == 200
     await js.add_consumer("K", api.ConsumerConfig(durable_name="D", ack_policy="explicit"))
     sub = await js.pull_subscribe_bind("D", "K")
@@ -107,6 +108,25 @@ async def test_sigkill_keeps_acknowledged(server):
     assert ci["delivered"]["stream_seq"] == 10 and ci["ack_floor"]["stream_seq"] == 10
     (m,) = await sub_fetch(js, "D", "K")
     assert m.metadata.sequence.stream == 11
+    ack = await js.publish("k.0", b"again", headers={"Nats-Msg-Id": "last"})  # rebuilt from the messages
+    assert (ack.seq, ack.duplicate) == (200, True)
+    await nc.close()
+
+
+async def test_message_ttl_survives_restart(server):
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="T", subjects=["t.>"], allow_msg_ttl=True)
+    await js.publish("t.keep", b"k")
+    await js.publish("t.go", b"g", headers={"Nats-TTL": "2s"})
+    await nc.close()
+    server.restart()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    assert (await js.stream_info("T")).state.messages == 2
+    await asyncio.sleep(2.2)
+    st = (await js.stream_info("T")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (1, 1, 2)
     await nc.close()
 
 

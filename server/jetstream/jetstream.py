@@ -66,6 +66,10 @@ class JetStream:
                 c.save_state(sync=True)
             st.stop()
             try:
+                st.save_runtime_state()
+            except OSError as e:
+                self.logger.error("saving state of stream %s: %s", st.name, e)
+            try:
                 st.store.close()
             except Exception:
                 self.logger.exception("closing store of stream %s", st.name)

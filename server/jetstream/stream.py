@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from . import errors, headers
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
+from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import NS, dumps, now_ns, rfc3339, stream_state
 from .store import Store, StoredMsg
 from .subjects import is_literal
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("natslab.jetstream")
 
+RUNTIME_FILE = "runtime.json"
 _ERR_MAX_MSGS = "maximum messages exceeded"
 _ERR_MAX_BYTES = "maximum bytes exceeded"
 _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
@@ -56,8 +58,9 @@ class Stream(ExpiryMixin):
         srv = self.js.server
         for subj in self.config["subjects"]:
             self._subs.append(srv.subscribe_internal(subj, self._on_publish))
-        self._rebuild_dedupe()
-        self._rebuild_ttls()
+        if not self._load_runtime_state():
+            self._rebuild_dedupe()
+            self._rebuild_ttls()
         self._arm_age_timer()
 
     def stop(self) -> None:
@@ -269,6 +272,49 @@ class Stream(ExpiryMixin):
             ent = self._ddmap.get(old_id)
             if ent and ent[1] == old_ts:
                 del self._ddmap[old_id]
+
+    # -- runtime state across a clean restart -----------------------------------
+    # The dedupe window and the TTL deadlines derive from the stored messages;
+    # after a crash they are rebuilt by scanning them, but a clean stop saves
+    # them so a large stream starts without reading every message back.
+    def _runtime_path(self):
+        return self.js.stream_dir(self.name) / RUNTIME_FILE
+
+    def save_runtime_state(self) -> None:
+        if self.config["storage"] != "file":
+            return
+        state = {
+            "last_seq": self.store.state().last_seq,
+            "last_msg_id": self._last_msg_id,
+            "dedupe": [[mid, seq, ts] for mid, (seq, ts) in self._ddmap.items()],
+            "ttls": self._ttl_heap,
+            "never": sorted(self._never_expire),
+        }
+        write_json_atomic(self._runtime_path(), state)
+
+    def _load_runtime_state(self) -> bool:
+        if self.config["storage"] != "file":
+            return False
+        path = self._runtime_path()
+        try:
+            state = read_json_checked(path, None)
+        except CorruptStateError as e:
+            log.warning("stream %s: ignoring %s: %s", self.name, path, e)
+            state = None
+        try:
+            path.unlink()  # only good until the next write; a crash must rescan
+        except OSError:
+            pass
+        if not state or state.get("last_seq") != self.store.state().last_seq:
+            return False
+        for mid, seq, ts in sorted(state["dedupe"], key=lambda e: e[2]):
+            self._record_id(mid, seq, ts)
+        self._last_msg_id = state.get("last_msg_id", "")
+        self._ttl_heap = [tuple(e) for e in state["ttls"]]
+        heapq.heapify(self._ttl_heap)
+        self._never_expire = set(state["never"])
+        self._arm_ttl_timer()
+        return True
 
     def _rebuild_dedupe(self) -> None:
         """After a restart: the msg ids stored within the window."""
