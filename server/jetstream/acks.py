@@ -223,6 +223,14 @@ class AckMixin:
 
     def check_pending(self) -> None:
         """checkPending: queue expired pending acks for redelivery."""
+        try:
+            self._check_pending()
+        except Exception:
+            self.server.logger.exception("consumer %s > %s: ack wait check failed", self.stream.name, self.name)
+            if not self.closed and self._ptmr is None:
+                self._arm_ptmr(1.0)
+
+    def _check_pending(self) -> None:
         self._ptmr = None
         if self.closed or not self.config.get("ack_wait"):
             return

@@ -117,6 +117,14 @@ class ExpiryMixin:
         self._ttl_timer = self.js.server.loop.call_later(max(0.0, (at - now_ns()) / NS), self._expire_ttls)
 
     def _expire_ttls(self) -> None:
+        try:
+            self._expire_ttls_now()
+        except Exception:
+            log.exception("stream %s: TTL expiry failed", self.name)
+            self._ttl_timer = None
+            self._arm_ttl_timer()
+
+    def _expire_ttls_now(self) -> None:
         self._ttl_timer = None
         now = now_ns()
         removed = 0
