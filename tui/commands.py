@@ -15,6 +15,11 @@ class NatslabCommands(Provider):
         out: list[tuple[str, str, object]] = [
             ("Demo: redelivery", "ORDERS stream, 4 orders, pull consumer RDL with ack wait 4s", app.action_demo_redelivery),
         ]
+        from .demos import SCENARIOS, run_scenario
+
+        for key, scenario in SCENARIOS.items():
+            out.append((scenario[0], scenario[5], partial(run_scenario, app, key)))
+        out.append(("Demo: KV history", "bucket CONFIG with three revisions of one key", partial(run_scenario, app, "kv-history")))
         for tab, title in app.TABS:
             out.append((f"Go to: {title}", f"show the {title} pane", partial(app.action_tab, tab)))
         for name in sorted(app.available_themes):

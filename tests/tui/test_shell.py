@@ -95,3 +95,24 @@ async def test_help_lists_pane_keys(make_app):
         assert "New stream" in descriptions and "Quit" in descriptions
         assert descriptions.index("New stream") < descriptions.index("Cursor up")
         await pilot.press("escape")
+
+
+async def test_guided_demos_set_up_the_walkthrough(make_app, outside):
+    from natslab.tui.demos import run_scenario
+
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        run_scenario(app, "limits")
+        streams = app.screen.query_one("StreamsPane")
+        await wait_for(pilot, lambda: streams.selected == "LIMITS", what="LIMITS selected")
+        await wait_for(pilot, lambda: streams.streams["LIMITS"].messages == 2, what="limits applied")
+        assert streams.streams["LIMITS"].first_seq == 3
+        run_scenario(app, "workqueue")
+        consumers = app.screen.query_one("ConsumersPane")
+        await wait_for(pilot, lambda: consumers.stream == "JOBS" and "WQ" in consumers.consumers, what="JOBS › WQ")
+        assert consumers.consumers["WQ"].num_pending == 2
+        run_scenario(app, "kv-history")
+        await wait_for(pilot, lambda: len(app.screen.query("KvPane")) > 0, what="KV pane")
+        kv = await outside.jetstream().key_value("CONFIG")
+        assert [e.value for e in await kv.history("region")] == [b"eu", b"us", b"apac"]
