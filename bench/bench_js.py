@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import socket
 import statistics
 import sys
@@ -451,6 +452,7 @@ def big_phase(kind: str, n: int) -> None:
             problem(kind, f"after restart, MSG.GET of seq {n} in BIG answered {rep[:200] if rep else rep}")
     finally:
         r.stop()
+        shutil.rmtree(b.store_dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- consumers
@@ -684,6 +686,7 @@ def main() -> None:
     finally:
         for b in brokers.values():
             b.stop()
+            shutil.rmtree(b.store_dir, ignore_errors=True)
     if "big" in phases:
         for kind in KINDS:
             t0 = time.perf_counter()

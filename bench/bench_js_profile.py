@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import pstats
+import shutil
 import signal
 import sys
 import tempfile
@@ -105,6 +106,7 @@ def main() -> None:
     finally:
         b.proc.send_signal(signal.SIGINT)
         b.proc.wait(60)
+        shutil.rmtree(b.store_dir, ignore_errors=True)
     print(f"{args.workload}: {args.n} messages, {rate:,.0f} msg/s under cProfile; stats in {out}")
     if bench_js.PROBLEMS:
         print("problems:", *bench_js.PROBLEMS, sep="\n  ")
