@@ -229,7 +229,12 @@ class SubjectIndex:
         tokens = subject.split(b".")
         if b"" not in tokens:  # a subject with an empty token matches nothing
             _collect(self.root, tokens, 0, psubs, qgroups)
-        r = (tuple(psubs), tuple(tuple(g) for g in qgroups.values())) if (psubs or qgroups) else EMPTY_RESULT
+        if qgroups:
+            r = (tuple(psubs), tuple(map(tuple, qgroups.values())))
+        elif psubs:
+            r = (tuple(psubs), ())
+        else:
+            r = EMPTY_RESULT
         if len(self.cache) >= CACHE_MAX:
             # drop the oldest half; dicts keep insertion order
             for s in list(self.cache)[: CACHE_MAX // 2]:
@@ -276,5 +281,6 @@ def _collect(node: _Node, tokens: list[bytes], i: int, psubs: list, qgroups: dic
 def _add(node: _Node, psubs: list, qgroups: dict) -> None:
     if node.psubs:
         psubs.extend(node.psubs)
-    for q, g in node.qsubs.items():
-        qgroups.setdefault(q, []).extend(g)
+    if node.qsubs:
+        for q, g in node.qsubs.items():
+            qgroups.setdefault(q, []).extend(g)
