@@ -116,3 +116,33 @@ async def test_guided_demos_set_up_the_walkthrough(make_app, outside):
         await wait_for(pilot, lambda: len(app.screen.query("KvPane")) > 0, what="KV pane")
         kv = await outside.jetstream().key_value("CONFIG")
         assert [e.value for e in await kv.history("region")] == [b"eu", b"us", b"apac"]
+
+
+async def test_copy_as_code_in_stream_and_consumer_forms(make_app, outside):
+    from textual.widgets import Input
+
+    await outside.jetstream().add_stream(name="ORDERS", subjects=["orders.>"])
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: len(app.screen.query("#subjects")) > 0, what="stream form")
+        app.screen.query_one("#name", Input).value = "PAYMENTS"
+        app.screen.query_one("#subjects", Input).value = "payments.>"
+        app.screen.query_one("#max_age", Input).value = "24h"
+        await pilot.press("ctrl+y")
+        code = str(app.screen.query_one("#form-code").render())
+        assert "nats stream add PAYMENTS --subjects 'payments.>'" in code and "--max-age 1d" in code
+        assert "add_stream(name='PAYMENTS'" in code and "max_age=86400" in code
+        await pilot.press("escape")
+
+        app.jump_to_consumer("ORDERS", "X")
+        await pilot.pause(0.4)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: len(app.screen.query("#ack_wait")) > 0, what="consumer form")
+        app.screen.query_one("#name", Input).value = "RDL"
+        app.screen.query_one("#ack_wait", Input).value = "4s"
+        await pilot.press("ctrl+y")
+        code = str(app.screen.query_one("#form-code").render())
+        assert "nats consumer add ORDERS RDL --pull --ack explicit --deliver all --wait 4s" in code
+        assert "add_consumer('ORDERS', durable_name='RDL'" in code and "ack_wait=4" in code

@@ -211,6 +211,8 @@ def test_kv_browser(snap_compare, broker_url):
         keys.select_key("region")
         history = app.screen.query_one("#kv-history")
         await until(pilot, lambda: history.row_count == 2, what="history")
+        # the watch's ordered consumer is counted; the history's short-lived one may be too
+        await until(pilot, lambda: app.header_info.usage.consumers == 1, timeout=12, what="usage settled")
         await finish(pilot)
 
     assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)

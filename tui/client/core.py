@@ -214,10 +214,10 @@ class NatsClient(KvMixin, ObjectsMixin):
         resp = await self._api(f"STREAM.PURGE.{name}", req)
         return resp.get("purged", 0)
 
-    async def get_message(self, stream: str, seq: int) -> StoredMessage | None:
-        """The first message at or after ``seq`` (message get; never a consumer)."""
+    async def get_message(self, stream: str, seq: int, subject: str = ">") -> StoredMessage | None:
+        """The first message at or after ``seq`` on ``subject`` (message get; never a consumer)."""
         try:
-            resp = await self._api(f"STREAM.MSG.GET.{stream}", {"seq": seq, "next_by_subj": ">"})
+            resp = await self._api(f"STREAM.MSG.GET.{stream}", {"seq": seq, "next_by_subj": subject})
         except NatsError as exc:
             if exc.code == 404:
                 return None

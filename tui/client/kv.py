@@ -67,28 +67,19 @@ class KvMixin:
     async def delete_bucket(self, name: str) -> None:
         await self._call(self.js.delete_key_value(name))
 
-    async def kv_keys(self, bucket: str) -> list[KvEntry]:
-        """Latest entry of every key, deletes included (so the list shows them)."""
-        kv = await self._call(self.js.key_value(bucket))
-        watcher = await self._call(kv.watchall())
+    async def kv_history(self, bucket: str, key: str, limit: int = 64) -> list[KvEntry]:
+        """Every kept revision of ``key``, oldest first, read with message get
+        (no consumer is created just to look at a key)."""
         out: list[KvEntry] = []
-        try:
-            while True:
-                entry = await watcher.updates(timeout=2)
-                if entry is None:
-                    break
-                out.append(KvEntry.from_nats(entry))
-                if getattr(entry, "delta", 0) == 0:
-                    break
-        except Exception:
-            pass
-        finally:
-            await watcher.stop()
+        seq = 1
+        while len(out) < limit:
+            msg = await self.get_message(f"KV_{bucket}", seq, f"$KV.{bucket}.{key}")
+            if msg is None:
+                break
+            op = msg.headers.get("KV-Operation", "PUT")
+            out.append(KvEntry(bucket, key, msg.data, msg.seq, op, msg.time))
+            seq = msg.seq + 1
         return out
-
-    async def kv_history(self, bucket: str, key: str) -> list[KvEntry]:
-        kv = await self._call(self.js.key_value(bucket))
-        return [KvEntry.from_nats(e) for e in await self._call(kv.history(key))]
 
     async def kv_op(self, bucket: str, op: str, key: str, value: bytes = b"", revision: int | None = None) -> int | None:
         """put, create, update (needs revision), delete or purge one key."""

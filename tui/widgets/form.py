@@ -67,6 +67,7 @@ class ModalForm(ModalScreen):
     ModalForm #form-fields { height: auto; max-height: 26; }
     ModalForm #form-error { color: $text-error; display: none; }
     ModalForm #form-error.-shown { display: block; }
+    ModalForm #form-code { display: none; height: auto; color: $text-muted; padding: 0 1; border: round $panel; }
     ModalForm #form-buttons { height: auto; align-horizontal: right; }
     ModalForm #form-buttons Button { margin-left: 1; }
     """
@@ -80,6 +81,7 @@ class ModalForm(ModalScreen):
             with VerticalScroll(id="form-fields"):
                 yield from self.fields()
             yield Static("", id="form-error")
+            yield Static("", id="form-code")
             with Horizontal(id="form-buttons"):
                 yield Button("Cancel", id="form-cancel")
                 yield Button(self.SUBMIT_LABEL, id="form-submit", variant="primary")

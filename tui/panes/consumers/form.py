@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from rich.text import Text
 from textual import work
-from textual.widgets import Input, Select
+from textual.binding import Binding
+from textual.widgets import Input, Select, Static
 
 from ...client import ConsumerSummary, NatsError, name_error, subject_error
 from ...format import fmt_duration, parse_duration, parse_int
@@ -103,6 +105,24 @@ class ConsumerForm(ModalForm):
         else:
             config.pop("filter_subject", None)
         return config if ok else None
+
+    BINDINGS = ModalForm.BINDINGS + [
+        Binding("ctrl+y", "copy_code", "Copy as code", id="form.code"),
+    ]
+
+    def action_copy_code(self) -> None:
+        """Show (and copy) the nats CLI line and nats-py call for what the form says."""
+        self.clear_errors()
+        config = self.build_config()
+        if config is None:
+            return
+        from ...codegen import consumer_code
+
+        code = consumer_code(self.stream, config)
+        self.app.copy_to_clipboard(code)
+        self.show_form_error(None)
+        self.query_one("#form-code", Static).update(Text(code))
+        self.query_one("#form-code", Static).display = True
 
     def submit(self) -> None:
         config = self.build_config()
