@@ -70,6 +70,9 @@ class Server:
         self.index.lookups = lambda: self.in_msgs
         self.clients: dict[int, Client] = {}
         self.internal_client = InternalClient(self)
+        # the connection whose message is being routed right now; internal
+        # callbacks read it (e.g. to honour the requester's no_responders)
+        self.current_publisher = self.internal_client
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
@@ -267,20 +270,25 @@ class Server:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
 
-    def has_interest(self, subject: str) -> bool:
-        """Does any client (not internal) subscription match this subject?"""
-        psubs, qsubs = self.index.match(subject.encode())
+    def has_interest(self, subject: str, literal_only: bool = False) -> bool:
+        """Does any client (not internal) subscription match this subject?
+        With ``literal_only``, only a subscription on exactly this subject
+        counts (nats-server starts push delivery only for those)."""
+        subj = subject.encode()
+        psubs, qsubs = self.index.match(subj)
         for s in psubs:
-            if not s.client.internal:
+            if not s.client.internal and (not literal_only or s.subject == subj):
                 return True
         for g in qsubs:
             for s in g:
-                if not s.client.internal:
+                if not s.client.internal and (not literal_only or s.subject == subj):
                     return True
         return False
 
     # -- routing (the hot path) ------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        # internal subscribers (JetStream) may ask who sent what they handle
+        self.current_publisher = pub
         r = self._match_cache.get(subject)
         if r is None:
             r = self.index.match(subject)
