@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Callable
 
 import nats
 import pytest

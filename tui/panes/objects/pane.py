@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Static
+from textual.widgets import Button, Input, Label, ProgressBar, Static
 
 from ...client import NatsError, name_error
 from ...client.objects import CountingReader, CountingWriter, ObjectSummary, StoreSummary
