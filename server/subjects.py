@@ -235,6 +235,10 @@ class SubjectIndex:
             r = (tuple(psubs), ())
         else:
             r = EMPTY_RESULT
+        if subject.startswith(b"$JS.ACK."):
+            # ack subjects carry sequence numbers: each is seen once, and
+            # caching them would only push useful entries out
+            return r
         if len(self.cache) >= CACHE_MAX:
             # drop the oldest half; dicts keep insertion order
             for s in list(self.cache)[: CACHE_MAX // 2]:
