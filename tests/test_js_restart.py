@@ -170,3 +170,61 @@ async def test_retention_and_redelivery_survive_restart(server):
     st = (await js.stream_info("EV")).state
     assert (st.messages, st.first_seq, st.last_seq) == (0, 5, 4)
     await nc.close()
+
+
+async def test_file_store_layout(server):
+    """Message blocks live in <store>/jetstream/$G/streams/<name>/msgs/, as on
+    the real server (not in a nested msgs/msgs/)."""
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="LAY", subjects=["lay"])
+    await js.publish("lay", b"x")
+    await asyncio.sleep(0.1)
+    msgs = server.store_dir / "jetstream" / "$G" / "streams" / "LAY" / "msgs"
+    assert any(p.suffix == ".blk" for p in msgs.iterdir())
+    assert not (msgs / "msgs").exists()
+    await nc.close()
+
+
+async def test_quiet_file_store_is_flushed_by_the_timer(tmp_path):
+    """natslab only: a quiet file store is fsynced within sync_interval."""
+    from natslab.server import EmbeddedServer
+
+    async with EmbeddedServer(port=0, store_dir=tmp_path, sync_interval=0.1) as srv:
+        nc = await connect(srv.client_url)
+        js = nc.jetstream()
+        await js.add_stream(name="Q", subjects=["q"])
+        await js.publish("q", b"x")
+        store = srv.server.jetstream.streams["Q"].store
+        assert store._dirty
+        await asyncio.sleep(0.5)
+        assert not store._dirty
+        await nc.close()
+
+
+async def test_sync_always_fsyncs_every_write(tmp_path):
+    from natslab.server import EmbeddedServer
+
+    async with EmbeddedServer(port=0, store_dir=tmp_path, sync_always=True) as srv:
+        nc = await connect(srv.client_url)
+        js = nc.jetstream()
+        await js.add_stream(name="Q", subjects=["q"])
+        await js.publish("q", b"x")
+        store = srv.server.jetstream.streams["Q"].store
+        assert store.sync_always and not store._dirty
+        await nc.close()
+
+
+def test_nested_msgs_layout_is_migrated(tmp_path):
+    from natslab.server.jetstream.jetstream import _migrate_nested_msgs
+    from natslab.server.jetstream.filestore import FileStore
+
+    d = tmp_path / "S"
+    old = FileStore(d / "msgs")  # the old, nested layout
+    old.store_msg("a", None, b"1", 1)
+    old.close()
+    assert (d / "msgs" / "msgs").is_dir()
+    _migrate_nested_msgs(d)
+    fs = FileStore(d)
+    assert fs.state().messages == 1 and fs.load(1).data == b"1"
+    fs.close()

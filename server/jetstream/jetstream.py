@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import errors, streamconfig
+from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import now_ns
@@ -25,14 +26,6 @@ ACCOUNT = "$G"
 STREAM_META = "meta.json"
 
 
-def _file_store_class():
-    try:
-        from .filestore import FileStore  # arrives separately; optional until then
-    except ImportError:
-        return None
-    return FileStore
-
-
 class JetStream:
     def __init__(self, server, store_dir: str | Path | None):
         self.server = server
@@ -44,7 +37,11 @@ class JetStream:
         self.api_total = 0
         self.api_errors = 0
         self._api_sub = None
-        self._warned_no_filestore = False
+        opts = getattr(server, "opts", None)
+        self.sync_always = bool(getattr(opts, "sync_always", False))
+        interval = getattr(opts, "sync_interval", 1.0)
+        self.sync_interval = float(interval) if interval and interval > 0 else 1.0
+        self._sync_timer = None
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -55,9 +52,40 @@ class JetStream:
         self._restore()
         self.api = Api(self)
         self._api_sub = self.server.subscribe_internal("$JS.API.>", self.api.on_request)
+        self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
 
+    # -- periodic fsync ----------------------------------------------------------
+    # The file store hands every record to the OS before acknowledging it, but
+    # only fsyncs in flush(); this timer makes a quiet store durable within
+    # sync_interval (the real server's default is 2 minutes; ours is 1 s).
+    def _arm_sync_timer(self) -> None:
+        loop = getattr(self.server, "loop", None)
+        if loop is not None:
+            self._sync_timer = loop.call_later(self.sync_interval, self._on_sync_timer)
+
+    def _on_sync_timer(self) -> None:
+        self._sync_timer = None
+        try:
+            self.flush_stores()
+        finally:
+            if self._api_sub is not None:  # still running
+                self._arm_sync_timer()
+
+    def flush_stores(self) -> None:
+        """fsync (and reclaim space in) every file store."""
+        for st in list(self.streams.values()):
+            if st.config["storage"] != "file":
+                continue
+            try:
+                st.store.flush()
+            except Exception:
+                self.logger.exception("flushing store of stream %s", st.name)
+
     async def stop(self) -> None:
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         if self._api_sub is not None:
             self.server.unsubscribe_internal(self._api_sub)
             self._api_sub = None
@@ -101,12 +129,9 @@ class JetStream:
     def _make_store(self, cfg: dict, directory: Path) -> Store:
         first = cfg.get("first_seq") or 1
         if cfg["storage"] == "file":
-            fs = _file_store_class()
-            if fs is not None:
-                return fs(directory / "msgs", first_seq=first)
-            if not self._warned_no_filestore:
-                self.logger.warning("file store not available, file streams are kept in memory")
-                self._warned_no_filestore = True
+            # FileStore keeps its blocks under directory/msgs/
+            _migrate_nested_msgs(directory)
+            return FileStore(directory, first_seq=first, sync_always=self.sync_always)
         return MemoryStore(first_seq=first)
 
     def save_stream_meta(self, st: Stream) -> None:
@@ -208,6 +233,18 @@ class JetStream:
 
     def all_consumers(self) -> list["Consumer"]:
         return [c for st in self.streams.values() for c in st.consumers.values()]
+
+
+def _migrate_nested_msgs(directory: Path) -> None:
+    """Earlier builds put the blocks in ``<stream>/msgs/msgs/``; move them up."""
+    nested = directory / "msgs" / "msgs"
+    if not nested.is_dir() or any(p.name != "msgs" for p in (directory / "msgs").iterdir()):
+        return
+    tmp = directory / "msgs.migrate"
+    nested.rename(tmp)
+    (directory / "msgs").rmdir()
+    tmp.rename(directory / "msgs")
+    log.info("moved the message blocks of %s out of msgs/msgs/", directory.name)
 
 
 def _comparable(cfg: dict) -> dict:
