@@ -108,17 +108,20 @@ def paint(connect: bool) -> None:
     if connect:
         server, url = start_nats_server(store)
         args = ["--connect", url]
-    t0 = time.monotonic()
-    proc, master = spawn_app(args)
-    painted = read_until(master, b"natslab", 20)
-    connected = read_until(master, b"connected", 20)
+    try:
+        t0 = time.monotonic()
+        proc, master = spawn_app(args)
+        painted = read_until(master, b"natslab", 20)
+        connected = read_until(master, b"connected", 20)
+        drain(master, 0.5)
+        quit_time = quit_app(proc, master)
+    finally:
+        if server:
+            server.terminate()
     print(f"launch to first paint: {painted - t0:.3f} s" if painted else "no paint within 20 s")
     if connected:
         print(f"launch to connected:   {connected - t0:.3f} s")
-    drain(master, 0.5)
-    print(f"quit took:             {quit_app(proc, master):.3f} s (exit code {proc.returncode})")
-    if server:
-        server.terminate()
+    print(f"quit took:             {quit_time:.3f} s (exit code {proc.returncode})")
 
 
 async def populate(url: str, streams: int, consumers: int) -> None:
@@ -136,6 +139,13 @@ def idle(seconds: float) -> None:
     store = tempfile.mkdtemp()
     server, url = start_nats_server(store)
     asyncio.run(populate(url, 200, 500))
+    try:
+        _idle(url, seconds)
+    finally:
+        server.terminate()
+
+
+def _idle(url: str, seconds: float) -> None:
     proc, master = spawn_app(["--connect", url])
     read_until(master, b"S199", 30)
     drain(master, 3)
@@ -150,7 +160,6 @@ def idle(seconds: float) -> None:
     c1, t1 = cpu_seconds(proc.pid), time.monotonic()
     print(f"consumers pane: CPU {100 * (c1 - c0) / (t1 - t0):.1f}% of one core over {t1 - t0:.0f} s")
     quit_app(proc, master)
-    server.terminate()
 
 
 FLOOD = """

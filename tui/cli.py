@@ -35,9 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
     rem.add_argument("--monitor", metavar="URL", help="monitoring endpoint for the Connections pane (default http://HOST:8222)")
-    rem.add_argument("--user")
-    rem.add_argument("--password")
-    rem.add_argument("--token")
+    auth = p.add_argument_group("credentials (override the context's)")
+    auth.add_argument("--user", help="user name")
+    auth.add_argument("--password", help="password for --user")
+    auth.add_argument("--token", help="authentication token")
     return p
 
 
