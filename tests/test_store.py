@@ -206,8 +206,9 @@ def test_subject_queries(make):
     assert st.subjects_state("kv.a") == {"kv.a": 2}
     assert st.last_seq_for_subject("kv.a") == 3 and st.last_seq_for_subject("nope") == 0
     assert st.subject_seqs("kv.a") == [1, 3] and st.subject_seqs("nope") == []
+    assert st.subject_count("kv.a") == 2 and st.subject_count("nope") == 0
     st.remove(1)
-    assert st.subject_seqs("kv.a") == [3]
+    assert st.subject_seqs("kv.a") == [3] and st.subject_count("kv.a") == 1
     st.remove(2)
     assert "kv.b" not in st.subjects_state() and st.state().num_subjects == 3
 
@@ -596,6 +597,8 @@ def test_file_store_answers_like_the_memory_store(tmp_path, seed):
             a, b = mem.load_last(flt), fs.load_last(flt)
             assert (a and a.seq) == (b and b.seq), (label, flt)
             assert mem.subjects_state(flt) == fs.subjects_state(flt), (label, flt)
+        for subj in subjects:
+            assert mem.subject_count(subj) == fs.subject_count(subj) == len(mem.subject_seqs(subj)), (label, subj)
 
     for step in range(1_500):
         op = rnd.random()

@@ -566,6 +566,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         sid = self._sid.get(subject)
         return self._sseqs[sid].live() if sid is not None else []
 
+    def subject_count(self, subject: str) -> int:
+        sid = self._sid.get(subject)
+        return self._sseqs[sid].count() if sid is not None else 0
+
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         out = {}
         for sid in self._matching_sids(subject_filter):

@@ -201,6 +201,10 @@ class MemoryStore(Store):
     def subject_seqs(self, subject: str) -> list[int]:
         return list(self._subj.get(subject, ()))
 
+    def subject_count(self, subject: str) -> int:
+        lst = self._subj.get(subject)
+        return len(lst) if lst else 0
+
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         if subject_filter in (None, "", ">"):
             return {s: len(l) for s, l in self._subj.items()}

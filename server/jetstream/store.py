@@ -97,6 +97,11 @@ class Store:
         """Sequences held for one literal subject, oldest first."""
         raise NotImplementedError
 
+    def subject_count(self, subject: str) -> int:
+        """How many messages are held on one literal subject (cheap: the
+        publish path asks on every message under a per-subject limit)."""
+        return len(self.subject_seqs(subject))
+
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         """Message count per subject, for subjects matching the filter."""
         raise NotImplementedError

@@ -214,7 +214,7 @@ class Stream(ExpiryMixin):
         cfg = self.config
         per = cfg["max_msgs_per_subject"]
         at_subject_limit = False
-        if per > 0 and len(self.store.subject_seqs(subject)) >= per:
+        if per > 0 and self.store.subject_count(subject) >= per:
             if cfg.get("discard_new_per_subject"):
                 raise errors.stream_store_failed(_ERR_MAX_PER_SUBJECT)
             at_subject_limit = True
@@ -229,9 +229,9 @@ class Stream(ExpiryMixin):
         cfg, store = self.config, self.store
         removed = 0
         per = cfg["max_msgs_per_subject"]
-        if per > 0:
+        if per > 0 and store.subject_count(subject) > per:
             seqs = store.subject_seqs(subject)
-            for s in seqs[: max(0, len(seqs) - per)]:
+            for s in seqs[: len(seqs) - per]:
                 removed += store.remove(s)
         mm, mb = cfg["max_msgs"], cfg["max_bytes"]
         if mm > 0 or mb > 0:
