@@ -317,3 +317,15 @@ async def test_interest_no_consumers_and_account_info(nc, js):
         await js.stream_info("M")
     lst = await req(nc, "$JS.API.STREAM.LIST")
     assert lst["total"] == 2 and [s["config"]["name"] for s in lst["streams"]] == ["EVENTS", "FI"]
+
+
+@pytest.mark.parametrize("storage", ["memory", "file"])
+async def test_purge_to_seq_on_a_new_stream(nc, js, storage):
+    """A purge with seq (the store's compact) on a stream that never held
+    anything moves first_seq to seq on both stores."""
+    await js.add_stream(name="NEW", subjects=["new"], storage=storage)
+    r = await req(nc, "$JS.API.STREAM.PURGE.NEW", {"seq": 4})
+    assert (r["success"], r["purged"]) == (True, 0)
+    st = (await js.stream_info("NEW")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (0, 4, 3)
+    assert (await js.publish("new", b"x")).seq == 4

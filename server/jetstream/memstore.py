@@ -111,6 +111,7 @@ class MemoryStore(Store):
             self._bytes = 0
             self._last = seq - 1
             self._first = seq
+            self._held = True  # a new store reports first_seq == seq, as nats-server does
             return n
         n = 0
         for s in range(self._first, seq):
