@@ -329,3 +329,45 @@ async def test_purge_to_seq_on_a_new_stream(nc, js, storage):
     st = (await js.stream_info("NEW")).state
     assert (st.messages, st.first_seq, st.last_seq) == (0, 4, 3)
     assert (await js.publish("new", b"x")).seq == 4
+
+
+async def _raw_reply(c, subject: str, body: bytes, sid: int) -> bytes:
+    await c.send(f"PUB {subject} _r.{sid} {len(body)}\r\n".encode() + body + b"\r\n")
+    line = await c.readline()
+    while line == "PING":
+        line = await c.readline()
+    parts = line.split()
+    assert parts[:2] == ["MSG", f"_r.{sid}"], line
+    data = await c.read_exactly(int(parts[-1]) + 2)
+    return data[:-2]
+
+
+async def test_api_reply_bytes_are_go_json(nc, js, raw):
+    """Exact reply bytes: Go's encoder escapes <, > and & inside strings."""
+    await js.add_stream(name="a&b", subjects=["amp.>"], storage="memory")
+    c = await raw()
+    await c.send("SUB _r.* 1\r\n")
+    got = await _raw_reply(c, "$JS.API.CONSUMER.INFO.a&b.nope", b"", 1)
+    assert got == (b'{"type":"io.nats.jetstream.api.v1.consumer_info_response",'
+                   b'"error":{"code":404,"err_code":10014,"description":"consumer not found"}}')
+    got = await _raw_reply(c, "$JS.API.STREAM.NAMES", b'{"subject":"a.>"}', 2)
+    assert got == b'{"type":"io.nats.jetstream.api.v1.stream_names_response","total":0,"offset":0,"limit":1024,"streams":null}'
+    got = await _raw_reply(c, "$JS.API.STREAM.NAMES", b'{"subject":"amp.>"}', 3)
+    assert got == b'{"type":"io.nats.jetstream.api.v1.stream_names_response","total":1,"offset":0,"limit":1024,"streams":["a\\u0026b"]}'
+    got = await _raw_reply(c, "$JS.API.STREAM.NAMES", b"{<x>", 4)
+    assert got == (b'{"type":"io.nats.jetstream.api.v1.stream_names_response","error":{"code":400,"err_code":10025,'
+                   b'"description":"invalid JSON: invalid character \'\\u003c\' looking for beginning of object key string at offset 2"},'
+                   b'"total":0,"offset":0,"limit":0,"streams":null}')
+    got = await _raw_reply(c, "$JS.API.STREAM.CREATE.T", b"<x>", 6)
+    assert got == (b'{"type":"io.nats.jetstream.api.v1.stream_create_response","error":{"code":400,"err_code":10025,'
+                   b'"description":"invalid JSON: invalid character \'\\u003c\' looking for beginning of value at offset 1"}}')
+    # the PubAck is formatted by hand (no escapes); its error form is marshalled
+    got = await _raw_reply(c, "amp.x", b"hi", 5)
+    assert got == b'{"stream":"a&b","seq":1}'
+    hdr = b"NATS/1.0\r\nNats-Expected-Stream: x<y\r\n\r\n"
+    await c.send(b"HPUB amp.x _r.7 %d %d\r\n%shi\r\n" % (len(hdr), len(hdr) + 2, hdr))
+    line = await c.readline()
+    assert line.startswith("MSG _r.7 1 "), line
+    got = (await c.read_exactly(int(line.split()[-1]) + 2))[:-2]
+    assert got == (b'{"error":{"code":400,"err_code":10060,"description":"expected stream does not match"},'
+                   b'"stream":"a\\u0026b","seq":0}')

@@ -30,7 +30,7 @@ PREFIX = "$JS.API."
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 
-_GO_JSON_ERR = "invalid character '{}' looking for beginning of value"
+_GO_JSON_ERR = "invalid character '{}' looking for beginning of value at offset {}"
 
 
 class _Req:
@@ -53,7 +53,7 @@ class _Req:
 def _go_json_error(body: bytes, e: ValueError) -> str:
     pos = getattr(e, "pos", 0) or 0
     ch = body[pos:pos + 1].decode(errors="replace") or "?"
-    return f"invalid character '{ch}' looking for beginning of object key string at offset {pos + 1}" if body[:1] == b"{" else _GO_JSON_ERR.format(ch)
+    return f"invalid character '{ch}' looking for beginning of object key string at offset {pos + 1}" if body[:1] == b"{" else _GO_JSON_ERR.format(ch, pos + 1)
 
 
 class Api:

@@ -82,8 +82,26 @@ def format_go_duration(ns: int) -> str:
     return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{sec}s"
 
 
+_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def dumps_plain(obj) -> str:
+    """Compact JSON without the HTML-safe escapes (for bytes the real server
+    builds by hand, such as the PubAck prefix)."""
+    return _json_encode(obj)
+
+
 def dumps(obj) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """JSON as Go's encoding/json writes it (the bytes of every API reply and
+    PubAck): compact, UTF-8 kept, and HTML-safe escapes for <, > and & plus
+    U+2028/U+2029. Those characters can only occur inside JSON strings, so
+    replacing them in the dumped text is exact."""
+    s = _json_encode(obj)
+    if "<" in s or ">" in s or "&" in s:
+        s = s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    if "\u2028" in s or "\u2029" in s:
+        s = s.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return s
 
 
 def api_response(type_name: str, body: dict) -> bytes:

@@ -17,7 +17,7 @@ from . import errors, headers
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
-from .shapes import NS, dumps, now_ns, rfc3339, stream_state
+from .shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
 from .store import Store, StoredMsg
 from .subjects import is_literal
 
@@ -42,7 +42,8 @@ class Stream(ExpiryMixin):
         self.store = store
         self.consumers: dict[str, "Consumer"] = {}
         self._subs: list = []
-        self._pub_ack = ('{"stream":%s,"seq":' % json.dumps(self.name)).encode()
+        # nats-server formats the PubAck by hand: no HTML-safe escapes here
+        self._pub_ack = ('{"stream":%s,"seq":' % dumps_plain(self.name)).encode()
         # dedupe window: msg id -> (seq, ts), and insertion order for expiry
         self._ddmap: dict[str, tuple[int, int]] = {}
         self._ddq: deque[tuple[int, str]] = deque()
