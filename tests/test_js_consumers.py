@@ -556,3 +556,26 @@ async def test_consumer_reset(nc, js):
     assert err(r) == (400, 10204, "invalid reset: not allowed") and r["reset_seq"] == 0
     (m,) = await sub.fetch(1, timeout=2)
     assert (m.metadata.sequence.stream, m.metadata.sequence.consumer, m.metadata.num_delivered) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("no_responders", [False, True])
+async def test_next_and_direct_get_to_nothing_honour_no_responders(js, raw, no_responders):
+    """CONSUMER.MSG.NEXT / DIRECT.GET that nothing serves: the 503 goes only
+    to a client whose CONNECT asked for no-responders statuses."""
+    await js.add_stream(name="NR", subjects=["nr"])
+    nr = ',"no_responders":true' if no_responders else ""
+    c = await raw(connect='{"verbose":false,"pedantic":false,"headers":true,"protocol":1%s}' % nr)
+    subjects = ["$JS.API.CONSUMER.MSG.NEXT.NOPE.NOPE", "$JS.API.CONSUMER.MSG.NEXT.NR.nope",
+                "$JS.API.DIRECT.GET.NR", "$JS.API.DIRECT.GET.NOPE"]
+    await c.send("SUB _r.* 1\r\n")
+    for i, subj in enumerate(subjects):
+        await c.send(f"PUB {subj} _r.{i} 9\r\n{{\"seq\":1}}\r\n")
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    lines = await c.read_until_pong()
+    if not no_responders:
+        assert lines == []
+    else:
+        assert lines == [x for i, subj in enumerate(subjects)
+                         for x in (f"HMSG _r.{i} 1 {len(subj) + 32} {len(subj) + 32}", "NATS/1.0 503",
+                                   f"Nats-Subject: {subj}", "", "")]

@@ -100,6 +100,12 @@ class Api:
             log.exception("JetStream API request on %s failed", subject)
 
     def _no_responders(self, subject: str, reply: str) -> None:
+        # as if nothing had subscribed: only a requester that asked for
+        # no-responders statuses gets the 503 (nats-server answers these from
+        # its core, which checks the CONNECT's no_responders)
+        pub = getattr(self.server, "current_publisher", None)
+        if pub is None or not getattr(pub, "no_responders", False):
+            return
         self.server.publish_internal(reply, "", f"NATS/1.0 503\r\nNats-Subject: {subject}\r\n\r\n".encode(), b"")
 
     def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
