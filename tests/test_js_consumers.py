@@ -579,3 +579,22 @@ async def test_next_and_direct_get_to_nothing_honour_no_responders(js, raw, no_r
         assert lines == [x for i, subj in enumerate(subjects)
                          for x in (f"HMSG _r.{i} 1 {len(subj) + 32} {len(subj) + 32}", "NATS/1.0 503",
                                    f"Nats-Subject: {subj}", "", "")]
+
+
+async def test_push_delivery_needs_a_literal_subscription(nc, js, raw):
+    """A wildcard subscription that covers the deliver subject does not start
+    push delivery; one on exactly the deliver subject does."""
+    await js.add_stream(name="PD", subjects=["pd"])
+    await js.publish("pd", b"one")
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.PD.P", {"stream_name": "PD", "config": {
+        "name": "P", "deliver_subject": "deliver.x", "ack_policy": "none"}})
+    assert "error" not in r
+    c = await raw()
+    await c.send("SUB deliver.* 1\r\n")
+    await asyncio.sleep(1.0)
+    assert await c.read_until_pong() == []
+    await c.send("SUB deliver.x 2\r\n")
+    await asyncio.sleep(0.3)
+    lines = await c.read_until_pong()
+    assert any(line.startswith("MSG pd 2 $JS.ACK.PD.P.1.1.1.") for line in lines), lines
+    assert "one" in lines

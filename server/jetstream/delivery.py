@@ -60,7 +60,7 @@ class DeliveryMixin:
         if not self.is_pull:
             self._listener = self._on_interest
             self.server.interest_listeners.append(self._listener)
-            self.push_active = self.server.has_interest(self.config["deliver_subject"])
+            self.push_active = self._push_interest()
             if self.config.get("flow_control"):
                 self.pblimit = FC_MAX_PENDING
                 self.maxpb = max(1, FC_MAX_PENDING // 16)
@@ -79,17 +79,22 @@ class DeliveryMixin:
                 t.cancel()
         self._hb_timer = self._wr_timer = None
 
+    def _push_interest(self) -> bool:
+        # nats-server starts (and keeps) push delivery only for a subscription
+        # on exactly the deliver subject; a wildcard one does not count
+        return self.server.has_interest(self.config["deliver_subject"], literal_only=True)
+
     def update_push_subject(self) -> None:
-        self.push_active = self.server.has_interest(self.config["deliver_subject"])
+        self.push_active = self._push_interest()
         self.check_inactive()
 
     def _on_interest(self, subject: str, added: bool) -> None:
         ds = self.config.get("deliver_subject")
         if not ds or self.closed:
             return
-        if subject != ds and not ("*" in subject or ">" in subject):
-            return
-        active = self.server.has_interest(ds)
+        if subject != ds:
+            return  # only literal subscriptions on ds count
+        active = self._push_interest()
         if active != self.push_active:
             self.push_active = active
             if active:
