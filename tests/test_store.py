@@ -207,6 +207,10 @@ def test_subject_queries(make):
     assert st.last_seq_for_subject("kv.a") == 3 and st.last_seq_for_subject("nope") == 0
     assert st.subject_seqs("kv.a") == [1, 3] and st.subject_seqs("nope") == []
     assert st.subject_count("kv.a") == 2 and st.subject_count("nope") == 0
+    assert st.oldest_for_subject("kv.a", 1) == [1] and st.oldest_for_subject("kv.a", 5) == [1, 3]
+    assert st.oldest_for_subject("nope", 1) == []
+    s = st.state()
+    assert st.totals() == (s.messages, s.bytes, s.first_seq) == (5, s.bytes, 1)
     st.remove(1)
     assert st.subject_seqs("kv.a") == [3] and st.subject_count("kv.a") == 1
     st.remove(2)
@@ -599,6 +603,9 @@ def test_file_store_answers_like_the_memory_store(tmp_path, seed):
             assert mem.subjects_state(flt) == fs.subjects_state(flt), (label, flt)
         for subj in subjects:
             assert mem.subject_count(subj) == fs.subject_count(subj) == len(mem.subject_seqs(subj)), (label, subj)
+            assert mem.oldest_for_subject(subj, 2) == fs.oldest_for_subject(subj, 2) == mem.subject_seqs(subj)[:2]
+        if m.messages:
+            assert (mem.totals(), fs.totals()) == ((m.messages, m.bytes, m.first_seq), (f.messages, f.bytes, f.first_seq))
 
     for step in range(1_500):
         op = rnd.random()

@@ -570,6 +570,16 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         sid = self._sid.get(subject)
         return self._sseqs[sid].count() if sid is not None else 0
 
+    def oldest_for_subject(self, subject: str, n: int) -> list[int]:
+        sid = self._sid.get(subject)
+        if sid is None:
+            return []
+        ss = self._sseqs[sid]
+        return ss.seqs[ss.head:ss.head + n].tolist()
+
+    def totals(self) -> tuple[int, int, int]:
+        return self._msgs, self._bytes, self._first
+
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         out = {}
         for sid in self._matching_sids(subject_filter):

@@ -206,6 +206,12 @@ class MemoryStore(Store):
         lst = self._subj.get(subject)
         return len(lst) if lst else 0
 
+    def oldest_for_subject(self, subject: str, n: int) -> list[int]:
+        return self._subj.get(subject, [])[:n]
+
+    def totals(self) -> tuple[int, int, int]:
+        return len(self._msgs), self._bytes, self._first
+
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         if subject_filter in (None, "", ">"):
             return {s: len(l) for s, l in self._subj.items()}

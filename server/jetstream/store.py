@@ -102,6 +102,18 @@ class Store:
         publish path asks on every message under a per-subject limit)."""
         return len(self.subject_seqs(subject))
 
+    def oldest_for_subject(self, subject: str, n: int) -> list[int]:
+        """The ``n`` oldest sequences held on one literal subject (the
+        per-subject limit removes them without copying the whole list)."""
+        return self.subject_seqs(subject)[:n]
+
+    def totals(self) -> tuple[int, int, int]:
+        """(messages, bytes, first live seq; the last only meaningful when
+        messages > 0): what the limits check on every publish, without
+        building a StoreState."""
+        st = self.state()
+        return st.messages, st.bytes, st.first_seq
+
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         """Message count per subject, for subjects matching the filter."""
         raise NotImplementedError

@@ -37,7 +37,7 @@ class Stream(ExpiryMixin):
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
         self.name: str = config["name"]
-        self.config = config
+        self.config = config  # the setter also caches what the publish path reads
         self.created = created
         self.store = store
         self.consumers: dict[str, "Consumer"] = {}
@@ -53,6 +53,26 @@ class Stream(ExpiryMixin):
         self._age_timer = None
         self._ttl_timer = None
         self.closed = False
+
+    @property
+    def config(self) -> dict:
+        return self._config
+
+    @config.setter
+    def config(self, cfg: dict) -> None:
+        self._config = cfg
+        # read on every publish: looked up once per config, not per message
+        self._sealed = bool(cfg["sealed"])
+        self._ack = not cfg.get("no_ack")
+        self._interest = cfg["retention"] == "interest"
+        self._discard_new = cfg["discard"] == "new"
+        self._mms = cfg["max_msg_size"]
+        self._smt = cfg.get("subject_delete_marker_ttl") or 0
+        self._per = cfg["max_msgs_per_subject"]
+        self._mm = cfg["max_msgs"]
+        self._mb = cfg["max_bytes"]
+        self._has_limits = self._per > 0 or self._mm > 0 or self._mb > 0
+        self._max_age = cfg["max_age"]
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -93,15 +113,14 @@ class Stream(ExpiryMixin):
         try:
             self.process_msg(subject, reply, hdr, payload)
         except ApiError as e:
-            if reply and not self.config.get("no_ack"):
+            if reply and self._ack:
                 body = {"error": e.to_dict(), "stream": self.name, "seq": 0}
                 self.js.server.publish_internal(reply, "", None, dumps(body).encode())
         except Exception:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
 
     def process_msg(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
-        cfg = self.config
-        if cfg["sealed"]:
+        if self._sealed:
             raise errors.stream_sealed()
         msg_id = ""
         ttl = 0
@@ -119,7 +138,7 @@ class Stream(ExpiryMixin):
                         ttl = parse_ttl(ttl_hdr)
                     except ApiError:
                         ttl_err = True
-                    if ttl and not cfg["allow_msg_ttl"]:
+                    if ttl and not self.config["allow_msg_ttl"]:
                         raise errors.msg_ttl_disabled()
                 elss = h.get(headers.EXPECTED_LAST_SUBJ_SEQ)
                 if elss is not None:
@@ -139,7 +158,7 @@ class Stream(ExpiryMixin):
                 if msg_id:
                     dup = self._check_dup(msg_id)
                     if dup:
-                        if reply and not cfg.get("no_ack"):
+                        if reply and self._ack:
                             self.js.server.publish_internal(reply, "", None, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
                         return
                 elmi = h.get(headers.EXPECTED_LAST_MSG_ID)
@@ -147,36 +166,36 @@ class Stream(ExpiryMixin):
                     raise errors.wrong_last_msg_id(self._last_msg_id)
                 rollup = h.get(headers.ROLLUP, "")
                 if rollup:
-                    if not cfg["allow_rollup_hdrs"] or cfg["deny_purge"]:
+                    if not self.config["allow_rollup_hdrs"] or self.config["deny_purge"]:
                         raise errors.stream_rollup_failed("rollup not permitted")
                     if rollup not in ("sub", "all"):
                         raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
         hlen = len(hdr) if hdr else 0
-        mms = cfg["max_msg_size"]
+        mms = self._mms
         if mms >= 0 and (hlen > mms or len(payload) > mms - hlen):
             raise errors.stream_msg_too_big()
         if hlen > 65535:
             raise errors.header_too_big()
         store = self.store
         ts = time_ns()
-        if cfg["retention"] == "interest" and not self._has_interest(subject):
+        if self._interest and not self._has_interest(subject):
             seq = store.store_msg(subject, hdr, payload, ts)
             store.remove(seq)
             self._record_id(msg_id, seq, ts)
-            if reply and not cfg.get("no_ack"):
+            if reply and self._ack:
                 self.js.server.publish_internal(reply, "", None, b"%s%d}" % (self._pub_ack, seq))
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
-        smt = cfg.get("subject_delete_marker_ttl") or 0
-        if ttl > 0 and smt > 0 and cfg["max_msgs_per_subject"] != 1 and ttl < smt // NS:
+        if ttl > 0 and self._smt > 0 and self._per != 1 and ttl < self._smt // NS:
             # a TTL below the delete-marker TTL is raised to it (and the header rewritten)
-            ttl = smt // NS
+            ttl = self._smt // NS
             hdr = headers.append(headers.remove(hdr, headers.TTL), [(headers.TTL, str(ttl))])
-        if cfg["discard"] == "new":
+        if self._discard_new and self._has_limits:
             self._check_discard_new(subject, store.msg_size(subject, hdr, payload))
         seq = store.store_msg(subject, hdr, payload, ts)
-        self._record_id(msg_id, seq, ts)
+        if msg_id or self._last_msg_id:
+            self._record_id(msg_id, seq, ts)
         if ttl:
             if ttl > 0:
                 heapq.heappush(self._ttl_heap, (ts + ttl * NS, seq))
@@ -184,18 +203,20 @@ class Stream(ExpiryMixin):
             else:
                 self._never_expire.add(seq)
         removed = self._enforce_limits(subject) if self._has_limits else 0
-        if rollup == "sub":
-            removed += store.purge(subject, seq=seq)
-        elif rollup == "all":
-            removed += store.purge(">", seq=seq)
-        if reply and not cfg.get("no_ack"):
+        if rollup:
+            if rollup == "sub":
+                removed += store.purge(subject, seq=seq)
+            else:
+                removed += store.purge(">", seq=seq)
+        if reply and self._ack:
             self.js.server.publish_internal(reply, "", None, b"%s%d}" % (self._pub_ack, seq))
         if removed:
             self._after_removal()
-        if cfg["max_age"] and self._age_timer is None:
+        if self._max_age and self._age_timer is None:
             self._arm_age_timer()
-        for c in self.consumers.values():
-            c.on_stored(seq, subject)
+        if self.consumers:
+            for c in self.consumers.values():
+                c.on_stored(seq, subject)
 
     def _last_seq_for(self, subject: str) -> int:
         if is_literal(subject):
@@ -206,41 +227,39 @@ class Stream(ExpiryMixin):
     def _has_interest(self, subject: str) -> bool:
         return any(c.filter_matches(subject) for c in self.consumers.values())
 
-    @property
-    def _has_limits(self) -> bool:
-        cfg = self.config
-        return cfg["max_msgs_per_subject"] > 0 or cfg["max_msgs"] > 0 or cfg["max_bytes"] > 0
-
     def _check_discard_new(self, subject: str, size: int) -> None:
-        cfg = self.config
-        per = cfg["max_msgs_per_subject"]
+        per = self._per
         at_subject_limit = False
         if per > 0 and self.store.subject_count(subject) >= per:
-            if cfg.get("discard_new_per_subject"):
+            if self.config.get("discard_new_per_subject"):
                 raise errors.stream_store_failed(_ERR_MAX_PER_SUBJECT)
             at_subject_limit = True
-        st = self.store.state()
-        if cfg["max_msgs"] > 0 and st.messages >= cfg["max_msgs"] and not at_subject_limit:
-            raise errors.stream_store_failed(_ERR_MAX_MSGS)
-        if cfg["max_bytes"] > 0 and st.bytes + size > cfg["max_bytes"] and not at_subject_limit:
-            raise errors.stream_store_failed(_ERR_MAX_BYTES)
+        if at_subject_limit:
+            return
+        mm, mb = self._mm, self._mb
+        if mm > 0 or mb > 0:
+            msgs, nbytes, _ = self.store.totals()
+            if mm > 0 and msgs >= mm:
+                raise errors.stream_store_failed(_ERR_MAX_MSGS)
+            if mb > 0 and nbytes + size > mb:
+                raise errors.stream_store_failed(_ERR_MAX_BYTES)
 
     def _enforce_limits(self, subject: str) -> int:
         """Apply discard-old limits after storing on ``subject``."""
-        cfg, store = self.config, self.store
+        store = self.store
         removed = 0
-        per = cfg["max_msgs_per_subject"]
-        if per > 0 and store.subject_count(subject) > per:
-            seqs = store.subject_seqs(subject)
-            for s in seqs[: len(seqs) - per]:
-                removed += store.remove(s)
-        mm, mb = cfg["max_msgs"], cfg["max_bytes"]
+        per = self._per
+        if per > 0 and subject:
+            excess = store.subject_count(subject) - per
+            if excess > 0:
+                for s in store.oldest_for_subject(subject, excess):
+                    removed += store.remove(s)
+        mm, mb = self._mm, self._mb
         if mm > 0 or mb > 0:
-            st = store.state()
-            while st.messages and ((mm > 0 and st.messages > mm) or (mb > 0 and st.bytes > mb)):
-                store.remove(st.first_seq)
-                removed += 1
-                st = store.state()
+            msgs, nbytes, first = store.totals()
+            while msgs and ((mm > 0 and msgs > mm) or (mb > 0 and nbytes > mb)):
+                removed += store.remove(first)
+                msgs, nbytes, first = store.totals()
         return removed
 
     def _enforce_limits_all(self) -> None:
