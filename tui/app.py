@@ -13,7 +13,6 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.widgets import TabbedContent
 
 from natslab.themes import DEFAULT_THEME, load_themes
 
@@ -87,8 +86,6 @@ class NatslabApp(App):
     # ---- panes the tools issue adds -------------------------------------
     def tool_panes(self):
         """Tool tabs, mounted the first time they are shown (see widgets.deferred)."""
-        from textual.widgets import TabPane
-
         from .panes.connections import ConnectionsPane
         from .panes.kv import KvPane
         from .panes.objects import ObjectsPane
@@ -97,7 +94,7 @@ class NatslabApp(App):
         from .panes.tail import TailPane
         from .widgets.deferred import Deferred
 
-        for tab, title, factory in (
+        for tab, _title, factory in (
             ("publish", "Publish", lambda: PublishPane(id="publish-pane")),
             ("request", "Request", lambda: RequestPane(id="request-pane")),
             ("kv", "KV", lambda: KvPane(id="kv-pane")),
@@ -105,7 +102,7 @@ class NatslabApp(App):
             ("tail", "Tail", lambda: TailPane(id="tail-pane")),
             ("connections", "Connections", lambda: ConnectionsPane(id="connections-pane")),
         ):
-            yield TabPane(title, Deferred(factory, id=f"{tab}-deferred"), id=tab)
+            yield Deferred(factory, id=tab)
 
     # ---- startup ----------------------------------------------------------
     def on_mount(self) -> None:
@@ -210,7 +207,7 @@ class NatslabApp(App):
     # ---- global actions ---------------------------------------------------
     def action_tab(self, tab: str) -> None:
         try:
-            self.screen.query_one("#tabs", TabbedContent).active = tab
+            self.screen.show_area(tab)  # type: ignore[attr-defined]
         except Exception:
             pass
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.containers import Vertical
+from textual.widgets import ContentSwitcher, Footer, Static, Tab, Tabs
 
 from ..panes.consumers import ConsumersPane
 from ..panes.pull import PullHand
@@ -19,16 +20,16 @@ from textual.screen import Screen
 
 
 class MainScreen(Screen):
+    # Tabs + ContentSwitcher rather than TabbedContent: measured, TabbedContent
+    # added about a second to the first paint with nine areas.
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="header")
         yield Static("", id="banner")
-        with TabbedContent(id="tabs", initial="streams"):
-            with TabPane("Streams", id="streams"):
-                yield StreamsPane(id="streams-pane")
-            with TabPane("Consumers", id="consumers"):
-                yield ConsumersPane(id="consumers-pane")
-            with TabPane("Pull hand", id="pull"):
-                yield PullHand(id="pull-pane")
+        yield Tabs(*[Tab(title, id=f"tab-{tab}") for tab, title in self.app.TABS], id="tabs")
+        with ContentSwitcher(id="panes", initial="streams"):
+            yield Vertical(StreamsPane(id="streams-pane"), id="streams")
+            yield Vertical(ConsumersPane(id="consumers-pane"), id="consumers")
+            yield Vertical(PullHand(id="pull-pane"), id="pull")
             yield from self.app.tool_panes()
         yield Footer()
 
@@ -36,6 +37,13 @@ class MainScreen(Screen):
         banner = self.query_one("#banner", Static)
         banner.update(message or "")
         self.set_class(bool(message), "-banner")
+
+    def show_area(self, tab: str) -> None:
+        self.query_one("#tabs", Tabs).active = f"tab-{tab}"
+
+    @property
+    def active_area(self) -> str:
+        return self.query_one("#panes", ContentSwitcher).current or ""
 
     @on(StreamsPane.Selected)
     def stream_selected(self, event: StreamsPane.Selected) -> None:
@@ -48,16 +56,19 @@ class MainScreen(Screen):
     @on(ConsumersPane.OpenPullHand)
     def open_pull_hand(self, event: ConsumersPane.OpenPullHand) -> None:
         self.query_one(PullHand).set_target(event.stream, event.consumer, True)
-        self.query_one("#tabs", TabbedContent).active = "pull"
+        self.show_area("pull")
 
-    @on(TabbedContent.TabActivated, "#tabs")
-    async def tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    @on(Tabs.TabActivated, "#tabs")
+    async def tab_activated(self, event: Tabs.TabActivated) -> None:
+        if event.tab is None or not event.tab.id:
+            return
+        area = event.tab.id.removeprefix("tab-")
+        self.query_one("#panes", ContentSwitcher).current = area
+        holder = self.query_one(f"#{area}")
+        if isinstance(holder, Deferred) and (mounting := holder.materialize()) is not None:
+            await mounting
+        pane = holder.children[0] if holder.children else None
         # A pane that was hidden polls right away instead of on its next tick.
-        pane = event.pane.children[0] if event.pane.children else None
-        if isinstance(pane, Deferred):
-            if (mounting := pane.materialize()) is not None:
-                await mounting
-            pane = pane.children[0] if pane.children else None
         if pane is not None and hasattr(pane, "schedule_poll"):
             pane.schedule_poll(0.01)
         if pane is not None:
