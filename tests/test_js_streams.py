@@ -371,3 +371,51 @@ async def test_api_reply_bytes_are_go_json(nc, js, raw):
     got = (await c.read_exactly(int(line.split()[-1]) + 2))[:-2]
     assert got == (b'{"error":{"code":400,"err_code":10060,"description":"expected stream does not match"},'
                    b'"stream":"a\\u0026b","seq":0}')
+
+
+async def test_request_bodies_read_as_the_real_server_does(nc, js):
+    """Three ways of reading a request body: unmarshal always (Go's type
+    errors), only when it looks like an object or array, or must be empty.
+    Body errors come before the stream/consumer look-up."""
+    await js.add_stream(name="B", subjects=["b.>"], storage="memory")
+    await js.publish("b.a", b"x")
+    await js.add_consumer("B", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
+    cant = "invalid JSON: json: cannot unmarshal {} into Go value of type server.{}"
+    not_empty = (400, 10038, "expected an empty request payload")
+    cases = [
+        # ignored unless it starts like an object or array
+        ("STREAM.NAMES", b"<x>", None), ("STREAM.NAMES", b"5", None),
+        ("STREAM.NAMES", b"[1]", (400, 10025, cant.format("array", "JSApiStreamNamesRequest"))),
+        ("STREAM.LIST", b"[]", (400, 10025, cant.format("array", "JSApiStreamListRequest"))),
+        ("STREAM.INFO.NOPE", b"[1]", (400, 10025, cant.format("array", "JSApiStreamInfoRequest"))),
+        ("STREAM.INFO.B", b"null", None),
+        ("STREAM.PURGE.NOPE", b"<x>", (404, 10059, "stream not found")),
+        ("CONSUMER.NAMES.NOPE", b"[1]", (400, 10025, cant.format("array", "JSApiConsumersRequest"))),
+        ("CONSUMER.LIST.B", b"<x>", None),
+        ("CONSUMER.PAUSE.B.NOPE", b"[1]", (400, 10025, cant.format("array", "JSApiConsumerPauseRequest"))),
+        ("CONSUMER.PAUSE.B.C", b"{<x>", (400, 10025, "invalid JSON: invalid character '<' looking for beginning of object key string at offset 2")),
+        # always unmarshalled
+        ("STREAM.MSG.GET.NOPE", b'"s"', (400, 10025, cant.format("string", "JSApiMsgGetRequest"))),
+        ("STREAM.MSG.GET.B", b"null", (400, 10003, "bad request")),
+        ("STREAM.MSG.DELETE.NOPE", b"5", (400, 10025, cant.format("number", "JSApiMsgDeleteRequest"))),
+        ("STREAM.MSG.DELETE.B", b"{}", (400, 10003, "bad request")),
+        ("STREAM.MSG.DELETE.B", b'{"seq":0}', (400, 10043, "sequence 0 not found")),
+        ("STREAM.CREATE.T", b"[1]", (400, 10025, cant.format("array", "StreamConfigRequest"))),
+        ("CONSUMER.CREATE.NOPE", b"5", (400, 10025, cant.format("number", "CreateConsumerRequest"))),
+        ("CONSUMER.CREATE.NOPE", b"{}", (400, 10056, "stream name in subject does not match request")),
+        ("CONSUMER.CREATE.B", b'{"config":{"ack_policy":"none"}}', (400, 10056, "stream name in subject does not match request")),
+        ("CONSUMER.RESET.B.C", b"5", (400, 10025, cant.format("number", "JSApiConsumerResetRequest"))),
+        ("CONSUMER.RESET.B.C", b"<x>", (400, 10025, "invalid JSON: invalid character '<' looking for beginning of value")),
+        # must be empty (or {})
+        ("CONSUMER.INFO.NOPE.C", b"x", not_empty), ("CONSUMER.INFO.B.C", b" ", not_empty),
+        ("CONSUMER.INFO.B.C", b"{ }", None), ("CONSUMER.DELETE.B.NOPE", b"null", not_empty),
+        ("STREAM.DELETE.NOPE", b"[]", not_empty), ("STREAM.DELETE.B", b"x", not_empty),
+    ]
+    for subj, body, want in cases:
+        r = await req(nc, "$JS.API." + subj, body)
+        if want is None:
+            assert "error" not in r, (subj, body, r)
+        else:
+            assert "error" in r and err(r) == want, (subj, body, r)
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.B", {"stream_name": "B"})  # no config: the defaults
+    assert "error" not in r and r["config"]["ack_policy"] == "none"

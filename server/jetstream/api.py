@@ -49,6 +49,55 @@ class _Req:
         except ValueError as e:
             raise errors.invalid_json(_go_json_error(body, e)) from None
 
+    # The real server reads request bodies in three ways (by handler):
+    def request(self, go_type: str, offsets: bool = True) -> dict:
+        """json.Unmarshal into the Go request struct: an empty body or null is
+        an empty request; anything but an object fails with Go's message."""
+        body = self.payload.strip()
+        if not body:
+            return {}
+        try:
+            v = json.loads(body)
+        except ValueError as e:
+            msg = _go_json_error(body, e)
+            raise errors.invalid_json(msg if offsets else msg.rsplit(" at offset ", 1)[0]) from None
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise errors.invalid_json(f"json: cannot unmarshal {_go_kind(v)} into Go value of type server.{go_type}")
+        return v
+
+    def optional_request(self, go_type: str) -> dict:
+        """Read only when the body looks like a JSON object or array (the
+        real server's isJSONObjectOrArray); anything else is ignored."""
+        if self.payload.lstrip()[:1] not in (b"{", b"["):
+            return {}
+        return self.request(go_type)
+
+    def is_empty(self) -> bool:
+        """The real server's isEmptyRequest: no body, or an empty JSON object."""
+        if not self.payload:
+            return True
+        try:
+            v = json.loads(self.payload)
+        except ValueError:
+            return False
+        return isinstance(v, dict) and not v
+
+    def require_empty(self) -> None:
+        if not self.is_empty():
+            raise errors.not_empty_request()
+
+
+def _go_kind(v) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array"
+
 
 def _go_json_error(body: bytes, e: ValueError) -> str:
     pos = getattr(e, "pos", 0) or 0
@@ -173,8 +222,8 @@ class Api:
         return d
 
     def _create_body(self, req: _Req) -> dict:
-        body = req.json()
-        if not isinstance(body, dict) or body.get("name") != req.tokens[0]:
+        body = req.request("StreamConfigRequest")
+        if body.get("name") != req.tokens[0]:
             raise errors.stream_name_mismatch()
         return body
 
@@ -191,17 +240,13 @@ class Api:
         return self._stream_info(st, cluster=False)
 
     def stream_delete(self, req: _Req) -> dict:
+        req.require_empty()
         self.js.delete_stream(req.tokens[0])
         return {"success": True}
 
     def stream_info(self, req: _Req) -> dict:
+        body = req.optional_request("JSApiStreamInfoRequest")
         st = self.js.lookup(req.tokens[0])
-        try:
-            body = req.json()
-        except ApiError:
-            body = {}
-        if not isinstance(body, dict):
-            body = {}
         sf = body.get("subjects_filter") or None
         d = {"total": 0, "offset": 0, "limit": 0}
         info = self._stream_info(st, sf, bool(body.get("deleted_details")))
@@ -212,10 +257,8 @@ class Api:
         return d
 
     def stream_purge(self, req: _Req) -> dict:
+        body = req.optional_request("JSApiStreamPurgeRequest")
         st = self.js.lookup(req.tokens[0])
-        body = req.json()
-        if not isinstance(body, dict):
-            raise errors.bad_request()
         n = st.purge(body)
         return {"success": True, "purged": n}
 
@@ -230,48 +273,52 @@ class Api:
         return out
 
     def stream_names(self, req: _Req) -> dict:
-        body = req.json()
-        sts = self._filtered_streams(body if isinstance(body, dict) else {})
-        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        body = req.optional_request("JSApiStreamNamesRequest")
+        sts = self._filtered_streams(body)
+        off = max(0, int(body.get("offset") or 0))
         names = [s.name for s in sts[off:off + NAMES_LIMIT]]
         return {"total": len(sts), "offset": off, "limit": NAMES_LIMIT, "streams": names or None}
 
     def stream_list(self, req: _Req) -> dict:
-        body = req.json()
-        sts = self._filtered_streams(body if isinstance(body, dict) else {})
-        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        body = req.optional_request("JSApiStreamListRequest")
+        sts = self._filtered_streams(body)
+        off = max(0, int(body.get("offset") or 0))
         infos = [self._stream_info(s, cluster=False, dynamic=False) for s in sts[off:off + LIST_LIMIT]]
         for i in infos:
             i.pop("ts", None)
         return {"total": len(sts), "offset": off, "limit": LIST_LIMIT, "streams": infos}
 
     def msg_get(self, req: _Req) -> dict:
+        body = req.request("JSApiMsgGetRequest")
         st = self.js.lookup(req.tokens[0])
-        body = req.json()
-        if not isinstance(body, dict):
-            raise errors.bad_request()
         sm = st.get_msg(body)
         return {"message": st.stored_message_json(sm, with_headers=not body.get("no_headers"))}
 
     def msg_delete(self, req: _Req) -> dict:
-        st = self.js.lookup(req.tokens[0])
-        body = req.json()
-        if not isinstance(body, dict):
+        if req.is_empty():
             raise errors.bad_request()
+        body = req.request("JSApiMsgDeleteRequest")
+        seq = body.get("seq") or 0
+        if isinstance(seq, int) and seq < 0:
+            raise errors.invalid_json(f"json: cannot unmarshal number {seq} into Go struct field JSApiMsgDeleteRequest.seq of type uint64")
+        st = self.js.lookup(req.tokens[0])
+        if not seq:
+            raise errors.sequence_not_found(0)
         st.delete_msg(int(body.get("seq") or 0), bool(body.get("no_erase")))
         return {"success": True}
 
     # -- consumers ------------------------------------------------------------------
     def _consumer_body(self, req: _Req) -> tuple["Stream", dict, dict]:
-        st = self.js.lookup(req.tokens[0])
-        body = req.json()
-        if not isinstance(body, dict):
-            raise errors.invalid_json("json: cannot unmarshal into Go value of type CreateConsumerRequest")
-        if body.get("stream_name") and body["stream_name"] != st.name:
+        body = req.request("CreateConsumerRequest")
+        if body.get("stream_name") != req.tokens[0]:
             raise errors.stream_name_mismatch()
         cfg = body.get("config")
-        if not isinstance(cfg, dict):
-            raise errors.consumer_config_required()
+        if cfg is None:
+            cfg = {}  # nats-server creates a consumer with the default config
+        elif not isinstance(cfg, dict):
+            raise errors.invalid_json(f"json: cannot unmarshal {_go_kind(cfg)} into Go struct field "
+                                      "CreateConsumerRequest.config of type server.ConsumerConfig")
+        st = self.js.lookup(req.tokens[0])
         return st, body, cfg
 
     def consumer_create(self, req: _Req) -> dict:
@@ -296,32 +343,34 @@ class Api:
         return c
 
     def consumer_info(self, req: _Req) -> dict:
+        req.require_empty()
         return self._consumer(req).info_json()
 
     def consumer_delete(self, req: _Req) -> dict:
+        req.require_empty()
         self._consumer(req).delete()
         return {"success": True}
 
     def consumer_names(self, req: _Req) -> dict:
+        body = req.optional_request("JSApiConsumersRequest")
         st = self.js.lookup(req.tokens[0])
-        body = req.json()
-        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        off = max(0, int(body.get("offset") or 0))
         names = sorted(st.consumers)
         return {"total": len(names), "offset": off, "limit": NAMES_LIMIT, "consumers": names[off:off + NAMES_LIMIT]}
 
     def consumer_list(self, req: _Req) -> dict:
+        body = req.optional_request("JSApiConsumersRequest")
         st = self.js.lookup(req.tokens[0])
-        body = req.json()
-        off = max(0, int(body.get("offset") or 0)) if isinstance(body, dict) else 0
+        off = max(0, int(body.get("offset") or 0))
         names = sorted(st.consumers)
         infos = [st.consumers[n].info_json(dynamic=False) for n in names[off:off + LIST_LIMIT]]
         return {"total": len(names), "offset": off, "limit": LIST_LIMIT, "consumers": infos}
 
     def consumer_pause(self, req: _Req) -> dict:
+        body = req.optional_request("JSApiConsumerPauseRequest")
         c = self._consumer(req)
-        body = req.json()
         until = 0
-        if isinstance(body, dict) and body.get("pause_until"):
+        if body.get("pause_until"):
             try:
                 until = parse_rfc3339(body["pause_until"])
             except ValueError:
@@ -334,9 +383,9 @@ class Api:
 
 
     def consumer_reset(self, req: _Req) -> dict:
+        body = req.request("JSApiConsumerResetRequest", offsets=False)
         c = self._consumer(req)
-        body = req.json()
-        seq = int(body.get("seq") or 0) if isinstance(body, dict) else 0
+        seq = int(body.get("seq") or 0)
         reset_seq = c.reset(seq)
         d = c.info_json()
         d["reset_seq"] = reset_seq
