@@ -320,6 +320,17 @@ async def test_interest_no_consumers_and_account_info(nc, js):
 
 
 @pytest.mark.parametrize("storage", ["memory", "file"])
+async def test_purge_of_a_new_stream_reports_first_seq_1(nc, js, storage):
+    await js.add_stream(name="NEW", subjects=["new.>"], storage=storage)
+    assert (await js.stream_info("NEW")).state.first_seq == 0
+    for body in (None, {"filter": "new.x"}, {"keep": 1}):
+        r = await req(nc, "$JS.API.STREAM.PURGE.NEW", body)
+        assert (r["success"], r["purged"]) == (True, 0)
+        st = (await js.stream_info("NEW")).state
+        assert (st.messages, st.first_seq, st.last_seq) == (0, 1, 0)
+
+
+@pytest.mark.parametrize("storage", ["memory", "file"])
 async def test_purge_to_seq_on_a_new_stream(nc, js, storage):
     """A purge with seq (the store's compact) on a stream that never held
     anything moves first_seq to seq on both stores."""

@@ -639,6 +639,26 @@ def test_file_store_answers_like_the_memory_store(tmp_path, seed):
     fs.close()
 
 
+@pytest.mark.parametrize("args", [{}, {"subject": "x.y"}, {"keep": 1}, {"seq": 1}, {"subject": "a", "seq": 3}])
+def test_purge_on_a_new_store(make, args):
+    """nats-server: any purge of a store that never held anything makes it
+    report first_seq 1 (not 0); the file store keeps that across a reopen."""
+    st = make()
+    assert st.purge(**args) == 0
+    s = st.state()
+    assert (s.first_seq, s.last_seq, s.messages) == (1, 0, 0)
+    assert st.store_msg("a", None, b"", 1) == 1
+
+
+def test_purged_new_file_store_reopens_with_first_seq_1(tmp_path):
+    st = FileStore(tmp_path / "s")
+    st.purge()
+    st.close()
+    st = FileStore(tmp_path / "s")
+    assert (st.state().first_seq, st.state().last_seq) == (1, 0)
+    st.close()
+
+
 def test_compact_on_a_new_store(make):
     """As nats-server's compact -> purge(seq): first = seq, last = seq - 1."""
     st = make()

@@ -309,6 +309,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         return len(seqs)
 
     def purge(self, subject: str | None = None, seq: int = 0, keep: int = 0) -> int:
+        if not self._last and not self._floor:
+            self._set_floor(1)  # as nats-server: a purged, never-used store reports first_seq 1
         if seq == 1:
             return 0
         if subject in _ALL:
@@ -640,7 +642,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                 self._first_ts_cache = (first, first_ts)
             num_deleted = self._last - first + 1 - self._msgs
         else:
-            first = self._last + 1 if self._last else 0
+            first = self._last + 1 if self._last or self._floor else 0
             num_deleted = 0
         return StoreState(
             messages=self._msgs,

@@ -75,6 +75,7 @@ class MemoryStore(Store):
         return True
 
     def purge(self, subject: str | None = None, seq: int = 0, keep: int = 0) -> int:
+        self._held = True  # as nats-server: a purged, never-used store reports first_seq 1
         if seq == 1:
             return 0
         if subject in (None, "", ">"):
