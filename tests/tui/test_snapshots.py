@@ -69,7 +69,10 @@ async def ready(pilot, streams: int) -> None:
     app = pilot.app
     await until(pilot, lambda: app.client is not None)
     table = app.screen.query_one("#streams-table")
-    await until(pilot, lambda: table.row_count == streams and app.header_info.usage is not None)
+    status = app.screen.query_one("#streams-status")
+    polled = ("Streams (", "No streams yet")  # the label only says either after a poll
+    await until(pilot, lambda: table.row_count == streams and app.header_info.usage is not None
+                and str(status.render()).startswith(polled))
     await pilot.pause(0.3)
 
 
