@@ -29,8 +29,10 @@ def parse(hdr: bytes | None) -> dict[str, str]:
         if not line:
             continue
         k, sep, v = line.partition(":")
-        if sep and k not in out:
-            out[k.strip()] = v.strip()
+        if sep:
+            k = k.strip()
+            if k not in out:
+                out[k] = v.strip()
     return out
 
 
