@@ -317,6 +317,8 @@ async def test_interest_no_consumers_and_account_info(nc, js):
         await js.stream_info("M")
     lst = await req(nc, "$JS.API.STREAM.LIST")
     assert lst["total"] == 2 and [s["config"]["name"] for s in lst["streams"]] == ["EVENTS", "FI"]
+    # each entry is a StreamInfo with its own timestamp, and no cluster block
+    assert [list(s)[-1] for s in lst["streams"]] == ["ts", "ts"] and not any("cluster" in s for s in lst["streams"])
 
 
 @pytest.mark.parametrize("storage", ["memory", "file"])

@@ -284,8 +284,6 @@ class Api:
         sts = self._filtered_streams(body)
         off = max(0, int(body.get("offset") or 0))
         infos = [self._stream_info(s, cluster=False, dynamic=False) for s in sts[off:off + LIST_LIMIT]]
-        for i in infos:
-            i.pop("ts", None)
         return {"total": len(sts), "offset": off, "limit": LIST_LIMIT, "streams": infos}
 
     def msg_get(self, req: _Req) -> dict:
