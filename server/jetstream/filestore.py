@@ -7,10 +7,11 @@ disk, with a compact in-memory index. The room is split by concept:
 Durability. ``store_msg`` hands the record to the OS with one ``os.write``
 before it returns, so a crash of the server process (SIGKILL) loses nothing
 that was acknowledged. Deletes and purges are appended to the delete log the
-same way. fsync is periodic: the caller (the stream) should call ``flush()``
-about once a second from a timer, which also runs space reclamation; a busy
-store also calls it itself every 1024 writes when a second has passed. With
-``sync_always`` every write is fsynced as well.
+same way. fsync is periodic: JetStream's sync timer (``jetstream.py``) calls
+``flush()`` on every file store each ``sync_interval`` (1 s by default), which
+also runs space reclamation; a busy store also calls it itself every 1024
+writes when a second has passed. With ``sync_always`` (``jetstream {
+sync_interval: always }``) every write is fsynced as well.
 
 Memory. Per message the index holds three 4-byte array slots (offset,
 charged size, subject id), one live-map byte, and an 8-byte sequence in the

@@ -27,10 +27,9 @@ class Reclaim:
     def flush(self) -> None:
         """fsync what was written since the last call, then reclaim space:
         drop emptied blocks, rewrite mostly-deleted ones, shrink the delete
-        log. The caller (the stream) should call this about once a second
-        from a timer; as a fallback a busy store also calls it itself every
-        1024 writes/removes when a second has passed, but only a timer covers
-        a store that has gone quiet."""
+        log. JetStream's sync timer calls this every ``sync_interval``; a busy
+        store also calls it itself every 1024 writes/removes when a second has
+        passed, but only the timer covers a store that has gone quiet."""
         if self._closed:
             return
         self._last_flush = time.monotonic()
