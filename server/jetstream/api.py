@@ -6,7 +6,8 @@ subject or a wrong token count gets no answer at all; every answered request
 counts in ``api.total`` and every error answer in ``api.errors``;
 ``CONSUMER.MSG.NEXT`` and ``DIRECT.GET`` are not API calls (they are answered
 by the consumer / stream) and get the no-responders status when nothing
-serves them."""
+serves them, if the requester's CONNECT asked for no_responders. Request
+bodies are read the three ways the real server reads them (see ``_Req``)."""
 
 from __future__ import annotations
 
