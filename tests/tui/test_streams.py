@@ -54,3 +54,50 @@ async def test_bad_subject_shows_inline_error(make_app, outside):
         assert "overlap" in field.error_text
         await pilot.press("escape")
         assert isinstance(app.screen.query_one(StreamsPane), StreamsPane)
+
+
+async def test_purge_keep_delete_and_consumer_pause(make_app, outside):
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    for i in range(5):
+        await js.publish("orders.new", f"o{i}".encode())
+    await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit")
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await wait_for(pilot, lambda: table.value("ORDERS", "messages") == "5", what="ORDERS listed")
+
+        await pilot.press("p")
+        await wait_for(pilot, lambda: len(app.screen.query("#keep")) > 0, what="purge dialog")
+        app.screen.query_one("#keep", Input).value = "two"
+        await pilot.click("#form-submit")
+        await pilot.pause(0.1)
+        assert "whole number" in app.screen.query_one("#field-keep", FormField).error_text
+        app.screen.query_one("#keep", Input).value = "2"
+        await pilot.click("#form-submit")
+        await wait_for(pilot, lambda: table.value("ORDERS", "messages") == "2", what="purged to 2")
+        assert table.value("ORDERS", "first") == "4"
+
+        # consumer pause / resume
+        app.jump_to_consumer("ORDERS", "WORKER")
+        consumers = app.screen.query_one("#consumers-table", LiveTable)
+        await wait_for(pilot, lambda: consumers.value("WORKER", "state") == "active", what="WORKER active")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: consumers.value("WORKER", "state") == "paused", what="paused")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: consumers.value("WORKER", "state") == "active", what="resumed")
+
+        # delete asks first; cancel keeps it, confirm removes it
+        app.action_tab("streams")
+        await pilot.pause(0.3)
+        table.focus()
+        await pilot.press("d")
+        await wait_for(pilot, lambda: len(app.screen.query("#confirm")) > 0, what="confirm dialog")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert (await js.stream_info("ORDERS")).config.name == "ORDERS"
+        await pilot.press("d")
+        await wait_for(pilot, lambda: len(app.screen.query("#confirm")) > 0, what="confirm dialog")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: table.value("ORDERS", "name") is None, what="ORDERS gone")
