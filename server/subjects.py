@@ -126,6 +126,8 @@ class SubjectIndex:
     def __init__(self) -> None:
         self.root = _Node()
         self.cache: dict[bytes, tuple[tuple, tuple]] = {}
+        # "_INBOX.<...>" prefix -> (result for any last token, last tokens that need a walk)
+        self.prefix_cache: dict[bytes, tuple[tuple[tuple, tuple], frozenset]] = {}
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -206,6 +208,7 @@ class SubjectIndex:
         return True
 
     def _evict(self, pattern: bytes) -> None:
+        self.prefix_cache.clear()
         cache = self.cache
         if not cache:
             return
@@ -224,17 +227,16 @@ class SubjectIndex:
         r = self.cache.get(subject)
         if r is not None:
             return r
+        if subject.startswith(b"_INBOX."):
+            # reply inboxes are mostly one-off; answer them from a cache keyed
+            # by all but the last token, without churning the main cache
+            return self._match_inbox(subject)
         psubs: list = []
         qgroups: dict[bytes, list] = {}
         tokens = subject.split(b".")
         if b"" not in tokens:  # a subject with an empty token matches nothing
             _collect(self.root, tokens, 0, psubs, qgroups)
-        if qgroups:
-            r = (tuple(psubs), tuple(map(tuple, qgroups.values())))
-        elif psubs:
-            r = (tuple(psubs), ())
-        else:
-            r = EMPTY_RESULT
+        r = _result(psubs, qgroups)
         if subject.startswith(b"$JS.ACK."):
             # ack subjects carry sequence numbers: each is seen once, and
             # caching them would only push useful entries out
@@ -245,6 +247,44 @@ class SubjectIndex:
                 del self.cache[s]
         self.cache[subject] = r
         return r
+
+    def _match_inbox(self, subject: bytes) -> tuple[tuple, tuple]:
+        dot = subject.rfind(b".")
+        last = subject[dot + 1 :]
+        if not last or b".." in subject:
+            return EMPTY_RESULT
+        prefix = subject[:dot]
+        entry = self.prefix_cache.get(prefix)
+        if entry is None:
+            entry = self._prefix_entry(prefix)
+        generic, literal_last = entry
+        if last not in literal_last:
+            return generic
+        # some subscription names this last token: walk the whole trie
+        psubs: list = []
+        qgroups: dict[bytes, list] = {}
+        _collect(self.root, subject.split(b"."), 0, psubs, qgroups)
+        return _result(psubs, qgroups)
+
+    def _prefix_entry(self, prefix: bytes) -> tuple[tuple[tuple, tuple], frozenset]:
+        """What ``prefix.<any token>`` matches, and the last tokens for
+        which that is not the whole answer."""
+        psubs: list = []
+        qgroups: dict[bytes, list] = {}
+        frontier: list[_Node] = []
+        _walk_prefix(self.root, prefix.split(b"."), 0, psubs, qgroups, frontier)
+        literal_last: set[bytes] = set()
+        for node in frontier:
+            if node.fwc is not None:
+                _add(node.fwc, psubs, qgroups)
+            if node.pwc is not None:
+                _add(node.pwc, psubs, qgroups)
+            literal_last.update(node.nodes)
+        entry = (_result(psubs, qgroups), frozenset(literal_last))
+        if len(self.prefix_cache) >= CACHE_MAX:
+            self.prefix_cache.clear()
+        self.prefix_cache[prefix] = entry
+        return entry
 
     def all(self) -> list:
         out: list = []
@@ -280,6 +320,34 @@ def _collect(node: _Node, tokens: list[bytes], i: int, psubs: list, qgroups: dic
             _add(nxt, psubs, qgroups)
             return
         node = nxt
+
+
+def _walk_prefix(node: _Node, tokens: list[bytes], i: int, psubs: list, qgroups: dict, frontier: list) -> None:
+    """Like ``_collect`` for a subject that has one more token after
+    ``tokens``: full-wildcard matches go to psubs/qgroups, and the nodes
+    reached after the last of ``tokens`` go to ``frontier``."""
+    n = len(tokens)
+    while True:
+        if i == n:
+            frontier.append(node)
+            return
+        if node.fwc is not None:
+            _add(node.fwc, psubs, qgroups)
+        if node.pwc is not None:
+            _walk_prefix(node.pwc, tokens, i + 1, psubs, qgroups, frontier)
+        nxt = node.nodes.get(tokens[i])
+        if nxt is None:
+            return
+        node = nxt
+        i += 1
+
+
+def _result(psubs: list, qgroups: dict) -> tuple[tuple, tuple]:
+    if qgroups:
+        return (tuple(psubs), tuple(map(tuple, qgroups.values())))
+    if psubs:
+        return (tuple(psubs), ())
+    return EMPTY_RESULT
 
 
 def _add(node: _Node, psubs: list, qgroups: dict) -> None:
