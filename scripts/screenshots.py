@@ -135,7 +135,7 @@ async def main(embedded: bool) -> None:
             broker=BrokerSpec(port=0, memory=True) if embedded else None,
             stable_display=True,
             display_url="nats://127.0.0.1:4222",
-            display_store="~/.local/share/natslab" if embedded else None,
+            display_store="/tmp/natslab-mem" if embedded else None,
             monitor_url=None if embedded else f"http://127.0.0.1:{broker.http_port}",
             remember_theme=False,
             theme_name="natslab-dark",
