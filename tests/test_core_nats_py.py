@@ -87,11 +87,16 @@ async def test_core_publish_leaves_no_trace(nc, js):
     assert info.streams == 0
 
 
-async def test_slow_consumer_is_cut_and_others_served(tmp_path, server_kind):
-    conf = tmp_path / "slow.conf"
-    conf.write_text("max_pending: 1MB\n")
+def _with_config(server_kind: str, tmp_path, text: str) -> ServerProcess:
+    conf = tmp_path / "server.conf"
+    conf.write_text(text)
     srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
     srv.start()
+    return srv
+
+
+async def test_slow_consumer_is_cut_and_others_served(tmp_path, server_kind):
+    srv = _with_config(server_kind, tmp_path, "max_pending: 1MB\n")
     try:
         slow = await RawClient.open(srv)
         await slow.send("SUB firehose 1\r\n")
@@ -122,11 +127,11 @@ async def test_slow_consumer_is_cut_and_others_served(tmp_path, server_kind):
         srv.stop()
 
 
+FAST_PINGS = 'ping_interval: "1s"\nping_max: 1\n'
+
+
 async def test_stale_connection(tmp_path, server_kind):
-    conf = tmp_path / "ping.conf"
-    conf.write_text('ping_interval: "1s"\nping_max: 1\n')
-    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
-    srv.start()
+    srv = _with_config(server_kind, tmp_path, FAST_PINGS)
     try:
         c = await RawClient.open(srv)
         lines = []
@@ -143,10 +148,7 @@ async def test_stale_connection(tmp_path, server_kind):
 
 
 async def test_client_answering_pings_stays(tmp_path, server_kind):
-    conf = tmp_path / "ping.conf"
-    conf.write_text('ping_interval: "1s"\nping_max: 1\n')
-    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
-    srv.start()
+    srv = _with_config(server_kind, tmp_path, FAST_PINGS)
     try:
         nc = await connect(srv.url)
         await asyncio.sleep(3.2)
