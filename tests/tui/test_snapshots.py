@@ -1,16 +1,14 @@
 """SVG baselines of each pane at 120x36 with pinned content (stable display:
 no times, fixed URL/version, no change highlights, notifications cleared).
 
-Baselines were taken against the real nats-server; storage sizes in the header
-differ on other brokers, so these are skipped when NATSLAB_TUI_BROKER=embedded.
-Update with ``pytest tests/tui/test_snapshots.py --snapshot-update``.
+They always run against the real nats-server (``nats_server_url``): sizes in
+the header differ between brokers and the pictures are about the UI. Update with ``pytest tests/tui/test_snapshots.py --snapshot-update``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 
 import nats
 import pytest
@@ -19,12 +17,6 @@ from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
 SIZE = (120, 36)
-
-pytestmark = pytest.mark.skipif(
-    os.environ.get("NATSLAB_TUI_BROKER", "nats-server") != "nats-server",
-    reason="baselines are taken against nats-server",
-)
-
 
 def seed(url: str, *, consumer: bool = True) -> None:
     async def run() -> None:
@@ -81,17 +73,17 @@ async def finish(pilot) -> None:
     await pilot.pause(0.2)
 
 
-def test_empty_broker(snap_compare, broker_url):
+def test_empty_broker(snap_compare, nats_server_url):
     async def run_before(pilot):
         await ready(pilot, 0)
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
 @pytest.mark.parametrize("theme", ["natslab-dark", "natslab-light", "natslab-harbor"])
-def test_streams_pane(snap_compare, broker_url, theme):
-    seed(broker_url)
+def test_streams_pane(snap_compare, nats_server_url, theme):
+    seed(nats_server_url)
 
     async def run_before(pilot):
         await ready(pilot, 2)
@@ -99,11 +91,11 @@ def test_streams_pane(snap_compare, broker_url, theme):
         await pilot.pause(0.3)
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url, theme), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url, theme), terminal_size=SIZE, run_before=run_before)
 
 
-def test_message_browser_json(snap_compare, broker_url):
-    seed(broker_url)
+def test_message_browser_json(snap_compare, nats_server_url):
+    seed(nats_server_url)
 
     async def run_before(pilot):
         await ready(pilot, 2)
@@ -116,10 +108,10 @@ def test_message_browser_json(snap_compare, broker_url):
         await pilot.press("j")
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
-def test_stream_form_inline_errors(snap_compare, broker_url):
+def test_stream_form_inline_errors(snap_compare, nats_server_url):
     async def run_before(pilot):
         await ready(pilot, 0)
         await pilot.press("n")
@@ -129,11 +121,11 @@ def test_stream_form_inline_errors(snap_compare, broker_url):
         await pilot.click("#form-submit")
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
-def test_consumers_pane(snap_compare, broker_url):
-    seed(broker_url)
+def test_consumers_pane(snap_compare, nats_server_url):
+    seed(nats_server_url)
 
     async def run_before(pilot):
         await ready(pilot, 2)
@@ -142,11 +134,11 @@ def test_consumers_pane(snap_compare, broker_url):
         await until(pilot, lambda: len(pane.consumers) == 2 and pane.selected == "RDL")
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
-def test_pull_hand_after_fetch(snap_compare, broker_url):
-    seed(broker_url)
+def test_pull_hand_after_fetch(snap_compare, nats_server_url):
+    seed(nats_server_url)
 
     async def run_before(pilot):
         await ready(pilot, 2)
@@ -161,19 +153,19 @@ def test_pull_hand_after_fetch(snap_compare, broker_url):
         await until(pilot, lambda: card.state == "acked")
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
-def test_help_screen(snap_compare, broker_url):
+def test_help_screen(snap_compare, nats_server_url):
     async def run_before(pilot):
         await ready(pilot, 0)
         await pilot.press("question_mark")
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
-def test_publish_composer_inline_errors(snap_compare, broker_url):
+def test_publish_composer_inline_errors(snap_compare, nats_server_url):
     async def run_before(pilot):
         await ready(pilot, 0)
         app = pilot.app
@@ -188,12 +180,12 @@ def test_publish_composer_inline_errors(snap_compare, broker_url):
         app.screen.query_one("#pub-subject").blur()
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
 
 
-def test_kv_browser(snap_compare, broker_url):
+def test_kv_browser(snap_compare, nats_server_url):
     async def prepare() -> None:
-        nc = await nats.connect(broker_url)
+        nc = await nats.connect(nats_server_url)
         kv = await nc.jetstream().create_key_value(bucket="CONFIG", history=5)
         await kv.put("region", b"eu")
         await kv.put("region", b"us")
@@ -218,4 +210,4 @@ def test_kv_browser(snap_compare, broker_url):
         await until(pilot, lambda: app.header_info.usage.consumers == 1, timeout=12, what="usage settled")
         await finish(pilot)
 
-    assert snap_compare(app_for(broker_url), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
