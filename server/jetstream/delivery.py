@@ -124,14 +124,32 @@ class DeliveryMixin:
     def _deliver_some(self) -> None:
         stalled_on_ack_pending = False
         pull = self.is_pull
-        for _ in range(_BATCH_PER_TURN):
-            if self.is_paused():
-                break
+        cfg = self.config
+        if self.is_paused():
             if pull:
-                if not self.waiting:
+                self.process_waiting(eos=True)
+            return
+        store = self.stream.store
+        ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}."
+        headers_only = cfg.get("headers_only")
+        dsubj = None if pull else cfg["deliver_subject"]
+        waiting = self.waiting
+        # num_pending (the ack subject's last token) is counted once and then
+        # stepped down per delivery while the store is unchanged: a new
+        # message moves sseq past exactly one pending message, a redelivery
+        # does not move it
+        lps = cfg["deliver_policy"] == "last_per_subject"
+        np_sseq = -1
+        np_key = None
+        np = 0
+        for _ in range(_BATCH_PER_TURN):
+            if pull:
+                if not waiting:
                     break
             elif not self.push_active or (self.maxpb and self.pbytes > self.maxpb):
                 break
+            s0 = self.sseq
+            lss0 = self.lss is not None
             sm, dc = self.get_next_msg()
             if sm is None:
                 stalled_on_ack_pending = dc == -1
@@ -146,28 +164,37 @@ class DeliveryMixin:
                     self.server.loop.call_later(delay, self.signal)
                     return
             self._lts = sm.ts
-            ack_reply = (f"$JS.ACK.{self.stream.name}.{self.name}.{dc}.{sm.seq}.{self.dseq}."
-                         f"{sm.ts}.{self.num_pending()}")
+            seq = sm.seq
+            if lss0 or lps or self.lss is not None:
+                np_sseq = -1
+                npv = self.num_pending()
+            else:
+                key = (store._last, store.totals())
+                sseq = self.sseq
+                if np_sseq == s0 and key == np_key and (sseq == s0 if dc > 1 else sseq == seq + 1 and dc == 1):
+                    if sseq != s0:
+                        np -= 1
+                else:
+                    np = self._count_from(sseq, False)
+                np_sseq, np_key, npv = sseq, key, np
+            ack_reply = f"{ack_prefix}{dc}.{seq}.{self.dseq}.{sm.ts}.{npv}"
             hdr, data = sm.hdr, sm.data
-            if self.config.get("headers_only"):
+            if headers_only:
                 hdr = headers.append(hdr, [("Nats-Msg-Size", str(len(data)))])
                 data = b""
             size = len(sm.subject) + len(ack_reply) + (len(hdr) if hdr else 0) + len(data)
-            wr = None
             if pull:
                 wr = self.next_waiting(size)
                 if wr is None:
-                    self._put_back(sm.seq, dc)
+                    self._put_back(seq, dc)
                     break
-                dsubj = wr.reply
-            else:
-                dsubj = self.config["deliver_subject"]
-            self.deliver_msg(dsubj, ack_reply, sm, dc, hdr, data, size)
-            if wr is not None:
+                self.deliver_msg(wr.reply, ack_reply, sm, dc, hdr, data, size)
                 if wr.n <= 0 and wr.b > 0:
-                    self.server.publish_internal(dsubj, "", _pending_status("409 Batch Completed", wr), b"")
+                    self.server.publish_internal(wr.reply, "", _pending_status("409 Batch Completed", wr), b"")
                 if wr.n > 0 and wr.hb:
                     wr.hbt = self.server.loop.time() + wr.hb
+            else:
+                self.deliver_msg(dsubj, ack_reply, sm, dc, hdr, data, size)
         else:
             self.signal()  # more to do: yield to the loop and come back
         if pull:
