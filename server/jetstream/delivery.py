@@ -21,10 +21,11 @@ _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
 
 
 class WaitingRequest:
-    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt")
+    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok")
 
     def __init__(self, reply, n, b, no_wait, expires, hb, hbt):
         self.reply, self.n, self.d, self.b = reply, n, 0, b
+        self.tok = 0  # the delivery batch that last found interest in reply
         self.no_wait, self.expires, self.hb, self.hbt = no_wait, expires, hb, hbt
 
 
@@ -49,6 +50,7 @@ class DeliveryMixin:
         self._wr_timer_at = 0.0
         self._last_send = 0.0
         self._listener = None
+        self._wtok = 0
         # replay_policy original: pace deliveries like the stored timestamps
         # until caught up with what the stream held when the consumer started
         self.replay = self.config.get("replay_policy") == "original"
@@ -134,6 +136,7 @@ class DeliveryMixin:
         headers_only = cfg.get("headers_only")
         dsubj = None if pull else cfg["deliver_subject"]
         waiting = self.waiting
+        self._wtok = tok = self._wtok + 1
         # num_pending (the ack subject's last token) is counted once and then
         # stepped down per delivery while the store is unchanged: a new
         # message moves sseq past exactly one pending message, a redelivery
@@ -184,7 +187,7 @@ class DeliveryMixin:
                 data = b""
             size = len(sm.subject) + len(ack_reply) + (len(hdr) if hdr else 0) + len(data)
             if pull:
-                wr = self.next_waiting(size)
+                wr = self.next_waiting(size, tok)
                 if wr is None:
                     self._put_back(seq, dc)
                     break
@@ -365,7 +368,9 @@ class DeliveryMixin:
         if self.config.get("inactive_threshold"):
             self.check_inactive()
 
-    def next_waiting(self, size: int) -> WaitingRequest | None:
+    def next_waiting(self, size: int, tok: int = 0) -> WaitingRequest | None:
+        """The request to deliver the next message to; interest in its reply
+        subject is checked once per delivery batch ``tok`` (every call when 0)."""
         srv = self.server
         now = srv.loop.time()
         while self.waiting:
@@ -383,9 +388,11 @@ class DeliveryMixin:
                     srv.publish_internal(wr.reply, "", _pending_status("409 Message Size Exceeds MaxBytes", wr), b"")
                     self.waiting.popleft()
                     continue
-            if not srv.has_interest(wr.reply):
-                self.waiting.popleft()
-                continue
+            if not tok or wr.tok != tok:
+                if not srv.has_interest(wr.reply):
+                    self.waiting.popleft()
+                    continue
+                wr.tok = tok
             wr.d += 1
             wr.n -= 1
             self.waiting.popleft()
