@@ -245,8 +245,10 @@ class NatslabApp(App):
     def open_pull_hand(self, stream: str, consumer: str) -> None:
         from .panes.pull import PullHand
 
-        self.screen.query_one(PullHand).set_target(stream, consumer, True)
+        hand = self.screen.query_one(PullHand)
+        hand.set_target(stream, consumer, True)
         self.action_tab("pull")
+        hand.focus_default()
 
     def jump_to_bucket(self, bucket: str) -> None:
         from .panes.kv import KvPane

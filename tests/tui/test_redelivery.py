@@ -85,3 +85,21 @@ async def test_redelivery_demo_from_palette_action(make_app):
         rdl = consumers.consumers["RDL"]
         assert rdl.pull and rdl.ack_policy == "explicit" and rdl.ack_wait == 4
         assert rdl.num_pending == 2 and rdl.num_ack_pending == 2
+
+
+async def test_demo_leaves_the_hand_keys_working(make_app):
+    """After the demo the f key fetches; it is not typed into the batch field."""
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.action_demo_redelivery()
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "RDL", what="demo opened pull hand")
+        await pilot.pause(0.1)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="f fetched one")
+        assert hand.query_one("#pull-batch", Input).value == "1"
+        batch = hand.query_one("#pull-batch", Input)
+        batch.focus()
+        await pilot.press("x")  # letters never enter the batch field
+        assert batch.value == "1"

@@ -72,7 +72,11 @@ class MainScreen(Screen):
         if pane is not None and hasattr(pane, "schedule_poll"):
             pane.schedule_poll(0.01)
         if pane is not None:
-            # keys of the pane work right away: focus its first focusable widget
+            # keys of the pane work right away: focus the pane's chosen widget,
+            # or its first focusable one
+            if hasattr(pane, "focus_default"):
+                pane.focus_default()
+                return
             for widget in pane.query("*"):
                 if widget.focusable:
                     widget.focus()

@@ -57,7 +57,7 @@ class PullHand(Vertical):
         with Horizontal(id="pull-bar"):
             yield Label("Pick a pull consumer in the Consumers pane", id="pull-target")
             yield Label("fetch")
-            yield Input("1", id="pull-batch", max_length=4)
+            yield Input("1", id="pull-batch", max_length=4, type="integer")
             yield Button("Fetch", id="pull-fetch", variant="primary")
             yield Label("", id="pull-status")
         with Horizontal(id="pull-body"):
@@ -69,6 +69,10 @@ class PullHand(Vertical):
         self.watch(self.app, "client_generation", self._client_changed)
         self.set_interval(0.25, self._tick)
         self.query_one(DeliveryTimeline).redraw()
+
+    def focus_default(self) -> None:
+        # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
+        self.query_one("#pull-fetch", Button).focus()
 
     def _client_changed(self, generation: int) -> None:
         if generation and generation != self._subscribed_generation:
