@@ -54,6 +54,9 @@ _pack_crc = fb.CRC.pack
 _crc32 = zlib.crc32
 _write = os.write
 _MIN_REC = fb.MIN_REC
+_REC_UNPACK = fb.REC.unpack_from
+_KIND_MSG = fb.KIND_MSG
+_CRC_RESIDUE = fb.CRC_RESIDUE
 
 _MAX_READ_FDS = 4  # per store, besides the active block's and the delete log's
 _LINEAR_PROBE = 64
@@ -453,7 +456,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         off = blk.offs[i]
         if not off:
             return None
-        n = rec_len(blk.lens[i])
+        n = blk.lens[i]
+        n = (n & SIZE_MASK) - 3 if n & HDR_FLAG else n + 1  # rec_len, inlined
         c_blk, c_off, c_end, chunk = self._chunk
         if c_blk is blk and c_off <= off and off + n <= c_end:
             buf = chunk[off - c_off : off - c_off + n]
@@ -467,14 +471,16 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         else:
             buf = os.pread(self._rfd(blk), n, off)
         self._last_load = seq
-        rec = fb.unpack_record(buf, seq)
-        if rec is None:
-            self._warn(f"{blk.path.name}: record for seq {seq} at offset {off} is corrupt; message lost")
-            self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
-            self._drop(blk, i, seq, True)
-            return None
-        ts, subject, hdr, data = rec
-        return StoredMsg(seq, subject, hdr, data, ts)
+        if len(buf) >= _MIN_REC:  # fb.unpack_record, inlined: this runs per delivered message
+            reclen, kind, rseq, ts, sl, hl = _REC_UNPACK(buf)
+            if (reclen == len(buf) and rseq == seq and kind == _KIND_MSG and _MIN_REC + sl + hl <= reclen
+                    and _crc32(buf) == _CRC_RESIDUE):
+                p = 27 + sl
+                return StoredMsg(seq, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4], ts)
+        self._warn(f"{blk.path.name}: record for seq {seq} at offset {off} is corrupt; message lost")
+        self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
+        self._drop(blk, i, seq, True)
+        return None
 
     def _next_live(self, start: int) -> int:
         """First live seq >= start, 0 if none."""
