@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from time import time_ns as _time_ns
 
 from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
 
@@ -87,14 +88,21 @@ class AckMixin:
         ap = self.config["ack_policy"]
         acked: list[int] = []
         if ap == "explicit":
-            p = self.pending.pop(sseq, None)
+            pending = self.pending
+            p = pending.pop(sseq, None)
             if p is not None:
-                self._store_ack(dseq if not (0 < p[0] < dseq) else p[0], sseq)
-                self.move_ack_floor(p[0], sseq)
+                pd = p[0]
+                self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
+                self.move_ack_floor(pd, sseq)
                 acked.append(sseq)
-                self.signal_if_stalled()
-            self.rdc.pop(sseq, None)
-            self._remove_from_rdq(sseq)
+                mp = self.config.get("max_ack_pending") or 0  # signal_if_stalled, inlined
+                if mp > 0 and len(pending) == mp - 1:
+                    self.signal()
+            if self.rdc:
+                self.rdc.pop(sseq, None)
+            rdq = self.rdq
+            if rdq and sseq in rdq:
+                rdq.remove(sseq)
         elif ap == "all":
             if dseq <= self.adflr or sseq <= self.asflr:
                 return True
@@ -108,8 +116,9 @@ class AckMixin:
             self.signal_if_stalled()
         else:
             return self.stream.config["retention"] != "limits"
-        self.lat = now_ns()
-        self.schedule_save()
+        self.lat = _time_ns()
+        if self._save_handle is None:
+            self.schedule_save()
         if acked and self.stream.config["retention"] != "limits":
             for s in acked:
                 self.stream.ack_processed(s)
