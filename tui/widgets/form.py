@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -112,6 +113,14 @@ class ModalForm(ModalScreen):
         box = self.query_one("#form-error", Static)
         box.update(message or "")
         box.set_class(bool(message), "-shown")
+
+    def show_code(self, code: str) -> None:
+        """Copy the equivalent code and show it under the form."""
+        self.app.copy_to_clipboard(code)
+        self.show_form_error(None)
+        box = self.query_one("#form-code", Static)
+        box.update(Text(code))
+        box.display = True
 
     @on(Button.Pressed, "#form-cancel")
     def action_cancel(self) -> None:

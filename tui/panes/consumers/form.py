@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from rich.text import Text
 from textual import work
 from textual.binding import Binding
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Select
 
 from ...client import ConsumerSummary, NatsError, name_error, subject_error
 from ...format import fmt_duration, parse_duration, parse_int
@@ -118,11 +117,7 @@ class ConsumerForm(ModalForm):
             return
         from ...codegen import consumer_code
 
-        code = consumer_code(self.stream, config)
-        self.app.copy_to_clipboard(code)
-        self.show_form_error(None)
-        self.query_one("#form-code", Static).update(Text(code))
-        self.query_one("#form-code", Static).display = True
+        self.show_code(consumer_code(self.stream, config))
 
     def submit(self) -> None:
         config = self.build_config()

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from rich.text import Text
 from textual import work
 from textual.binding import Binding
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Select
 
 from ...client import NatsError, StreamSummary, name_error, subject_error
 from ...format import fmt_duration, parse_duration, parse_int
@@ -121,11 +120,7 @@ class StreamForm(ModalForm):
             return
         from ...codegen import stream_code
 
-        code = stream_code(config)
-        self.app.copy_to_clipboard(code)
-        self.show_form_error(None)
-        self.query_one("#form-code", Static).update(Text(code))
-        self.query_one("#form-code", Static).display = True
+        self.show_code(stream_code(config))
 
     def submit(self) -> None:
         config = self.build_config()
