@@ -67,6 +67,7 @@ class Server:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.index = SubjectIndex()
         self._match_cache = self.index.cache  # read directly on the hot path
+        self._deliver_memo: tuple = ("", -1, None)  # deliver_internal: last subject, index generation, match
         self.index.lookups = lambda: self.in_msgs
         self.clients: dict[int, Client] = {}
         self.internal_client = InternalClient(self)
@@ -255,7 +256,16 @@ class Server:
     # MSG line carries the message's stream subject, as on the real server.
     def deliver_internal(self, deliver_subject: str, subject: str, reply: str = "",
                          hdr: bytes | None = None, payload: bytes = b"") -> None:
-        psubs, qgroups = self.index.match(deliver_subject.encode())
+        ix = self.index
+        gen = ix.inserts + ix.removes
+        memo = self._deliver_memo
+        if memo[0] == deliver_subject and memo[1] == gen:
+            psubs, qgroups = memo[2]
+        else:
+            # a batch of deliveries goes to one pull request's reply subject
+            r = ix.match(deliver_subject.encode())
+            self._deliver_memo = (deliver_subject, gen, r)
+            psubs, qgroups = r
         subj = subject.encode()
         rep = reply.encode() if reply else b""
         n = 0

@@ -128,6 +128,9 @@ class SubjectIndex:
         self.cache: dict[bytes, tuple[tuple, tuple]] = {}
         # "_INBOX.<...>" prefix -> (result for any last token, last tokens that need a walk)
         self.prefix_cache: dict[bytes, tuple[tuple[tuple, tuple], frozenset]] = {}
+        # "$JS.ACK.<stream>.<consumer>" -> result for any tail, or None when
+        # some subscription names tail tokens (then the trie is walked)
+        self.ack_cache: dict[bytes, tuple[tuple, tuple] | None] = {}
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -209,6 +212,7 @@ class SubjectIndex:
 
     def _evict(self, pattern: bytes) -> None:
         self.prefix_cache.clear()
+        self.ack_cache.clear()
         cache = self.cache
         if not cache:
             return
@@ -231,22 +235,57 @@ class SubjectIndex:
             # reply inboxes are mostly one-off; answer them from a cache keyed
             # by all but the last token, without churning the main cache
             return self._match_inbox(subject)
-        psubs: list = []
-        qgroups: dict[bytes, list] = {}
-        tokens = subject.split(b".")
-        if b"" not in tokens:  # a subject with an empty token matches nothing
-            _collect(self.root, tokens, 0, psubs, qgroups)
-        r = _result(psubs, qgroups)
         if subject.startswith(b"$JS.ACK."):
             # ack subjects carry sequence numbers: each is seen once, and
-            # caching them would only push useful entries out
-            return r
+            # caching them would only push useful entries out; they are
+            # answered by stream and consumer instead
+            return self._match_ack(subject)
+        r = self._walk(subject)
         if len(self.cache) >= CACHE_MAX:
             # drop the oldest half; dicts keep insertion order
             for s in list(self.cache)[: CACHE_MAX // 2]:
                 del self.cache[s]
         self.cache[subject] = r
         return r
+
+    def _walk(self, subject: bytes) -> tuple[tuple, tuple]:
+        psubs: list = []
+        qgroups: dict[bytes, list] = {}
+        tokens = subject.split(b".")
+        if b"" not in tokens:  # a subject with an empty token matches nothing
+            _collect(self.root, tokens, 0, psubs, qgroups)
+        return _result(psubs, qgroups)
+
+    def _match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
+        i = subject.find(b".", 8)
+        j = subject.find(b".", i + 1) if i > 8 else -1
+        if j <= i + 1 or j + 1 >= len(subject) or b".." in subject or subject[-1:] == b".":
+            return self._walk(subject)
+        prefix = subject[:j]
+        cache = self.ack_cache
+        if prefix in cache:
+            r = cache[prefix]
+        else:
+            r = self._tail_entry(prefix)
+            if len(cache) >= CACHE_MAX:
+                cache.clear()
+            cache[prefix] = r
+        return self._walk(subject) if r is None else r
+
+    def _tail_entry(self, prefix: bytes) -> tuple[tuple, tuple] | None:
+        """What ``prefix.<one or more tokens>`` matches whatever the tokens,
+        or None when that depends on them (a subscription below the prefix
+        other than ``prefix.>``)."""
+        psubs: list = []
+        qgroups: dict[bytes, list] = {}
+        frontier: list[_Node] = []
+        _walk_prefix(self.root, prefix.split(b"."), 0, psubs, qgroups, frontier)
+        for node in frontier:
+            if node.nodes or node.pwc is not None:
+                return None
+            if node.fwc is not None:
+                _add(node.fwc, psubs, qgroups)
+        return _result(psubs, qgroups)
 
     def _match_inbox(self, subject: bytes) -> tuple[tuple, tuple]:
         dot = subject.rfind(b".")

@@ -52,3 +52,30 @@ def test_empty_tokens_match_nothing():
     ix.insert(Sub(b"_INBOX.>", None))
     for subject in (b"a..b", b"_INBOX..x", b"_INBOX.x.", b"a."):
         assert ix.match(subject) == ((), ())
+
+
+def test_ack_subjects_match_brute_force_with_churn():
+    # ack subjects are answered per "$JS.ACK.<stream>.<consumer>" prefix;
+    # subscriptions on the tail tokens must still be honoured
+    rng = random.Random(9)
+    level = [[b"$JS", b"*", b">"], [b"ACK", b"*", b">"], [b"S", b"T", b"*", b">"], [b"C", b"D", b"*", b">"],
+             [b"1", b"2", b"*", b">"], [b"5", b"*", b">"], [b"7", b"*", b">"]]
+    ix = SubjectIndex()
+    live: list[Sub] = []
+    for _ in range(4000):
+        r = rng.random()
+        if r < 0.2 or not live:
+            t = [rng.choice(level[i]) for i in range(rng.randint(1, len(level)))]
+            subj = b".".join(t)
+            if valid_subject(subj):
+                s = Sub(subj, rng.choice([None, None, b"q1"]))
+                ix.insert(s)
+                live.append(s)
+        elif r < 0.3:
+            ix.remove(live.pop(rng.randrange(len(live))))
+        tail = [rng.choice([b"1", b"2", b"5", b"7", b"9", b""]) for _ in range(rng.randint(0, 6))]
+        subject = b".".join([b"$JS", b"ACK", rng.choice([b"S", b"T"]), rng.choice([b"C", b"D"])] + tail)
+        psubs, qgroups = ix.match(subject)
+        want_p, want_q = brute(live, subject)
+        assert {id(s) for s in psubs} == want_p, subject
+        assert {id(s) for g in qgroups for s in g} == want_q, subject
