@@ -16,6 +16,7 @@ from textual.widgets import Button, Label, Static
 
 from ...client import FetchedMessage
 from ...format import render_payload
+from .nak_delay import show_delay
 
 STATE_TEXT = {
     "acked": "✓ acknowledged",
@@ -29,7 +30,7 @@ class HandCard(Vertical):
     BINDINGS = [
         Binding("a", "act('ack')", "Ack", id="card.ack"),
         Binding("n", "act('nak')", "Nak", id="card.nak"),
-        Binding("N", "act('nak_delay')", "Nak 5s", id="card.nak_delay"),
+        Binding("N", "act('nak_delay')", "Nak delay…", id="card.nak_delay"),
         Binding("i", "act('progress')", "In progress", id="card.progress"),
         Binding("t", "act('term')", "Term", id="card.term"),
     ]
@@ -39,11 +40,12 @@ class HandCard(Vertical):
     @dataclass
     class Action(Message):
         card: "HandCard"
-        action: str  # ack | nak | nak_delay | progress | term
+        action: str  # ack | nak | nak_delay (asks for the delay first) | progress | term
 
     def __init__(self, fm: FetchedMessage):
         super().__init__(id=f"card-{fm.stream_seq}-{fm.consumer_seq}")
         self.fm = fm
+        self.nak_delay: float | None = None  # the delay of the nak sent, if any
 
     def compose(self) -> ComposeResult:
         fm = self.fm
@@ -59,7 +61,7 @@ class HandCard(Vertical):
         with Horizontal(classes="card-buttons"):
             yield Button("Ack", id="ack", variant="success")
             yield Button("Nak", id="nak", variant="warning")
-            yield Button("Nak 5s", id="nak_delay")
+            yield Button("Nak delay…", id="nak_delay")
             yield Button("In progress", id="progress")
             yield Button("Term", id="term", variant="error")
 
@@ -95,9 +97,11 @@ class HandCard(Vertical):
             return
         if self.state == "pending":
             if getattr(self.app, "stable_display", False):
-                text = f"◷ ack wait {self.fm.ack_wait:g}s — a ack · n nak · N nak 5s · i in progress · t term"
+                text = f"◷ ack wait {self.fm.ack_wait:g}s — a ack · n nak · N nak… · i in progress · t term"
             else:
-                text = f"◷ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack — a ack · n nak · N nak 5s · i in progress · t term"
+                text = f"◷ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack — a ack · n nak · N nak… · i in progress · t term"
+        elif self.state == "naked" and self.nak_delay:
+            text = f"↺ nak sent with a {show_delay(self.nak_delay)} delay — will be redelivered after it"
         else:
             text = STATE_TEXT.get(self.state, self.state)
         label.first(Label).update(text)

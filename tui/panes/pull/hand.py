@@ -17,9 +17,8 @@ from textual.widgets import Button, Input, Label
 from ...client import DeliveryEvent, FetchedMessage, NatsError
 from ...format import parse_int
 from .card import HandCard
+from .nak_delay import DEFAULT_NAK_DELAY, NakDelayDialog, show_delay
 from .timeline import DeliveryTimeline
-
-NAK_DELAY = 5.0
 
 
 class PullHand(Vertical):
@@ -46,12 +45,14 @@ class PullHand(Vertical):
         card: HandCard
         action: str
         error: str = ""
+        delay: float | None = None
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.stream: str | None = None
         self.consumer: str | None = None
         self._subscribed_generation = 0
+        self.nak_delay = DEFAULT_NAK_DELAY  # the last delay picked for N, offered again next time
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pull-bar"):
@@ -173,13 +174,30 @@ class PullHand(Vertical):
     @on(HandCard.Action)
     def on_card_action(self, event: HandCard.Action) -> None:
         event.stop()
-        self.act(event.card, event.action)
+        if event.action == "nak_delay":
+            self.ask_nak_delay(event.card)
+        else:
+            self.act(event.card, event.action)
+
+    def ask_nak_delay(self, card: HandCard) -> None:
+        """N: ask for the delay; nothing is sent unless the dialog is confirmed."""
+
+        def chosen(delay: float | None) -> None:
+            if not card.is_attached:
+                return
+            card.focus()
+            if delay is None or card.state not in ("pending", "expired"):
+                return  # cancelled (Escape), or the card was settled meanwhile
+            self.nak_delay = delay
+            self.act(card, "nak_delay", delay)
+
+        self.app.push_screen(NakDelayDialog(card.fm.stream_seq, self.nak_delay), chosen)
 
     @work(group="pull-act", exit_on_error=False)
-    async def act(self, card: HandCard, action: str) -> None:
+    async def act(self, card: HandCard, action: str, delay: float | None = None) -> None:
         client = getattr(self.app, "client", None)
         if client is None:
-            self.post_message(self.Acted(card, action, "not connected"))
+            self.post_message(self.Acted(card, action, "not connected", delay))
             return
         try:
             if action == "ack":
@@ -187,15 +205,15 @@ class PullHand(Vertical):
             elif action == "nak":
                 await client.nak(card.fm)
             elif action == "nak_delay":
-                await client.nak(card.fm, NAK_DELAY)
+                await client.nak(card.fm, delay)
             elif action == "progress":
                 await client.in_progress(card.fm)
             elif action == "term":
                 await client.term(card.fm)
         except NatsError as exc:
-            self.post_message(self.Acted(card, action, str(exc)))
+            self.post_message(self.Acted(card, action, str(exc), delay))
             return
-        self.post_message(self.Acted(card, action))
+        self.post_message(self.Acted(card, action, delay=delay))
 
     @on(Acted)
     def on_acted(self, event: Acted) -> None:
@@ -205,12 +223,16 @@ class PullHand(Vertical):
             self.set_status(f"{event.action} failed: {event.error}")
             return
         kind = {"ack": "ack", "nak": "nak", "nak_delay": "nak", "progress": "progress", "term": "term"}[event.action]
+        card.nak_delay = event.delay if event.action == "nak_delay" else None
         card.state = {"ack": "acked", "nak": "naked", "term": "termed", "progress": "pending"}[kind]
         card.tick(time.monotonic())
         self.query_one(DeliveryTimeline).add(
             DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, kind, fm.num_delivered, time.monotonic())
         )
-        self.set_status(f"seq {fm.stream_seq}: {kind}" + (f" (redelivery in {NAK_DELAY:g}s)" if event.action == "nak_delay" else ""))
+        detail = ""
+        if event.action == "nak_delay":
+            detail = f" (redelivery in {show_delay(event.delay)})" if event.delay else " (no delay: redelivery right away)"
+        self.set_status(f"seq {fm.stream_seq}: {kind}{detail}")
 
     def _tick(self) -> None:
         now = time.monotonic()
