@@ -19,11 +19,18 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+_last_second: tuple = (None, "")  # rfc3339: the last whole second formatted (one tuple: thread-safe)
+
+
 def rfc3339(ns: int) -> str:
     if not ns:
         return ZERO_TIME
     sec, frac = divmod(ns, NS)
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    global _last_second
+    last_sec, base = _last_second
+    if last_sec != sec:
+        base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+        _last_second = (sec, base)
     if frac:
         base += "." + f"{frac:09d}".rstrip("0")
     return base + "Z"
