@@ -259,7 +259,7 @@ class SubjectIndex:
     def _match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
         i = subject.find(b".", 8)
         j = subject.find(b".", i + 1) if i > 8 else -1
-        if j <= i + 1 or j + 1 >= len(subject) or b".." in subject or subject[-1:] == b".":
+        if j <= i + 1 or j + 1 >= len(subject) or subject.find(b"..") >= 0 or subject[-1:] == b".":
             return self._walk(subject)
         prefix = subject[:j]
         cache = self.ack_cache
@@ -290,7 +290,7 @@ class SubjectIndex:
     def _match_inbox(self, subject: bytes) -> tuple[tuple, tuple]:
         dot = subject.rfind(b".")
         last = subject[dot + 1 :]
-        if not last or b".." in subject:
+        if not last or subject.find(b"..") >= 0:
             return EMPTY_RESULT
         prefix = subject[:dot]
         entry = self.prefix_cache.get(prefix)

@@ -126,7 +126,7 @@ class Stream(ExpiryMixin):
         ttl = 0
         ttl_err = False
         rollup = ""
-        if hdr and b"Nats-" in hdr:  # every header looked at here is a Nats-* one
+        if hdr and hdr.find(b"Nats-") >= 0:  # every header looked at here is a Nats-* one
             h = headers.parse(hdr)
             if h:
                 es = h.get(headers.EXPECTED_STREAM)

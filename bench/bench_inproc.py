@@ -1,0 +1,192 @@
+"""The broker's own CPU cost per message, without sockets: a steady number
+to optimise against when the machine is too noisy for wall-clock ratios.
+
+    python bench/bench_inproc.py [core|pub-mem|pub-file|pull|push|all] [-n N] [--rounds R] [--profile]
+
+natslab's Server runs in this process on its event loop; clients are real
+``Client`` protocol objects attached to an in-memory transport, fed protocol
+bytes exactly as a socket would deliver them (chunks of a few hundred
+commands), with what the server writes back parsed as a client would
+(PubAcks counted, ack subjects taken from MSG lines and acked). The figure
+is process CPU time per message (best of the rounds): parser, router,
+JetStream and stores, but no syscalls and no client. It is not comparable
+with nats-server; bench_core.py / bench_js.py give those ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import json
+import re
+import sys
+import tempfile
+import time
+
+from natslab.server import EmbeddedServer
+from natslab.server.client import Client
+
+PAYLOAD = b"x" * 128
+CHUNK = 256  # commands per data_received, about what one socket read brings
+PROFILE: cProfile.Profile | None = None  # --profile: the measured part only
+
+
+def cpu_now() -> float:
+    if PROFILE is not None:
+        PROFILE.enable()
+    return time.process_time()
+
+
+def cpu_since(t0: float) -> float:
+    if PROFILE is not None:
+        PROFILE.disable()
+    return time.process_time() - t0
+_MSG = re.compile(rb"MSG [^ ]+ [^ ]+ ([^ ]+) (\d+)\r\n")
+
+
+class MemTransport:
+    """Just enough of asyncio.Transport for a Client; keeps what is written."""
+
+    def __init__(self) -> None:
+        self.out: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.out.append(data)
+
+    def take(self) -> bytes:
+        data = b"".join(self.out)
+        self.out.clear()
+        return data
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high=None, low=None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    abort = close
+
+
+async def attach(srv) -> tuple[Client, MemTransport]:
+    c = Client(srv)
+    t = MemTransport()
+    c.connection_made(t)
+    c.data_received(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\nPING\r\n')
+    await settle()
+    t.take()
+    return c, t
+
+
+async def settle(turns: int = 3) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def api(c: Client, t: MemTransport, subject: str, body: dict) -> bytes:
+    data = json.dumps(body).encode()
+    c.data_received(b"PUB %s _INBOX.api.1 %d\r\n%s\r\n" % (subject.encode(), len(data), data))
+    await settle()
+    return t.take()
+
+
+async def js_publish(c: Client, t: MemTransport, subject: bytes, n: int) -> None:
+    head = b"PUB " + subject + b" _INBOX.bjs.%d " + str(len(PAYLOAD)).encode() + b"\r\n" + PAYLOAD + b"\r\n"
+    acked = 0
+    for start in range(0, n, CHUNK):
+        c.data_received(b"".join([head % j for j in range(start, min(n, start + CHUNK))]))
+        await settle(1)
+        acked += t.take().count(b'{"stream":')
+    if acked != n:
+        raise SystemExit(f"expected {n} PubAcks, got {acked}")
+
+
+async def workload(name: str, n: int) -> float:
+    """CPU seconds for n messages of the workload."""
+    with tempfile.TemporaryDirectory() as store:
+        async with EmbeddedServer(port=0, store_dir=store) as es:
+            srv = es.server
+            c, t = await attach(srv)
+            c.data_received(b"SUB _INBOX.bjs.* 1\r\nSUB _INBOX.api.* 2\r\nSUB _INBOX.pull.* 3\r\n")
+            if name == "core":
+                sub, st = await attach(srv)
+                sub.data_received(b"SUB core.x 1\r\n")
+                line = b"PUB core.x %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
+                t0 = cpu_now()
+                for start in range(0, n, CHUNK):
+                    c.data_received(line * min(CHUNK, n - start))
+                    st.take()
+                return cpu_since(t0)
+            storage = "memory" if name == "pub-mem" else "file"
+            await api(c, t, "$JS.API.STREAM.CREATE.P", {"name": "P", "subjects": ["p.>"], "storage": storage})
+            if name.startswith("pub"):
+                t0 = cpu_now()
+                await js_publish(c, t, b"p.x", n)
+                return cpu_since(t0)
+            await js_publish(c, t, b"p.x", n)
+            if name == "push":
+                await api(c, t, "$JS.API.CONSUMER.CREATE.P.PUSH", {"stream_name": "P", "config": {
+                    "durable_name": "PUSH", "deliver_subject": "push.in", "ack_policy": "none"}})
+                t0 = cpu_now()
+                c.data_received(b"SUB push.in 9\r\n")
+                got = 0
+                while got < n:
+                    await settle(1)
+                    got += t.take().count(b"MSG p.x 9 ")
+                return cpu_since(t0)
+            await api(c, t, "$JS.API.CONSUMER.CREATE.P.R", {"stream_name": "P", "config": {
+                "durable_name": "R", "ack_policy": "explicit"}})
+            req = json.dumps({"batch": 256, "expires": 30_000_000_000}).encode()
+            pull = b"PUB $JS.API.CONSUMER.MSG.NEXT.P.R _INBOX.pull.%d " + str(len(req)).encode() + b"\r\n" + req + b"\r\n"
+            t0 = cpu_now()
+            got = 0
+            reqs = 0
+            c.data_received(pull % reqs)
+            while got < n:
+                await settle(1)
+                acks = [b"PUB %s 0\r\n\r\n" % m.group(1) for m in _MSG.finditer(t.take())]
+                got += len(acks)
+                if not acks:
+                    continue
+                reqs += 1
+                c.data_received(b"".join(acks) + (pull % reqs if got < n else b""))
+            await settle()
+            return cpu_since(t0)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workload", nargs="?", default="all", choices=["core", "pub-mem", "pub-file", "pull", "push", "all"])
+    ap.add_argument("-n", type=int, default=50_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="cProfile the measured part, print the top functions")
+    a = ap.parse_args()
+    global PROFILE
+    if a.profile:
+        PROFILE = cProfile.Profile()
+    names = ["core", "pub-mem", "pub-file", "pull", "push"] if a.workload == "all" else [a.workload]
+    for name in names:
+        best = min([await workload(name, a.n) for _ in range(a.rounds)])
+        print(f"{name:9s} {best / a.n * 1e6:6.2f} us/msg CPU  ({a.n} msgs, best of {a.rounds})", flush=True)
+    if PROFILE is not None:
+        pstats.Stats(PROFILE).sort_stats("tottime").print_stats(30)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
