@@ -15,9 +15,10 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import errors, headers
+from . import directget, errors, headers
 from .consumer import create_consumer
 from .errors import ApiError
+from .gojson import GoJSONError
 from .shapes import API_LEVEL, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
 from .subjects import collide
 
@@ -174,7 +175,7 @@ class Api:
         if tokens[:2] == ["DIRECT", "GET"]:
             st = self.js.streams.get(tokens[2]) if len(tokens) > 2 else None
             if st is not None and st.config.get("allow_direct"):
-                st._on_direct_get(subject, reply, hdr, payload)
+                st.on_direct_get(subject, reply, hdr, payload)
             else:
                 self._no_responders(subject, reply)
             return
@@ -289,9 +290,29 @@ class Api:
 
     def msg_get(self, req: _Req) -> dict:
         body = req.request("JSApiMsgGetRequest")
+        try:
+            r = directget.request_fields(body, strict=True) if body else None
+        except GoJSONError as e:
+            raise errors.invalid_json(str(e)) from None
+        if r is None or r["batch"] > 0 or r["max_bytes"] > 0:
+            raise errors.bad_request()
+        seq, lbs, nbs, t = r["seq"], r["last_by_subj"], r["next_by_subj"], r["start_time"]
+        if ((seq and lbs) or (not seq and not lbs and not nbs and t is None) or (seq and t is not None)
+                or (t is not None and lbs) or (lbs and nbs)):
+            raise errors.bad_request()
         st = self.js.lookup(req.tokens[0])
-        sm = st.get_msg(body)
-        return {"message": st.stored_message_json(sm, with_headers=not body.get("no_headers"))}
+        store = st.store
+        if t is not None:
+            seq = store.seq_for_time(t)
+        if seq and not nbs:
+            sm = store.load(seq)
+        elif nbs:
+            sm = store.load_next(seq, nbs)
+        else:
+            sm = store.load_last(lbs)
+        if sm is None:
+            raise errors.no_message_found()
+        return {"message": st.stored_message_json(sm, with_headers=not r["no_headers"])}
 
     def msg_delete(self, req: _Req) -> dict:
         if req.is_empty():

@@ -122,6 +122,25 @@ class Store:
         """How many stored messages with seq >= start_seq match the filter."""
         raise NotImplementedError
 
+    def seq_for_time(self, ts: int) -> int:
+        """The first sequence stored at or after ``ts`` (ns), last_seq + 1
+        when there is none (GetSeqFromTime): a binary search, as timestamps
+        never go down along the sequence."""
+        st = self.state()
+        if not st.messages:
+            return st.last_seq + 1
+        lo, hi, found = st.first_seq, st.last_seq, st.last_seq + 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            sm = self.load_next(mid)
+            if sm is None or sm.seq > hi:
+                hi = mid - 1
+            elif sm.ts >= ts:
+                found, hi = sm.seq, mid - 1
+            else:
+                lo = sm.seq + 1
+        return found
+
     def deleted(self) -> list[int]:
         """Interior gaps between first_seq and last_seq."""
         raise NotImplementedError

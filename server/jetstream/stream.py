@@ -14,6 +14,7 @@ from time import time_ns
 from typing import TYPE_CHECKING
 
 from . import errors, headers
+from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
@@ -441,23 +442,6 @@ class Stream(ExpiryMixin):
             raise errors.sequence_not_found(seq)
         self._after_removal()
 
-    def get_msg(self, req: dict) -> StoredMsg:
-        """STREAM.MSG.GET / DIRECT.GET look-up; raises ApiError."""
-        seq = req.get("seq") or 0
-        lbs = req.get("last_by_subj") or ""
-        nbs = req.get("next_by_subj") or ""
-        if (seq and lbs) or (lbs and nbs) or (not seq and not lbs and not nbs):
-            raise errors.bad_request()
-        if lbs:
-            sm = self.store.load_last(lbs)
-        elif nbs:
-            sm = self.store.load_next(seq, nbs)
-        else:
-            sm = self.store.load(seq)
-        if sm is None:
-            raise errors.no_message_found()
-        return sm
-
     @staticmethod
     def stored_message_json(sm: StoredMsg, with_headers: bool = True) -> dict:
         d = {"subject": sm.subject, "seq": sm.seq}
@@ -468,39 +452,9 @@ class Stream(ExpiryMixin):
         d["time"] = rfc3339(sm.ts)
         return d
 
-    def _on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
-        if not reply:
-            return
-        srv = self.js.server
+    def on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         try:
-            prefix = f"$JS.API.DIRECT.GET.{self.name}"
-            if len(subject) > len(prefix):
-                if payload.strip():
-                    srv.publish_internal(reply, "", headers.status(408, "Bad Request"), b"")
-                    return
-                req = {"last_by_subj": subject[len(prefix) + 1:]}
-            else:
-                if not payload.strip():
-                    srv.publish_internal(reply, "", headers.status(408, "Empty Request"), b"")
-                    return
-                try:
-                    req = json.loads(payload)
-                    if not isinstance(req, dict):
-                        raise ValueError
-                except ValueError:
-                    srv.publish_internal(reply, "", headers.status(408, "Malformed Request"), b"")
-                    return
-            try:
-                sm = self.get_msg(req)
-            except ApiError as e:
-                if e.err_code == 10003:
-                    srv.publish_internal(reply, "", headers.status(408, "Bad Request"), b"")
-                else:
-                    srv.publish_internal(reply, "", headers.status(404, "Message Not Found"), b"")
-                return
-            hdrs = [("Nats-Stream", self.name), ("Nats-Subject", sm.subject),
-                    ("Nats-Sequence", str(sm.seq)), ("Nats-Time-Stamp", rfc3339(sm.ts))]
-            srv.publish_internal(reply, "", headers.append(sm.hdr, hdrs), sm.data)
+            DirectGet(self).on_request(subject, reply, hdr, payload)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
 

@@ -1,0 +1,217 @@
+"""DIRECT.GET in all its forms (issue 3), differential: single gets, batches
+ending in a 204 EOB, multi_last, start_time / up_to_*, max_bytes,
+no_hdr, and every status reply, with the same assertions on natslab's
+broker and on nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+API = "$JS.API.DIRECT.GET.D"
+
+
+async def collect(nc, body, subject: str = API, headers=None) -> list[tuple]:
+    """Every reply to one request: (subject, seq, pending, last, data) for a
+    message, ("status", code, description, pending, last, upto) for a status,
+    which ends the reply (a lone message ends it too when no batch was asked)."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.flush()
+    await nc.flush()
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    await nc.publish(subject, data, reply=inbox, headers=headers)
+    single = isinstance(body, bytes) or not (body.get("batch") or body.get("multi_last"))
+    out: list[tuple] = []
+    try:
+        while True:
+            m = await sub.next_msg(timeout=2)
+            h = m.headers or {}
+            if "Status" in h:
+                out.append(("status", h["Status"], h.get("Description", ""), h.get("Nats-Num-Pending"),
+                            h.get("Nats-Last-Sequence"), h.get("Nats-UpTo-Sequence")))
+                break
+            out.append((h.get("Nats-Subject"), h.get("Nats-Sequence"), h.get("Nats-Num-Pending"),
+                        h.get("Nats-Last-Sequence"), m.data.decode()))
+            if single:
+                break
+    finally:
+        await sub.unsubscribe()
+    return out
+
+
+@pytest.fixture
+async def stream(nc, js):
+    """Stream D (allow_direct) holding d.b m0, d.a m1, d.b m2, d.a m3 (with
+    header X: 3), d.b m4, d.a m5 at sequences 1..6."""
+    await js.add_stream(name="D", subjects=["d.>"], allow_direct=True)
+    for i in range(6):
+        await js.publish("d.a" if i % 2 else "d.b", f"m{i}".encode(), headers={"X": "3"} if i == 3 else None)
+    return js
+
+
+def st(code: str, desc: str, pending=None, last=None, upto=None) -> tuple:
+    return ("status", code, desc, pending, last, upto)
+
+
+async def test_single_gets(nc, stream):
+    assert await collect(nc, {"seq": 2}) == [("d.a", "2", None, None, "m1")]
+    assert await collect(nc, {"last_by_subj": "d.b"}) == [("d.b", "5", None, None, "m4")]
+    assert await collect(nc, {"seq": 3, "next_by_subj": "d.a"}) == [("d.a", "4", None, None, "m3")]
+    assert await collect(nc, {"seq": 1, "batch": 0}) == [("d.b", "1", None, None, "m0")]
+    assert await collect(nc, {"seq": 50}) == [st("404", "Message Not Found")]
+    # the original headers come first, then the stream's
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.flush()
+    await nc.flush()
+    await nc.publish(API, b'{"seq":4}', reply=inbox)
+    m = await sub.next_msg(timeout=2)
+    assert list(m.headers)[:4] == ["X", "Nats-Stream", "Nats-Subject", "Nats-Sequence"]
+    assert "Nats-Time-Stamp" in m.headers
+
+
+async def test_batches_end_with_eob(nc, stream):
+    assert await collect(nc, {"seq": 2, "batch": 3}) == [
+        ("d.a", "2", "4", "0", "m1"), ("d.b", "3", "3", "2", "m2"), ("d.a", "4", "2", "3", "m3"),
+        st("204", "EOB", "2", "4")]
+    assert await collect(nc, {"seq": 1, "batch": 10, "next_by_subj": "d.a"}) == [
+        ("d.a", "2", "2", "0", "m1"), ("d.a", "4", "1", "2", "m3"), ("d.a", "6", "0", "4", "m5"),
+        st("204", "EOB", "0", "6")]
+    assert await collect(nc, {"batch": 2, "next_by_subj": "d.a"}) == [
+        ("d.a", "2", "2", "0", "m1"), ("d.a", "4", "1", "2", "m3"), st("204", "EOB", "1", "4")]
+    assert await collect(nc, {"seq": 4, "batch": 100}) == [
+        ("d.a", "4", "2", "0", "m3"), ("d.b", "5", "1", "4", "m4"), ("d.a", "6", "0", "5", "m5"),
+        st("204", "EOB", "0", "6")]
+    # up_to_seq only limits multi_last requests
+    assert await collect(nc, {"seq": 3, "batch": 2, "up_to_seq": 2}) == [
+        ("d.b", "3", "3", "0", "m2"), ("d.a", "4", "2", "3", "m3"), st("204", "EOB", "2", "4")]
+    assert await collect(nc, {"seq": 1, "batch": -1}) == [st("204", "EOB", "6", "0")]
+    assert await collect(nc, {"seq": 50, "batch": 2}) == [st("404", "Message Not Found")]
+    assert await collect(nc, {"seq": 1, "batch": 3, "next_by_subj": "zz"}) == [st("404", "Message Not Found")]
+
+
+async def test_batch_max_bytes_counts_subject_headers_and_payload(nc, stream):
+    # d.b + m0 is 5 bytes: the batch stops once max_bytes is reached
+    assert await collect(nc, {"seq": 1, "batch": 10, "max_bytes": 5}) == [
+        ("d.b", "1", "5", "0", "m0"), st("204", "EOB", "5", "1")]
+    got = await collect(nc, {"seq": 1, "batch": 10, "max_bytes": 40})
+    assert [g[1] for g in got[:-1]] == ["1", "2", "3", "4", "5"] and got[-1] == st("204", "EOB", "1", "5")
+
+
+async def test_batch_steps_over_deleted_messages(nc, stream):
+    await stream.delete_msg("D", 3)
+    assert await collect(nc, {"seq": 2, "batch": 2}) == [
+        ("d.a", "2", "3", "0", "m1"), ("d.a", "4", "2", "2", "m3"), st("204", "EOB", "2", "4")]
+    assert await collect(nc, {"seq": 3}) == [st("404", "Message Not Found")]
+
+
+async def test_multi_last(nc, stream):
+    assert await collect(nc, {"multi_last": ["d.a", "d.b"]}) == [
+        ("d.b", "5", "1", "0", "m4"), ("d.a", "6", "0", "5", "m5"), st("204", "EOB", "0", "6", "6")]
+    assert await collect(nc, {"multi_last": ["d.*", "d.a"]}) == [
+        ("d.b", "5", "1", "0", "m4"), ("d.a", "6", "0", "5", "m5"), st("204", "EOB", "0", "6", "6")]
+    assert await collect(nc, {"multi_last": ["d.>"], "up_to_seq": 3}) == [
+        ("d.a", "2", "1", "0", "m1"), ("d.b", "3", "0", "2", "m2"), st("204", "EOB", "0", "3", "3")]
+    assert await collect(nc, {"multi_last": ["d.a", "d.b"], "batch": 1}) == [
+        ("d.b", "5", "1", "0", "m4"), st("204", "EOB", "1", "5", "6")]
+    assert await collect(nc, {"multi_last": ["d.a"], "seq": 1}) == [
+        ("d.a", "6", "0", "0", "m5"), st("204", "EOB", "0", "6", "6")]
+    # seq is a floor: older last messages are skipped but still counted down
+    assert await collect(nc, {"multi_last": ["d.>"], "seq": 6}) == [
+        ("d.a", "6", "0", "0", "m5"), st("204", "EOB", "0", "6", "6")]
+    assert await collect(nc, {"multi_last": ["x.>"]}) == [st("404", "No Results")]
+
+
+async def msg_time(nc, seq: int) -> str:
+    r = await nc.request("$JS.API.STREAM.MSG.GET.D", json.dumps({"seq": seq}).encode(), timeout=2)
+    return json.loads(r.data)["message"]["time"]
+
+
+async def test_times(nc, stream):
+    t3, t4 = await msg_time(nc, 3), await msg_time(nc, 4)
+    assert await collect(nc, {"start_time": "2000-01-01T00:00:00Z", "batch": 2}) == [
+        ("d.b", "1", "5", "0", "m0"), ("d.a", "2", "4", "1", "m1"), st("204", "EOB", "4", "2")]
+    # a time between two messages starts at the later one
+    got = await collect(nc, {"start_time": t4})
+    assert len(got) == 1 and got[0][1] == ("3" if t3 == t4 else "4")
+    assert await collect(nc, {"start_time": "2099-01-01T00:00:00Z"}) == [st("404", "Message Not Found")]
+    assert await collect(nc, {"multi_last": ["d.>"], "up_to_time": "2099-01-01T00:00:00Z"}) == [
+        ("d.b", "5", "1", "0", "m4"), ("d.a", "6", "0", "5", "m5"), st("204", "EOB", "0", "6", "6")]
+    assert await collect(nc, {"multi_last": ["d.>"], "up_to_time": "2000-01-01T00:00:00Z"}) == [st("404", "No Results")]
+
+
+async def test_no_headers(nc, stream):
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.flush()
+    await nc.flush()
+    await nc.publish(API, b'{"seq":1,"batch":2,"no_hdr":true}', reply=inbox)
+    got = [await sub.next_msg(timeout=2) for _ in range(3)]
+    assert [(m.headers, m.data) for m in got[:2]] == [(None, b"m0"), (None, b"m1")]
+    assert got[2].headers["Status"] == "204"
+    await nc.publish("$JS.API.DIRECT.GET.D.d.a", b'{"no_hdr":true}', reply=inbox)
+    m = await sub.next_msg(timeout=2)
+    assert (m.headers, m.data) == (None, b"m5")
+
+
+async def test_bad_requests(nc, stream):
+    assert await collect(nc, b"") == [st("408", "Empty Request")]
+    assert await collect(nc, {"seq": 0, "batch": 2}) == [st("408", "Empty Request")]
+    assert await collect(nc, {"multi_last": []}) == [st("408", "Empty Request")]
+    assert await collect(nc, b"{not json") == [st("408", "Malformed Request")]
+    assert await collect(nc, b'{"seq":"1"}') == [st("408", "Malformed Request")]
+    assert await collect(nc, b'{"seq":1.5}') == [st("408", "Malformed Request")]
+    assert await collect(nc, b'{"seq":-1}') == [st("408", "Malformed Request")]
+    assert await collect(nc, b'{"start_time":"yesterday"}') == [st("408", "Malformed Request")]
+    for body in ({"last_by_subj": "d.a", "batch": 2}, {"seq": 1, "last_by_subj": "d.a"},
+                 {"seq": 1, "batch": 2, "start_time": "2000-01-01T00:00:00Z"},
+                 {"last_by_subj": "d.a", "next_by_subj": "d.a"}, {"next_by_subj": "d.a", "multi_last": ["d.a"]},
+                 {"multi_last": ["d.a"], "up_to_seq": 2, "up_to_time": "2000-01-01T00:00:00Z"}):
+        assert await collect(nc, body) == [st("408", "Bad Request")], body
+    # the subject form: an option-free JSON body is allowed, options are not
+    assert await collect(nc, b"{}", "$JS.API.DIRECT.GET.D.d.a") == [("d.a", "6", None, None, "m5")]
+    assert await collect(nc, b'{"seq":1}', "$JS.API.DIRECT.GET.D.d.a") == [st("408", "Bad Request")]
+    assert await collect(nc, b"nope", "$JS.API.DIRECT.GET.D.d.a") == [st("408", "Malformed Request")]
+    assert await collect(nc, b"", "$JS.API.DIRECT.GET.D.x.y") == [st("404", "Message Not Found")]
+    assert await collect(nc, {"seq": 1}, headers={"Nats-Required-Api-Level": "99"}) == [st("412", "Required Api Level")]
+    # the broker keeps serving
+    assert await collect(nc, {"seq": 1}) == [("d.b", "1", None, None, "m0")]
+    await asyncio.sleep(0)
+
+
+async def test_unknown_fields_are_ignored(nc, stream):
+    # DIRECT.GET decodes with plain json.Unmarshal, unlike the API
+    assert await collect(nc, {"seq": 2, "bogus": 1}) == [("d.a", "2", None, None, "m1")]
+
+
+async def msg_get(nc, body) -> dict:
+    r = await nc.request("$JS.API.STREAM.MSG.GET.D", json.dumps(body).encode(), timeout=2)
+    d = json.loads(r.data)
+    d.get("message", {}).pop("time", None)
+    return d
+
+
+async def test_msg_get_options_and_errors(nc, stream):
+    assert (await msg_get(nc, {"seq": 4, "no_hdr": True}))["message"] == {"subject": "d.a", "seq": 4, "data": "bTM="}
+    assert "hdrs" in (await msg_get(nc, {"seq": 4}))["message"]
+    assert (await msg_get(nc, {"start_time": "2000-01-01T00:00:00Z"}))["message"]["seq"] == 1
+    assert (await msg_get(nc, {"start_time": "2000-01-01T00:00:00Z", "next_by_subj": "d.a"}))["message"]["seq"] == 2
+    assert (await msg_get(nc, {"seq": 1, "batch": -1}))["message"]["seq"] == 1
+    bad = {"code": 400, "err_code": 10003, "description": "bad request"}
+    for body in ({"seq": 1, "batch": 2}, {"seq": 1, "max_bytes": 2}, {"multi_last": ["d.>"]},
+                 {"seq": 1, "start_time": "2000-01-01T00:00:00Z"}):
+        assert (await msg_get(nc, body))["error"] == bad, body
+    assert (await msg_get(nc, {"start_time": "2099-01-01T00:00:00Z"}))["error"]["err_code"] == 10037
+    invalid = [
+        ({"seq": 1, "no_headers": True}, 'json: unknown field "no_headers"'),
+        ({"seq": "x"}, "json: cannot unmarshal string into Go struct field JSApiMsgGetRequest.seq of type uint64"),
+        ({"seq": -1}, "json: cannot unmarshal number -1 into Go struct field JSApiMsgGetRequest.seq of type uint64"),
+        ({"multi_last": [1]}, "json: cannot unmarshal number into JSApiMsgGetRequest.multi_last.0 of type string"),
+        ({"start_time": "bad"}, 'parsing time "bad" as "2006-01-02T15:04:05Z07:00": cannot parse "bad" as "2006"'),
+    ]
+    for body, description in invalid:
+        assert (await msg_get(nc, body))["error"] == {"code": 400, "err_code": 10025,
+                                                        "description": "invalid JSON: " + description}, body
