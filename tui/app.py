@@ -20,7 +20,6 @@ from .broker import BrokerSpec, EmbeddedBroker
 from .client import ConnectOptions, NatsClient, NatsError
 from .commands import NatslabCommands
 from .config import load_settings, save_setting, user_themes_dir
-from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .widgets.status_header import HeaderInfo, StatusHeader
 
@@ -82,48 +81,98 @@ class NatslabApp(App):
         self.user_theme_names: set[str] = set()
         self.header_info = HeaderInfo(mode="embedded" if broker else "remote")
         self._shut_down = False
+        self._started = False
+        self.main_screen: MainScreen | None = None
+        self._theme_problems = self._load_themes()
 
     # ---- panes the tools issue adds -------------------------------------
     def tool_panes(self):
-        """Tool tabs, mounted the first time they are shown (see widgets.deferred)."""
-        from .panes.connections import ConnectionsPane
-        from .panes.kv import KvPane
-        from .panes.objects import ObjectsPane
-        from .panes.publish import PublishPane
-        from .panes.request import RequestPane
-        from .panes.tail import TailPane
+        """Tool tabs, mounted the first time they are shown (see widgets.deferred).
+
+        Their modules are imported then too, not here: importing all six cost
+        about 0.1 s of the first paint for panes most sessions never open.
+        """
         from .widgets.deferred import Deferred
 
-        for tab, _title, factory in (
-            ("publish", "Publish", lambda: PublishPane(id="publish-pane")),
-            ("request", "Request", lambda: RequestPane(id="request-pane")),
-            ("kv", "KV", lambda: KvPane(id="kv-pane")),
-            ("objects", "Objects", lambda: ObjectsPane(id="objects-pane")),
-            ("tail", "Tail", lambda: TailPane(id="tail-pane")),
-            ("connections", "Connections", lambda: ConnectionsPane(id="connections-pane")),
+        def pane(module: str, cls: str, tab: str):
+            def factory():
+                from importlib import import_module
+
+                return getattr(import_module(module, __package__), cls)(id=f"{tab}-pane")
+
+            return factory
+
+        for tab, module, cls in (
+            ("publish", ".panes.publish", "PublishPane"),
+            ("request", ".panes.request", "RequestPane"),
+            ("kv", ".panes.kv", "KvPane"),
+            ("objects", ".panes.objects", "ObjectsPane"),
+            ("tail", ".panes.tail", "TailPane"),
+            ("connections", ".panes.connections", "ConnectionsPane"),
         ):
-            yield Deferred(factory, id=tab)
+            yield Deferred(pane(module, cls, tab), id=tab)
 
     # ---- startup ----------------------------------------------------------
+    # Launch to first paint is a measured target (README). What the first frame
+    # does not need waits until it is on screen: the embedded broker, nats-py and
+    # the connection, the panes hidden behind the first tab, the tool panes' code.
     def on_mount(self) -> None:
-        self._load_themes()
-        self.push_screen(MainScreen())
+        for problem in self._theme_problems:
+            self.notify(f"Theme file skipped — {problem}", severity="warning", timeout=8)
+        if self._initial_theme is not None:
+            self.theme = self._initial_theme  # the slow path, see _load_themes
+        if self.remember_theme:
+            self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
+        self.main_screen = MainScreen()
+        self.push_screen(self.main_screen)
         self.set_header(url=self.display_url or ("" if self.broker_spec else self.connect_options.url))
-        self.start_connection()
 
-    def _load_themes(self) -> None:
+    def on_ready(self) -> None:
+        # Ready comes with the first layout; the frame itself is written on the
+        # refresh after it, and call_after_refresh runs once that is done.
+        self.call_after_refresh(self.first_frame_painted)
+
+    def first_frame_painted(self) -> None:
+        if not self._started:
+            self._started = True
+            self._after_first_paint()
+
+    @work(group="startup", exit_on_error=False)
+    async def _after_first_paint(self) -> None:
+        """Mount the panes hidden behind the first tab, then start the broker and
+        connect. Both would otherwise compete with the first paint for the one
+        event loop and the GIL; the panes are there before any data arrives."""
+        try:
+            if self.main_screen is not None:
+                await self.main_screen.mount_hidden_areas()
+        finally:
+            self.start_connection()
+
+    def _load_themes(self) -> list[str]:
+        """Register the theme files and pick the theme; returns the problems found."""
         themes, problems = load_themes(user_themes_dir())
         builtin = {t.name for t in load_themes()[0]}
         for theme in themes:
             self.register_theme(theme)
             if theme.name not in builtin:
                 self.user_theme_names.add(theme.name)
-        for problem in problems:
-            self.notify(f"Theme file skipped — {problem}", severity="warning", timeout=8)
         wanted = self.requested_theme or (load_settings().get("theme") if self.remember_theme else None)
-        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
-        if self.remember_theme:
-            self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
+        name = wanted if wanted in self.available_themes else DEFAULT_THEME
+        # Setting App.theme runs Textual's theme watcher, which re-parses every
+        # style sheet and drops the parse cache, so the start-up CSS would be
+        # parsed three times. Nothing is styled yet here: take the theme's
+        # variables directly. A theme whose dark/light differs from Textual's
+        # default also changes the ANSI colour mapping, so it takes the
+        # watcher's path in on_mount.
+        self._initial_theme: str | None = None
+        theme = self.get_theme(name)
+        if theme is None or theme.dark != self.current_theme.dark:
+            self._initial_theme = name
+            return problems
+        self.set_reactive(NatslabApp.theme, name)
+        self.set_class(True, f"-theme-{name}", update=False)
+        self.stylesheet.set_variables(self.get_css_variables())
+        return problems
 
     def set_header(self, **changes) -> None:
         self.header_info = replace(self.header_info, **changes)
@@ -223,6 +272,8 @@ class NatslabApp(App):
             rows.append((bool(b.id), b.key_display or key, b.description, where))
         # natslab's own keys (they all have ids) first, generic widget keys after
         rows.sort(key=lambda r: not r[0])
+        from .screens.help import HelpScreen
+
         self.push_screen(HelpScreen([r[1:] for r in rows]))
 
     def jump_to_stream(self, name: str, show: bool = True) -> None:

@@ -6,32 +6,69 @@ pane, the highlighted consumer feeds the pull hand.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static, Tab, Tabs
 
-from ..panes.consumers import ConsumersPane
-from ..panes.pull import PullHand
 from ..panes.streams import StreamsPane
 from ..widgets.deferred import Deferred
 from ..widgets.status_header import StatusHeader
-from textual.screen import Screen
+
+if TYPE_CHECKING:
+    from ..panes.consumers import ConsumersPane
+    from ..panes.pull import PullHand
+
+
+def _consumers_pane() -> "ConsumersPane":
+    from ..panes.consumers import ConsumersPane
+
+    return ConsumersPane(id="consumers-pane")
+
+
+def _pull_hand() -> "PullHand":
+    from ..panes.pull import PullHand
+
+    return PullHand(id="pull-pane")
 
 
 class MainScreen(Screen):
     # Tabs + ContentSwitcher rather than TabbedContent: measured, TabbedContent
     # added about a second to the first paint with nine areas.
+    # Only the streams area is composed for the first frame. The consumers pane
+    # and the pull hand are mounted right after it (mount_hidden_areas, before
+    # the app connects); the tool panes the first time their tab is shown.
+    HIDDEN_AT_START = ("consumers", "pull")
+
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="header")
         yield Static("", id="banner")
         yield Tabs(*[Tab(title, id=f"tab-{tab}") for tab, title in self.app.TABS], id="tabs")
         with ContentSwitcher(id="panes", initial="streams"):
             yield Vertical(StreamsPane(id="streams-pane"), id="streams")
-            yield Vertical(ConsumersPane(id="consumers-pane"), id="consumers")
-            yield Vertical(PullHand(id="pull-pane"), id="pull")
+            yield Deferred(_consumers_pane, id="consumers")
+            yield Deferred(_pull_hand, id="pull")
             yield from self.app.tool_panes()
         yield Footer()
+
+    async def mount_hidden_areas(self) -> None:
+        for area in self.HIDDEN_AT_START:
+            await self.materialize(area)
+
+    async def materialize(self, area: str) -> None:
+        """Make sure the area's pane is mounted (and composed)."""
+        holder = self.query_one(f"#{area}")
+        if isinstance(holder, Deferred) and (mounting := holder.materialize()) is not None:
+            await mounting
+            if area == "consumers":
+                # a stream highlighted before the pane existed
+                consumers = self.query_one("#consumers-pane")
+                selected = self.query_one(StreamsPane).selected
+                if selected and consumers.stream is None:  # type: ignore[attr-defined]
+                    consumers.stream = selected  # type: ignore[attr-defined]
 
     def show_banner(self, message: str | None) -> None:
         banner = self.query_one("#banner", Static)
@@ -45,17 +82,20 @@ class MainScreen(Screen):
     def active_area(self) -> str:
         return self.query_one("#panes", ContentSwitcher).current or ""
 
+    # The consumers and pull modules are imported when their panes are mounted,
+    # so their messages are handled by name rather than with @on(Class.Message).
     @on(StreamsPane.Selected)
     def stream_selected(self, event: StreamsPane.Selected) -> None:
-        self.query_one(ConsumersPane).stream = event.stream
+        for consumers in self.query("#consumers-pane"):
+            consumers.stream = event.stream  # type: ignore[attr-defined]
 
-    @on(ConsumersPane.Selected)
-    def consumer_selected(self, event: ConsumersPane.Selected) -> None:
-        self.query_one(PullHand).set_target(event.stream, event.consumer, event.pull)
+    def on_consumers_pane_selected(self, event: "ConsumersPane.Selected") -> None:
+        for hand in self.query("#pull-pane"):
+            hand.set_target(event.stream, event.consumer, event.pull)  # type: ignore[attr-defined]
 
-    @on(ConsumersPane.OpenPullHand)
-    def open_pull_hand(self, event: ConsumersPane.OpenPullHand) -> None:
-        self.query_one(PullHand).set_target(event.stream, event.consumer, True)
+    def on_consumers_pane_open_pull_hand(self, event: "ConsumersPane.OpenPullHand") -> None:
+        for hand in self.query("#pull-pane"):
+            hand.set_target(event.stream, event.consumer, True)  # type: ignore[attr-defined]
         self.show_area("pull")
 
     @on(Tabs.TabActivated, "#tabs")
@@ -64,9 +104,8 @@ class MainScreen(Screen):
             return
         area = event.tab.id.removeprefix("tab-")
         self.query_one("#panes", ContentSwitcher).current = area
+        await self.materialize(area)
         holder = self.query_one(f"#{area}")
-        if isinstance(holder, Deferred) and (mounting := holder.materialize()) is not None:
-            await mounting
         pane = holder.children[0] if holder.children else None
         # A pane that was hidden polls right away instead of on its next tick.
         if pane is not None and hasattr(pane, "schedule_poll"):

@@ -17,9 +17,20 @@ class Deferred(Vertical):
         super().__init__(**kw)
         self.factory = factory
         self.materialized = False
+        self._content: Widget | None = None
+        self._mounting: AwaitMount | None = None
 
     def materialize(self) -> AwaitMount | None:
-        if self.materialized:
-            return None
-        self.materialized = True
-        return self.mount(self.factory())
+        """Mount the content; returns something to await while it is still mounting.
+
+        A second caller during the mount gets the same awaitable, so it never
+        sees a pane whose children are not composed yet.
+        """
+        if not self.materialized:
+            self.materialized = True
+            self._content = self.factory()
+            self._mounting = self.mount(self._content)
+            return self._mounting
+        if self._content is not None and not self._content.is_mounted:
+            return self._mounting
+        return None
