@@ -17,8 +17,8 @@ from ...widgets.live_table import LiveTable
 from ..base import LivePane
 from .browser import MessageBrowser
 from .detail import StreamInfoView
-from .form import StreamForm
-from .purge import PurgeDialog
+
+# the stream form and the purge dialog are imported when first opened (first paint)
 
 COLUMNS = [
     ("Name", "name"), ("Subjects", "subjects"), ("Storage", "storage"), ("Retention", "retention"),
@@ -148,10 +148,14 @@ class StreamsPane(LivePane):
                 self.select_stream(name)
                 self.schedule_poll(0.01)
 
+        from .form import StreamForm
+
         self.app.push_screen(StreamForm(), done)
 
     def action_edit(self) -> None:
         if self.selected and self.selected in self.streams:
+            from .form import StreamForm
+
             self.app.push_screen(StreamForm(self.streams[self.selected]), self._after_change)
 
     def action_purge(self) -> None:
@@ -163,6 +167,8 @@ class StreamsPane(LivePane):
                 self.app.notify(f"Purged {purged} messages from {self.selected}")
                 self.schedule_poll(0.01)
                 self.query_one(MessageBrowser).load()
+
+        from .purge import PurgeDialog
 
         self.app.push_screen(PurgeDialog(self.selected), done)
 
