@@ -7,6 +7,7 @@ themes and the global keys. Everything else lives in panes.
 from __future__ import annotations
 
 import asyncio
+import gc
 from dataclasses import replace
 
 from textual import work
@@ -83,6 +84,7 @@ class NatslabApp(App):
         self._shut_down = False
         self._started = False
         self.main_screen: MainScreen | None = None
+        self.gc_paused_until_paint = False  # set by the CLI, which pauses the cyclic GC for start-up
         self._theme_problems = self._load_themes()
 
     # ---- panes the tools issue adds -------------------------------------
@@ -128,13 +130,25 @@ class NatslabApp(App):
         self.set_header(url=self.display_url or ("" if self.broker_spec else self.connect_options.url))
 
     def on_ready(self) -> None:
-        # Ready comes with the first layout; the frame itself is written on the
-        # refresh after it, and call_after_refresh runs once that is done.
+        # Textual lays out the first screen inside its start-up batch and drops
+        # that frame; the updates after it repaint only the regions that changed
+        # since (the tabs' underline first), so the whole screen reached the
+        # terminal a few frames later. Repaint all of it in the next one.
+        for widget in self.screen.children:
+            widget.refresh()
+        # That frame is written within a few screen updates; call_after_refresh
+        # fires once the screen is idle, which Textual's start-up animations can
+        # delay by a few tenths of a second: whichever comes first.
         self.call_after_refresh(self.first_frame_painted)
+        self.set_timer(0.1, self.first_frame_painted)
 
     def first_frame_painted(self) -> None:
-        if not self._started:
-            self._started = True
+        if self._started:
+            return
+        self._started = True
+        if self.gc_paused_until_paint:
+            gc.enable()
+        if not self._shut_down:  # q pressed before the first frame: start nothing
             self._after_first_paint()
 
     @work(group="startup", exit_on_error=False)

@@ -1,0 +1,85 @@
+"""Start-up order: the first frame comes before the broker, the connection and
+the panes hidden behind the first tab; none of that may lose function."""
+
+from __future__ import annotations
+
+import gc
+
+from textual.color import Color
+
+from natslab.tui.app import NatslabApp
+from natslab.tui.client import core
+
+from .conftest import connected, wait_for
+
+
+async def test_hidden_panes_are_mounted_before_the_connection_starts(make_app, monkeypatch):
+    seen: dict[str, list[int]] = {}
+    original = core.NatsClient.connect.__func__
+
+    async def connect(cls, options, **kw):
+        screen = app.main_screen
+        seen["at connect"] = [len(screen.query(q)) for q in ("#consumers-table", "#pull-fetch", "#publish-pane")]
+        return await original(cls, options, **kw)
+
+    monkeypatch.setattr(core.NatsClient, "connect", classmethod(connect))
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        # consumers pane and pull hand composed; a tool pane still waits for its tab
+        assert seen["at connect"] == [1, 1, 0]
+        assert app.header_info.state == "connected"
+
+
+async def test_quit_before_the_first_frame_starts_nothing(make_app, monkeypatch):
+    monkeypatch.setattr(NatslabApp, "on_ready", lambda self: None)  # hold the start-up back
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.2)
+        assert app.client is None and len(app.screen.query("#pull-pane")) == 0
+        await app.shutdown()  # q
+        app.first_frame_painted()  # the frame lands after that
+        await pilot.pause(0.3)
+        assert app.client is None and len(app.screen.query("#pull-pane")) == 0
+        assert not [w for w in app.workers if w.group in ("startup", "connect")]
+
+
+async def test_remembered_theme_is_applied_from_the_first_frame(make_app, tmp_path):
+    settings = tmp_path / "config" / "natslab" / "settings.json"
+    for name in ("natslab-harbor", "natslab-light"):  # same dark/light as Textual's default, and not
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(f'{{"theme": "{name}"}}')
+        app = make_app(remember_theme=True)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await connected(app, pilot)
+            theme = app.get_theme(name)
+            assert app.theme == name and app.has_class(f"-theme-{name}")
+            assert app.screen.styles.background == Color.parse(theme.background)
+
+
+async def test_cyclic_gc_resumes_after_the_first_frame(make_app):
+    app = make_app()
+    app.gc_paused_until_paint = True  # as the CLI does
+    gc.disable()
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_for(pilot, gc.isenabled, what="gc enabled again")
+            await connected(app, pilot)
+    finally:
+        gc.enable()
+
+
+async def test_quit_right_after_the_first_frame_exits_cleanly(make_app):
+    """q while the hidden panes are still being mounted: no half-mounted pane fails."""
+    for _ in range(3):
+        app = make_app()
+        painted = app.first_frame_painted
+
+        def quit_at_once() -> None:
+            painted()
+            app.call_later(app.action_quit)
+
+        app.first_frame_painted = quit_at_once
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause(0.5)
+        assert app.return_code == 0
