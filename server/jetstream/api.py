@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import directget, errors, headers
+from . import directget, errors, gojson, headers, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
@@ -32,49 +32,28 @@ PREFIX = "$JS.API."
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 
-_GO_JSON_ERR = "invalid character '{}' looking for beginning of value at offset {}"
-
-
 class _Req:
     __slots__ = ("subject", "tokens", "reply", "hdr", "payload")
 
     def __init__(self, subject, tokens, reply, hdr, payload):
         self.subject, self.tokens, self.reply, self.hdr, self.payload = subject, tokens, reply, hdr, payload
 
-    def json(self, default=None):
-        """The request body as JSON; None/default when empty; ApiError 10025 if bad."""
-        body = self.payload.strip()
-        if not body:
-            return {} if default is None else default
-        try:
-            return json.loads(body)
-        except ValueError as e:
-            raise errors.invalid_json(_go_json_error(body, e)) from None
-
     # The real server reads request bodies in three ways (by handler):
-    def request(self, go_type: str, offsets: bool = True) -> dict:
-        """json.Unmarshal into the Go request struct: an empty body or null is
-        an empty request; anything but an object fails with Go's message."""
-        body = self.payload.strip()
-        if not body:
-            return {}
+    def decode(self, struct: gojson.Struct) -> dict:
+        """The API's strict decoder (s.unmarshalRequest: a json.Decoder with
+        unknown fields disallowed) into the Go request struct; an empty body
+        is an empty request. ApiError 10025 with Go's message if it fails."""
         try:
-            v = json.loads(body)
-        except ValueError as e:
-            msg = _go_json_error(body, e)
-            raise errors.invalid_json(msg if offsets else msg.rsplit(" at offset ", 1)[0]) from None
-        if v is None:
-            return {}
-        if not isinstance(v, dict):
-            raise errors.invalid_json(f"json: cannot unmarshal {_go_kind(v)} into Go value of type server.{go_type}")
-        return v
+            return gojson.unmarshal_request(self.payload, struct)
+        except GoJSONError as e:
+            raise errors.invalid_json(str(e)) from None
 
-    def optional_request(self, go_type: str) -> dict:
-        """Read only when the body looks like a JSON object or array (the
+    def optional_decode(self, struct: gojson.Struct) -> dict:
+        """Decoded only when the body looks like a JSON object or array (the
         real server's isJSONObjectOrArray); anything else is ignored."""
-        if self.payload.lstrip()[:1] not in (b"{", b"["):
+        if self.payload.lstrip(b" \t\r\n")[:1] not in (b"{", b"["):
             return {}
-        return self.request(go_type)
+        return self.decode(struct)
 
     def is_empty(self) -> bool:
         """The real server's isEmptyRequest: no body, or an empty JSON object."""
@@ -89,22 +68,6 @@ class _Req:
     def require_empty(self) -> None:
         if not self.is_empty():
             raise errors.not_empty_request()
-
-
-def _go_kind(v) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "array"
-
-
-def _go_json_error(body: bytes, e: ValueError) -> str:
-    pos = getattr(e, "pos", 0) or 0
-    ch = body[pos:pos + 1].decode(errors="replace") or "?"
-    return f"invalid character '{ch}' looking for beginning of object key string at offset {pos + 1}" if body[:1] == b"{" else _GO_JSON_ERR.format(ch, pos + 1)
 
 
 class Api:
@@ -132,6 +95,7 @@ class Api:
             "CONSUMER.PAUSE": (self.consumer_pause, "consumer_pause_response", 2),
             "CONSUMER.RESET": (self.consumer_reset, "consumer_reset_response", 2),
         }
+        self._decode_first = {self.consumer_create, self.consumer_durable_create, self.consumer_pause}
         # error answers carry these extra keys, as the Go response structs do
         self.error_extras = {
             "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
@@ -192,10 +156,10 @@ class Api:
             return
         req = _Req(subject, args, reply, hdr, payload)
         try:
-            if hdr and headers.REQUIRED_API_LEVEL.encode() in hdr:
-                lvl = headers.parse(hdr).get(headers.REQUIRED_API_LEVEL, "")
-                if not lvl.isdigit() or int(lvl) > API_LEVEL:
-                    raise errors.required_api_level()
+            # consumer create and pause decode their body first (a bad body
+            # wins over a too-high Required-Api-Level); the others check first
+            if handler not in self._decode_first:
+                self._check_api_level(req)
             body = handler(req)
             # counted once answered (INFO does not see itself); a successful
             # MSG.GET is answered outside the API layer and not counted
@@ -208,6 +172,14 @@ class Api:
             body.update(self.error_extras.get(rtype, {}))
         if body is not None:
             self.server.publish_internal(reply, "", None, api_response(rtype, body))
+
+    @staticmethod
+    def _check_api_level(req: _Req) -> None:
+        hdr = req.hdr
+        if hdr and headers.REQUIRED_API_LEVEL.encode() in hdr:
+            lvl = headers.parse(hdr).get(headers.REQUIRED_API_LEVEL, "")
+            if not lvl.isdigit() or int(lvl) > API_LEVEL:
+                raise errors.required_api_level()
 
     # -- account ----------------------------------------------------------------
     def account_info(self, req: _Req) -> dict:
@@ -223,21 +195,21 @@ class Api:
         d["ts"] = rfc3339(now_ns())
         return d
 
-    def _create_body(self, req: _Req) -> dict:
-        body = req.request("StreamConfigRequest")
-        if body.get("name") != req.tokens[0]:
-            raise errors.stream_name_mismatch()
-        return body
-
     def stream_create(self, req: _Req) -> dict:
-        body = self._create_body(req)
+        body = req.decode(gojson.STREAM_CONFIG_REQUEST)
+        if body.get("name", "") != req.tokens[0]:
+            raise errors.stream_name_mismatch()
         st, _ = self.js.create_stream(body)
         d = self._stream_info(st, cluster=False)
         d["did_create"] = True
         return d
 
     def stream_update(self, req: _Req) -> dict:
-        body = self._create_body(req)
+        body = req.decode(gojson.STREAM_CONFIG_REQUEST)
+        # an update has its config checked (checkStreamCfg) before the name
+        streamconfig.normalize(body)
+        if body.get("name", "") != req.tokens[0]:
+            raise errors.stream_name_mismatch()
         st = self.js.update_stream(body)
         return self._stream_info(st, cluster=False)
 
@@ -247,7 +219,7 @@ class Api:
         return {"success": True}
 
     def stream_info(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiStreamInfoRequest")
+        body = req.optional_decode(gojson.STREAM_INFO_REQUEST)
         st = self.js.lookup(req.tokens[0])
         sf = body.get("subjects_filter") or None
         d = {"total": 0, "offset": 0, "limit": 0}
@@ -259,7 +231,7 @@ class Api:
         return d
 
     def stream_purge(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiStreamPurgeRequest")
+        body = req.optional_decode(gojson.STREAM_PURGE_REQUEST)
         st = self.js.lookup(req.tokens[0])
         n = st.purge(body)
         return {"success": True, "purged": n}
@@ -275,26 +247,27 @@ class Api:
         return out
 
     def stream_names(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiStreamNamesRequest")
+        body = req.optional_decode(gojson.STREAM_NAMES_REQUEST)
         sts = self._filtered_streams(body)
         off = max(0, int(body.get("offset") or 0))
         names = [s.name for s in sts[off:off + NAMES_LIMIT]]
         return {"total": len(sts), "offset": off, "limit": NAMES_LIMIT, "streams": names or None}
 
     def stream_list(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiStreamListRequest")
+        body = req.optional_decode(gojson.STREAM_LIST_REQUEST)
         sts = self._filtered_streams(body)
         off = max(0, int(body.get("offset") or 0))
         infos = [self._stream_info(s, cluster=False, dynamic=False) for s in sts[off:off + LIST_LIMIT]]
         return {"total": len(sts), "offset": off, "limit": LIST_LIMIT, "streams": infos}
 
     def msg_get(self, req: _Req) -> dict:
-        body = req.request("JSApiMsgGetRequest")
+        if req.is_empty():
+            raise errors.bad_request()
         try:
-            r = directget.request_fields(body, strict=True) if body else None
+            r = directget.request_fields(req.decode(gojson.MSG_GET_REQUEST), strict=True)
         except GoJSONError as e:
             raise errors.invalid_json(str(e)) from None
-        if r is None or r["batch"] > 0 or r["max_bytes"] > 0:
+        if r["batch"] > 0 or r["max_bytes"] > 0:
             raise errors.bad_request()
         seq, lbs, nbs, t = r["seq"], r["last_by_subj"], r["next_by_subj"], r["start_time"]
         if ((seq and lbs) or (not seq and not lbs and not nbs and t is None) or (seq and t is not None)
@@ -317,28 +290,35 @@ class Api:
     def msg_delete(self, req: _Req) -> dict:
         if req.is_empty():
             raise errors.bad_request()
-        body = req.request("JSApiMsgDeleteRequest")
-        seq = body.get("seq") or 0
-        if isinstance(seq, int) and seq < 0:
-            raise errors.invalid_json(f"json: cannot unmarshal number {seq} into Go struct field JSApiMsgDeleteRequest.seq of type uint64")
+        body = req.decode(gojson.MSG_DELETE_REQUEST)
+        seq = body.get("seq", 0)
         st = self.js.lookup(req.tokens[0])
         if not seq:
+            # the real stores: the file store finds nothing below its first
+            # sequence, the memory store reports the sequence
+            cfg = st.config
+            if cfg["sealed"]:
+                raise errors.stream_sealed()
+            if cfg["deny_delete"]:
+                raise errors.stream_msg_delete_failed("message delete not permitted")
+            if cfg["storage"] == "file":
+                raise errors.stream_msg_delete_failed("no message found")
             raise errors.sequence_not_found(0)
-        st.delete_msg(int(body.get("seq") or 0), bool(body.get("no_erase")))
+        st.delete_msg(seq, body.get("no_erase", False))
         return {"success": True}
 
     # -- consumers ------------------------------------------------------------------
     def _consumer_body(self, req: _Req) -> tuple["Stream", dict, dict]:
-        body = req.request("CreateConsumerRequest")
-        if body.get("stream_name") != req.tokens[0]:
+        body = req.decode(gojson.CREATE_CONSUMER_REQUEST)
+        self._check_api_level(req)
+        if body.get("stream_name", "") != req.tokens[0]:
             raise errors.stream_name_mismatch()
-        cfg = body.get("config")
-        if cfg is None:
-            cfg = {}  # nats-server creates a consumer with the default config
-        elif not isinstance(cfg, dict):
-            raise errors.invalid_json(f"json: cannot unmarshal {_go_kind(cfg)} into Go struct field "
-                                      "CreateConsumerRequest.config of type server.ConsumerConfig")
-        st = self.js.lookup(req.tokens[0])
+        cfg = body.get("config", {})  # none: nats-server creates a consumer with the default config
+        # the real server checks the names and filters in the request before
+        # it looks the stream up: a missing stream is reported when first used
+        st = self.js.streams.get(req.tokens[0])
+        if st is None:
+            st = _MissingStream()
         return st, body, cfg
 
     def consumer_create(self, req: _Req) -> dict:
@@ -372,14 +352,14 @@ class Api:
         return {"success": True}
 
     def consumer_names(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiConsumersRequest")
+        body = req.optional_decode(gojson.CONSUMERS_REQUEST)
         st = self.js.lookup(req.tokens[0])
         off = max(0, int(body.get("offset") or 0))
         names = sorted(st.consumers)
         return {"total": len(names), "offset": off, "limit": NAMES_LIMIT, "consumers": names[off:off + NAMES_LIMIT]}
 
     def consumer_list(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiConsumersRequest")
+        body = req.optional_decode(gojson.CONSUMERS_REQUEST)
         st = self.js.lookup(req.tokens[0])
         off = max(0, int(body.get("offset") or 0))
         names = sorted(st.consumers)
@@ -387,7 +367,8 @@ class Api:
         return {"total": len(names), "offset": off, "limit": LIST_LIMIT, "consumers": infos}
 
     def consumer_pause(self, req: _Req) -> dict:
-        body = req.optional_request("JSApiConsumerPauseRequest")
+        body = req.optional_decode(gojson.CONSUMER_PAUSE_REQUEST)
+        self._check_api_level(req)
         c = self._consumer(req)
         until = 0
         if body.get("pause_until"):
@@ -403,13 +384,26 @@ class Api:
 
 
     def consumer_reset(self, req: _Req) -> dict:
-        body = req.request("JSApiConsumerResetRequest", offsets=False)
+        # json.Unmarshal, only when there is a body: unknown fields are ignored
+        try:
+            body = (gojson.unmarshal_request(req.payload, gojson.CONSUMER_RESET_REQUEST, strict=False, stream=False)
+                    if req.payload else {})
+        except GoJSONError as e:
+            raise errors.invalid_json(str(e)) from None
         c = self._consumer(req)
         seq = int(body.get("seq") or 0)
         reset_seq = c.reset(seq)
         d = c.info_json()
         d["reset_seq"] = reset_seq
         return d
+
+
+class _MissingStream:
+    """Stands in for a stream that does not exist: any use of it is the
+    stream-not-found error."""
+
+    def __getattr__(self, name):
+        raise errors.stream_not_found()
 
 
 def _ordered_stream_config(cfg: dict) -> dict:

@@ -10,47 +10,17 @@ from .subjects import collide, is_subset, is_valid
 
 MAX_NAME_LEN = 255
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
-_ENUMS = {
-    "retention": ("limits", "interest", "workqueue"),
-    "discard": ("old", "new"),
-    "storage": ("file", "memory"),
-    "compression": ("none", "s2"),
-}
-_INT_FIELDS = ("max_consumers", "max_msgs", "max_bytes", "max_age", "max_msgs_per_subject", "max_msg_size",
-               "num_replicas", "duplicate_window", "first_seq", "subject_delete_marker_ttl")
-_BOOL_FIELDS = ("no_ack", "allow_direct", "mirror_direct", "discard_new_per_subject", "sealed", "deny_delete",
-                "deny_purge", "allow_rollup_hdrs", "allow_msg_ttl", "allow_msg_counter", "allow_atomic",
-                "allow_msg_schedules", "allow_batched")
 
 
 def is_valid_name(name) -> bool:
     return isinstance(name, str) and bool(name) and not any(c in name for c in " \t\r\n.*>/\\")
 
 
-def _json_type_check(raw: dict) -> None:
-    """What Go's json.Unmarshal into StreamConfig would refuse."""
-    for k in _INT_FIELDS:
-        v = raw.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise errors.invalid_json(f"json: cannot unmarshal {type(v).__name__} into Go struct field StreamConfig.{k}")
-    for k in _BOOL_FIELDS:
-        v = raw.get(k)
-        if v is not None and not isinstance(v, bool):
-            raise errors.invalid_json(f"json: cannot unmarshal {type(v).__name__} into Go struct field StreamConfig.{k} of type bool")
-    for k, allowed in _ENUMS.items():
-        v = raw.get(k)
-        if v is not None and v not in allowed:
-            raise errors.invalid_json(f"can not unmarshal {v!r}")
-    subj = raw.get("subjects")
-    if subj is not None and (not isinstance(subj, list) or not all(isinstance(s, str) for s in subj)):
-        raise errors.invalid_json("json: cannot unmarshal into Go struct field StreamConfig.subjects of type []string")
-
-
 def normalize(raw: dict) -> dict:
-    """Return the fully defaulted config the server would echo, or raise."""
+    """Return the fully defaulted config the server would echo, or raise.
+    ``raw`` is the request as gojson decoded it (types already checked)."""
     if not isinstance(raw, dict):
         raise errors.stream_invalid_config("stream configuration invalid")
-    _json_type_check(raw)
     cfg = {k: v for k, v in raw.items() if k in STREAM_CONFIG_KEYS}
     name = cfg.get("name", "")
     if not is_valid_name(name):
