@@ -9,6 +9,7 @@ import json
 
 import pytest
 from nats.js import api
+from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 
 from test_js_streams import err, req
@@ -603,3 +604,30 @@ async def test_push_delivery_needs_a_literal_subscription(nc, js, raw):
     lines = await c.read_until_pong()
     assert any(line.startswith("MSG pd 2 $JS.ACK.PD.P.1.1.1.") for line in lines), lines
     assert "one" in lines
+
+
+@pytest.mark.parametrize("storage", ["file", "memory"])
+async def test_delivered_stays_on_the_last_delivery_when_nothing_more_matches(nc, js, storage):
+    """A pull that finds nothing more (a non-matching or deleted tail) leaves
+    delivered.stream_seq on the last message delivered."""
+    await js.add_stream(name="T", subjects=["t.>"], storage=api.StorageType(storage))
+    for s in ["a", "b", "a", "c", "b"]:
+        await js.publish(f"t.{s}", b"x")
+    for durable, flt in (("W", "t.c"), ("ALL", None)):
+        await js.add_consumer("T", api.ConsumerConfig(durable_name=durable, ack_policy=api.AckPolicy.EXPLICIT,
+                                                      filter_subject=flt))
+    w = await js.pull_subscribe_bind("W", "T")
+    a = await js.pull_subscribe_bind("ALL", "T")
+    assert [m.metadata.sequence.stream for m in await w.fetch(1, timeout=2)] == [4]
+    assert [m.metadata.sequence.stream for m in await a.fetch(3, timeout=2)] == [1, 2, 3]
+    await js.delete_msg("T", 4)
+    await js.delete_msg("T", 5)
+    for sub in (w, a):
+        with pytest.raises(NatsTimeout):
+            await sub.fetch(1, timeout=0.5)
+    for durable, seq in (("W", 4), ("ALL", 3)):
+        ci = await js.consumer_info("T", durable)
+        assert (ci.delivered.stream_seq, ci.num_pending) == (seq, 0), durable
+    await js.publish("t.c", b"z")
+    assert [m.metadata.sequence.stream for m in await w.fetch(1, timeout=2)] == [6]
+    assert (await js.consumer_info("T", "W")).delivered.stream_seq == 6

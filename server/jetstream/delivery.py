@@ -258,9 +258,9 @@ class DeliveryMixin:
                 if cand is not None and (sm is None or cand.seq < sm.seq):
                     sm = cand
         if sm is None:
-            last = store.state().last_seq
-            if self.sseq <= last:
-                self.sseq = last + 1
+            # nothing (more) matches: the cursor stays where it is, so
+            # delivered.stream_seq keeps naming the last message delivered,
+            # as on the real server, however many others follow it
             return None, 0
         self.sseq = sm.seq + 1
         return sm, 1
