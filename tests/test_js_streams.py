@@ -432,3 +432,15 @@ async def test_request_bodies_read_as_the_real_server_does(nc, js):
             assert "error" in r and err(r) == want, (subj, body, r)
     r = await req(nc, "$JS.API.CONSUMER.CREATE.B", {"stream_name": "B"})  # no config: the defaults
     assert "error" not in r and r["config"]["ack_policy"] == "none"
+
+
+async def test_atomic_batch_headers_refused_without_allow_atomic(nc, js):
+    await js.add_stream(name="AB", subjects=["ab.>"])
+    for h in ({"Nats-Batch-Id": "b1", "Nats-Batch-Sequence": "1"}, {"Nats-Batch-Id": "b2", "Nats-Batch-Sequence": "1",
+                                                                   "Nats-Batch-Commit": "1"}):
+        msg = await nc.request("ab.x", b"v", headers=h, timeout=2)
+        assert msg.data == b'{"error":{"code":400,"err_code":10174,"description":"atomic publish is disabled"},"stream":"AB","seq":0}'
+    # a batch sequence without a batch id is an ordinary message
+    assert json.loads((await nc.request("ab.x", b"v", headers={"Nats-Batch-Sequence": "1"}, timeout=2)).data) == \
+        {"stream": "AB", "seq": 1}
+    assert (await js.stream_info("AB")).state.messages == 1

@@ -10,6 +10,7 @@ HDR_LINE = b"NATS/1.0\r\n"
 CRLF = b"\r\n"
 
 MSG_ID = "Nats-Msg-Id"
+BATCH_ID = "Nats-Batch-Id"
 EXPECTED_STREAM = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"

@@ -130,6 +130,10 @@ class Stream(ExpiryMixin):
         if hdr and hdr.find(b"Nats-") >= 0:  # every header looked at here is a Nats-* one
             h = headers.parse(hdr)
             if h:
+                if h.get(headers.BATCH_ID):
+                    # atomic batch publish (2.12) is not implemented: every
+                    # stream behaves as one without allow_atomic
+                    raise errors.atomic_publish_disabled()
                 es = h.get(headers.EXPECTED_STREAM)
                 if es and es != self.name:
                     raise errors.expected_stream_mismatch()
