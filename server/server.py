@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import protocol as p
 from .client import Client, InternalClient, InternalSubscription, Subscription, TracingClient
+from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
 
 # The nats-server release whose behaviour natslab implements; clients gate
@@ -194,6 +195,8 @@ class Server:
             info["auth_required"] = True
         info["client_id"] = client.cid
         info["client_ip"] = client.host
+        if self.jetstream is not None:
+            info["api_lvl"] = JS_API_LEVEL
         if connect_info:
             info["connect_info"] = True
             info["remote_account"] = "$G"
