@@ -27,6 +27,7 @@ async def test_info_fields(raw):
     assert info["client_ip"] == "127.0.0.1"
     assert info["api_lvl"] == 5  # the JetStream API level, with -js
 
+
 async def test_verbose_before_connect_and_ping_case_insensitive(raw):
     c = await raw(connect=None)
     await c.send("ping\r\n")
