@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from natslab.themes import DEFAULT_THEME, load_themes
 
 from .broker import BrokerSpec, EmbeddedBroker
-from .client import ConnectOptions, NatsClient, NatsError
+from .client import ConnectOptions, NatsError
 from .commands import NatslabCommands
 from .config import load_settings, save_setting, user_themes_dir
 from .screens.main import MainScreen
@@ -221,6 +221,8 @@ class NatslabApp(App):
             self.set_header(url=self.display_url or url)
         while not self._shut_down:
             try:
+                from .client.core import NatsClient
+
                 self.client = await NatsClient.connect(
                     options,
                     on_disconnect=self._on_disconnect,

@@ -19,15 +19,17 @@ async def test_hidden_panes_are_mounted_before_the_connection_starts(make_app, m
 
     async def connect(cls, options, **kw):
         screen = app.main_screen
-        seen["at connect"] = [len(screen.query(q)) for q in ("#consumers-table", "#pull-fetch", "#publish-pane")]
+        seen["at connect"] = [
+            len(screen.query(q)) for q in ("#consumers-table", "#pull-fetch", "#browser-list", "#publish-pane")
+        ]
         return await original(cls, options, **kw)
 
     monkeypatch.setattr(core.NatsClient, "connect", classmethod(connect))
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        # consumers pane and pull hand composed; a tool pane still waits for its tab
-        assert seen["at connect"] == [1, 1, 0]
+        # consumers pane, pull hand and message browser composed; a tool pane waits for its tab
+        assert seen["at connect"] == [1, 1, 1, 0]
         assert app.header_info.state == "connected"
 
 
@@ -83,3 +85,18 @@ async def test_quit_right_after_the_first_frame_exits_cleanly(make_app):
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.pause(0.5)
         assert app.return_code == 0
+
+
+async def test_hidden_parts_mount_on_demand_before_the_start_up_does(make_app, monkeypatch):
+    """Keys pressed before the after-paint start-up mounts them still work."""
+    monkeypatch.setattr(NatslabApp, "on_ready", lambda self: None)  # hold the start-up back
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.2)
+        assert len(app.screen.query("#browser-list")) == 0
+        await pilot.press("m")  # streams pane: the Messages tab
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "browser-list", what="browser focused")
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "consumers-table", what="consumers")
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "pull-fetch", what="pull hand")

@@ -8,18 +8,51 @@ nats-server, because it only speaks the public protocol through nats-py.
 
 from __future__ import annotations
 
-from .core import ConnectOptions, NatsClient, NatsError
-from .models import (
-    AccountUsage,
-    ConsumerSummary,
-    DeliveryEvent,
-    FetchedMessage,
-    PubAckResult,
-    ServerSummary,
-    StoredMessage,
-    StreamSummary,
-)
-from .subjects import name_error, subject_error
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from .errors import NatsError
+from .options import ConnectOptions
+
+# Everything else is imported on first use: the client and its models are not
+# needed for the first frame (launch-to-first-paint is a measured target).
+_LAZY = {
+    "NatsClient": ".core",
+    "AccountUsage": ".models",
+    "ConsumerSummary": ".models",
+    "DeliveryEvent": ".models",
+    "FetchedMessage": ".models",
+    "PubAckResult": ".models",
+    "ServerSummary": ".models",
+    "StoredMessage": ".models",
+    "StreamSummary": ".models",
+    "name_error": ".subjects",
+    "subject_error": ".subjects",
+}
+
+if TYPE_CHECKING:
+    from .core import NatsClient
+    from .models import (
+        AccountUsage,
+        ConsumerSummary,
+        DeliveryEvent,
+        FetchedMessage,
+        PubAckResult,
+        ServerSummary,
+        StoredMessage,
+        StreamSummary,
+    )
+    from .subjects import name_error, subject_error
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AccountUsage",

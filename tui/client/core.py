@@ -6,11 +6,11 @@ import asyncio
 import importlib
 import json
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .errors import NatsError, _nats_errors, _plain
+from .options import ConnectOptions
 from .kv import KvMixin
 from .pull import PullMixin
 from .objects import ObjectsMixin
@@ -30,19 +30,6 @@ if TYPE_CHECKING:
 # while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
-
-
-@dataclass
-class ConnectOptions:
-    url: str = "nats://127.0.0.1:4222"
-    user: str | None = None
-    password: str | None = None
-    token: str | None = None
-    creds: str | None = None
-    name: str = "natslab"
-    connect_timeout: float = 2.0
-    max_reconnect_attempts: int = -1
-    reconnect_time_wait: float = 1.0
 
 
 class NatsClient(PullMixin, KvMixin, ObjectsMixin):

@@ -7,11 +7,14 @@ pane is hidden behind another tab.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widget import Widget
 
-from ..client import NatsClient
+if TYPE_CHECKING:
+    from ..client import NatsClient
 
 
 def is_showing(widget: Widget) -> bool:

@@ -38,9 +38,10 @@ def _pull_hand() -> "PullHand":
 class MainScreen(Screen):
     # Tabs + ContentSwitcher rather than TabbedContent: measured, TabbedContent
     # added about a second to the first paint with nine areas.
-    # Only the streams area is composed for the first frame. The consumers pane
-    # and the pull hand are mounted right after it (mount_hidden_areas, before
-    # the app connects); the tool panes the first time their tab is shown.
+    # Only the streams area is composed for the first frame (and not its hidden
+    # Messages tab). The consumers pane, the pull hand and the message browser
+    # are mounted right after it (mount_hidden_areas, before the app connects);
+    # the tool panes the first time their tab is shown.
     HIDDEN_AT_START = ("consumers", "pull")
 
     def compose(self) -> ComposeResult:
@@ -57,6 +58,7 @@ class MainScreen(Screen):
     async def mount_hidden_areas(self) -> None:
         for area in self.HIDDEN_AT_START:
             await self.materialize(area)
+        await self.query_one(StreamsPane).mount_browser()  # the streams pane's Messages tab
 
     async def materialize(self, area: str) -> None:
         """Make sure the area's pane is mounted (and composed)."""

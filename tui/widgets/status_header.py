@@ -4,13 +4,16 @@ server version, JetStream usage and connection state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from ..client import AccountUsage
 from ..format import fmt_bytes
+
+if TYPE_CHECKING:
+    from ..client import AccountUsage
 
 
 @dataclass(frozen=True)

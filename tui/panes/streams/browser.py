@@ -7,6 +7,7 @@ removes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -17,8 +18,11 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Label, Static
 
-from ...client import NatsError, StoredMessage
+from ...client import NatsError
 from ...format import fmt_bytes, parse_int, render_payload
+
+if TYPE_CHECKING:
+    from ...client import StoredMessage
 
 PAGE = 20
 

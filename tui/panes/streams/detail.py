@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from ...client import StreamSummary
 from ...format import fmt_bytes, fmt_duration
+
+if TYPE_CHECKING:
+    from ...client import StreamSummary
 
 NS = 1_000_000_000
 DURATIONS = {"max_age", "duplicate_window", "first_ts", "inactive_threshold"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -10,13 +11,17 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, Label, TabbedContent, TabPane
 
-from ...client import NatsError, StreamSummary
+from ...client import NatsError
 from ...format import fmt_bytes, fmt_count
 from ...widgets.confirm import ConfirmDialog
+from ...widgets.deferred import Deferred
 from ...widgets.live_table import LiveTable
 from ..base import LivePane
 from .browser import MessageBrowser
 from .detail import StreamInfoView
+
+if TYPE_CHECKING:
+    from ...client import StreamSummary
 
 # the stream form and the purge dialog are imported when first opened (first paint)
 
@@ -72,12 +77,27 @@ class StreamsPane(LivePane):
             with TabPane("Info", id="stream-info-tab"):
                 yield StreamInfoView(id="stream-info")
             with TabPane("Messages", id="stream-messages-tab"):
-                yield MessageBrowser(id="browser")
+                # hidden at first: mounted right after the first frame
+                # (MainScreen.mount_hidden_areas) or when first shown
+                yield Deferred(lambda: MessageBrowser(id="browser"), id="browser-holder")
 
     def on_mount(self) -> None:
         super().on_mount()
         self.query_one(StreamInfoView).show(None)
         self.query_one(LiveTable).focus()
+
+    async def mount_browser(self) -> MessageBrowser:
+        """The message browser, mounted (and pointed at the selected stream) if it was not yet."""
+        mounting = self.query_one("#browser-holder", Deferred).materialize()
+        if mounting is not None:
+            await mounting
+            self.query_one(MessageBrowser).stream = self.selected
+        return self.query_one(MessageBrowser)
+
+    @on(TabbedContent.TabActivated, "#stream-detail")
+    async def detail_tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "stream-messages-tab":
+            await self.mount_browser()
 
     def poll(self) -> None:
         self.refresh_streams()
@@ -125,7 +145,8 @@ class StreamsPane(LivePane):
         self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable)
         if key != self.selected:
             self.selected = key
-            self.query_one(MessageBrowser).stream = key
+            for browser in self.query(MessageBrowser):
+                browser.stream = key
             self.post_message(self.Selected(key))
 
     def select_stream(self, name: str) -> None:
@@ -166,7 +187,8 @@ class StreamsPane(LivePane):
             if purged is not None:
                 self.app.notify(f"Purged {purged} messages from {self.selected}")
                 self.schedule_poll(0.01)
-                self.query_one(MessageBrowser).load()
+                for browser in self.query(MessageBrowser):
+                    browser.load()
 
         from .purge import PurgeDialog
 
@@ -193,9 +215,10 @@ class StreamsPane(LivePane):
         self.app.notify(f"Stream {name} deleted")
         self.schedule_poll(0.01)
 
-    def action_messages(self) -> None:
+    async def action_messages(self) -> None:
         self.query_one("#stream-detail", TabbedContent).active = "stream-messages-tab"
-        self.query_one("#browser-list").focus()
+        browser = await self.mount_browser()
+        browser.query_one("#browser-list").focus()
 
     def action_info(self) -> None:
         self.query_one("#stream-detail", TabbedContent).active = "stream-info-tab"
