@@ -569,17 +569,21 @@ class InternalClient:
     def deliver(self, sub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         sub.msgs += 1
         try:
-            sub.callback(subject.decode(), reply.decode() if reply else "", hdr, payload)
+            if sub.raw:
+                sub.callback(subject, reply, hdr, payload)
+            else:
+                sub.callback(subject.decode(), reply.decode() if reply else "", hdr, payload)
         except Exception:  # a bug in a subsystem must not take routing down
             self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
 
 
 class InternalSubscription(Subscription):
-    __slots__ = ("callback",)
+    __slots__ = ("callback", "raw")
 
     def __init__(self, client, subject: bytes, queue: bytes | None, callback):
         super().__init__(client, subject, queue, b"")
         self.callback = callback
+        self.raw = False  # callback gets bytes subject/reply (Server.subscribe_internal)
 
 
 class TracingClient(Client):

@@ -238,10 +238,14 @@ class Server:
             except Exception:
                 self.logger.exception("interest listener failed")
 
-    def subscribe_internal(self, subject: str, callback, queue: str | None = None) -> InternalSubscription:
+    def subscribe_internal(self, subject: str, callback, queue: str | None = None,
+                           raw: bool = False) -> InternalSubscription:
         """Subscribe a server subsystem: ``callback(subject, reply, hdr, payload)``
-        runs synchronously during routing; reply is '' when there is none."""
+        runs synchronously during routing; reply is '' when there is none.
+        With ``raw`` the subject and reply are passed as the bytes the router
+        holds (b'' for no reply), saving a decode on hot paths."""
         sub = InternalSubscription(self.internal_client, subject.encode(), queue.encode() if queue else None, callback)
+        sub.raw = raw
         self.index.insert(sub)
         return sub
 
@@ -250,6 +254,13 @@ class Server:
 
     def publish_internal(self, subject: str, reply: str = "", hdr: bytes | None = None, payload: bytes = b"") -> None:
         self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
+        if not self._flush_scheduled and self._dirty:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush_from_loop)
+
+    def reply_internal(self, reply: bytes, payload: bytes) -> None:
+        """publish_internal for a reply subject already in bytes (PubAcks)."""
+        self.route(self.internal_client, reply, b"", None, payload)
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
@@ -304,7 +315,7 @@ class Server:
         self.current_publisher = pub
         r = self._match_cache.get(subject)
         if r is None:
-            r = self.index.match(subject)
+            r = self.index.match_miss(subject)
         psubs, qgroups = r
         if not pub.internal:
             self.in_msgs += 1

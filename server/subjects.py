@@ -231,6 +231,14 @@ class SubjectIndex:
         r = self.cache.get(subject)
         if r is not None:
             return r
+        return self._match_uncached(subject)
+
+    def match_miss(self, subject: bytes) -> tuple[tuple, tuple]:
+        """``match`` for the router, which has just missed ``cache`` itself."""
+        self.misses += 1
+        return self._match_uncached(subject)
+
+    def _match_uncached(self, subject: bytes) -> tuple[tuple, tuple]:
         if subject.startswith(b"_INBOX."):
             # reply inboxes are mostly one-off; answer them from a cache keyed
             # by all but the last token, without churning the main cache

@@ -98,7 +98,7 @@ class ExpiryMixin:
                                            (headers.TTL, format_go_duration(smt // NS * NS)),
                                            (headers.ROLLUP, "sub")])
             try:
-                self.process_msg(sm.subject, "", marker, b"")
+                self.process_msg(sm.subject, b"", marker, b"")
             except ApiError as e:
                 log.warning("stream %s: delete marker refused: %s", self.name, e)
                 return self.store.remove(sm.seq)

@@ -79,7 +79,7 @@ class Stream(ExpiryMixin):
     def start(self) -> None:
         srv = self.js.server
         for subj in self.config["subjects"]:
-            self._subs.append(srv.subscribe_internal(subj, self._on_publish))
+            self._subs.append(srv.subscribe_internal(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
             self._rebuild_dedupe()
             self._rebuild_ttls()
@@ -104,23 +104,24 @@ class Stream(ExpiryMixin):
             srv = self.js.server
             for s in self._subs:
                 srv.unsubscribe_internal(s)
-            self._subs = [srv.subscribe_internal(subj, self._on_publish) for subj in cfg["subjects"]]
+            self._subs = [srv.subscribe_internal(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
         self._enforce_limits_all()
         self._arm_age_timer()
         self._after_removal()
 
     # -- publish path --------------------------------------------------------
-    def _on_publish(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+    def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """The stream's subscription (raw: subject and reply arrive as bytes)."""
         try:
-            self.process_msg(subject, reply, hdr, payload)
+            self.process_msg(subject.decode(), reply, hdr, payload)
         except ApiError as e:
             if reply and self._ack:
                 body = {"error": e.to_dict(), "stream": self.name, "seq": 0}
-                self.js.server.publish_internal(reply, "", None, dumps(body).encode())
+                self.js.server.reply_internal(reply, dumps(body).encode())
         except Exception:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
 
-    def process_msg(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+    def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         if self._sealed:
             raise errors.stream_sealed()
         msg_id = ""
@@ -164,7 +165,7 @@ class Stream(ExpiryMixin):
                     dup = self._check_dup(msg_id)
                     if dup:
                         if reply and self._ack:
-                            self.js.server.publish_internal(reply, "", None, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
+                            self.js.server.reply_internal(reply, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
                         return
                 elmi = h.get(headers.EXPECTED_LAST_MSG_ID)
                 if elmi is not None and elmi != self._last_msg_id:
@@ -188,7 +189,7 @@ class Stream(ExpiryMixin):
             store.remove(seq)
             self._record_id(msg_id, seq, ts)
             if reply and self._ack:
-                self.js.server.publish_internal(reply, "", None, b"%s%d}" % (self._pub_ack, seq))
+                self.js.server.reply_internal(reply, b"%s%d}" % (self._pub_ack, seq))
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
@@ -214,7 +215,7 @@ class Stream(ExpiryMixin):
             else:
                 removed += store.purge(">", seq=seq)
         if reply and self._ack:
-            self.js.server.publish_internal(reply, "", None, b"%s%d}" % (self._pub_ack, seq))
+            self.js.server.reply_internal(reply, b"%s%d}" % (self._pub_ack, seq))
         if removed:
             self._after_removal()
         if self._max_age and self._age_timer is None:
