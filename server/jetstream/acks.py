@@ -22,9 +22,9 @@ def _nuid() -> str:
     return "".join(random.choices(string.ascii_letters + string.digits, k=22))
 
 
-def parse_ack_subject(subject: str) -> tuple[int, int, int] | None:
+def parse_ack_subject(subject: bytes) -> tuple[int, int, int] | None:
     """(stream seq, consumer seq, delivery count) from a v1 or v2 ack subject."""
-    t = subject.split(".")
+    t = subject.split(b".")
     try:
         if len(t) == 9:
             return int(t[5]), int(t[6]), int(t[4])
@@ -46,39 +46,37 @@ class AckMixin:
             self._ptmr = None
 
     # -- the ack subject -----------------------------------------------------------------
-    def on_ack(self, subject: str, reply: str, hdr, payload: bytes) -> None:
-        try:
-            self._on_ack(subject, reply, payload)
-        except Exception:
-            self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
-
-    def _on_ack(self, subject: str, reply: str, msg: bytes) -> None:
+    def on_ack(self, subject: bytes, reply: bytes, hdr, msg: bytes) -> None:
+        """The ack subscription (raw: subject and reply arrive as bytes)."""
         if self.closed:
             return
-        info = parse_ack_subject(subject)
-        if info is None:
-            return
-        sseq, dseq, dc = info
-        send_reply = sseq != 0
-        if not msg or msg == b"+ACK" or msg == b"+OK":
-            send_reply = self.process_ack(sseq, dseq, dc) and send_reply
-        elif msg.startswith(b"+NXT"):
-            self.process_ack(sseq, dseq, dc)
-            if reply:
-                self.on_pull_request(reply, msg[4:])
-            send_reply = False
-        elif msg.startswith(b"-NAK"):
-            self.process_nak(sseq, dseq, dc, msg[4:])
-        elif msg == b"+WPI":
-            p = self.pending.get(sseq)
-            if p is not None:
-                p[1] = now_ns()
-                self.schedule_save()
-        elif msg.startswith(b"+TERM"):
-            reason = msg[5:].strip().decode(errors="replace")
-            send_reply = self.process_term(sseq, dseq, dc, reason) and send_reply
-        if reply and send_reply:
-            self.server.publish_internal(reply, "", None, b"")
+        try:
+            info = parse_ack_subject(subject)
+            if info is None:
+                return
+            sseq, dseq, dc = info
+            send_reply = sseq != 0
+            if not msg or msg == b"+ACK" or msg == b"+OK":
+                send_reply = self.process_ack(sseq, dseq, dc) and send_reply
+            elif msg.startswith(b"+NXT"):
+                self.process_ack(sseq, dseq, dc)
+                if reply:
+                    self.on_pull_request(reply.decode(), msg[4:])
+                send_reply = False
+            elif msg.startswith(b"-NAK"):
+                self.process_nak(sseq, dseq, dc, msg[4:])
+            elif msg == b"+WPI":
+                p = self.pending.get(sseq)
+                if p is not None:
+                    p[1] = now_ns()
+                    self.schedule_save()
+            elif msg.startswith(b"+TERM"):
+                reason = msg[5:].strip().decode(errors="replace")
+                send_reply = self.process_term(sseq, dseq, dc, reason) and send_reply
+            if reply and send_reply:
+                self.server.reply_internal(reply, b"")
+        except Exception:
+            self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
 
     def process_ack(self, sseq: int, dseq: int, dc: int) -> bool:
         """processAckMsg; False when the ack is for something not delivered yet
