@@ -516,8 +516,8 @@ class _Time(_Type):
     def check(self, v, ctx, path, loc, into=None):
         if not isinstance(v, str):
             raise _type_error(_kind(v), ctx.top, path, "time.Time")
-        ns = parse_go_time(v)
         v = _str(v)
+        ns = parse_go_time(v)
         return v if _SIMPLE_TS.match(v) else format_utc(ns)
 
 
