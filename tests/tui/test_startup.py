@@ -100,3 +100,12 @@ async def test_hidden_parts_mount_on_demand_before_the_start_up_does(make_app, m
         await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "consumers-table", what="consumers")
         await pilot.press("3")
         await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "pull-fetch", what="pull hand")
+
+
+async def test_first_frame_header_says_remote_and_the_url(make_app, monkeypatch, broker_url):
+    monkeypatch.setattr(NatslabApp, "on_ready", lambda self: None)  # stay at the first frame
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.2)
+        header = str(app.screen.query_one("#header").render())
+        assert "remote" in header and broker_url in header and "starting" in header

@@ -30,6 +30,10 @@ class HeaderInfo:
 class StatusHeader(Static):
     info: reactive[HeaderInfo] = reactive(HeaderInfo, layout=True)
 
+    def on_mount(self) -> None:
+        # what the app knew before this header existed (remote or embedded, the URL)
+        self.info = getattr(self.app, "header_info", self.info)
+
     def watch_info(self, info: HeaderInfo) -> None:
         for state in ("starting", "connected", "disconnected", "failed"):
             self.set_class(info.state == state, f"-{state}")
