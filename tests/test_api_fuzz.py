@@ -1,0 +1,117 @@
+"""Odd request bodies for every $JS.API endpoint, sent to natslab's broker and
+to nats-server side by side: each must be answered, and answered the same
+(success, or the same error code and description). Fixed seeds, so a failure
+names the exact request to replay."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import nats
+import pytest
+from nats.js.api import ConsumerConfig, StreamConfig
+
+from conftest import ServerProcess
+
+VALUES = [None, "x", "", -1, 0, 1.5, 2**70, True, [], ["a"], [1], {}, {"a": 1}, "1s",
+          "2000-01-01T00:00:00Z", "a.b", ">", "*"]
+STREAM_FIELDS = ["name", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes", "max_age",
+                 "max_msgs_per_subject", "max_msg_size", "discard", "storage", "num_replicas", "duplicate_window",
+                 "placement", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs", "allow_direct", "republish",
+                 "metadata", "subject_transform", "first_seq", "compression", "consumer_limits", "allow_msg_ttl",
+                 "subject_delete_marker_ttl", "discard_new_per_subject", "no_ack", "description", "bogus"]
+CONSUMER_FIELDS = ["durable_name", "name", "deliver_policy", "opt_start_seq", "opt_start_time", "ack_policy",
+                   "ack_wait", "max_deliver", "backoff", "filter_subject", "filter_subjects", "replay_policy",
+                   "rate_limit_bps", "sample_freq", "max_waiting", "max_ack_pending", "headers_only", "max_batch",
+                   "max_expires", "max_bytes", "inactive_threshold", "num_replicas", "mem_storage", "metadata",
+                   "deliver_subject", "deliver_group", "flow_control", "idle_heartbeat", "pause_until",
+                   "description", "bogus"]
+OTHER_FIELDS = ["offset", "subject", "deleted_details", "subjects_filter", "filter", "seq", "keep", "no_erase",
+                "pause_until", "last_by_subj", "next_by_subj", "batch", "stream_name", "config", "bogus"]
+SUBJECTS = ["INFO", "STREAM.CREATE.T", "STREAM.UPDATE.S", "STREAM.INFO.S", "STREAM.PURGE.S", "STREAM.NAMES",
+            "STREAM.LIST", "STREAM.MSG.GET.S", "STREAM.MSG.DELETE.S", "CONSUMER.CREATE.S", "CONSUMER.CREATE.S.D",
+            "CONSUMER.CREATE.S.D.s.1", "CONSUMER.DURABLE.CREATE.S.D", "CONSUMER.INFO.S.C", "CONSUMER.NAMES.S",
+            "CONSUMER.LIST.S", "CONSUMER.PAUSE.S.C", "CONSUMER.RESET.S.C", "DIRECT.GET.S", "STREAM.DELETE.Q",
+            "CONSUMER.DELETE.S.Q"]
+
+
+def requests(seed: int, n: int) -> list[tuple[str, bytes]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        subj = rng.choice(SUBJECTS)
+        if subj.startswith(("STREAM.CREATE", "STREAM.UPDATE")):
+            create = "CREATE" in subj
+            body = {"name": "T" if create else "S", "subjects": ["t.>" if create else "s.>"]}
+            for _ in range(rng.randint(1, 3)):
+                body[rng.choice(STREAM_FIELDS)] = rng.choice(VALUES)
+        elif subj.startswith("CONSUMER.CREATE") or subj.startswith("CONSUMER.DURABLE"):
+            cfg = {}
+            for _ in range(rng.randint(1, 3)):
+                cfg[rng.choice(CONSUMER_FIELDS)] = rng.choice(VALUES)
+            body = {"stream_name": "S", "config": cfg}
+            r = rng.random()
+            if r < 0.2:
+                body["action"] = rng.choice(VALUES)
+            elif r > 0.9:
+                body = {"stream_name": rng.choice(VALUES), "config": rng.choice(VALUES)}
+        else:
+            body = {}
+            for _ in range(rng.randint(0, 2)):
+                body[rng.choice(OTHER_FIELDS)] = rng.choice(VALUES)
+            if rng.random() < 0.1:
+                body = rng.choice(VALUES)
+        out.append((subj, json.dumps(body).encode()))
+    return out
+
+
+async def transcript(srv: ServerProcess, reqs: list[tuple[str, bytes]]) -> list[str]:
+    nc = await nats.connect(srv.url, max_reconnect_attempts=1, connect_timeout=3)
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="S", subjects=["s.>"]))
+    await js.publish("s.1", b"x")
+    await js.add_consumer("S", ConsumerConfig(durable_name="C"))
+    out = []
+    for subj, data in reqs:
+        try:
+            m = await nc.request("$JS.API." + subj, data, timeout=1.0)
+            if m.headers and m.headers.get("Status"):
+                got = f"status {m.headers['Status']} {m.headers.get('Description', '')}"
+            else:
+                d = json.loads(m.data)
+                got = json.dumps(d["error"], sort_keys=True) if "error" in d else "ok"
+        except nats.errors.NoRespondersError:
+            got = "no responders"
+        except nats.errors.TimeoutError:
+            got = "no answer"
+        out.append(f"{subj} {data.decode()} -> {got}")
+        # undo what a request may have created, so both servers stay in step
+        for cleanup in (lambda: js.delete_stream("T"), lambda: js.delete_consumer("S", "D")):
+            try:
+                await cleanup()
+            except Exception:
+                pass
+        try:
+            await js.update_stream(StreamConfig(name="S", subjects=["s.>"]))
+        except Exception:
+            pass
+    await nc.close()
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_api_answers_odd_bodies_like_nats_server(tmp_path, seed):
+    reqs = requests(seed, 150)
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    try:
+        ref, ours = await asyncio.gather(*(transcript(s, reqs) for s in servers))
+    finally:
+        for s in servers:
+            s.stop()
+    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(reqs)} differ:\n" + "\n".join(diffs[:15])
+    assert "Traceback" not in servers[1].log()
