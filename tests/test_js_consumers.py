@@ -94,6 +94,12 @@ async def test_pull_status_replies(nc, js, raw):
     assert await c.read_until_pong() == status("r.2", "NATS/1.0 409 Exceeded MaxRequestBatch of 10")
     await pull('{"batch":1,"expires":100000000,"idle_heartbeat":100000000}', "r.3")
     assert await c.read_until_pong() == status("r.3", "NATS/1.0 400 Bad Request - heartbeat value too large")
+    # a body that does not decode gets Go's message
+    for body, why in (('{"expires":true}', "json: cannot unmarshal bool into Go struct field .expires of type time.Duration"),
+                      ('{"batch":"2"}', "json: cannot unmarshal string into Go struct field .batch of type int"),
+                      ('{"batch":', "unexpected end of JSON input")):
+        await pull(body, "r.x")
+        assert await c.read_until_pong() == status("r.x", f"NATS/1.0 400 Bad Request - {why}"), body
     await pull('{"batch":2,"expires":300000000}', "r.4")
     await asyncio.sleep(0.5)
     assert await c.read_until_pong() == status("r.4", "NATS/1.0 408 Request Timeout",

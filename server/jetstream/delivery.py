@@ -8,13 +8,20 @@ never inside the routing callback that caused it."""
 
 from __future__ import annotations
 
-import json
 import random
 import string
 from collections import deque
 
-from . import headers
+from . import gojson, headers
 from .shapes import NS, format_go_duration as _go_dur, now_ns
+
+# JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
+# json.Unmarshal: unknown fields ignored, and an unnamed struct in errors
+NEXT_REQUEST = gojson.Struct("", {
+    "expires": gojson.DURATION, "batch": gojson.INT, "max_bytes": gojson.INT, "no_wait": gojson.BOOL,
+    "idle_heartbeat": gojson.DURATION, "group": gojson.STRING, "min_pending": gojson.INT64,
+    "min_ack_pending": gojson.INT64, "id": gojson.STRING, "priority": gojson.INT,
+})
 
 FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budget
 _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
@@ -317,15 +324,15 @@ class DeliveryMixin:
         batch, expires, no_wait, max_bytes, hb = 1, 0, False, 0, 0
         if req[:1] == b"{":
             try:
-                d = json.loads(req)
-                batch = int(d.get("batch") or 0)
-                expires = int(d.get("expires") or 0)
-                no_wait = bool(d.get("no_wait"))
-                max_bytes = int(d.get("max_bytes") or 0)
-                hb = int(d.get("idle_heartbeat") or 0)
-            except (ValueError, TypeError, AttributeError) as e:
+                d = gojson.unmarshal_request(req, NEXT_REQUEST, strict=False, stream=False)
+            except gojson.GoJSONError as e:
                 srv.publish_internal(reply, "", headers.status(400, f"Bad Request - {e}"), b"")
                 return
+            batch = d.get("batch") or 0
+            expires = d.get("expires") or 0
+            no_wait = bool(d.get("no_wait"))
+            max_bytes = d.get("max_bytes") or 0
+            hb = d.get("idle_heartbeat") or 0
             if hb > 0 and hb * 2 > expires:
                 srv.publish_internal(reply, "", headers.status(400, "Bad Request - heartbeat value too large"), b"")
                 return
