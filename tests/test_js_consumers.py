@@ -637,3 +637,55 @@ async def test_delivered_stays_on_the_last_delivery_when_nothing_more_matches(nc
     await js.publish("t.c", b"z")
     assert [m.metadata.sequence.stream for m in await w.fetch(1, timeout=2)] == [6]
     assert (await js.consumer_info("T", "W")).delivered.stream_seq == 6
+
+
+async def test_overflow_priority_groups(nc, js, raw):
+    await js.add_stream(name="PG", subjects=["pg.>"])
+    for i in range(3):
+        await js.publish("pg.x", b"m%d" % i)
+
+    async def create(name: str, **cfg) -> dict:
+        r = await req(nc, f"$JS.API.CONSUMER.CREATE.PG.{name}", {"stream_name": "PG", "config": {
+            "name": name, "ack_policy": "explicit", **cfg}})
+        return r.get("error") or r["config"]
+
+    assert (await create("A", priority_policy="overflow"))["err_code"] == 10159
+    assert (await create("B", priority_groups=["g"]))["err_code"] == 10196
+    assert (await create("E", priority_policy="overflow", priority_groups=[""]))["err_code"] == 10161
+    assert (await create("F", priority_policy="overflow", priority_groups=["no spaces"]))["err_code"] == 10162
+    assert (await create("H", priority_policy="overflow", priority_groups=["g"], deliver_subject="dh"))["err_code"] == 10178
+    cfg = await create("C", priority_policy="overflow", priority_groups=["g", "h"])
+    assert (cfg["priority_policy"], cfg["priority_groups"]) == ("overflow", ["g", "h"])
+    info = await req(nc, "$JS.API.CONSUMER.INFO.PG.C")
+    assert info["priority_groups"] == [{"group": "g", "pinned_ts": "0001-01-01T00:00:00Z"}]
+
+    c = await raw()
+    await c.send("SUB r.> 1\r\n")
+
+    async def pull(body: dict, reply: str) -> list[str]:
+        data = json.dumps(body)
+        await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PG.C {reply} {len(data)}\r\n{data}\r\n")
+        await asyncio.sleep(0.4)
+        return await c.read_until_pong()
+
+    short = {"batch": 1, "expires": 200_000_000}
+    assert await pull(short, "r.1") == status("r.1", "NATS/1.0 400 Bad Request - Priority Group missing")
+    assert await pull({**short, "group": "zz"}, "r.2") == status("r.2", "NATS/1.0 400 Bad Request - Invalid Priority Group")
+    assert (await pull({**short, "group": "g", "id": "x"}, "r.3")) == status(
+        "r.3", "NATS/1.0 400 Bad Request - Not a Pinned Client Priority consumer")
+    # served only once 10 messages are pending: times out with all 3 still there
+    assert (await pull({**short, "group": "g", "min_pending": 10}, "r.4"))[1] == "NATS/1.0 408 Request Timeout"
+    lines = await pull({**short, "group": "g", "min_pending": 3}, "r.5")
+    assert lines[0].startswith("MSG pg.x 1 $JS.ACK.PG.C.1.1.1.") and lines[1] == "m0"
+    lines = await pull({**short, "group": "h", "min_ack_pending": 1}, "r.6")
+    assert lines[1] == "m1"
+    # either threshold will do: one message is still pending
+    assert (await pull({**short, "group": "g", "min_pending": 1, "min_ack_pending": 5}, "r.7"))[1] == "m2"
+    assert (await pull({**short, "group": "g", "min_pending": 1, "min_ack_pending": 5}, "r.9"))[1] == \
+        "NATS/1.0 408 Request Timeout"
+    # thresholds belong to overflow consumers only
+    await create("N", priority_policy="none")
+    data = json.dumps({**short, "min_pending": 1})
+    await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PG.N r.8 {len(data)}\r\n{data}\r\n")
+    await asyncio.sleep(0.2)
+    assert await c.read_until_pong() == status("r.8", "NATS/1.0 400 Bad Request - Not a Overflow Priority consumer")

@@ -15,7 +15,7 @@ from . import consumerconfig, errors
 from .acks import AckMixin
 from .delivery import DeliveryMixin
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
-from .shapes import (CONSUMER_CONFIG_FIELDS, NS, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
+from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
 from .subjects import collide, match
 
@@ -310,6 +310,10 @@ class Consumer(DeliveryMixin, AckMixin):
             d["paused"] = True
             d["pause_remaining"] = until - now_ns()
         d["ts"] = rfc3339(now_ns())
+        groups = self.config.get("priority_groups")
+        if groups:
+            # as the real server, the state of the first group only (no pins here)
+            d["priority_groups"] = [{"group": groups[0], "pinned_ts": ZERO_TIME}]
         return d
 
     # -- interest retention ---------------------------------------------------------------

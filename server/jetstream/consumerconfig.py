@@ -4,6 +4,8 @@ dicts keyed by the JSON field names."""
 
 from __future__ import annotations
 
+import re
+
 from . import errors
 from .shapes import CONSUMER_CONFIG_KEYS, NS, format_go_duration, parse_rfc3339
 from .streamconfig import is_valid_name
@@ -162,6 +164,35 @@ def _check(cfg: dict, scfg: dict) -> None:
         raise errors.consumer_fc_needs_heartbeat()
     if cfg.get("durable_name") and cfg.get("name") and cfg["name"] != cfg["durable_name"]:
         raise errors.consumer_durable_name_mismatch()
+    _check_priority(cfg)
+
+
+_GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
+
+
+def _check_priority(cfg: dict) -> None:
+    """Priority groups (2.11): the overflow policy is served; pinned_client
+    and prioritized are refused rather than accepted and not enforced."""
+    policy = cfg.get("priority_policy") or "none"
+    if policy == "none":
+        cfg.pop("priority_policy", None)
+        if cfg.get("priority_groups"):
+            raise errors.consumer_priority_group_with_policy_none()
+        if cfg.get("priority_timeout", 0) > 0:
+            raise errors.consumer_pinned_ttl_without_policy()
+        return
+    if cfg.get("deliver_subject"):
+        raise errors.consumer_push_with_priority_group()
+    groups = cfg.get("priority_groups") or []
+    if not groups:
+        raise errors.consumer_priority_policy_without_group()
+    for g in groups:
+        if not g:
+            raise errors.consumer_empty_group_name()
+        if not _GROUP_NAME.fullmatch(g):
+            raise errors.consumer_invalid_group_name()
+    if policy != "overflow":
+        raise errors.stream_invalid_config(f"{policy.replace('_', ' ')} priority policy is not supported by this server")
 
 
 def check_update(old: dict, new: dict) -> None:

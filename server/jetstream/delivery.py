@@ -28,12 +28,14 @@ _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
 
 
 class WaitingRequest:
-    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok")
+    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending")
 
     def __init__(self, reply, n, b, no_wait, expires, hb, hbt):
         self.reply, self.n, self.d, self.b = reply, n, 0, b
         self.tok = 0  # the delivery batch that last found interest in reply
         self.no_wait, self.expires, self.hb, self.hbt = no_wait, expires, hb, hbt
+        # overflow priority: served only once either threshold is reached
+        self.min_pending = self.min_ack_pending = 0
 
 
 def _pending_status(code_desc: str, wr: WaitingRequest) -> bytes:
@@ -322,6 +324,7 @@ class DeliveryMixin:
             return
         req = payload.strip()
         batch, expires, no_wait, max_bytes, hb = 1, 0, False, 0, 0
+        d = None
         if req[:1] == b"{":
             try:
                 d = gojson.unmarshal_request(req, NEXT_REQUEST, strict=False, stream=False)
@@ -351,6 +354,13 @@ class DeliveryMixin:
         if max_bytes and cfg.get("max_bytes") and max_bytes > cfg["max_bytes"]:
             srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestMaxBytes of {cfg['max_bytes']}"), b"")
             return
+        min_pending = min_ack_pending = 0
+        if d is not None:  # a JSON request carries a priority group (maybe empty)
+            why = self._priority_refusal(d)
+            if why:
+                srv.publish_internal(reply, "", headers.status(400, f"Bad Request - {why}"), b"")
+                return
+            min_pending, min_ack_pending = d.get("min_pending") or 0, d.get("min_ack_pending") or 0
         if no_wait:
             avail = self.num_pending() + len(self.rdq)
             if avail == 0 and not expires:
@@ -367,9 +377,36 @@ class DeliveryMixin:
         wr = WaitingRequest(reply, max(batch, 1), max_bytes, no_wait,
                             now + expires / NS if expires > 0 else 0.0,
                             hb / NS if hb > 0 else 0.0, now + hb / NS if hb > 0 else 0.0)
+        wr.min_pending, wr.min_ack_pending = min_pending, min_ack_pending
         self.waiting.append(wr)
         self._touch_pull()
         self.signal()
+
+    def _priority_refusal(self, d: dict) -> str:
+        """Why a pull request does not fit the consumer's priority policy
+        ('' when it does), in the real server's words and order."""
+        policy = self.config.get("priority_policy") or "none"
+        if (d.get("min_pending") or d.get("min_ack_pending")) and policy != "overflow":
+            return "Not a Overflow Priority consumer"
+        if d.get("id") and policy != "pinned_client":
+            return "Not a Pinned Client Priority consumer"
+        if not 0 <= (d.get("priority") or 0) <= 9:
+            return "Priority must be between 0 and 9"
+        if policy != "none":
+            if not d.get("group"):
+                return "Priority Group missing"
+            if d["group"] not in self.config.get("priority_groups", ()):
+                return "Invalid Priority Group"
+        return ""
+
+    def _overflow_ready(self, wr: WaitingRequest) -> bool:
+        """An overflow request with thresholds is served once the consumer
+        has that many messages pending (counting the one in hand) or that
+        many unacknowledged."""
+        mp, map_ = wr.min_pending, wr.min_ack_pending
+        if mp <= 0 and map_ <= 0:
+            return True
+        return (mp > 0 and mp <= self.num_pending() + 1) or (map_ > 0 and map_ <= len(self.pending))
 
     def _touch_pull(self) -> None:
         if self.config.get("inactive_threshold"):
@@ -380,11 +417,19 @@ class DeliveryMixin:
         subject is checked once per delivery batch ``tok`` (every call when 0)."""
         srv = self.server
         now = srv.loop.time()
+        cycled = 0
         while self.waiting:
             wr = self.waiting[0]
             if wr.expires and now >= wr.expires:
                 srv.publish_internal(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
                 self.waiting.popleft()
+                continue
+            if (wr.min_pending or wr.min_ack_pending) and not self._overflow_ready(wr):
+                # not this one's turn yet: try the next waiting request
+                self.waiting.rotate(-1)
+                cycled += 1
+                if cycled >= len(self.waiting):
+                    return None
                 continue
             if wr.b > 0:
                 if size <= wr.b:
