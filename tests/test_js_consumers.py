@@ -689,3 +689,21 @@ async def test_overflow_priority_groups(nc, js, raw):
     await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PG.N r.8 {len(data)}\r\n{data}\r\n")
     await asyncio.sleep(0.2)
     assert await c.read_until_pong() == status("r.8", "NATS/1.0 400 Bad Request - Not a Overflow Priority consumer")
+
+
+async def test_pause_until_a_past_time_is_kept(nc, js):
+    """nats.js resumes a consumer by pausing it until the epoch: the time is
+    kept in the config (not paused); only Go's zero time or no body resumes."""
+    await js.add_stream(name="PZ", subjects=["pz.>"])
+    await req(nc, "$JS.API.CONSUMER.CREATE.PZ.C", {"stream_name": "PZ", "config": {"name": "C", "ack_policy": "explicit"}})
+    cases = [({"pause_until": "2099-01-01T00:00:00Z"}, "2099-01-01T00:00:00Z", True, "2099-01-01T00:00:00Z", "1"),
+             ({"pause_until": "1970-01-01T00:00:00Z"}, "1970-01-01T00:00:00Z", False, "1970-01-01T00:00:00Z", "1"),
+             ({"pause_until": "2000-01-01T00:00:00.5+01:00"}, "1999-12-31T23:00:00.5Z", False, "1999-12-31T23:00:00.5Z", "1"),
+             ({}, "0001-01-01T00:00:00Z", False, None, "0"),
+             ({"pause_until": "0001-01-01T00:00:00Z"}, "0001-01-01T00:00:00Z", False, None, "0")]
+    for body, echoed, paused, kept, level in cases:
+        r = await req(nc, "$JS.API.CONSUMER.PAUSE.PZ.C", body)
+        assert (r["pause_until"], r["paused"]) == (echoed, paused), body
+        ci = await info(nc, "PZ", "C")
+        assert ci["config"].get("pause_until") == kept and ci["config"]["metadata"]["_nats.req.level"] == level, body
+        assert ci.get("paused", False) == paused

@@ -19,7 +19,7 @@ from . import directget, errors, gojson, headers, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
-from .shapes import API_LEVEL, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
+from .shapes import API_LEVEL, ZERO_TIME, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
 from .subjects import collide
 
 if TYPE_CHECKING:
@@ -370,14 +370,19 @@ class Api:
         body = req.optional_decode(gojson.CONSUMER_PAUSE_REQUEST)
         self._check_api_level(req)
         c = self._consumer(req)
-        until = 0
-        if body.get("pause_until"):
+        until, shown = 0, ZERO_TIME
+        pu = body.get("pause_until")
+        if pu:
             try:
-                until = parse_rfc3339(body["pause_until"])
+                until = parse_rfc3339(pu)
             except ValueError:
                 raise errors.bad_request() from None
-        c.pause(until)
-        d = {"paused": c.is_paused(), "pause_until": rfc3339(until)}
+            # any time but Go's zero time is kept, even one in the past
+            # (nats.js resumes with the epoch); the zero time resumes
+            if until or not pu.startswith("0001-01-01T00:00:00"):
+                shown = "1970-01-01T00:00:00Z" if until == 0 else rfc3339(until)
+        c.pause(until, None if shown == ZERO_TIME else shown)
+        d = {"paused": c.is_paused(), "pause_until": shown}
         if c.is_paused():
             d["pause_remaining"] = until - now_ns()
         return d

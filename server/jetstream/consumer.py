@@ -254,11 +254,15 @@ class Consumer(DeliveryMixin, AckMixin):
         until = self.pause_until_ns()
         return bool(until) and until > now_ns()
 
-    def pause(self, until: int) -> None:
+    def pause(self, until: int, shown: str | None = None) -> None:
+        """Pause until ``until`` (ns); ``shown``: the time as the config keeps
+        it, also for a time already past (None removes it: a resume)."""
         cfg = dict(self.config)
         md = dict(cfg.get("metadata") or {})
-        if until and until > now_ns():
-            cfg["pause_until"] = rfc3339(until)
+        if shown is None and until:
+            shown = rfc3339(until)
+        if shown:
+            cfg["pause_until"] = shown
             md["_nats.req.level"] = "1"
         else:
             cfg.pop("pause_until", None)
