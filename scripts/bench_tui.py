@@ -217,6 +217,7 @@ def flood(seconds: float, rate: int) -> None:
         pub.terminate()
         out = pub.communicate()[0].strip().splitlines()
     quit_app(proc, master)
+    print("per press (ms, in order): " + " ".join(f"{1000 * x:.0f}" for x in latencies))
     latencies.sort()
     print(f"publisher: {out[-1] if out else 'none'}")
     if latencies:

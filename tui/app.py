@@ -146,6 +146,11 @@ class NatslabApp(App):
         if self._started:
             return
         self._started = True
+        # What start-up built (Textual, the screen, the modules) lives as long
+        # as the app: freezing it keeps the cyclic collector's full passes
+        # from walking it again, which otherwise stalled a key press for
+        # ~0.2 s now and then (scripts/bench_tui.py flood)
+        gc.freeze()
         if self.gc_paused_until_paint:
             gc.enable()
         if not self._shut_down:  # q pressed before the first frame: start nothing
@@ -159,6 +164,7 @@ class NatslabApp(App):
         try:
             if self.main_screen is not None:
                 await self.main_screen.mount_hidden_areas()
+                gc.freeze()  # the hidden panes too
         finally:
             self.start_connection()
 
