@@ -707,3 +707,65 @@ async def test_pause_until_a_past_time_is_kept(nc, js):
         ci = await info(nc, "PZ", "C")
         assert ci["config"].get("pause_until") == kept and ci["config"]["metadata"]["_nats.req.level"] == level, body
         assert ci.get("paused", False) == paused
+
+
+async def test_pinned_client_priority_groups(nc, js, raw):
+    """One client holds the pin: its messages carry Nats-Pin-Id, other
+    clients wait (or get 423 with a wrong id) until UNPIN or the timeout."""
+    await js.add_stream(name="PN", subjects=["pn.>"])
+    for i in range(6):
+        await js.publish("pn.x", b"m%d" % i)
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.PN.C", {"stream_name": "PN", "config": {
+        "name": "C", "ack_policy": "explicit", "priority_policy": "pinned_client", "priority_groups": ["g"],
+        "priority_timeout": 1_000_000_000}})
+    assert r["config"]["priority_timeout"] == 1_000_000_000
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.PN.D", {"stream_name": "PN", "config": {
+        "name": "D", "ack_policy": "explicit", "priority_policy": "pinned_client", "priority_groups": ["g"]}})
+    assert r["config"]["priority_timeout"] == 120_000_000_000
+    assert (await info(nc, "PN", "C"))["priority_groups"] == [{"group": "g", "pinned_ts": "0001-01-01T00:00:00Z"}]
+    adv = await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.*.PN.C")
+    c = await raw()
+    await c.send("SUB r.> 1\r\n")
+
+    async def pull(body: dict, reply: str, wait: float = 0.3) -> list[str]:
+        data = json.dumps(body)
+        await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PN.C {reply} {len(data)}\r\n{data}\r\n")
+        await asyncio.sleep(wait)
+        return await c.read_until_pong()
+
+    short = {"batch": 1, "expires": 200_000_000, "group": "g"}
+    lines = await pull(short, "r.1")
+    assert lines[0].startswith("HMSG pn.x 1 $JS.ACK.PN.C.1.1.1.") and lines[-1] == "m0"
+    pin = next(x for x in lines if x.startswith("Nats-Pin-Id: ")).split(": ", 1)[1]
+    g = (await info(nc, "PN", "C"))["priority_groups"][0]
+    assert g["pinned_client_id"] == pin and g["pinned_ts"] != "0001-01-01T00:00:00Z"
+    # another client waits while the pin is held; a wrong pin is refused
+    assert (await pull(short, "r.2"))[1] == "NATS/1.0 408 Request Timeout"
+    assert (await pull({**short, "id": "bogus"}, "r.3")) == status("r.3", "NATS/1.0 423 Nats-Pin-Id mismatch")
+    lines = await pull({**short, "id": pin}, "r.4")
+    assert lines[-1] == "m1" and f"Nats-Pin-Id: {pin}" in lines
+    # UNPIN, with its errors
+    assert await req(nc, "$JS.API.CONSUMER.UNPIN.PN.C", {"group": "g"}) == {
+        "type": "io.nats.jetstream.api.v1.consumer_unpin_response"}
+    for body, code in ((b"", 10025), ({}, 10025), ({"group": "zz"}, 10160), ({"group": "no spaces"}, 10162)):
+        assert (await req(nc, "$JS.API.CONSUMER.UNPIN.PN.C", body))["error"]["err_code"] == code, body
+    assert (await req(nc, "$JS.API.CONSUMER.UNPIN.PN.X", {"group": "g"}))["error"]["err_code"] == 10014
+    assert "pinned_client_id" not in (await info(nc, "PN", "C"))["priority_groups"][0]
+    # the old pin is refused once gone; a new client gets a new pin
+    assert (await pull({**short, "id": pin}, "r.5"))[1] == "NATS/1.0 423 Nats-Wrong-Pin-Id"
+    lines = await pull({**short, "batch": 2}, "r.6")
+    new_pin = next(x for x in lines if x.startswith("Nats-Pin-Id: ")).split(": ", 1)[1]
+    assert new_pin != pin and [x for x in lines if x.startswith("m")] == ["m2", "m3"]
+    # a pinned client that stops pulling loses the pin after priority_timeout
+    await asyncio.sleep(1.5)
+    assert "pinned_client_id" not in (await info(nc, "PN", "C"))["priority_groups"][0]
+    events = []
+    while True:
+        try:
+            m = await adv.next_msg(timeout=0.5)
+        except Exception:
+            break
+        d = json.loads(m.data)
+        events.append((m.subject.split(".")[4], d.get("reason"), d["group"], d["account"]))
+    assert events == [("PINNED", None, "g", "$G"), ("UNPINNED", "admin", "g", "$G"),
+                      ("PINNED", None, "g", "$G"), ("UNPINNED", "timeout", "g", "$G")]

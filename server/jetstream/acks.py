@@ -340,11 +340,14 @@ class AckMixin:
         self.advisory(ADV_MAX_DELIVERIES, "io.nats.jetstream.advisory.v1.max_deliver",
                       {"stream_seq": seq, "deliveries": dc})
 
-    def advisory(self, prefix: str, type_name: str, body: dict) -> None:
+    def advisory(self, prefix: str, type_name: str, body: dict, account: bool = False) -> None:
+        """``account``: the event names the account (the priority-group ones do)."""
         subject = f"{prefix}.{self.stream.name}.{self.name}"
         if not self.server.has_interest(subject):
             return
-        d = {"type": type_name, "id": _nuid(), "timestamp": rfc3339(now_ns()),
-             "stream": self.stream.name, "consumer": self.name}
+        d = {"type": type_name, "id": _nuid(), "timestamp": rfc3339(now_ns())}
+        if account:
+            d["account"] = "$G"
+        d["stream"], d["consumer"] = self.stream.name, self.name
         d.update(body)
         self.server.publish_internal(subject, "", None, dumps(d).encode())

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import directget, errors, gojson, headers, streamconfig
+from . import consumerconfig, directget, errors, gojson, headers, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
@@ -94,6 +94,7 @@ class Api:
             "CONSUMER.LIST": (self.consumer_list, "consumer_list_response", 1),
             "CONSUMER.PAUSE": (self.consumer_pause, "consumer_pause_response", 2),
             "CONSUMER.RESET": (self.consumer_reset, "consumer_reset_response", 2),
+            "CONSUMER.UNPIN": (self.consumer_unpin, "consumer_unpin_response", 2),
         }
         self._decode_first = {self.consumer_create, self.consumer_durable_create, self.consumer_pause}
         # error answers carry these extra keys, as the Go response structs do
@@ -387,6 +388,24 @@ class Api:
             d["pause_remaining"] = until - now_ns()
         return d
 
+
+    def consumer_unpin(self, req: _Req) -> dict:
+        """Take the pin from a pinned_client consumer's group (json.Unmarshal body)."""
+        self._check_api_level(req)
+        try:
+            body = gojson.unmarshal_request(req.payload, gojson.CONSUMER_UNPIN_REQUEST, strict=False, stream=False)
+        except GoJSONError as e:
+            raise errors.invalid_json(str(e)) from None
+        group = body.get("group") or ""
+        if not group:
+            raise errors.invalid_json("consumer group not specified")
+        if not consumerconfig.valid_group_name(group):
+            raise errors.consumer_invalid_group_name()
+        c = self._consumer(req)
+        if group not in (c.config.get("priority_groups") or ()):
+            raise errors.consumer_invalid_priority_group()
+        c.unpin(group, "admin")
+        return {}
 
     def consumer_reset(self, req: _Req) -> dict:
         # json.Unmarshal, only when there is a body: unknown fields are ignored

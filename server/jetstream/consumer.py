@@ -316,8 +316,12 @@ class Consumer(DeliveryMixin, AckMixin):
         d["ts"] = rfc3339(now_ns())
         groups = self.config.get("priority_groups")
         if groups:
-            # as the real server, the state of the first group only (no pins here)
-            d["priority_groups"] = [{"group": groups[0], "pinned_ts": ZERO_TIME}]
+            # as the real server: the state of the first group only
+            g = {"group": groups[0]}
+            if self.pin_id:
+                g["pinned_client_id"] = self.pin_id
+            g["pinned_ts"] = rfc3339(self.pin_ts) if self.pin_ts else ZERO_TIME
+            d["priority_groups"] = [g]
         return d
 
     # -- interest retention ---------------------------------------------------------------

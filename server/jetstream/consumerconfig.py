@@ -168,11 +168,16 @@ def _check(cfg: dict, scfg: dict) -> None:
 
 
 _GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
+PINNED_TTL_DEFAULT = 120 * NS  # how long a pinned client may go without pulling
+
+
+def valid_group_name(group: str) -> bool:
+    return bool(_GROUP_NAME.fullmatch(group))
 
 
 def _check_priority(cfg: dict) -> None:
-    """Priority groups (2.11): the overflow policy is served; pinned_client
-    and prioritized are refused rather than accepted and not enforced."""
+    """Priority groups (2.11): overflow and pinned_client are served;
+    prioritized (2.12) is refused rather than accepted and not enforced."""
     policy = cfg.get("priority_policy") or "none"
     if policy == "none":
         cfg.pop("priority_policy", None)
@@ -191,8 +196,10 @@ def _check_priority(cfg: dict) -> None:
             raise errors.consumer_empty_group_name()
         if not _GROUP_NAME.fullmatch(g):
             raise errors.consumer_invalid_group_name()
-    if policy != "overflow":
-        raise errors.stream_invalid_config(f"{policy.replace('_', ' ')} priority policy is not supported by this server")
+    if policy == "prioritized":
+        raise errors.stream_invalid_config("prioritized priority policy is not supported by this server")
+    if policy == "pinned_client" and not cfg.get("priority_timeout"):
+        cfg["priority_timeout"] = PINNED_TTL_DEFAULT
 
 
 def check_update(old: dict, new: dict) -> None:

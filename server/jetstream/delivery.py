@@ -28,7 +28,8 @@ _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
 
 
 class WaitingRequest:
-    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending")
+    __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending",
+                 "group", "pin")
 
     def __init__(self, reply, n, b, no_wait, expires, hb, hbt):
         self.reply, self.n, self.d, self.b = reply, n, 0, b
@@ -36,6 +37,17 @@ class WaitingRequest:
         self.no_wait, self.expires, self.hb, self.hbt = no_wait, expires, hb, hbt
         # overflow priority: served only once either threshold is reached
         self.min_pending = self.min_ack_pending = 0
+        # pinned_client priority: the request's group and pin id ('' for none)
+        self.group = self.pin = ""
+
+
+ADV_PINNED = "$JS.EVENT.ADVISORY.CONSUMER.PINNED"
+ADV_UNPINNED = "$JS.EVENT.ADVISORY.CONSUMER.UNPINNED"
+_NUID_CHARS = string.ascii_letters + string.digits
+
+
+def _pin_nuid() -> str:
+    return "".join(random.choices(_NUID_CHARS, k=22))
 
 
 def _pending_status(code_desc: str, wr: WaitingRequest) -> bytes:
@@ -58,6 +70,10 @@ class DeliveryMixin:
         self._wr_timer = None
         self._wr_timer_at = 0.0
         self._last_send = 0.0
+        # pinned_client priority: the pin, when it was given, its idle timer
+        self.pin_id = ""
+        self.pin_ts = 0
+        self._pin_timer = None
         self._listener = None
         self._wtok = 0
         # replay_policy original: pace deliveries like the stored timestamps
@@ -85,10 +101,10 @@ class DeliveryMixin:
             except ValueError:
                 pass
             self._listener = None
-        for t in (self._hb_timer, self._wr_timer):
+        for t in (self._hb_timer, self._wr_timer, self._pin_timer):
             if t:
                 t.cancel()
-        self._hb_timer = self._wr_timer = None
+        self._hb_timer = self._wr_timer = self._pin_timer = None
 
     def _push_interest(self) -> bool:
         # nats-server starts (and keeps) push delivery only for a subscription
@@ -200,6 +216,9 @@ class DeliveryMixin:
                 if wr is None:
                     self._put_back(seq, dc)
                     break
+                if self.pinned and self.pin_id:
+                    hdr = headers.append(hdr, [("Nats-Pin-Id", self.pin_id)])
+                    size = len(sm.subject) + len(ack_reply) + len(hdr) + len(data)
                 self.deliver_msg(wr.reply, ack_reply, sm, dc, hdr, data, size)
                 if wr.n <= 0 and wr.b > 0:
                     self.server.publish_internal(wr.reply, "", _pending_status("409 Batch Completed", wr), b"")
@@ -355,12 +374,20 @@ class DeliveryMixin:
             srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestMaxBytes of {cfg['max_bytes']}"), b"")
             return
         min_pending = min_ack_pending = 0
+        group = pin = ""
         if d is not None:  # a JSON request carries a priority group (maybe empty)
             why = self._priority_refusal(d)
             if why:
                 srv.publish_internal(reply, "", headers.status(400, f"Bad Request - {why}"), b"")
                 return
             min_pending, min_ack_pending = d.get("min_pending") or 0, d.get("min_ack_pending") or 0
+            group, pin = d.get("group") or "", d.get("id") or ""
+            if self.pin_id and cfg.get("priority_policy") == "pinned_client":
+                if pin == self.pin_id:
+                    self.arm_pin_timer()  # the pinned client is still there
+                elif pin:
+                    srv.publish_internal(reply, "", headers.status(423, "Nats-Pin-Id mismatch"), b"")
+                    return
         if no_wait:
             avail = self.num_pending() + len(self.rdq)
             if avail == 0 and not expires:
@@ -378,6 +405,7 @@ class DeliveryMixin:
                             now + expires / NS if expires > 0 else 0.0,
                             hb / NS if hb > 0 else 0.0, now + hb / NS if hb > 0 else 0.0)
         wr.min_pending, wr.min_ack_pending = min_pending, min_ack_pending
+        wr.group, wr.pin = group, pin
         self.waiting.append(wr)
         self._touch_pull()
         self.signal()
@@ -408,6 +436,46 @@ class DeliveryMixin:
             return True
         return (mp > 0 and mp <= self.num_pending() + 1) or (map_ > 0 and map_ <= len(self.pending))
 
+    # -- pinned_client priority -------------------------------------------------------------
+    @property
+    def pinned(self) -> bool:
+        return self.config.get("priority_policy") == "pinned_client"
+
+    def assign_pin(self, wr: WaitingRequest) -> None:
+        """Pin the consumer to the client behind ``wr``: its messages carry
+        Nats-Pin-Id, and other clients' requests wait until the pin goes."""
+        self.pin_id = _pin_nuid()
+        self.pin_ts = now_ns()
+        wr.pin = self.pin_id
+        self.arm_pin_timer()
+        self.advisory(ADV_PINNED, "io.nats.jetstream.advisory.v1.consumer_group_pinned",
+                      {"group": wr.group, "pinned_id": self.pin_id}, account=True)
+
+    def unassign_pin(self) -> None:
+        self.pin_id, self.pin_ts = "", 0
+        if self._pin_timer:
+            self._pin_timer.cancel()
+            self._pin_timer = None
+
+    def arm_pin_timer(self) -> None:
+        """(Re)start the priority_timeout: a pinned client that stops pulling loses the pin."""
+        if self._pin_timer:
+            self._pin_timer.cancel()
+        ttl = (self.config.get("priority_timeout") or 0) / NS
+        self._pin_timer = self.server.loop.call_later(ttl, self._pin_expired) if ttl > 0 else None
+
+    def _pin_expired(self) -> None:
+        self._pin_timer = None
+        if self.closed or not self.pin_id:
+            return
+        self.unpin(self.config["priority_groups"][0], "timeout")
+
+    def unpin(self, group: str, reason: str) -> None:
+        self.unassign_pin()
+        self.advisory(ADV_UNPINNED, "io.nats.jetstream.advisory.v1.consumer_group_unpinned",
+                      {"group": group, "reason": reason}, account=True)
+        self.signal()
+
     def _touch_pull(self) -> None:
         if self.config.get("inactive_threshold"):
             self.check_inactive()
@@ -431,6 +499,27 @@ class DeliveryMixin:
                 if cycled >= len(self.waiting):
                     return None
                 continue
+            assigned = False
+            if self.pinned:
+                if not self.pin_id:
+                    if wr.pin:  # asks for a pin that is gone
+                        srv.publish_internal(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
+                        self.waiting.popleft()
+                        continue
+                    if wr.group:
+                        self.assign_pin(wr)
+                        assigned = True
+                elif wr.pin != self.pin_id:
+                    if wr.pin:
+                        srv.publish_internal(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
+                        self.waiting.popleft()
+                        continue
+                    # unpinned clients wait while another one holds the pin
+                    self.waiting.rotate(-1)
+                    cycled += 1
+                    if cycled >= len(self.waiting):
+                        return None
+                    continue
             if wr.b > 0:
                 if size <= wr.b:
                     wr.b -= size
@@ -439,6 +528,8 @@ class DeliveryMixin:
                 else:
                     srv.publish_internal(wr.reply, "", _pending_status("409 Message Size Exceeds MaxBytes", wr), b"")
                     self.waiting.popleft()
+                    if assigned:  # the pin just claimed goes back
+                        self.unassign_pin()
                     continue
             if not tok or wr.tok != tok:
                 if not srv.has_interest(wr.reply):

@@ -944,6 +944,7 @@ STREAM_PURGE_REQUEST = Struct("JSApiStreamPurgeRequest", {"seq": UINT64, "filter
 MSG_DELETE_REQUEST = Struct("JSApiMsgDeleteRequest", {"seq": UINT64, "no_erase": BOOL})
 CONSUMERS_REQUEST = Struct("JSApiConsumersRequest", {"offset": INT})
 CONSUMER_PAUSE_REQUEST = Struct("JSApiConsumerPauseRequest", {"pause_until": TIME})
+CONSUMER_UNPIN_REQUEST = Struct("JSApiConsumerUnpinRequest", {"group": STRING})
 CONSUMER_RESET_REQUEST = Struct("JSApiConsumerResetRequest", {"seq": UINT64})
 MSG_GET_REQUEST = Struct("JSApiMsgGetRequest", {
     "seq": UINT64, "last_by_subj": STRING, "next_by_subj": STRING, "batch": INT, "max_bytes": INT,
