@@ -151,10 +151,32 @@ class NatslabApp(App):
         # from walking it again, which otherwise stalled a key press for
         # ~0.2 s now and then (scripts/bench_tui.py flood)
         gc.freeze()
-        if self.gc_paused_until_paint:
-            gc.enable()
+        self._start_gc_schedule()
         if not self._shut_down:  # q pressed before the first frame: start nothing
             self._after_first_paint()
+
+    # The cyclic collector's full passes walk every object the app holds and
+    # took 90-115 ms each, every few seconds (Textual makes ~900 short-lived
+    # cyclic objects a second while styling), stalling key presses past the
+    # 100 ms target. While the app runs the collector is driven from here:
+    # the young generations every second (a few ms), a full pass once a minute.
+    GC_YOUNG_EVERY = 1.0
+    GC_FULL_EVERY = 60.0
+
+    def _start_gc_schedule(self) -> None:
+        self._gc_was_enabled = gc.isenabled() or self.gc_paused_until_paint
+        gc.disable()
+        self.set_interval(self.GC_YOUNG_EVERY, self._gc_young, name="gc young")
+        self.set_interval(self.GC_FULL_EVERY, gc.collect, name="gc full")
+
+    @staticmethod
+    def _gc_young() -> None:
+        gc.collect(1)
+
+    def on_unmount(self) -> None:
+        # leave the process's collector as it was found (tests run many apps)
+        if getattr(self, "_gc_was_enabled", False):
+            gc.enable()
 
     @work(group="startup", exit_on_error=False)
     async def _after_first_paint(self) -> None:

@@ -59,15 +59,28 @@ async def test_remembered_theme_is_applied_from_the_first_frame(make_app, tmp_pa
             assert app.screen.styles.background == Color.parse(theme.background)
 
 
-async def test_cyclic_gc_resumes_after_the_first_frame(make_app):
+async def test_cyclic_gc_runs_on_the_apps_schedule_and_is_restored(make_app):
+    """Paused for start-up (as the CLI does), then driven by the app: young
+    collections every second, the automatic collector off while the app
+    runs, and back on when it exits."""
     app = make_app()
-    app.gc_paused_until_paint = True  # as the CLI does
+    app.gc_paused_until_paint = True
     gc.disable()
+    young: list[int] = []
+
+    def watch(phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 1:
+            young.append(1)
+
+    gc.callbacks.append(watch)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await wait_for(pilot, gc.isenabled, what="gc enabled again")
+            await wait_for(pilot, lambda: len(young) >= 2, what="the app's young collections")
+            assert not gc.isenabled()
             await connected(app, pilot)
+        assert gc.isenabled()
     finally:
+        gc.callbacks.remove(watch)
         gc.enable()
 
 
