@@ -18,7 +18,10 @@ _LINEAR_PROBE = 64
 
 class MemoryStore(Store):
     def __init__(self, first_seq: int = 1):
-        self._msgs: dict[int, StoredMsg] = {}
+        # seq -> (seq, subject, hdr, data, ts): plain tuples of str/bytes/int,
+        # which the cyclic GC stops tracking, so a stream of millions of
+        # messages adds nothing to its passes (StoredMsg objects would)
+        self._msgs: dict[int, tuple] = {}
         self._subj: dict[str, list[int]] = {}
         self._deleted: list[int] = []  # missing seqs between first and last
         self._bytes = 0
@@ -37,7 +40,7 @@ class MemoryStore(Store):
         if not self._msgs:
             self._first = seq
             self._deleted.clear()
-        self._msgs[seq] = StoredMsg(seq, subject, hdr, data, ts)
+        self._msgs[seq] = (seq, subject, hdr, data, ts)
         lst = self._subj.get(subject)
         if lst is None:
             self._subj[subject] = [seq]
@@ -53,14 +56,15 @@ class MemoryStore(Store):
         sm = self._msgs.pop(seq, None)
         if sm is None:
             return False
-        self._bytes -= memory_msg_size(sm.subject, sm.hdr, sm.data)
-        lst = self._subj[sm.subject]
+        subject = sm[1]
+        self._bytes -= memory_msg_size(subject, sm[2], sm[3])
+        lst = self._subj[subject]
         if lst[0] == seq:
             del lst[0]
         else:
             del lst[bisect_left(lst, seq)]
         if not lst:
-            del self._subj[sm.subject]
+            del self._subj[subject]
         if not self._msgs:
             self._first = self._last + 1
             self._deleted.clear()
@@ -126,7 +130,8 @@ class MemoryStore(Store):
 
     # -- reading ---------------------------------------------------------
     def load(self, seq: int) -> StoredMsg | None:
-        return self._msgs.get(seq)
+        t = self._msgs.get(seq)
+        return StoredMsg(*t) if t is not None else None
 
     def _matching_subjects(self, flt: str) -> list[str]:
         return [s for s in self._subj if match(flt, s)]
@@ -149,9 +154,9 @@ class MemoryStore(Store):
         msgs = self._msgs
         if subject_filter in (None, "", ">"):
             while s <= self._last:
-                sm = msgs.get(s)
-                if sm is not None:
-                    return sm
+                t = msgs.get(s)
+                if t is not None:
+                    return StoredMsg(*t)
                 s += 1
             return None
         if is_literal(subject_filter):
@@ -159,13 +164,13 @@ class MemoryStore(Store):
             if not lst:
                 return None
             i = bisect_left(lst, s)
-            return msgs[lst[i]] if i < len(lst) else None
+            return StoredMsg(*msgs[lst[i]]) if i < len(lst) else None
         if len(self._subj) > _LINEAR_PROBE:
             end = min(self._last, s + _LINEAR_PROBE)
             while s <= end:
-                sm = msgs.get(s)
-                if sm is not None and match(subject_filter, sm.subject):
-                    return sm
+                t = msgs.get(s)
+                if t is not None and match(subject_filter, t[1]):
+                    return StoredMsg(*t)
                 s += 1
             if s > self._last:
                 return None
@@ -175,7 +180,7 @@ class MemoryStore(Store):
             i = bisect_left(lst, s)
             if i < len(lst) and (not best or lst[i] < best):
                 best = lst[i]
-        return msgs[best] if best else None
+        return StoredMsg(*msgs[best]) if best else None
 
     def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
         if not self._msgs:
@@ -183,18 +188,18 @@ class MemoryStore(Store):
         if subject_filter in (None, "", ">"):
             s = self._last
             while s >= self._first:
-                sm = self._msgs.get(s)
-                if sm is not None:
-                    return sm
+                t = self._msgs.get(s)
+                if t is not None:
+                    return StoredMsg(*t)
                 s -= 1
             return None
         if is_literal(subject_filter):
             lst = self._subj.get(subject_filter)
-            return self._msgs[lst[-1]] if lst else None
+            return StoredMsg(*self._msgs[lst[-1]]) if lst else None
         best = 0
         for subj in self._matching_subjects(subject_filter):
             best = max(best, self._subj[subj][-1])
-        return self._msgs[best] if best else None
+        return StoredMsg(*self._msgs[best]) if best else None
 
     def last_seq_for_subject(self, subject: str) -> int:
         lst = self._subj.get(subject)
@@ -245,7 +250,7 @@ class MemoryStore(Store):
         first = self._first if self._held else 0
         first_ts = 0
         if self._msgs:
-            first_ts = self._msgs[self._first].ts
+            first_ts = self._msgs[self._first][4]
         return StoreState(
             messages=len(self._msgs),
             bytes=self._bytes,
