@@ -234,6 +234,19 @@ def _scan_literal(b: bytes, i: int) -> int:
     return i + len(word)
 
 
+def _object_key(b: bytes, i: int) -> int:
+    """An object key and its colon at b[i] (no leading white space); returns
+    the index after the colon."""
+    if b[i] != 0x22:
+        _bad(b, i, "looking for beginning of object key string")
+    i = _ws(b, _scan_string(b, i))
+    if i >= len(b):
+        _eof()
+    if b[i] != 0x3A:
+        _bad(b, i, "after object key")
+    return i + 1
+
+
 def _scan_value(b: bytes, i: int) -> int:
     """One JSON value starting at b[i] (no leading white space); returns the
     index after it or raises _Syntax. Iterative: depth is not limited here."""
@@ -252,15 +265,8 @@ def _scan_value(b: bytes, i: int) -> int:
             if b[i] == 0x7D:
                 i += 1
             else:
-                if b[i] != 0x22:
-                    _bad(b, i, "looking for beginning of object key string")
-                i = _ws(b, _scan_string(b, i))
-                if i >= n:
-                    _eof()
-                if b[i] != 0x3A:
-                    _bad(b, i, "after object key")
+                i = _object_key(b, i)
                 stack.append(0x7B)
-                i += 1
                 continue
         elif c == 0x5B:  # [
             i = _ws(b, i + 1)
@@ -292,14 +298,7 @@ def _scan_value(b: bytes, i: int) -> int:
                     i = _ws(b, i + 1)
                     if i >= n:
                         _eof()
-                    if b[i] != 0x22:
-                        _bad(b, i, "looking for beginning of object key string")
-                    i = _ws(b, _scan_string(b, i))
-                    if i >= n:
-                        _eof()
-                    if b[i] != 0x3A:
-                        _bad(b, i, "after object key")
-                    i += 1
+                    i = _object_key(b, i)
                     break
                 if c == 0x7D:
                     stack.pop()
