@@ -211,6 +211,11 @@ class AckMixin:
         return self.config.get("ack_wait", 0) + _ACK_WAIT_DELAY
 
     def track_pending(self, sseq: int) -> None:
+        if self._ptmr is not None and not self.config.get("backoff"):
+            # with one ack wait for every delivery, the armed timer is due
+            # no later than this delivery's deadline (rearm_pending covers a
+            # shortened ack_wait)
+            return
         delay = self._ack_wait_for(sseq) / NS
         at = self.server.loop.time() + delay
         if self._ptmr is None or self._ptmr_at > at:

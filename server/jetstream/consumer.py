@@ -181,6 +181,8 @@ class Consumer(DeliveryMixin, AckMixin):
         self._set_filters()
         if old.get("deliver_subject") != cfg.get("deliver_subject"):
             self.update_push_subject()
+        if old.get("ack_wait") != cfg.get("ack_wait") or old.get("backoff") != cfg.get("backoff"):
+            self.rearm_pending()  # the ack timer looks at every pending deadline again
         self._arm_pause_timer()
         self.schedule_save()
         self.signal()

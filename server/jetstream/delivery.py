@@ -159,6 +159,7 @@ class DeliveryMixin:
         store = self.stream.store
         ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}."
         headers_only = cfg.get("headers_only")
+        pinned = cfg.get("priority_policy") == "pinned_client"
         dsubj = None if pull else cfg["deliver_subject"]
         waiting = self.waiting
         self._wtok = tok = self._wtok + 1
@@ -212,11 +213,11 @@ class DeliveryMixin:
                 data = b""
             size = len(sm.subject) + len(ack_reply) + (len(hdr) if hdr else 0) + len(data)
             if pull:
-                wr = self.next_waiting(size, tok)
+                wr = self.next_waiting(size, tok, pinned)
                 if wr is None:
                     self._put_back(seq, dc)
                     break
-                if self.pinned and self.pin_id:
+                if pinned and self.pin_id:
                     hdr = headers.append(hdr, [("Nats-Pin-Id", self.pin_id)])
                     size = len(sm.subject) + len(ack_reply) + len(hdr) + len(data)
                 self.deliver_msg(wr.reply, ack_reply, sm, dc, hdr, data, size)
@@ -480,7 +481,7 @@ class DeliveryMixin:
         if self.config.get("inactive_threshold"):
             self.check_inactive()
 
-    def next_waiting(self, size: int, tok: int = 0) -> WaitingRequest | None:
+    def next_waiting(self, size: int, tok: int = 0, pinned: bool | None = None) -> WaitingRequest | None:
         """The request to deliver the next message to; interest in its reply
         subject is checked once per delivery batch ``tok`` (every call when 0)."""
         srv = self.server
@@ -500,7 +501,9 @@ class DeliveryMixin:
                     return None
                 continue
             assigned = False
-            if self.pinned:
+            if pinned is None:
+                pinned = self.pinned
+            if pinned:
                 if not self.pin_id:
                     if wr.pin:  # asks for a pin that is gone
                         srv.publish_internal(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
