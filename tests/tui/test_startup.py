@@ -65,20 +65,22 @@ async def test_cyclic_gc_runs_on_the_apps_schedule_and_is_restored(make_app):
     runs, and back on when it exits."""
     app = make_app()
     app.gc_paused_until_paint = True
+    app.GC_FULL_EVERY = 1.5  # a minute in the app; both timers must run without error
     gc.disable()
-    young: list[int] = []
+    runs: dict[int, int] = {1: 0, 2: 0}
 
     def watch(phase: str, info: dict) -> None:
-        if phase == "stop" and info["generation"] == 1:
-            young.append(1)
+        if phase == "stop" and info["generation"] in runs:
+            runs[info["generation"]] += 1
 
     gc.callbacks.append(watch)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await wait_for(pilot, lambda: len(young) >= 2, what="the app's young collections")
+            await wait_for(pilot, lambda: runs[1] >= 2 and runs[2] >= 1, what="the app's young and full collections")
             assert not gc.isenabled()
             await connected(app, pilot)
-        assert gc.isenabled()
+            assert app.is_running
+        assert gc.isenabled() and app.return_code in (0, None)
     finally:
         gc.callbacks.remove(watch)
         gc.enable()
