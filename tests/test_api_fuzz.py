@@ -115,3 +115,69 @@ async def test_api_answers_odd_bodies_like_nats_server(tmp_path, seed):
     diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
     assert not diffs, f"{len(diffs)} of {len(reqs)} differ:\n" + "\n".join(diffs[:15])
     assert "Traceback" not in servers[1].log()
+
+
+NEXT_KEYS = ["batch", "expires", "no_wait", "max_bytes", "idle_heartbeat", "group", "min_pending", "min_ack_pending",
+             "id", "priority", "bogus"]
+NEXT_VALUES = [0, 1, 2, 5, -1, 100_000_000, 50_000_000, True, False, None, "", "g", "x", 1.5, [], {}, 10]
+
+
+def pull_requests(seed: int, n: int) -> list[tuple[str, bytes]]:
+    """no_wait pull requests (so every answer comes at once) with odd fields,
+    to a plain consumer (C, max_batch 5) and an overflow one (P, group g)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        d = {"no_wait": True}
+        for _ in range(rng.randint(1, 3)):
+            d[rng.choice(NEXT_KEYS)] = rng.choice(NEXT_VALUES)
+        data = json.dumps(d).encode() if rng.random() < 0.85 else rng.choice([b"", b"3", b"{", b"abc", b" 2 ", b"null"])
+        out.append((rng.choice(["C", "P"]), data))
+    return out
+
+
+async def pull_transcript(srv: ServerProcess, reqs: list[tuple[str, bytes]]) -> list[str]:
+    nc = await nats.connect(srv.url, max_reconnect_attempts=1, connect_timeout=3)
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="N", subjects=["n.>"]))
+    for _ in range(200):
+        await js.publish("n.x", b"m")
+    for name, cfg in (("C", {"max_batch": 5}), ("P", {"priority_policy": "overflow", "priority_groups": ["g"]})):
+        await nc.request(f"$JS.API.CONSUMER.CREATE.N.{name}", json.dumps(
+            {"stream_name": "N", "config": {"name": name, "ack_policy": "none", **cfg}}).encode())
+    out = []
+    for consumer, data in reqs:
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        await nc.flush()
+        await nc.flush()
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.N.{consumer}", data, reply=inbox)
+        got: list = []
+        try:
+            while True:
+                m = await sub.next_msg(timeout=0.2)
+                h = m.headers or {}
+                if "Status" in h:
+                    got.append((h["Status"], h.get("Description", ""), h.get("Nats-Pending-Messages")))
+                    break
+                got.append(m.metadata.sequence.stream)
+        except nats.errors.TimeoutError:
+            got.append("nothing more")
+        await sub.unsubscribe()
+        out.append(f"{consumer} {data.decode()} -> {got}")
+    await nc.close()
+    return out
+
+
+async def test_pull_requests_answered_like_nats_server(tmp_path):
+    reqs = pull_requests(2, 100)
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    try:
+        ref, ours = await asyncio.gather(*(pull_transcript(s, reqs) for s in servers))
+    finally:
+        for s in servers:
+            s.stop()
+    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(reqs)} differ:\n" + "\n".join(diffs[:15])

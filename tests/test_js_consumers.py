@@ -100,6 +100,13 @@ async def test_pull_status_replies(nc, js, raw):
                       ('{"batch":', "unexpected end of JSON input")):
         await pull(body, "r.x")
         assert await c.read_until_pong() == status("r.x", f"NATS/1.0 400 Bad Request - {why}"), body
+    # the batch is kept as asked, even 0 or less, and a negative expires is already past
+    await pull('{"no_wait":true,"expires":5}', "r.x")
+    assert await c.read_until_pong() == status("r.x", "NATS/1.0 408 Request Timeout",
+                                                "Nats-Pending-Messages: 0", "Nats-Pending-Bytes: 0")
+    await pull('{"batch":3,"expires":-1}', "r.x")
+    assert await c.read_until_pong() == status("r.x", "NATS/1.0 408 Request Timeout",
+                                                "Nats-Pending-Messages: 3", "Nats-Pending-Bytes: 0")
     await pull('{"batch":2,"expires":300000000}', "r.4")
     await asyncio.sleep(0.5)
     assert await c.read_until_pong() == status("r.4", "NATS/1.0 408 Request Timeout",

@@ -402,8 +402,11 @@ class DeliveryMixin:
                 srv.publish_internal(reply, "", headers.status(409, "Exceeded MaxWaiting"), b"")
             return
         now = srv.loop.time()
-        wr = WaitingRequest(reply, max(batch, 1), max_bytes, no_wait,
-                            now + expires / NS if expires > 0 else 0.0,
+        # as the real server: the batch is kept as asked (0 or less still gets
+        # one message, and the status replies report it), and a negative
+        # expires is already past
+        wr = WaitingRequest(reply, batch, max_bytes, no_wait,
+                            now + expires / NS if expires else 0.0,
                             hb / NS if hb > 0 else 0.0, now + hb / NS if hb > 0 else 0.0)
         wr.min_pending, wr.min_ack_pending = min_pending, min_ack_pending
         wr.group, wr.pin = group, pin
