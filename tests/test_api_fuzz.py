@@ -181,3 +181,58 @@ async def test_pull_requests_answered_like_nats_server(tmp_path):
             s.stop()
     diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
     assert not diffs, f"{len(diffs)} of {len(reqs)} differ:\n" + "\n".join(diffs[:15])
+
+
+PUB_HEADERS = ["Nats-Msg-Id", "Nats-Expected-Stream", "Nats-Expected-Last-Msg-Id", "Nats-Expected-Last-Sequence",
+               "Nats-Expected-Last-Subject-Sequence", "Nats-Expected-Last-Subject-Sequence-Subject", "Nats-Rollup",
+               "Nats-TTL", "Nats-Batch-Sequence", "X-Other"]
+PUB_VALUES = ["", "1", "2", "0", "-1", "abc", "P", "Q", "sub", "SUB", "all", "foo", "1s", "10ms", "never", "2m",
+              "p.a", "p.*", "p.b", " 3 ", "99999999999999999999"]
+
+
+def publishes(seed: int, n: int) -> list[tuple[str, dict, bytes]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        h = {}
+        for _ in range(rng.randint(0, 3)):
+            h[rng.choice(PUB_HEADERS)] = rng.choice(PUB_VALUES)
+        out.append((rng.choice(["p.a", "p.b", "p.c.d"]), h, rng.choice([b"", b"x", b"y" * 50])))
+    return out
+
+
+async def publish_transcript(srv: ServerProcess, pubs: list, cfg: dict) -> list[str]:
+    nc = await nats.connect(srv.url, max_reconnect_attempts=1, connect_timeout=3)
+    r = json.loads((await nc.request("$JS.API.STREAM.CREATE.P", json.dumps(cfg).encode())).data)
+    assert "error" not in r, r
+    out = []
+    for subject, h, data in pubs:
+        m = await nc.request(subject, data, headers=h or None, timeout=2)
+        out.append(f"{subject} {h} {len(data)} -> {m.data.decode()}")
+    state = json.loads((await nc.request("$JS.API.STREAM.INFO.P", b"")).data)["state"]
+    out.append(f"final: {[(k, v) for k, v in sorted(state.items()) if not k.endswith('_ts')]}")
+    await nc.close()
+    return out
+
+
+@pytest.mark.parametrize("seed, limits", [
+    (1, {"allow_rollup_hdrs": True, "allow_msg_ttl": True, "max_msgs_per_subject": 5}),
+    (5, {"allow_rollup_hdrs": True, "max_msgs_per_subject": 2, "discard": "new", "discard_new_per_subject": True}),
+    (6, {"allow_rollup_hdrs": True, "max_msgs_per_subject": 2, "discard": "new", "max_bytes": 700}),
+    (8, {"deny_purge": True, "max_msgs": 20, "discard": "new", "storage": "memory"}),
+])
+async def test_publishes_answered_like_nats_server(tmp_path, seed, limits):
+    """Publishes with odd Nats-* headers (empty, unparsable, lower/upper case)
+    to streams with limits: the same PubAcks and errors, the same final state."""
+    cfg = {"name": "P", "subjects": ["p.>"], "duplicate_window": 60_000_000_000, **limits}
+    pubs = publishes(seed, 150)
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    try:
+        ref, ours = await asyncio.gather(*(publish_transcript(s, pubs, cfg) for s in servers))
+    finally:
+        for s in servers:
+            s.stop()
+    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:15])

@@ -21,6 +21,39 @@ TTL = "Nats-TTL"
 REQUIRED_API_LEVEL = "Nats-Required-Api-Level"
 
 
+def value(hdr: bytes, key: bytes) -> str:
+    """One header's value as the real server's publish path reads it
+    (sliceHeader): the first line that starts with ``key:`` exactly
+    (case-sensitive), leading spaces skipped, trailing ones kept; '' when
+    absent, which it treats the same as empty."""
+    n, klen, off = len(hdr), len(key), 0
+    while True:
+        i = hdr.find(key, off)
+        if i - off < 2:  # also not found; Go's check is relative to the search start
+            return ""
+        if i >= n - 1 or hdr[i - 1] != 0x0A or hdr[i - 2] != 0x0D:
+            off = i + klen
+            continue
+        if i + klen >= n:
+            return ""
+        if hdr[i + klen] != 0x3A:
+            off = i + klen
+            continue
+        j = i + klen + 1
+        while j < n and hdr[j] == 0x20:
+            j += 1
+        e = hdr.find(b"\r\n", j)
+        return hdr[j:e if e >= 0 else n].decode("utf-8", "replace")
+
+
+def go_uint64(v: str) -> int:
+    """parseInt64 then uint64(): decimal digits only (else -1, i.e. 2^64-1),
+    wrapping as Go's int64 arithmetic does."""
+    if not v or not v.isascii() or not v.isdigit():
+        return (1 << 64) - 1
+    return int(v) & ((1 << 64) - 1)
+
+
 def parse(hdr: bytes | None) -> dict[str, str]:
     """Header name -> first value. The status line is ignored."""
     out: dict[str, str] = {}

@@ -129,53 +129,53 @@ class Stream(ExpiryMixin):
         ttl_err = False
         rollup = ""
         if hdr and hdr.find(b"Nats-") >= 0:  # every header looked at here is a Nats-* one
-            h = headers.parse(hdr)
-            if h:
-                if h.get(headers.BATCH_ID):
-                    # atomic batch publish (2.12) is not implemented: every
-                    # stream behaves as one without allow_atomic
-                    raise errors.atomic_publish_disabled()
-                es = h.get(headers.EXPECTED_STREAM)
-                if es and es != self.name:
-                    raise errors.expected_stream_mismatch()
-                ttl_hdr = h.get(headers.TTL)
-                if ttl_hdr is not None:
-                    try:
-                        ttl = parse_ttl(ttl_hdr)
-                    except ApiError:
-                        ttl_err = True
-                    if ttl and not self.config["allow_msg_ttl"]:
-                        raise errors.msg_ttl_disabled()
-                elss = h.get(headers.EXPECTED_LAST_SUBJ_SEQ)
-                if elss is not None:
-                    want = _to_int(elss)
-                    on = h.get(headers.EXPECTED_LAST_SUBJ_SEQ_SUBJ) or subject
-                    last = self._last_seq_for(on)
-                    if want is None or last != want:
-                        raise errors.wrong_last_sequence(last)
-                elif h.get(headers.EXPECTED_LAST_SUBJ_SEQ_SUBJ):
-                    raise errors.expected_last_seq_per_subject_invalid()
-                els = h.get(headers.EXPECTED_LAST_SEQ)
-                if els is not None:
-                    last = self.store.state().last_seq
-                    if _to_int(els) != last:
-                        raise errors.wrong_last_sequence(last)
-                msg_id = h.get(headers.MSG_ID, "")
-                if msg_id:
-                    dup = self._check_dup(msg_id)
-                    if dup:
-                        if reply and self._ack:
-                            self.js.server.reply_internal(reply, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
-                        return
-                elmi = h.get(headers.EXPECTED_LAST_MSG_ID)
-                if elmi is not None and elmi != self._last_msg_id:
-                    raise errors.wrong_last_msg_id(self._last_msg_id)
-                rollup = h.get(headers.ROLLUP, "")
-                if rollup:
-                    if not self.config["allow_rollup_hdrs"] or self.config["deny_purge"]:
-                        raise errors.stream_rollup_failed("rollup not permitted")
-                    if rollup not in ("sub", "all"):
-                        raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
+            # read, checked and ordered as the real server's processJetStreamMsg
+            # does; an empty value counts as no header
+            value = headers.value
+            if value(hdr, b"Nats-Batch-Id"):
+                # atomic batch publish (2.12) is not implemented: every
+                # stream behaves as one without allow_atomic
+                raise errors.atomic_publish_disabled()
+            es = value(hdr, b"Nats-Expected-Stream")
+            if es and es != self.name:
+                raise errors.expected_stream_mismatch()
+            ttl_hdr = value(hdr, b"Nats-TTL")
+            if ttl_hdr:
+                try:
+                    ttl = parse_ttl(ttl_hdr)
+                except ApiError:
+                    ttl_err = True
+                if ttl and not self.config["allow_msg_ttl"]:
+                    raise errors.msg_ttl_disabled()
+            elss = value(hdr, b"Nats-Expected-Last-Subject-Sequence")
+            on = value(hdr, b"Nats-Expected-Last-Subject-Sequence-Subject")
+            if elss:
+                last = self._last_seq_for(on or subject)
+                if headers.go_uint64(elss) != last:
+                    raise errors.wrong_last_sequence(last)
+            elif on:
+                raise errors.expected_last_seq_per_subject_invalid()
+            els = value(hdr, b"Nats-Expected-Last-Sequence")
+            if els:
+                last = self.store.state().last_seq
+                if headers.go_uint64(els) != last:
+                    raise errors.wrong_last_sequence(last)
+            msg_id = value(hdr, b"Nats-Msg-Id")
+            if msg_id:
+                dup = self._check_dup(msg_id)
+                if dup:
+                    if reply and self._ack:
+                        self.js.server.reply_internal(reply, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
+                    return
+            elmi = value(hdr, b"Nats-Expected-Last-Msg-Id")
+            if elmi and elmi != self._last_msg_id:
+                raise errors.wrong_last_msg_id(self._last_msg_id)
+            rollup = value(hdr, b"Nats-Rollup").lower()
+            if rollup:
+                if not self.config["allow_rollup_hdrs"] or self.config["deny_purge"]:
+                    raise errors.stream_rollup_failed("rollup not permitted")
+                if rollup not in ("sub", "all"):
+                    raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
         hlen = len(hdr) if hdr else 0
         mms = self._mms
         if mms >= 0 and (hlen > mms or len(payload) > mms - hlen):
@@ -198,7 +198,7 @@ class Stream(ExpiryMixin):
             ttl = self._smt // NS
             hdr = headers.append(headers.remove(hdr, headers.TTL), [(headers.TTL, str(ttl))])
         if self._discard_new and self._has_limits:
-            self._check_discard_new(subject, store.msg_size(subject, hdr, payload))
+            self._check_discard_new(subject, store.msg_size(subject, hdr, payload), bool(rollup))
         seq = store.store_msg(subject, hdr, payload, ts)
         if msg_id or self._last_msg_id:
             self._record_id(msg_id, seq, ts)
@@ -233,22 +233,29 @@ class Stream(ExpiryMixin):
     def _has_interest(self, subject: str) -> bool:
         return any(c.filter_matches(subject) for c in self.consumers.values())
 
-    def _check_discard_new(self, subject: str, size: int) -> None:
+    def _check_discard_new(self, subject: str, size: int, rollup: bool = False) -> None:
+        """discard new, as the real stores check it before storing: a subject
+        at its limit is refused only with discard_new_per_subject (and not for
+        a rollup, which purges the subject right after); otherwise storing on
+        it replaces its oldest message, so max_msgs does not refuse it and
+        max_bytes only when that message is smaller than the new one."""
+        store = self.store
         per = self._per
-        at_subject_limit = False
-        if per > 0 and self.store.subject_count(subject) >= per:
-            if self.config.get("discard_new_per_subject"):
-                raise errors.stream_store_failed(_ERR_MAX_PER_SUBJECT)
-            at_subject_limit = True
-        if at_subject_limit:
-            return
+        at_subject_limit = per > 0 and store.subject_count(subject) >= per
+        if at_subject_limit and self.config.get("discard_new_per_subject") and not rollup:
+            raise errors.stream_store_failed(_ERR_MAX_PER_SUBJECT)
         mm, mb = self._mm, self._mb
         if mm > 0 or mb > 0:
-            msgs, nbytes, _ = self.store.totals()
-            if mm > 0 and msgs >= mm:
+            msgs, nbytes, _ = store.totals()
+            if mm > 0 and msgs >= mm and not at_subject_limit:
                 raise errors.stream_store_failed(_ERR_MAX_MSGS)
             if mb > 0 and nbytes + size > mb:
-                raise errors.stream_store_failed(_ERR_MAX_BYTES)
+                if not at_subject_limit:
+                    raise errors.stream_store_failed(_ERR_MAX_BYTES)
+                oldest = store.oldest_for_subject(subject, 1)
+                sm = store.load(oldest[0]) if oldest else None
+                if sm is None or store.msg_size(sm.subject, sm.hdr, sm.data) < size:
+                    raise errors.stream_store_failed(_ERR_MAX_BYTES)
 
     def _enforce_limits(self, subject: str) -> int:
         """Apply discard-old limits after storing on ``subject``."""
@@ -462,10 +469,3 @@ class Stream(ExpiryMixin):
             DirectGet(self).on_request(subject, reply, hdr, payload)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
-
-
-def _to_int(v: str) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
