@@ -236,3 +236,75 @@ async def test_publishes_answered_like_nats_server(tmp_path, seed, limits):
             s.stop()
     diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
     assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:15])
+
+
+S = 1_000_000_000
+CONSUMER_DOMAINS = {
+    "deliver_policy": ["all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"],
+    "opt_start_seq": [0, 1, 5, 100], "opt_start_time": ["2000-01-01T00:00:00Z", "2099-01-01T00:00:00Z"],
+    "ack_policy": ["none", "all", "explicit"], "ack_wait": [0, S, 30 * S, -1], "max_deliver": [0, 1, 3, -1, 10],
+    "backoff": [[S], [S, 2 * S], [], [S, 2 * S, 3 * S, 4 * S]], "filter_subject": ["c.a", "c.*", "c.>", "x.y", ""],
+    "filter_subjects": [["c.a", "c.b"], ["c.a", "c.*"], ["c.>"], []], "replay_policy": ["instant", "original"],
+    "max_waiting": [0, 1, 512, -1], "max_ack_pending": [0, 1, 1000, -1], "headers_only": [True, False],
+    "max_batch": [0, 5, -1], "max_expires": [0, S, 1000], "max_bytes": [0, 100, -1],
+    "inactive_threshold": [0, 5 * S, -1], "deliver_subject": ["d.x", "", "c.a", "d.*"], "deliver_group": ["q", ""],
+    "flow_control": [True, False], "idle_heartbeat": [0, S, 100], "sample_freq": ["", "50%", "100", "x", "-5"],
+    "metadata": [{"a": "b"}, {}], "mem_storage": [True, False], "num_replicas": [0, 1, 3],
+    "description": ["d", ""], "rate_limit_bps": [0, 1000],
+}
+
+
+async def consumer_transcript(srv: ServerProcess, plans: list) -> list[str]:
+    nc = await nats.connect(srv.url, max_reconnect_attempts=1, connect_timeout=3)
+    await nc.request("$JS.API.STREAM.CREATE.C", json.dumps({"name": "C", "subjects": ["c.>"]}).encode())
+    for s in ["c.a", "c.b", "c.a", "c.c"]:
+        await nc.request(s, b"x")
+    out = []
+    for i, (form, cfg, update) in enumerate(plans):
+        name, c = f"K{i}", dict(cfg)
+        subject = f"$JS.API.CONSUMER.CREATE.C.{name}"
+        if form == "durable":
+            c["durable_name"] = name
+        elif form == "named":
+            c["name"] = name
+        elif form == "legacy":
+            c["durable_name"] = name
+            subject = f"$JS.API.CONSUMER.DURABLE.CREATE.C.{name}"
+        else:
+            subject = "$JS.API.CONSUMER.CREATE.C"
+        r = json.loads((await nc.request(subject, json.dumps({"stream_name": "C", "config": c}).encode())).data)
+        if "error" in r:
+            got = r["error"]
+        else:
+            echoed = {k: v for k, v in r["config"].items() if k not in ("name", "durable_name")}
+            if form == "ephemeral":
+                echoed.pop("deliver_subject", None)
+            got = {"config": echoed, "num_pending": r["num_pending"], "delivered": r["delivered"]}
+            if update and form != "ephemeral":
+                upd = {**c, "max_ack_pending": 7, "description": "upd"}
+                r2 = json.loads((await nc.request(subject.replace("DURABLE.CREATE", "CREATE"), json.dumps(
+                    {"stream_name": "C", "config": upd, "action": "update"}).encode())).data)
+                got["update"] = r2.get("error") or "ok"
+            await nc.request(f"$JS.API.CONSUMER.DELETE.C.{r['name']}", b"")
+        out.append(f"{form} {json.dumps(cfg, sort_keys=True)} -> {json.dumps(got, sort_keys=True)}")
+    await nc.close()
+    return out
+
+
+async def test_consumer_configs_answered_like_nats_server(tmp_path):
+    """Consumer configs from valid value domains, in random combinations and
+    all four create forms (plus an update): the same echo or the same error."""
+    rng = random.Random(3)
+    plans = [(rng.choice(["durable", "named", "ephemeral", "legacy"]),
+              {k: rng.choice(CONSUMER_DOMAINS[k]) for k in rng.sample(list(CONSUMER_DOMAINS), rng.randint(1, 5))},
+              rng.random() < 0.3) for _ in range(150)]
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    try:
+        ref, ours = await asyncio.gather(*(consumer_transcript(s, plans) for s in servers))
+    finally:
+        for s in servers:
+            s.stop()
+    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:10])

@@ -160,11 +160,33 @@ def _check(cfg: dict, scfg: dict) -> None:
             parse_rfc3339(cfg["opt_start_time"])
         except (ValueError, AttributeError):
             raise errors.invalid_json("parsing time") from None
+    why = sample_freq_problem(cfg.get("sample_freq") or "")
+    if why:
+        raise errors.consumer_invalid_sampling(why)
     if cfg.get("flow_control") and not cfg.get("idle_heartbeat"):
         raise errors.consumer_fc_needs_heartbeat()
     if cfg.get("durable_name") and cfg.get("name") and cfg["name"] != cfg["durable_name"]:
         raise errors.consumer_durable_name_mismatch()
     _check_priority(cfg)
+
+
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def sample_freq_problem(freq: str) -> str:
+    """What the real server says of sample_freq ('' when fine): an integer
+    percentage, '%' optional, parsed by Go's strconv.Atoi; a negative one is
+    refused with a nil error."""
+    if not freq:
+        return ""
+    s = freq[:-1] if freq.endswith("%") else freq
+    quoted = '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if not _ATOI.fullmatch(s):
+        return f"strconv.Atoi: parsing {quoted}: invalid syntax"
+    n = int(s)
+    if not -(1 << 63) <= n < (1 << 63):
+        return f"strconv.Atoi: parsing {quoted}: value out of range"
+    return "<nil>" if n < 0 else ""
 
 
 _GROUP_NAME = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
