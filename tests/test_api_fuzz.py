@@ -308,3 +308,57 @@ async def test_consumer_configs_answered_like_nats_server(tmp_path):
             s.stop()
     diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
     assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:10])
+
+
+STREAM_DOMAINS = {
+    "subjects": [["t.>"], ["t.a", "t.b"], ["t.*", "t.a"], [], ["t.a", "t.a"], [">"], ["$JS.API.x"], ["t.>", "u.>"],
+                 ["s.x"]],
+    "retention": ["limits", "interest", "workqueue"], "max_consumers": [0, 1, -1, 5], "max_msgs": [0, 10, -1, -5],
+    "max_bytes": [0, 1000, -1], "max_age": [0, S, 3600 * S, -1, 100], "max_msgs_per_subject": [0, 1, 5, -1],
+    "max_msg_size": [0, 10, -1, 100000000], "discard": ["old", "new"], "storage": ["file", "memory"],
+    "num_replicas": [0, 1, 3], "duplicate_window": [0, S, 120 * S, 7200 * S, -1], "sealed": [True, False],
+    "deny_delete": [True, False], "deny_purge": [True, False], "allow_rollup_hdrs": [True, False],
+    "allow_direct": [True, False], "mirror_direct": [True, False], "discard_new_per_subject": [True, False],
+    "no_ack": [True, False], "first_seq": [0, 1, 100], "compression": ["none", "s2"], "allow_msg_ttl": [True, False],
+    "subject_delete_marker_ttl": [0, S, 500_000_000], "metadata": [{"a": "b"}, {}], "description": ["d", ""],
+    "consumer_limits": [{}, {"inactive_threshold": S}, {"max_ack_pending": 10}],
+}
+
+
+async def stream_transcript(srv: ServerProcess, plans: list) -> list[str]:
+    nc = await nats.connect(srv.url, max_reconnect_attempts=1, connect_timeout=3)
+    await nc.request("$JS.API.STREAM.CREATE.S", json.dumps({"name": "S", "subjects": ["s.>"]}).encode())
+    out = []
+    for cfg, update in plans:
+        c = {"name": "T", **cfg}
+        r = json.loads((await nc.request("$JS.API.STREAM.CREATE.T", json.dumps(c).encode())).data)
+        if "error" in r:
+            got = r["error"]
+        else:
+            got = {"config": r["config"], "state": {k: v for k, v in r["state"].items() if not k.endswith("_ts")}}
+            if update:
+                upd = {**c, "max_msgs": 50, "description": "u", "deny_delete": not c.get("deny_delete", False)}
+                r2 = json.loads((await nc.request("$JS.API.STREAM.UPDATE.T", json.dumps(upd).encode())).data)
+                got["update"] = r2.get("error") or {k: r2["config"].get(k) for k in ("max_msgs", "deny_delete")}
+            await nc.request("$JS.API.STREAM.DELETE.T", b"")
+        out.append(f"{json.dumps(cfg, sort_keys=True)} -> {json.dumps(got, sort_keys=True)}")
+    await nc.close()
+    return out
+
+
+async def test_stream_configs_answered_like_nats_server(tmp_path):
+    """Stream configs from valid value domains in random combinations (plus
+    an update): the same config echo and state, or the same error."""
+    rng = random.Random(1)
+    plans = [({k: rng.choice(STREAM_DOMAINS[k]) for k in rng.sample(list(STREAM_DOMAINS), rng.randint(1, 6))},
+              rng.random() < 0.4) for _ in range(150)]
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    try:
+        ref, ours = await asyncio.gather(*(stream_transcript(s, plans) for s in servers))
+    finally:
+        for s in servers:
+            s.stop()
+    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:6])

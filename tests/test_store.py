@@ -28,10 +28,10 @@ HDR = b"NATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n"  # 30 bytes, as in the seed
 
 @pytest.fixture(params=["memory", "file"])
 def make(request, tmp_path):
-    """A factory of empty stores of one kind: make(first_seq=1)."""
+    """A factory of empty stores of one kind: make(first_seq=N) as a stream configured with first_seq N (0: not configured)."""
     stores: list[Store] = []
 
-    def factory(first_seq: int = 1) -> Store:
+    def factory(first_seq: int = 0) -> Store:
         if request.param == "memory":
             if MemoryStore is None:
                 pytest.skip("server/jetstream/memstore.py (MemoryStore) does not exist yet")

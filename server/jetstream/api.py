@@ -200,6 +200,13 @@ class Api:
         body = req.decode(gojson.STREAM_CONFIG_REQUEST)
         if body.get("name", "") != req.tokens[0]:
             raise errors.stream_name_mismatch()
+        if "/" in req.tokens[0] or "\\" in req.tokens[0]:
+            raise errors.stream_name_path_separators()
+        # checked by the API handler before the config itself
+        if body.get("sealed"):
+            raise errors.stream_invalid_config("stream configuration for create can not be sealed")
+        if body.get("mirror_direct") and not body.get("mirror"):
+            raise errors.stream_invalid_config("stream has no mirror but does have mirror direct")
         st, _ = self.js.create_stream(body)
         d = self._stream_info(st, cluster=False)
         d["did_create"] = True

@@ -73,7 +73,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     ``warnings`` lists damage found and repaired (also logged).
     """
 
-    def __init__(self, directory: Path, first_seq: int = 1, sync_always: bool = False, block_size: int = 8 * 1024 * 1024):
+    def __init__(self, directory: Path, first_seq: int = 0, sync_always: bool = False, block_size: int = 8 * 1024 * 1024):
         self.dir = Path(directory)
         self.msgs_dir = self.dir / "msgs"
         self.sync_always = sync_always

@@ -72,7 +72,7 @@ class Recovery:
             elif good != len(data):
                 os.truncate(dlog_path, good)
             self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
-        elif fresh and first_seq > 1:
+        elif fresh and first_seq > 0:  # configured (0: not), even 1: reported from the start
             floor = first_seq
         self._floor = floor
         if phys_last:

@@ -127,7 +127,7 @@ class JetStream:
         return self.streams_dir / name
 
     def _make_store(self, cfg: dict, directory: Path) -> Store:
-        first = cfg.get("first_seq") or 1
+        first = cfg.get("first_seq") or 0  # 0: not configured
         if cfg["storage"] == "file":
             # FileStore keeps its blocks under directory/msgs/
             _migrate_nested_msgs(directory)

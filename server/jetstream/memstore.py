@@ -17,7 +17,7 @@ _LINEAR_PROBE = 64
 
 
 class MemoryStore(Store):
-    def __init__(self, first_seq: int = 1):
+    def __init__(self, first_seq: int = 0):
         # seq -> (seq, subject, hdr, data, ts): plain tuples of str/bytes/int,
         # which the cyclic GC stops tracking, so a stream of millions of
         # messages adds nothing to its passes (StoredMsg objects would)
@@ -29,7 +29,7 @@ class MemoryStore(Store):
         self._last = self._first - 1
         self._last_ts = 0
         # the real server reports first_seq 0 for a stream that never held anything
-        self._held = first_seq > 1
+        self._held = first_seq > 0  # a configured first_seq (even 1) is reported from the start
 
     # -- writing ---------------------------------------------------------
     def msg_size(self, subject: str, hdr: bytes | None, data: bytes) -> int:
