@@ -776,3 +776,17 @@ async def test_pinned_client_priority_groups(nc, js, raw):
         events.append((m.subject.split(".")[4], d.get("reason"), d["group"], d["account"]))
     assert events == [("PINNED", None, "g", "$G"), ("UNPINNED", "admin", "g", "$G"),
                       ("PINNED", None, "g", "$G"), ("UNPINNED", "timeout", "g", "$G")]
+
+
+async def test_ack_none_consumer_has_no_ack_subject(nc, js):
+    """nats-server subscribes no ack subject for an ack-none consumer: an ack
+    sent anyway (here as a request) finds no responders."""
+    from nats.errors import NoRespondersError
+
+    await js.add_stream(name="AN", subjects=["an.>"])
+    await js.publish("an.x", b"x")
+    await js.add_consumer("AN", api.ConsumerConfig(durable_name="N", ack_policy=api.AckPolicy.NONE))
+    sub = await js.pull_subscribe_bind("N", "AN")
+    m = (await sub.fetch(1, timeout=2))[0]
+    with pytest.raises(NoRespondersError):
+        await nc.request(m.reply, b"+ACK", timeout=1)

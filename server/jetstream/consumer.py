@@ -139,8 +139,11 @@ class Consumer(DeliveryMixin, AckMixin):
 
     def start(self) -> None:
         srv = self.server
-        ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
-        self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True))
+        if self.config["ack_policy"] != "none":
+            # as the real server: an ack-none consumer has no ack subject
+            # (an ack sent anyway gets no responders)
+            ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
+            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True))
         if not self.is_pull:
             self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.on_flow_control))
         self.start_delivery()
