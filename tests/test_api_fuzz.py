@@ -220,6 +220,7 @@ async def publish_transcript(srv: ServerProcess, pubs: list, cfg: dict) -> list[
     (5, {"allow_rollup_hdrs": True, "max_msgs_per_subject": 2, "discard": "new", "discard_new_per_subject": True}),
     (6, {"allow_rollup_hdrs": True, "max_msgs_per_subject": 2, "discard": "new", "max_bytes": 700}),
     (8, {"deny_purge": True, "max_msgs": 20, "discard": "new", "storage": "memory"}),
+    (3, {"allow_rollup_hdrs": True, "allow_msg_ttl": True, "max_msg_size": 45}),
 ])
 async def test_publishes_answered_like_nats_server(tmp_path, seed, limits):
     """Publishes with odd Nats-* headers (empty, unparsable, lower/upper case)

@@ -128,6 +128,14 @@ class Stream(ExpiryMixin):
         ttl = 0
         ttl_err = False
         rollup = ""
+        # the size limits come first, before any header is looked at, as on
+        # the real server (its inbound path checks them pre-emptively)
+        hlen = len(hdr) if hdr else 0
+        mms = self._mms
+        if mms >= 0 and (hlen > mms or len(payload) > mms - hlen):
+            raise errors.stream_msg_too_big()
+        if hlen > 65535:
+            raise errors.header_too_big()
         if hdr and hdr.find(b"Nats-") >= 0:  # every header looked at here is a Nats-* one
             # read, checked and ordered as the real server's processJetStreamMsg
             # does; an empty value counts as no header
@@ -176,12 +184,6 @@ class Stream(ExpiryMixin):
                     raise errors.stream_rollup_failed("rollup not permitted")
                 if rollup not in ("sub", "all"):
                     raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
-        hlen = len(hdr) if hdr else 0
-        mms = self._mms
-        if mms >= 0 and (hlen > mms or len(payload) > mms - hlen):
-            raise errors.stream_msg_too_big()
-        if hlen > 65535:
-            raise errors.header_too_big()
         store = self.store
         ts = time_ns()
         if self._interest and not self._has_interest(subject):
