@@ -20,6 +20,7 @@ from .subjects import EMPTY_RESULT, valid_subject
 _PUB_RE = re.compile(rb"PUB[ \t]+([^ \t\r\n]+)[ \t]+(?:([^ \t\r\n]+)[ \t]+)?(\d+)[ \t]*\r\n")
 
 TRACE = 5  # logging level of -V protocol traces, shown as [TRC]
+_ARG_OPS = (b"SUB", b"PUB", b"HPUB", b"UNSUB")  # operations that must have arguments
 
 # longest a producer waits for a backed-up reader before it is read again
 STALL_MAX = 0.05
@@ -68,6 +69,7 @@ class Client(asyncio.Protocol):
         self.version = ""
         self.user = ""
         self.perms = None  # Permissions of the authenticated user, if any
+        self._connect_opts: dict = {}  # every CONNECT so far, merged
         # stats
         self.start = time.time()
         self.last_activity = self.start
@@ -180,6 +182,12 @@ class Client(asyncio.Protocol):
             if not args:
                 continue
             op = args[0].upper()
+            if len(args) == 1 and op in _ARG_OPS and line.rstrip(b"\r") == args[0]:
+                # the keyword alone, not even a space after it: nats-server's
+                # parser stops at an unknown operation (with a space and no
+                # arguments it closes without a word, as the handlers do)
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+                return
             if op == b"PUB":
                 self._op_pub(args, False)
             elif op == b"HPUB":
@@ -326,7 +334,7 @@ class Client(asyncio.Protocol):
         if not self._require_connect():
             return
         if len(args) not in (2, 3):
-            self.protocol_error(p.ERR_UNKNOWN_OP)
+            self.close("malformed unsubscribe")  # closed without an -ERR, as nats-server does
             return
         sid = args[1]
         mx = 0
@@ -357,6 +365,9 @@ class Client(asyncio.Protocol):
         if not isinstance(proto, int) or proto < 0 or proto > 1:
             self.protocol_error(p.ERR_BAD_PROTOCOL)
             return
+        # a later CONNECT changes only the options it names (nats-server
+        # unmarshals it into the options it already has)
+        opts = self._connect_opts = {**self._connect_opts, **opts}
         self.verbose = bool(opts.get("verbose", True))
         self.pedantic = bool(opts.get("pedantic", True))
         self.echo = bool(opts.get("echo", True))

@@ -180,7 +180,10 @@ class RawClient:
     async def readline(self, timeout: float = 3.0) -> str:
         """The next protocol line, skipping async INFO updates."""
         while True:
-            line = (await asyncio.wait_for(self.reader.readline(), timeout)).decode().rstrip("\r\n")
+            raw = await asyncio.wait_for(self.reader.readline(), timeout)
+            if not raw:
+                raise ConnectionError("the server closed the connection")
+            line = raw.decode().rstrip("\r\n")
             if not line.startswith("INFO "):
                 return line
 

@@ -231,3 +231,16 @@ async def test_payload_split_across_reads(raw):
     await asyncio.sleep(0.05)
     await c.send("B foo 1\r\nx\r\n")
     assert await c.read_until_pong() == ["MSG foo 1 10", "0123456789", "MSG foo 1 1", "x"]
+
+
+async def test_a_second_connect_changes_only_what_it_names(raw):
+    """nats-server reads a later CONNECT into the options it already has:
+    verbose goes off, headers (not named) stay on."""
+    c = await raw(connect=None)
+    await c.send('CONNECT {"verbose":true,"headers":true,"protocol":1}\r\n')
+    assert await c.read_until_pong() == ["+OK"]
+    await c.send('CONNECT {"verbose":false}\r\n')
+    assert await c.read_until_pong() == []
+    await c.send("HPUB bar 12 14\r\nNATS/1.0\r\n\r\nab\r\n")
+    assert await c.read_until_pong() == []  # accepted: no +OK, no error
+    assert not await c.closed(timeout=0.3)
