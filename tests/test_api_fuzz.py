@@ -15,6 +15,23 @@ from nats.js.api import ConsumerConfig, StreamConfig
 
 from conftest import ServerProcess
 
+async def assert_same_on_both(tmp_path, transcript, *args, show: int = 10) -> list[ServerProcess]:
+    """Run ``transcript(server, *args)`` against nats-server and natslab at
+    once (fresh, same flags) and require the same lines from both; returns
+    the (stopped) servers, for their logs."""
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    try:
+        ref, ours = await asyncio.gather(*(transcript(s, *args) for s in servers))
+    finally:
+        for s in servers:
+            s.stop()
+    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:show])
+    return servers
+
+
 VALUES = [None, "x", "", -1, 0, 1.5, 2**70, True, [], ["a"], [1], {}, {"a": 1}, "1s",
           "2000-01-01T00:00:00Z", "a.b", ">", "*"]
 STREAM_FIELDS = ["name", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes", "max_age",
@@ -104,16 +121,7 @@ async def transcript(srv: ServerProcess, reqs: list[tuple[str, bytes]]) -> list[
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_api_answers_odd_bodies_like_nats_server(tmp_path, seed):
     reqs = requests(seed, 150)
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(transcript(s, reqs) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(reqs)} differ:\n" + "\n".join(diffs[:15])
+    servers = await assert_same_on_both(tmp_path, transcript, reqs, show=15)
     assert "Traceback" not in servers[1].log()
 
 
@@ -171,16 +179,7 @@ async def pull_transcript(srv: ServerProcess, reqs: list[tuple[str, bytes]]) -> 
 
 async def test_pull_requests_answered_like_nats_server(tmp_path):
     reqs = pull_requests(2, 100)
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(pull_transcript(s, reqs) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(reqs)} differ:\n" + "\n".join(diffs[:15])
+    await assert_same_on_both(tmp_path, pull_transcript, reqs, show=15)
 
 
 PUB_HEADERS = ["Nats-Msg-Id", "Nats-Expected-Stream", "Nats-Expected-Last-Msg-Id", "Nats-Expected-Last-Sequence",
@@ -227,16 +226,7 @@ async def test_publishes_answered_like_nats_server(tmp_path, seed, limits):
     to streams with limits: the same PubAcks and errors, the same final state."""
     cfg = {"name": "P", "subjects": ["p.>"], "duplicate_window": 60_000_000_000, **limits}
     pubs = publishes(seed, 150)
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(publish_transcript(s, pubs, cfg) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:15])
+    await assert_same_on_both(tmp_path, publish_transcript, pubs, cfg, show=15)
 
 
 S = 1_000_000_000
@@ -299,16 +289,7 @@ async def test_consumer_configs_answered_like_nats_server(tmp_path):
     plans = [(rng.choice(["durable", "named", "ephemeral", "legacy"]),
               {k: rng.choice(CONSUMER_DOMAINS[k]) for k in rng.sample(list(CONSUMER_DOMAINS), rng.randint(1, 5))},
               rng.random() < 0.3) for _ in range(150)]
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(consumer_transcript(s, plans) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:10])
+    await assert_same_on_both(tmp_path, consumer_transcript, plans, show=10)
 
 
 STREAM_DOMAINS = {
@@ -353,16 +334,7 @@ async def test_stream_configs_answered_like_nats_server(tmp_path):
     rng = random.Random(1)
     plans = [({k: rng.choice(STREAM_DOMAINS[k]) for k in rng.sample(list(STREAM_DOMAINS), rng.randint(1, 6))},
               rng.random() < 0.4) for _ in range(150)]
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(stream_transcript(s, plans) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:6])
+    await assert_same_on_both(tmp_path, stream_transcript, plans, show=6)
 
 
 async def kv_transcript(srv: ServerProcess, ops: list, cfg: dict) -> list[str]:
@@ -403,16 +375,7 @@ async def test_kv_api_answered_like_nats_server(tmp_path, seed, cfg):
     rng = random.Random(seed)
     ops = [(rng.choice(["put", "put", "create", "update", "delete", "purge", "get", "get_rev", "history", "keys"]),
             rng.choice(["a", "b", "c.d", "e"]), rng.randint(0, 12)) for _ in range(150)]
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(kv_transcript(s, ops, cfg) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:10])
+    await assert_same_on_both(tmp_path, kv_transcript, ops, cfg, show=10)
 
 
 PROTOCOL_OPS = [
@@ -477,13 +440,4 @@ async def test_protocol_lines_answered_like_nats_server(tmp_path):
     messages and closes from both servers."""
     rng = random.Random(2)
     conns = [(rng.random() < 0.5, [rng.choice(PROTOCOL_OPS) for _ in range(rng.randint(1, 6))]) for _ in range(80)]
-    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
-    for s in servers:
-        s.start()
-    try:
-        ref, ours = await asyncio.gather(*(protocol_transcript(s, conns) for s in servers))
-    finally:
-        for s in servers:
-            s.stop()
-    diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:6])
+    await assert_same_on_both(tmp_path, protocol_transcript, conns, show=6)
