@@ -224,6 +224,8 @@ class Client(asyncio.Protocol):
         srv = self.server
         route = srv.route
         cache_get = srv._match_cache.get
+        match_ack = srv.index.match_ack
+        internal = srv.internal_client
         pub_match = _PUB_RE.match
         max_payload = srv.opts.max_payload
         max_line = p.MAX_CONTROL_LINE
@@ -247,10 +249,26 @@ class Client(asyncio.Protocol):
             pos = end + 2
             msgs += 1
             nbytes += total
-            if reply is None and cache_get(subject) is EMPTY_RESULT:
-                srv.in_msgs += 1
-                srv.in_bytes += total
-                continue
+            if reply is None:
+                r = cache_get(subject)
+                if r is EMPTY_RESULT:
+                    srv.in_msgs += 1
+                    srv.in_bytes += total
+                    continue
+                if r is None and subject.startswith(b"$JS.ACK."):
+                    # an ack: when its consumer's subscription is all that
+                    # listens, hand it over as the router would, minus the trip
+                    psubs, qgroups = match_ack(subject)
+                    sub = psubs[0] if len(psubs) == 1 and not qgroups else None
+                    if sub is not None and sub.client is internal and sub.raw:
+                        srv.current_publisher = self
+                        srv.in_msgs += 1
+                        srv.in_bytes += total
+                        sub.msgs += 1
+                        sub.callback(subject, b"", None, data[start:end])
+                        if self.closed:
+                            break
+                        continue
             route(self, subject, reply or b"", None, data[start:end])
             if self.closed:
                 break

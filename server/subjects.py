@@ -238,6 +238,11 @@ class SubjectIndex:
         self.misses += 1
         return self._match_uncached(subject)
 
+    def match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
+        """``match_miss`` for a subject the router knows starts with ``$JS.ACK.``."""
+        self.misses += 1
+        return self._match_ack(subject)
+
     def _match_uncached(self, subject: bytes) -> tuple[tuple, tuple]:
         if subject.startswith(b"_INBOX."):
             # reply inboxes are mostly one-off; answer them from a cache keyed

@@ -76,6 +76,88 @@ async def test_seed_worker_and_rdl(nc, js):
     assert ci["ack_floor"]["last_active"] and ci["delivered"]["last_active"]
 
 
+async def test_waiting_pull_requests_served_in_turn(nc, js):
+    """Two waiting pull requests take messages in turn, each counting down its
+    own batch, whether the messages arrive one at a time or in a burst; the
+    ack subjects name delivery count, sequences and pending as they go."""
+    await js.add_stream(name="RR", subjects=["rr.>"])
+    await js.add_consumer("RR", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
+    got: dict[str, list] = {"a": [], "b": []}
+    for who in got:
+        async def keep(m, who=who):
+            got[who].append(m)
+        await nc.subscribe(f"rr_in.{who}", cb=keep)
+    await nc.flush()
+    await nc.flush()
+
+    async def two_requests(batch_a: int, batch_b: int) -> None:
+        for who, batch in (("a", batch_a), ("b", batch_b)):
+            await nc.publish("$JS.API.CONSUMER.MSG.NEXT.RR.C", json.dumps({"batch": batch, "expires": 10**10}).encode(),
+                             reply=f"rr_in.{who}")
+        for _ in range(50):
+            if (await info(nc, "RR", "C"))["num_waiting"] == 2:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("the two pull requests are not waiting")
+
+    async def received(n: int) -> None:
+        for _ in range(100):
+            if len(got["a"]) + len(got["b"]) >= n:
+                return
+            await asyncio.sleep(0.02)
+
+    def seen(who: str) -> list[tuple]:
+        # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
+        return [(m.subject, m.data, *(int(t) for t in m.reply.split(".")[4:7])) for m in got[who]]
+
+    await two_requests(3, 2)
+    for i in range(1, 6):
+        await js.publish(f"rr.{i}", f"m{i}".encode())
+        await received(i)
+    assert seen("a") == [("rr.1", b"m1", 1, 1, 1), ("rr.3", b"m3", 1, 3, 3), ("rr.5", b"m5", 1, 5, 5)]
+    assert seen("b") == [("rr.2", b"m2", 1, 2, 2), ("rr.4", b"m4", 1, 4, 4)]
+    assert all(m.reply.endswith(".0") for m in got["a"] + got["b"])  # nothing pending behind each
+    got["a"].clear()
+    got["b"].clear()
+
+    await two_requests(2, 4)
+    acks = [await js.publish_async(f"rr.{i}", f"m{i}".encode()) for i in range(6, 12)]
+    await asyncio.gather(*acks)
+    await received(6)
+    assert [t[:4] for t in seen("a")] == [("rr.6", b"m6", 1, 6), ("rr.8", b"m8", 1, 8)]
+    assert [t[:4] for t in seen("b")] == [("rr.7", b"m7", 1, 7), ("rr.9", b"m9", 1, 9),
+                                         ("rr.10", b"m10", 1, 10), ("rr.11", b"m11", 1, 11)]
+    ci = await info(nc, "RR", "C")
+    assert counters(ci) == ((11, 11), (0, 0), 11, 0, 0) and ci["num_waiting"] == 0
+
+
+async def test_acks_are_seen_by_a_subscriber_on_the_ack_subjects(nc, js, server):
+    """An ack is an ordinary message: a client listening on $JS.ACK.> gets
+    each one while the consumer still counts it."""
+    from conftest import connect
+
+    await js.add_stream(name="AS", subjects=["as.>"])
+    await js.add_consumer("AS", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
+    for i in range(3):
+        await js.publish("as.x", b"m%d" % i)
+    spy = await connect(server.url)
+    try:
+        sub = await spy.subscribe("$JS.ACK.>")
+        await spy.flush()
+        await spy.flush()
+        psub = await js.pull_subscribe_bind("C", "AS")
+        msgs = await psub.fetch(3, timeout=2)
+        await msgs[0].ack()
+        await msgs[1].ack()
+        await nc.flush()
+        seen = [await sub.next_msg(timeout=2) for _ in range(2)]
+        assert [(m.subject, m.data) for m in seen] == [(m.reply, b"") for m in msgs[:2]]  # nats-py acks with an empty payload
+        ci = await info(nc, "AS", "C")
+        assert counters(ci) == ((3, 3), (2, 2), 1, 0, 0)
+    finally:
+        await spy.close()
+
+
 async def test_pull_status_replies(nc, js, raw):
     await js.add_stream(name="PS", subjects=["ps.>"])
     await req(nc, "$JS.API.CONSUMER.CREATE.PS.C", {"stream_name": "PS", "config": {

@@ -537,6 +537,29 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                 return sm
             start_seq = seq + 1  # that record was corrupt: look further
 
+    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
+        if subject_filter not in _ALL:
+            return super().load_batch(start_seq, subject_filter, limit)
+        # every message: walk the blocks' live maps instead of a search per message
+        out: list[StoredMsg] = []
+        load = self.load
+        s = max(start_seq, self._first)
+        while len(out) < limit and s <= self._last:
+            seq = self._next_live(s)
+            if not seq:
+                break
+            blk, j = self._locate(seq)
+            live_map, first = blk.live_map, blk.first
+            end = min(len(live_map), j + limit - len(out))
+            while j < end:
+                if live_map[j]:
+                    sm = load(first + j)
+                    if sm is not None:
+                        out.append(sm)
+                j += 1
+            s = first + j
+        return out
+
     def _next_matching(self, s: int, flt: str) -> int:
         sids = self._matching_sids(flt)
         if len(sids) > _LINEAR_PROBE:

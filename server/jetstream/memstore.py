@@ -147,6 +147,20 @@ class MemoryStore(Store):
         out.sort()
         return out
 
+    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
+        if subject_filter not in (None, "", ">"):
+            return super().load_batch(start_seq, subject_filter, limit)
+        out: list[StoredMsg] = []
+        get = self._msgs.get
+        s = max(start_seq, self._first)
+        last = self._last
+        while s <= last and len(out) < limit:
+            t = get(s)
+            if t is not None:
+                out.append(StoredMsg(*t))
+            s += 1
+        return out
+
     def load_next(self, start_seq: int, subject_filter: str | None = None) -> StoredMsg | None:
         s = max(start_seq, self._first)
         if s > self._last or not self._msgs:

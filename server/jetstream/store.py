@@ -85,6 +85,19 @@ class Store:
         filter (wildcards allowed; None or '>' means any)."""
         raise NotImplementedError
 
+    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
+        """Up to ``limit`` messages from ``load_next`` in a row: the next
+        matching message at or after start_seq, then the one after it, ..."""
+        out: list[StoredMsg] = []
+        load_next = self.load_next
+        while len(out) < limit:
+            sm = load_next(start_seq, subject_filter)
+            if sm is None:
+                break
+            out.append(sm)
+            start_seq = sm.seq + 1
+        return out
+
     def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
         """The newest message whose subject matches the filter (wildcards allowed)."""
         raise NotImplementedError
