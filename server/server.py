@@ -254,9 +254,7 @@ class Server:
 
     def publish_internal(self, subject: str, reply: str = "", hdr: bytes | None = None, payload: bytes = b"") -> None:
         self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
-        if not self._flush_scheduled and self._dirty:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush_from_loop)
+        self.schedule_flush()
 
     def reply_internal(self, reply: bytes, payload: bytes) -> None:
         """publish_internal for a reply subject already in bytes (PubAcks)."""
@@ -274,22 +272,27 @@ class Server:
         gen = ix.inserts + ix.removes
         memo = self._deliver_memo
         if memo[0] == deliver_subject and memo[1] == gen:
-            psubs, qgroups = memo[2]
+            r = memo[2]
         else:
             # a batch of deliveries goes to one pull request's reply subject
             r = ix.match(deliver_subject.encode())
             self._deliver_memo = (deliver_subject, gen, r)
-            psubs, qgroups = r
-        subj = subject.encode()
-        rep = reply.encode() if reply else b""
-        n = 0
+        self.deliver_matched(r, subject.encode(), reply.encode() if reply else b"", hdr, payload)
+        self.schedule_flush()
+
+    @staticmethod
+    def deliver_matched(r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """A consumer delivery to what its deliver subject matched (``r``):
+        every plain subscription and one member of each queue group."""
+        psubs, qgroups = r
         for sub in psubs:
-            sub.client.deliver(sub, subj, rep, hdr, payload)
-            n += 1
+            sub.client.deliver(sub, subject, reply, hdr, payload)
         for group in qgroups:
             sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
-            sub.client.deliver(sub, subj, rep, hdr, payload)
-            n += 1
+            sub.client.deliver(sub, subject, reply, hdr, payload)
+
+    def schedule_flush(self) -> None:
+        """Write what internal producers queued, once the loop comes round."""
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)

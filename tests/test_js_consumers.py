@@ -158,6 +158,36 @@ async def test_acks_are_seen_by_a_subscriber_on_the_ack_subjects(nc, js, server)
         await spy.close()
 
 
+async def test_big_no_wait_pull_is_served_in_full(nc, js):
+    """A no_wait pull for more than the server delivers in one go gets its
+    whole batch, with no 404 half-way (natslab yields to its loop every
+    2,000 deliveries; that is not the end of the stream)."""
+    await js.add_stream(name="NW", subjects=["nw"])
+    acks = [await js.publish_async("nw", b"x") for _ in range(6000)]
+    await asyncio.gather(*acks)
+    msgs, statuses = [], []
+
+    async def keep(m):
+        (statuses if m.headers and m.headers.get("Status") else msgs).append(m)
+    await nc.subscribe("nw_in", cb=keep)
+    await nc.flush()
+    await nc.flush()
+    for name, headers_only in (("C", False), ("H", True)):  # natslab's fast path, and its general loop
+        msgs.clear()
+        await js.add_consumer("NW", api.ConsumerConfig(durable_name=name, ack_policy="explicit", max_ack_pending=-1,
+                                                       headers_only=headers_only))
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.NW.{name}", b'{"batch":5000,"no_wait":true}', reply="nw_in")
+        for _ in range(100):
+            if len(msgs) >= 5000:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
+        assert (len(msgs), statuses) == (5000, []), name
+        assert [m.reply.split(".")[5] for m in msgs[::1000]] == ["1", "1001", "2001", "3001", "4001"]
+        ci = await info(nc, "NW", name)
+        assert counters(ci) == ((5000, 5000), (0, 0), 5000, 0, 1000) and ci["num_waiting"] == 0
+
+
 async def test_pull_status_replies(nc, js, raw):
     await js.add_stream(name="PS", subjects=["ps.>"])
     await req(nc, "$JS.API.CONSUMER.CREATE.PS.C", {"stream_name": "PS", "config": {

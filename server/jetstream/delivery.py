@@ -168,9 +168,13 @@ class DeliveryMixin:
         # message moves sseq past exactly one pending message, a redelivery
         # does not move it
         lps = cfg["deliver_policy"] == "last_per_subject"
-        if (pull and waiting and not (self.rdq or self.replay or headers_only or pinned or lps)
-                and self.lss is None and len(self.filters) <= 1 and cfg["ack_policy"] != "none"):
-            self._pull_run(ack_prefix, tok)
+        if ((waiting if pull else self.push_active) and not (self.rdq or self.replay or headers_only or pinned or lps)
+                and self.lss is None and len(self.filters) <= 1
+                and self._run(ack_prefix, tok) >= _BATCH_PER_TURN):
+            self.signal()  # more to do: yield to the loop and come back
+            if pull:
+                self.process_waiting(eos=False)
+            return
         np_sseq = -1
         np_key = None
         np = 0
@@ -232,76 +236,91 @@ class DeliveryMixin:
                 self.deliver_msg(dsubj, ack_reply, sm, dc, hdr, data, size)
         else:
             self.signal()  # more to do: yield to the loop and come back
+            stalled_on_ack_pending = True  # not the end of the stream either
         if pull:
             self.process_waiting(eos=not stalled_on_ack_pending)
 
-    def _pull_run(self, ack_prefix: str, tok: int) -> None:
-        """The common pull case at speed: new messages, in stream order, to
-        plain waiting requests (no max_bytes, no priority rules), each reply
-        subject with one client subscription. Delivers what it can as the
-        general loop would, message for message; the general loop then goes
-        on from where this stopped (or does everything when this declines)."""
+    def _run(self, ack_prefix: str, tok: int) -> int:
+        """The common case at speed: new messages in stream order, to a push
+        consumer without flow control or to plain waiting pull requests (no
+        max_bytes, no priority rules). Delivers what it can exactly as the
+        general loop would, message for message, and returns how many; the
+        general loop goes on from there (or does all when this declines)."""
         srv = self.server
         now = srv.loop.time()
+        cfg = self.config
+        ack_none = cfg["ack_policy"] == "none"
+        if ack_none and self.stream.config["retention"] != "limits":
+            return 0  # each delivery is also a removal there
         waiting = self.waiting
-        dests = {}
-        for wr in waiting:
-            if wr.b or wr.min_pending or wr.min_ack_pending or (wr.expires and now >= wr.expires):
-                return
-            if wr.tok != tok:
-                if not srv.has_interest(wr.reply):
-                    return
-                wr.tok = tok
-            psubs, qgroups = srv.index.match(wr.reply.encode())
-            if len(psubs) != 1 or qgroups or psubs[0].client.internal:
-                return
-            dests[wr] = psubs[0]
-        limit = min(sum(wr.n for wr in waiting), _BATCH_PER_TURN)
-        mp = self.config.get("max_ack_pending") or 0
+        match = srv.index.match
+        if self.is_pull:
+            dests = {}
+            for wr in waiting:
+                if wr.b or wr.min_pending or wr.min_ack_pending or (wr.expires and now >= wr.expires):
+                    return 0
+                if wr.tok != tok:
+                    if not srv.has_interest(wr.reply):
+                        return 0
+                    wr.tok = tok
+                dests[wr] = match(wr.reply.encode())
+            limit = min(sum(wr.n for wr in waiting), _BATCH_PER_TURN)
+        else:
+            if self.maxpb:
+                return 0
+            dest = match(cfg["deliver_subject"].encode())
+            limit = _BATCH_PER_TURN
         pending = self.pending
-        if mp > 0:
+        mp = cfg.get("max_ack_pending") or 0
+        if mp > 0 and not ack_none:
             limit = min(limit, mp - len(pending))
         if limit <= 0:
-            return
+            return 0
         start = self.sseq
         msgs = self.stream.store.load_batch(start, self.filters[0] if self.filters else None, limit)
         if not msgs:
-            return
+            return 0
         npv = self._count_from(start, False)
         dseq = self.dseq
         ts_now = now_ns()
+        deliver = srv.deliver_matched
         subj_s = subj_b = None
         for sm in msgs:
             seq = sm.seq
             npv -= 1
-            wr = waiting.popleft()
-            wr.d += 1
-            wr.n -= 1
-            if wr.n > 0:
-                waiting.append(wr)  # round robin, as next_waiting
-                if wr.hb:
-                    wr.hbt = now + wr.hb
-            p = pending.get(seq)
-            if p is not None:
-                p[1] = ts_now
-            else:
-                pending[seq] = [dseq, ts_now]
+            if waiting:
+                wr = waiting.popleft()
+                wr.d += 1
+                wr.n -= 1
+                if wr.n > 0:
+                    waiting.append(wr)  # round robin, as next_waiting
+                    if wr.hb:
+                        wr.hbt = now + wr.hb
+                dest = dests[wr]
+            if not ack_none:
+                p = pending.get(seq)
+                if p is not None:
+                    p[1] = ts_now
+                else:
+                    pending[seq] = [dseq, ts_now]
             if sm.subject is not subj_s:
                 subj_s = sm.subject
                 subj_b = subj_s.encode()
-            sub = dests[wr]
-            sub.client.deliver(sub, subj_b, f"{ack_prefix}1.{seq}.{dseq}.{sm.ts}.{npv}".encode(), sm.hdr, sm.data)
+            deliver(dest, subj_b, f"{ack_prefix}1.{seq}.{dseq}.{sm.ts}.{npv}".encode(), sm.hdr, sm.data)
             dseq += 1
         self.dseq = dseq
         self.sseq = seq + 1
         self.ldt = ts_now
         self._lts = sm.ts
         self._last_send = now
-        self.track_pending(seq)
+        if ack_none:
+            self.adflr, self.asflr = dseq - 1, seq
+            self.sfloor = [dseq - 1, seq]
+        else:
+            self.track_pending(seq)
         self.schedule_save()
-        if not srv._flush_scheduled and srv._dirty:
-            srv._flush_scheduled = True
-            srv.loop.call_soon(srv._flush_from_loop)
+        srv.schedule_flush()
+        return len(msgs)
 
     def get_next_msg(self):
         """(msg, delivery count), or (None, -1) when held back by max_ack_pending."""
