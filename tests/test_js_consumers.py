@@ -188,6 +188,94 @@ async def test_big_no_wait_pull_is_served_in_full(nc, js):
         assert counters(ci) == ((5000, 5000), (0, 0), 5000, 0, 1000) and ci["num_waiting"] == 0
 
 
+async def pull_no_wait(nc, stream: str, consumer: str, n: int) -> list:
+    """n no_wait pulls of one message each, through a subscription (nats-py's
+    request() cannot take a JetStream delivery as its reply)."""
+    got: asyncio.Queue = asyncio.Queue()
+
+    async def keep(m):
+        await got.put(m)
+    sub = await nc.subscribe(f"pulled.{stream}.{consumer}", cb=keep)
+    await nc.flush()
+    await nc.flush()
+    msgs = []
+    for _ in range(n):
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", b'{"batch":1,"no_wait":true}',
+                         reply=f"pulled.{stream}.{consumer}")
+        msgs.append(await asyncio.wait_for(got.get(), 3))
+    await sub.unsubscribe()
+    return msgs
+
+
+def floors(ci: dict) -> tuple:
+    return ((ci["delivered"]["consumer_seq"], ci["delivered"]["stream_seq"]),
+            (ci["ack_floor"]["consumer_seq"], ci["ack_floor"]["stream_seq"]),
+            ci["num_ack_pending"], ci["num_pending"], "last_active" in ci["ack_floor"])
+
+
+@pytest.mark.parametrize("how", ["delete", "max_msgs", "purge one"])
+async def test_a_pending_message_that_leaves_the_stream_is_terminated(nc, js, how):
+    """A delivered, unacked message that goes away by itself (deleted, pushed
+    out by a limit, the one message a purge removes) is terminated at once:
+    MSG_TERMINATED 'Unacknowledged message was deleted', the ack floor and
+    num_ack_pending move, with no wait for its ack_wait to run out."""
+    await req(nc, "$JS.API.STREAM.CREATE.TD", {"name": "TD", "subjects": ["td.*"], "max_msgs": 3})
+    for c, ap in (("E", "explicit"), ("A", "all")):
+        await req(nc, f"$JS.API.CONSUMER.CREATE.TD.{c}", {"stream_name": "TD", "config": {
+            "durable_name": c, "ack_policy": ap, "ack_wait": 30_000_000_000}})
+    adv = await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.TD.*")
+    for subj in ("td.a", "td.b", "td.c"):
+        await js.publish(subj, b"x")
+    for c in ("E", "A"):
+        await pull_no_wait(nc, "TD", c, 3)
+    if how == "delete":
+        await req(nc, "$JS.API.STREAM.MSG.DELETE.TD", {"seq": 2})
+        gone = 2
+    elif how == "max_msgs":
+        await js.publish("td.d", b"x")
+        gone = 1
+    else:
+        assert (await req(nc, "$JS.API.STREAM.PURGE.TD", {"filter": "td.b"}))["purged"] == 1
+        gone = 2
+    events = sorted([json.loads((await adv.next_msg(timeout=2)).data) for _ in range(2)], key=lambda e: e["consumer"])
+    assert [(e["consumer"], e["stream_seq"], e["consumer_seq"], e["deliveries"], e["reason"]) for e in events] == [
+        ("A", gone, gone, 1, "Unacknowledged message was deleted"),
+        ("E", gone, gone, 1, "Unacknowledged message was deleted")]
+    explicit = {"delete": ((3, 3), (0, 0), 2, 0, True), "max_msgs": ((3, 3), (1, 1), 2, 1, True),
+                "purge one": ((3, 3), (2, 0), 2, 0, True)}[how]
+    assert floors(await info(nc, "TD", "E")) == explicit
+    # ack all: terminating one acks everything up to it. In a purge the
+    # consumer's own purge step comes first: it drops the message from pending
+    # (the reported floor jumps to it) and the termination then finds it gone
+    ci = await info(nc, "TD", "A")
+    assert (ci["ack_floor"]["stream_seq"], ci["num_ack_pending"]) == {
+        "delete": (2, 1), "max_msgs": (1, 2), "purge one": (2, 2)}[how]
+
+
+async def test_purge_moves_consumers_by_how_their_filters_meet_the_purged_subject(nc, js):
+    """A filtered purge: a consumer whose filters all lie inside the purged
+    subject skips past it; one with a wider filter (or none) drops what is
+    gone below the new first message and keeps the rest pending; one whose
+    filters it does not touch keeps everything. A purge of more than one
+    message does not terminate pending messages one by one."""
+    await js.add_stream(name="PF", subjects=["pf.*", "other.*"])
+    cons = {"IN": ["pf.a", "pf.b"], "WIDE": ["pf.*", "other.x"], "ALL": [], "OUT": ["other.x"]}
+    for c, f in cons.items():
+        await js.add_consumer("PF", api.ConsumerConfig(durable_name=c, ack_policy="explicit", filter_subjects=f or None))
+    for subj in ("pf.a", "pf.b", "other.x", "pf.a", "pf.c", "other.x"):
+        await js.publish(subj, b"x")
+    for c in cons:
+        await pull_no_wait(nc, "PF", c, 2)
+    assert (await req(nc, "$JS.API.STREAM.PURGE.PF", {"filter": "pf.*"}))["purged"] == 4
+    got = {c: floors(await info(nc, "PF", c)) for c in cons}
+    assert got == {
+        "IN": ((2, 6), (2, 6), 0, 0, True),
+        "WIDE": ((2, 2), (2, 2), 0, 2, True),
+        "ALL": ((2, 2), (2, 2), 0, 2, True),
+        "OUT": ((2, 6), (0, 0), 2, 0, False),
+    }
+
+
 async def test_pull_status_replies(nc, js, raw):
     await js.add_stream(name="PS", subjects=["ps.>"])
     await req(nc, "$JS.API.CONSUMER.CREATE.PS.C", {"stream_name": "PS", "config": {

@@ -10,12 +10,15 @@ import random
 import string
 from time import time_ns as _time_ns
 
+from .consumerconfig import filters_of
 from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
+from .subjects import is_subset
 
 ADV_MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 ADV_NAK = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"
 ADV_TERMINATED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
 _ACK_WAIT_DELAY = 1_000_000  # ns, as ackWaitDelay in the real server
+TERM_UNACKED_DELETED = "Unacknowledged message was deleted"
 
 
 def _nuid() -> str:
@@ -128,12 +131,14 @@ class AckMixin:
             self.signal()
 
     def _store_ack(self, dseq: int, sseq: int) -> None:
-        """UpdateAcks of the real consumer store (explicit ack, ``sseq`` just
-        removed from pending): moves the ack floor that info reports."""
+        """UpdateAcks of the real consumer store (``sseq`` just removed from
+        pending; under ack all, all up to it): moves the floor info reports."""
         fl = self.sfloor
         if dseq <= fl[0]:
             return
-        if not self.pending:
+        if self.config["ack_policy"] == "all":
+            self.sfloor = [dseq, sseq]
+        elif not self.pending:
             self.sfloor = [self.dseq - 1, self.sseq - 1]
         elif dseq == fl[0] + 1:
             self.sfloor = [dseq, sseq]
@@ -310,31 +315,63 @@ class AckMixin:
         return True
 
     # -- stream changes ---------------------------------------------------------------------
-    def on_purged(self) -> None:
-        st = self.stream.store.state()
-        first = st.first_seq if st.messages else st.last_seq + 1
+    def on_purged(self, fseq: int, first: int, lseq: int, flt: str | None) -> None:
+        """The stream was purged (``flt``: the purge's subject filter, if any).
+        As nats-server's stream purge and consumer.purge: a consumer whose
+        filters all lie within the purged subject moves past it to ``fseq``
+        (the first message left on that subject, 0 for none); one with a
+        filter wider than it (or none) moves to the stream's ``first`` and
+        drops the pending messages that are gone; others are not touched."""
+        start, wider = fseq, False
+        if flt:
+            filters = filters_of(self.config)
+            if not (filters and all(is_subset(f, flt) for f in filters)):
+                if filters and not any(is_subset(flt, f) for f in filters):
+                    return
+                start, wider = first, True
+        if start == 0 and not wider:
+            start = lseq + 1
         store = self.stream.store
-        if self.sseq < first:
-            self.sseq = first
-        if self.lss is not None:
-            self.lss = [s for s in self.lss if s >= first] or None
-        if self.asflr < first:
-            self.asflr = first - 1
-        for seq, p in list(self.pending.items()):
-            if seq <= self.asflr or store.load(seq) is None:
-                if p[0] > self.adflr:
-                    self.adflr = p[0]
-                    if self.adflr > self.dseq:
-                        self.dseq = self.adflr
-                del self.pending[seq]
-                self.rdc.pop(seq, None)
-                self._remove_from_rdq(seq)
+        sseq, dseq, adflr, asflr = max(self.sseq, start), self.dseq, self.adflr, self.asflr
+        if asflr < start:
+            asflr = start - 1
+            for seq, p in list(self.pending.items()):
+                if seq <= asflr or (wider and store.load(seq) is None):
+                    if p[0] > adflr:
+                        adflr = p[0]
+                        dseq = max(dseq, adflr)
+                    del self.pending[seq]
+                    self.rdc.pop(seq, None)
+                    self._store_ack(p[0], seq)  # the consumer store sees each, before the new state
+                    self.lat = _time_ns()
+        self.sseq, self.dseq = sseq, dseq
         if not self.pending:
-            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
-        if self.sfloor[1] < self.asflr:
-            self.sfloor = [self.adflr, self.asflr]
+            self.rdc.clear()
+            adflr, asflr = dseq - 1, sseq - 1
+        self.adflr, self.asflr = adflr, asflr
+        self.rdq = [s for s in self.rdq if s >= sseq]
+        # the consumer store takes the new state unless it looks older than
+        # what it has, or does not add up (nats-server's Update checks)
+        if (asflr >= self.sfloor[1] and adflr <= dseq - 1 and asflr <= sseq - 1
+                and all(asflr < s <= sseq - 1 for s in self.pending)):
+            self.sfloor = [adflr, asflr]
         self.schedule_save()
         self.signal()
+
+    def on_msg_removed(self, seq: int) -> None:
+        """decStreamPending: a message left the stream by itself. Pending here,
+        it is terminated just after (as nats-server does from a goroutine),
+        with the MSG_TERMINATED advisory; its redelivery count goes."""
+        p = self.pending.get(seq)
+        if p is not None:
+            dc = self.rdc.get(seq) or 1  # deliveryCount: the redelivery count, at least 1
+            self.server.loop.call_soon(self._term_removed, seq, p[0], dc)
+        elif self.rdc.pop(seq, None) is not None:
+            self.lat = _time_ns()
+
+    def _term_removed(self, seq: int, dseq: int, dc: int) -> None:
+        if not self.closed:
+            self.process_term(seq, dseq, dc, TERM_UNACKED_DELETED)
 
     def on_removed(self) -> None:
         """Messages went away (limits, age, delete): nothing to do until they

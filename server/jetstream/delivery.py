@@ -13,6 +13,7 @@ import string
 from collections import deque
 
 from . import gojson, headers
+from .acks import TERM_UNACKED_DELETED
 from .shapes import NS, format_go_duration as _go_dur, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
@@ -347,7 +348,7 @@ class DeliveryMixin:
                     self.rdc.pop(seq, None)
                 p = self.pending.get(seq)
                 if p is not None:
-                    self.process_term(seq, p[0], dc - 1, "unacknowledged message was deleted")
+                    self.process_term(seq, p[0], dc - 1, TERM_UNACKED_DELETED)
                 continue
             return sm, dc
         mp = self.config.get("max_ack_pending") or 0

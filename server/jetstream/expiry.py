@@ -101,9 +101,9 @@ class ExpiryMixin:
                 self.process_msg(sm.subject, b"", marker, b"")
             except ApiError as e:
                 log.warning("stream %s: delete marker refused: %s", self.name, e)
-                return self.store.remove(sm.seq)
+                return self.remove_msg(sm.seq)
             return 1
-        return self.store.remove(sm.seq)
+        return self.remove_msg(sm.seq)
 
     def _arm_ttl_timer(self) -> None:
         if not self._ttl_heap or self.closed:

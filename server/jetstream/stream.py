@@ -268,12 +268,12 @@ class Stream(ExpiryMixin):
             excess = store.subject_count(subject) - per
             if excess > 0:
                 for s in store.oldest_for_subject(subject, excess):
-                    removed += store.remove(s)
+                    removed += self.remove_msg(s)
         mm, mb = self._mm, self._mb
         if mm > 0 or mb > 0:
             msgs, nbytes, first = store.totals()
             while msgs and ((mm > 0 and msgs > mm) or (mb > 0 and nbytes > mb)):
-                removed += store.remove(first)
+                removed += self.remove_msg(first)
                 msgs, nbytes, first = store.totals()
         return removed
 
@@ -377,6 +377,16 @@ class Stream(ExpiryMixin):
             self._last_msg_id = headers.parse(last.hdr).get(headers.MSG_ID, "")
 
     # -- removal and consumers -----------------------------------------------
+    def remove_msg(self, seq: int) -> bool:
+        """Remove one message (a delete, a limit, an expiry, an ack under
+        interest or workqueue retention). As the real stores' RemoveMsg does,
+        each consumer hears of it, and terminates it if it was pending."""
+        if not self.store.remove(seq):
+            return False
+        for c in list(self.consumers.values()):
+            c.on_msg_removed(seq)
+        return True
+
     def _after_removal(self) -> None:
         for c in self.consumers.values():
             c.on_removed()
@@ -395,7 +405,7 @@ class Stream(ExpiryMixin):
             for c in self.consumers.values():
                 if c.needs(seq, subject):
                     return
-        if self.store.remove(seq):
+        if self.remove_msg(seq):
             self._after_removal()
 
     def check_interest_all(self) -> None:
@@ -408,7 +418,7 @@ class Stream(ExpiryMixin):
             if sm is None:
                 continue
             if not any(c.needs(seq, sm.subject) for c in self.consumers.values()):
-                removed += self.store.remove(seq)
+                removed += self.remove_msg(seq)
         if removed:
             self._after_removal()
 
@@ -429,12 +439,27 @@ class Stream(ExpiryMixin):
         keep = req.get("keep") or 0
         if seq and keep:
             raise errors.bad_request()
+        # a purge by subject (or keeping the newest N) that removes exactly one
+        # message tells the consumers which, as a delete does (nats-server's
+        # PurgeEx); any other purge only moves them below
+        one = None
+        if flt not in (None, ">") or (keep and not seq):
+            one = self.store.load_next(0, flt)
         if flt is None and not seq and not keep:
             n = self.store.purge()
         else:
             n = self.store.purge(flt, seq=seq, keep=keep)
-        for c in self.consumers.values():
-            c.on_purged()
+        if n == 1 and one is not None:
+            for c in list(self.consumers.values()):
+                c.on_msg_removed(one.seq)
+        st = self.store.state()
+        first = st.first_seq if st.messages else st.last_seq + 1
+        fseq = first
+        if flt:
+            sm = self.store.load_next(first, flt)
+            fseq = sm.seq if sm else 0
+        for c in list(self.consumers.values()):
+            c.on_purged(fseq, first, st.last_seq, flt)
         self._after_removal()
         return n
 
@@ -445,7 +470,7 @@ class Stream(ExpiryMixin):
             raise errors.stream_msg_delete_failed("message delete not permitted")
         if seq <= 0:
             raise errors.bad_request()
-        if not self.store.remove(seq):
+        if not self.remove_msg(seq):
             if self.config["storage"] == "file":
                 # the real file store reports where the sequence is out of range
                 st = self.store.state()
