@@ -490,8 +490,9 @@ async def consumer_state_transcript(srv: ServerProcess, ops: list, storage: str)
         else:
             r = await api("$JS.API.STREAM.PURGE.S", arg)
             op = f"purge {arg}: {r.get('purged')}"
-        # nats-server terminates a deleted pending message from a goroutine
-        await asyncio.sleep(0.05 if op.startswith(("del", "purge")) else 0)
+        # nats-server terminates a deleted pending message from a goroutine, and
+        # counts a new message into num_pending a moment after its PubAck
+        await asyncio.sleep(0.05 if op.startswith(("del", "purge")) else 0.03 if op == "pub" else 0)
         state = []
         for cc in CONSUMER_STATE_CONSUMERS:
             ci = await api(f"$JS.API.CONSUMER.INFO.S.{cc}")
