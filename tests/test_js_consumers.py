@@ -613,6 +613,28 @@ async def test_interest_retention(nc, js):
     assert (st.messages, st.first_seq, st.last_seq) == (0, 4, 3)
 
 
+async def test_interest_retention_as_consumers_change(nc, js):
+    """Interest follows the consumers: a filter changed by an update lets go
+    of what only the old filter wanted, and deleting the last consumer purges
+    the stream (a never-used one then reports first_seq 1)."""
+    await js.add_stream(name="IC", subjects=["ic.*"], retention="interest")
+    await js.add_consumer("IC", api.ConsumerConfig(durable_name="ONLY", ack_policy="explicit"))
+    await js.delete_consumer("IC", "ONLY")
+    st = (await js.stream_info("IC")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (0, 1, 0)
+    await js.add_consumer("IC", api.ConsumerConfig(durable_name="A", ack_policy="explicit", filter_subject="ic.a"))
+    await js.add_consumer("IC", api.ConsumerConfig(durable_name="B", ack_policy="explicit", filter_subject="ic.b"))
+    for subj in ("ic.a", "ic.b", "ic.a", "ic.b"):
+        await js.publish(subj, b"x")
+    await js.add_consumer("IC", api.ConsumerConfig(durable_name="B", ack_policy="explicit", filter_subject="ic.a"))
+    st = (await js.stream_info("IC")).state
+    assert (st.messages, st.first_seq, st.last_seq, st.num_deleted) == (2, 1, 4, 2)  # both ic.b gone
+    await js.delete_consumer("IC", "A")
+    await js.delete_consumer("IC", "B")
+    st = (await js.stream_info("IC")).state
+    assert (st.messages, st.first_seq, st.last_seq) == (0, 5, 4)
+
+
 async def test_workqueue_retention(nc, js):
     await js.add_stream(name="JOBS", subjects=["jobs.>"], retention="workqueue")
     await js.publish("jobs.a", b"1")

@@ -181,7 +181,11 @@ class Consumer(DeliveryMixin, AckMixin):
     def update_config(self, cfg: dict) -> None:
         old = self.config
         self.config = cfg
+        old_filters = self.filters
         self._set_filters()
+        if self.filters != old_filters:
+            # messages only the old filters wanted lose their interest now
+            self.stream.check_interest_all()
         if old.get("deliver_subject") != cfg.get("deliver_subject"):
             self.update_push_subject()
         if old.get("ack_wait") != cfg.get("ack_wait") or old.get("backoff") != cfg.get("backoff"):

@@ -412,6 +412,11 @@ class Stream(ExpiryMixin):
         """Interest retention after a consumer went away or acked in bulk."""
         if self.config["retention"] != "interest":
             return
+        if not self.consumers:
+            # no interest left at all: nats-server purges the stream
+            if self.store.purge():
+                self._after_removal()
+            return
         removed = 0
         for seq in list(self.store.iter_seqs()):
             sm = self.store.load(seq)
