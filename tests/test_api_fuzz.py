@@ -443,6 +443,34 @@ async def test_protocol_lines_answered_like_nats_server(tmp_path):
     await assert_same_on_both(tmp_path, protocol_transcript, conns, show=6)
 
 
+class FuzzSession:
+    """A nats-py connection for the stateful fuzzers: $JS.API calls, and
+    one-message no_wait pulls taken through a subscription (nats-py's
+    request() cannot take a JetStream delivery as its reply)."""
+
+    @classmethod
+    async def open(cls, srv: ServerProcess) -> "FuzzSession":
+        self = cls()
+        self.nc = await nats.connect(srv.url, max_reconnect_attempts=0, connect_timeout=2)
+        self.got: asyncio.Queue = asyncio.Queue()
+
+        async def keep(m):
+            await self.got.put(m)
+        await self.nc.subscribe("pulled.*", cb=keep)
+        await self.nc.flush()
+        await self.nc.flush()
+        return self
+
+    async def api(self, subject: str, body=None) -> dict:
+        r = await self.nc.request(subject, json.dumps(body).encode() if body is not None else b"", timeout=2)
+        return json.loads(r.data)
+
+    async def pull_one(self, stream: str, consumer: str):
+        await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", b'{"batch":1,"no_wait":true}',
+                              reply=f"pulled.{consumer}")
+        return await asyncio.wait_for(self.got.get(), 3)
+
+
 CONSUMER_STATE_CONSUMERS = {"W": {}, "A": {"filter_subject": "s.a"}, "M": {"filter_subjects": ["s.a", "s.b"]},
                             "G": {"filter_subject": ">"}, "L": {"ack_policy": "all"}}
 CONSUMER_STATE_FIELDS = ("delivered", "ack_floor", "num_ack_pending", "num_redelivered", "num_pending", "num_waiting")
@@ -452,31 +480,19 @@ async def consumer_state_transcript(srv: ServerProcess, ops: list, storage: str)
     """Publishes, one-message no_wait pulls, acks, naks, deletes and purges
     by subject, on five consumers with different filters and ack policies;
     after each operation every consumer's counters are recorded."""
-    nc = await nats.connect(srv.url, max_reconnect_attempts=0, connect_timeout=2)
-
-    async def api(subject: str, body=None) -> dict:
-        r = await nc.request(subject, json.dumps(body).encode() if body is not None else b"", timeout=2)
-        return json.loads(r.data)
-
+    fs = await FuzzSession.open(srv)
+    nc, api = fs.nc, fs.api
     await api("$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.*"], "storage": storage})
     for c, cfg in CONSUMER_STATE_CONSUMERS.items():
         await api(f"$JS.API.CONSUMER.CREATE.S.{c}", {"stream_name": "S", "config": {
             "durable_name": c, "ack_policy": "explicit", "ack_wait": 30_000_000_000, **cfg}})
-    got: asyncio.Queue = asyncio.Queue()
-
-    async def keep(m):
-        await got.put(m)
-    await nc.subscribe("pulled.*", cb=keep)
-    await nc.flush()
-    await nc.flush()
     held: dict[str, list[str]] = {c: [] for c in CONSUMER_STATE_CONSUMERS}
     out = []
     for op, c, arg in ops:
         if op == "pub":
             await nc.request(arg, b"x", timeout=2)
         elif op == "pull":
-            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.S.{c}", b'{"batch":1,"no_wait":true}', reply=f"pulled.{c}")
-            m = await asyncio.wait_for(got.get(), 3)
+            m = await fs.pull_one("S", c)
             if m.reply:
                 held[c].append(m.reply)
         elif op in ("ack", "nak"):
@@ -524,20 +540,9 @@ async def retention_transcript(srv: ServerProcess, ops: list, retention: str) ->
     """Consumers created, updated and deleted among publishes, pulls, acks,
     naks and terms on an interest or workqueue stream; after each step the
     stream state and every consumer's position are recorded."""
-    nc = await nats.connect(srv.url, max_reconnect_attempts=0, connect_timeout=2)
-
-    async def api(subject: str, body=None) -> dict:
-        r = await nc.request(subject, json.dumps(body).encode() if body is not None else b"", timeout=2)
-        return json.loads(r.data)
-
+    fs = await FuzzSession.open(srv)
+    nc, api = fs.nc, fs.api
     await api("$JS.API.STREAM.CREATE.R", {"name": "R", "subjects": ["r.*"], "retention": retention})
-    got: asyncio.Queue = asyncio.Queue()
-
-    async def keep(m):
-        await got.put(m)
-    await nc.subscribe("pulled.*", cb=keep)
-    await nc.flush()
-    await nc.flush()
     live: dict[str, list[str]] = {}
     out = []
     for op, name, arg in ops:
@@ -557,8 +562,7 @@ async def retention_transcript(srv: ServerProcess, ops: list, retention: str) ->
             r = (await api(f"$JS.API.CONSUMER.DELETE.R.{name}")).get("success")
             live.pop(name)
         elif op == "pull":
-            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.R.{name}", b'{"batch":1,"no_wait":true}', reply=f"pulled.{name}")
-            m = await asyncio.wait_for(got.get(), 3)
+            m = await fs.pull_one("R", name)
             r = m.reply.split(".")[4:7] if m.reply else m.headers.get("Status")
             if m.reply:
                 live[name].append(m.reply)

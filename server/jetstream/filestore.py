@@ -586,6 +586,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             return None
         if subject_filter in _ALL:
             seq = self._prev_live(self._last)
+        elif is_literal(subject_filter):  # a KV get: one subject
+            seq = self.last_seq_for_subject(subject_filter)
         else:
             seq = max((self._sseqs[sid].last() for sid in self._matching_sids(subject_filter)), default=0)
         return self.load(seq) if seq else None
