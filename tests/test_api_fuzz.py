@@ -602,3 +602,61 @@ async def test_retention_follows_nats_server(tmp_path, seed, retention):
                }.get(op, lambda: rng.randint(0, 9))()
         ops.append((op, name, arg))
     await assert_same_on_both(tmp_path, retention_transcript, ops, retention, show=3)
+
+
+PUSH_CONSUMERS = {"P1": {"max_ack_pending": 3}, "P2": {"filter_subject": "s.a", "max_ack_pending": 2},
+                  "P3": {"deliver_policy": "last_per_subject"}, "P4": {"ack_policy": "all", "max_ack_pending": 4}}
+
+
+async def push_transcript(srv: ServerProcess, ops: list) -> list[str]:
+    """Push consumers (held back by max_ack_pending, filtered, last per
+    subject, ack all) created among publishes, acks, naks and terms; after
+    each step: every consumer's counters and how many messages each got."""
+    fs = await FuzzSession.open(srv)
+    nc, api = fs.nc, fs.api
+    await api("$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.*"]})
+    held: dict[str, list[str]] = {c: [] for c in PUSH_CONSUMERS}
+    for c in PUSH_CONSUMERS:
+        async def keep(m, c=c):
+            held[c].append(m.reply)
+        await nc.subscribe(f"push.{c}", cb=keep)
+    await nc.flush()
+    await nc.flush()
+    out = []
+    for op, c, arg in ops:
+        if op == "pub":
+            await nc.request(arg, b"x", timeout=2)
+        elif op == "create":
+            r = await api(f"$JS.API.CONSUMER.CREATE.S.{c}", {"stream_name": "S", "config": {
+                "durable_name": c, "deliver_subject": f"push.{c}", "ack_policy": "explicit",
+                "ack_wait": 30_000_000_000, **PUSH_CONSUMERS[c]}})
+            arg = r.get("error", {}).get("err_code", "ok")
+        elif held[c]:
+            reply = held[c].pop(arg % len(held[c]))
+            await nc.publish(reply, {"ack": b"", "nak": b"-NAK", "term": b"+TERM"}[op])
+            arg = reply.split(".")[4:7]
+        else:
+            continue
+        await asyncio.sleep(0.08)  # push deliveries come from another goroutine on nats-server
+        state = []
+        for cc in PUSH_CONSUMERS:
+            ci = await api(f"$JS.API.CONSUMER.INFO.S.{cc}")
+            state.append(ci["error"]["err_code"] if "error" in ci else
+                         [ci["delivered"]["stream_seq"], ci["ack_floor"]["stream_seq"], ci["num_ack_pending"],
+                          ci["num_redelivered"], ci["num_pending"]])
+        out.append(json.dumps([op, c, arg, state, [len(held[cc]) for cc in PUSH_CONSUMERS]]))
+    await nc.close()
+    return out
+
+
+@pytest.mark.parametrize("seed", [6, 8])
+async def test_push_consumers_follow_nats_server(tmp_path, seed):
+    """Push delivery held back and released by acks: the same counters and
+    the same messages delivered on both servers."""
+    rng = random.Random(seed)
+    ops = []
+    for _ in range(40):
+        op = rng.choice(["pub", "pub", "ack", "ack", "nak", "term", "create", "create"])
+        arg = rng.choice(["s.a", "s.b", "s.c"]) if op == "pub" else rng.randint(0, 9)
+        ops.append((op, rng.choice(list(PUSH_CONSUMERS)), arg))
+    await assert_same_on_both(tmp_path, push_transcript, ops, show=3)

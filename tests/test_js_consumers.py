@@ -241,15 +241,17 @@ async def test_a_pending_message_that_leaves_the_stream_is_terminated(nc, js, ho
     assert [(e["consumer"], e["stream_seq"], e["consumer_seq"], e["deliveries"], e["reason"]) for e in events] == [
         ("A", gone, gone, 1, "Unacknowledged message was deleted"),
         ("E", gone, gone, 1, "Unacknowledged message was deleted")]
-    explicit = {"delete": ((3, 3), (0, 0), 2, 0, True), "max_msgs": ((3, 3), (1, 1), 2, 1, True),
-                "purge one": ((3, 3), (2, 0), 2, 0, True)}[how]
-    assert floors(await info(nc, "TD", "E")) == explicit
-    # ack all: terminating one acks everything up to it. In a purge the
-    # consumer's own purge step comes first: it drops the message from pending
-    # (the reported floor jumps to it) and the termination then finds it gone
+    # In a purge nats-server runs the termination on a goroutine that races
+    # the consumer's own purge step: usually the purge step comes first (it
+    # drops the message and the floor's consumer sequence jumps to it; the
+    # termination then finds nothing), as natslab always does it, but not always
+    explicit = {"delete": [((3, 3), (0, 0), 2, 0, True)], "max_msgs": [((3, 3), (1, 1), 2, 1, True)],
+                "purge one": [((3, 3), (2, 0), 2, 0, True), ((3, 3), (0, 0), 2, 0, True)]}[how]
+    assert floors(await info(nc, "TD", "E")) in explicit
+    # ack all: terminating one acks everything up to it
     ci = await info(nc, "TD", "A")
-    assert (ci["ack_floor"]["stream_seq"], ci["num_ack_pending"]) == {
-        "delete": (2, 1), "max_msgs": (1, 2), "purge one": (2, 2)}[how]
+    assert (ci["ack_floor"]["stream_seq"], ci["num_ack_pending"]) in {
+        "delete": [(2, 1)], "max_msgs": [(1, 2)], "purge one": [(2, 2), (2, 1)]}[how]
 
 
 async def test_purge_moves_consumers_by_how_their_filters_meet_the_purged_subject(nc, js):
@@ -589,6 +591,30 @@ async def test_deliver_policies(nc, js):
     msgs = await sub.fetch(3, timeout=2)
     assert [(m.subject, m.metadata.sequence.stream, m.metadata.num_pending) for m in msgs] == \
         [("dp.a", 3, 2), ("dp.c", 4, 1), ("dp.b", 5, 0)]
+
+
+async def test_ack_all_releases_max_ack_pending_at_once(nc, js):
+    """An ack-all that acknowledges several pending messages at once lets a
+    push consumer held at max_ack_pending go on (natslab stalled until a
+    later ack brought pending to exactly the limit less one)."""
+    await js.add_stream(name="AA", subjects=["aa"])
+    for i in range(6):
+        await js.publish("aa", b"%d" % i)
+    got = []
+
+    async def keep(m):
+        got.append(m)
+    await nc.subscribe("aa.deliver", cb=keep)
+    await nc.flush()
+    await nc.flush()
+    await js.add_consumer("AA", api.ConsumerConfig(durable_name="C", deliver_subject="aa.deliver", ack_policy="all",
+                                                   max_ack_pending=3))
+    await asyncio.sleep(0.3)
+    assert [m.data for m in got] == [b"0", b"1", b"2"]
+    await got[2].ack_sync()
+    await asyncio.sleep(0.3)
+    assert [m.data for m in got] == [b"0", b"1", b"2", b"3", b"4", b"5"]
+    assert counters(await info(nc, "AA", "C")) == ((6, 6), (3, 3), 3, 0, 0)
 
 
 async def test_interest_retention(nc, js):

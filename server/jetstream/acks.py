@@ -97,7 +97,7 @@ class AckMixin:
                 self.move_ack_floor(pd, sseq)
                 acked.append(sseq)
                 mp = self.config.get("max_ack_pending") or 0  # signal_if_stalled, inlined
-                if mp > 0 and len(pending) == mp - 1:
+                if mp > 0 and len(pending) >= mp - 1:
                     self.signal()
             if self.rdc:
                 self.rdc.pop(sseq, None)
@@ -109,12 +109,13 @@ class AckMixin:
                 return True
             self.adflr, self.asflr = dseq, sseq
             self.sfloor = [dseq, sseq]
+            before = len(self.pending)
             for s in [s for s in self.pending if s <= sseq]:
                 del self.pending[s]
                 self.rdc.pop(s, None)
                 acked.append(s)
             self.rdq = [s for s in self.rdq if s > sseq]
-            self.signal_if_stalled()
+            self.signal_if_stalled(before)
         else:
             return self.stream.config["retention"] != "limits"
         self.lat = _time_ns()
@@ -125,9 +126,11 @@ class AckMixin:
                 self.stream.ack_processed(s)
         return True
 
-    def signal_if_stalled(self) -> None:
+    def signal_if_stalled(self, before: int) -> None:
+        """Delivery held back by max_ack_pending (``before``: pending until
+        now) goes on once acks bring pending under it, however many at once."""
         mp = self.config.get("max_ack_pending") or 0
-        if mp > 0 and len(self.pending) == mp - 1:
+        if mp > 0 and before >= mp > len(self.pending):
             self.signal()
 
     def _store_ack(self, dseq: int, sseq: int) -> None:
@@ -307,11 +310,12 @@ class AckMixin:
             return False
         if dc == maxdc:
             self.advisory_max_deliveries(seq, dc)
+        before = len(self.pending)
         p = self.pending.pop(seq, None)
         if p is not None:
             self.move_ack_floor(p[0], seq)
         self.rdc[seq] = dc
-        self.signal_if_stalled()
+        self.signal_if_stalled(before)
         return True
 
     # -- stream changes ---------------------------------------------------------------------
