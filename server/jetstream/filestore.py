@@ -539,7 +539,17 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
         if subject_filter not in _ALL:
-            return super().load_batch(start_seq, subject_filter, limit)
+            if not is_literal(subject_filter):
+                return super().load_batch(start_seq, subject_filter, limit)
+            # one subject: its own sequence list, in order
+            sid = self._sid.get(subject_filter)
+            if sid is None:
+                return []
+            ss = self._sseqs[sid]
+            seqs = ss.seqs
+            i = bisect_left(seqs, start_seq, ss.head)
+            # (a corrupt record, dropped by load, makes the batch one shorter)
+            return [sm for sm in map(self.load, seqs[i : i + limit]) if sm is not None]
         # every message: walk the blocks' live maps instead of a search per message
         out: list[StoredMsg] = []
         load = self.load

@@ -149,7 +149,12 @@ class MemoryStore(Store):
 
     def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
         if subject_filter not in (None, "", ">"):
-            return super().load_batch(start_seq, subject_filter, limit)
+            if not is_literal(subject_filter):
+                return super().load_batch(start_seq, subject_filter, limit)
+            lst = self._subj.get(subject_filter, ())
+            i = bisect_left(lst, start_seq)
+            msgs = self._msgs
+            return [StoredMsg(*msgs[s]) for s in lst[i : i + limit]]
         out: list[StoredMsg] = []
         get = self._msgs.get
         s = max(start_seq, self._first)
