@@ -278,6 +278,26 @@ async def test_purge_moves_consumers_by_how_their_filters_meet_the_purged_subjec
     }
 
 
+@pytest.mark.parametrize("rollup", ["sub", "all"])
+async def test_a_rollup_moves_consumers_as_a_purge_does(nc, js, rollup):
+    """Nats-Rollup purges what it replaces the way a purge request does: the
+    consumers' pending messages that went with it are dropped and their
+    floors move (natslab used to leave them pending)."""
+    await req(nc, "$JS.API.STREAM.CREATE.RU", {"name": "RU", "subjects": ["ru.*"], "allow_rollup_hdrs": True})
+    for c, f in (("A", {"filter_subject": "ru.a"}), ("W", {})):
+        await req(nc, f"$JS.API.CONSUMER.CREATE.RU.{c}", {"stream_name": "RU", "config": {
+            "durable_name": c, "ack_policy": "explicit", **f}})
+    for subj in ("ru.a", "ru.b", "ru.a"):
+        await js.publish(subj, b"x")
+    for c in ("A", "W"):
+        await pull_no_wait(nc, "RU", c, 2)
+    await js.publish("ru.a", b"rolled", headers={"Nats-Rollup": rollup})
+    await asyncio.sleep(0.2)
+    got = [floors(await info(nc, "RU", c)) for c in ("A", "W")]
+    assert got == {"sub": [((2, 3), (2, 3), 0, 1, True), ((2, 2), (1, 1), 1, 1, True)],
+                   "all": [((2, 3), (2, 3), 0, 1, True), ((2, 3), (2, 3), 0, 1, True)]}[rollup]
+
+
 async def test_pull_status_replies(nc, js, raw):
     await js.add_stream(name="PS", subjects=["ps.>"])
     await req(nc, "$JS.API.CONSUMER.CREATE.PS.C", {"stream_name": "PS", "config": {

@@ -212,10 +212,8 @@ class Stream(ExpiryMixin):
                 self._never_expire.add(seq)
         removed = self._enforce_limits(subject) if self._has_limits else 0
         if rollup:
-            if rollup == "sub":
-                removed += store.purge(subject, seq=seq)
-            else:
-                removed += store.purge(">", seq=seq)
+            # the new message is the one kept (nats-server: a purge with keep 1)
+            removed += self._purge(subject if rollup == "sub" else None, 0, 1)
         if reply and self._ack:
             self.js.server.reply_internal(reply, b"%s%d}" % (self._pub_ack, seq))
         if removed:
@@ -444,6 +442,11 @@ class Stream(ExpiryMixin):
         keep = req.get("keep") or 0
         if seq and keep:
             raise errors.bad_request()
+        return self._purge(flt, seq, keep)
+
+    def _purge(self, flt: str | None, seq: int, keep: int) -> int:
+        """The purge itself (nats-server's purgeLocked), for the API and for
+        a rollup; the consumers move as nats-server moves them."""
         # a purge by subject (or keeping the newest N) that removes exactly one
         # message tells the consumers which, as a delete does (nats-server's
         # PurgeEx); any other purge only moves them below
