@@ -127,14 +127,11 @@ class Client(asyncio.Protocol):
     # -- parsing -----------------------------------------------------------
     def _parse(self, data: bytes) -> None:
         srv = self.server
-        route = srv.route
         n = len(data)
         pos = 0
         # the common case, a plain PUB from a connected non-verbose,
         # non-pedantic client, is matched by one C-level regex and routed here
         fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
-        pub_match = _PUB_RE.match
-        max_payload = srv.opts.max_payload
         while pos < n and not self.closed:
             pend = self.pending
             if fast and pend is None:

@@ -11,7 +11,6 @@ process with the same nats-server flags, so ``kill()`` (SIGKILL) and
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import socket

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import nats
 import pytest
 
-from conftest import RawClient, connect
+from conftest import connect
 
 NOVERBOSE = '{"verbose":false,"pedantic":false,"headers":true,"protocol":1}'
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
@@ -23,6 +24,9 @@ from .commands import NatslabCommands
 from .config import load_settings, save_setting, user_themes_dir
 from .screens.main import MainScreen
 from .widgets.status_header import HeaderInfo, StatusHeader
+
+if TYPE_CHECKING:  # loaded on first use, after the first frame
+    from .client.core import NatsClient
 
 
 class NatslabApp(App):

@@ -377,10 +377,6 @@ class AckMixin:
         if not self.closed:
             self.process_term(seq, dseq, dc, TERM_UNACKED_DELETED)
 
-    def on_removed(self) -> None:
-        """Messages went away (limits, age, delete): nothing to do until they
-        come up for redelivery, as on the real server."""
-
     # -- advisories -------------------------------------------------------------------------
     def advisory_max_deliveries(self, seq: int, dc: int) -> None:
         self.advisory(ADV_MAX_DELIVERIES, "io.nats.jetstream.advisory.v1.max_deliver",

@@ -54,7 +54,6 @@ class ExpiryMixin:
         self._age_timer = None
         try:
             cutoff = now_ns() - self.config["max_age"]
-            removed = 0
             seq = 0
             while True:
                 sm = self.store.load_next(seq)
@@ -63,9 +62,7 @@ class ExpiryMixin:
                 seq = sm.seq + 1
                 if sm.seq in self._never_expire:
                     continue
-                removed += self._expire(sm)
-            if removed:
-                self._after_removal()
+                self._expire(sm)
         except Exception:
             log.exception("stream %s: age expiry failed", self.name)
         self._arm_age_timer()
@@ -127,13 +124,10 @@ class ExpiryMixin:
     def _expire_ttls_now(self) -> None:
         self._ttl_timer = None
         now = now_ns()
-        removed = 0
         while self._ttl_heap and self._ttl_heap[0][0] <= now:
             _, seq = heapq.heappop(self._ttl_heap)
             sm = self.store.load(seq)
             if sm is not None:
-                removed += self._expire(sm)
-        if removed:
-            self._after_removal()
+                self._expire(sm)
         self._arm_ttl_timer()
 

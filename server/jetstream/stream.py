@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import heapq
-import json
 import logging
 from collections import deque
 from time import time_ns
@@ -107,7 +106,6 @@ class Stream(ExpiryMixin):
             self._subs = [srv.subscribe_internal(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
         self._enforce_limits_all()
         self._arm_age_timer()
-        self._after_removal()
 
     # -- publish path --------------------------------------------------------
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -210,14 +208,13 @@ class Stream(ExpiryMixin):
                 self._arm_ttl_timer()
             else:
                 self._never_expire.add(seq)
-        removed = self._enforce_limits(subject) if self._has_limits else 0
+        if self._has_limits:
+            self._enforce_limits(subject)
         if rollup:
             # the new message is the one kept (nats-server: a purge with keep 1)
-            removed += self._purge(subject if rollup == "sub" else None, 0, 1)
+            self._purge(subject if rollup == "sub" else None, 0, 1)
         if reply and self._ack:
             self.js.server.reply_internal(reply, b"%s%d}" % (self._pub_ack, seq))
-        if removed:
-            self._after_removal()
         if self._max_age and self._age_timer is None:
             self._arm_age_timer()
         if self.consumers:
@@ -257,23 +254,21 @@ class Stream(ExpiryMixin):
                 if sm is None or store.msg_size(sm.subject, sm.hdr, sm.data) < size:
                     raise errors.stream_store_failed(_ERR_MAX_BYTES)
 
-    def _enforce_limits(self, subject: str) -> int:
+    def _enforce_limits(self, subject: str) -> None:
         """Apply discard-old limits after storing on ``subject``."""
         store = self.store
-        removed = 0
         per = self._per
         if per > 0 and subject:
             excess = store.subject_count(subject) - per
             if excess > 0:
                 for s in store.oldest_for_subject(subject, excess):
-                    removed += self.remove_msg(s)
+                    self.remove_msg(s)
         mm, mb = self._mm, self._mb
         if mm > 0 or mb > 0:
             msgs, nbytes, first = store.totals()
             while msgs and ((mm > 0 and msgs > mm) or (mb > 0 and nbytes > mb)):
-                removed += self.remove_msg(first)
+                self.remove_msg(first)
                 msgs, nbytes, first = store.totals()
-        return removed
 
     def _enforce_limits_all(self) -> None:
         per = self.config["max_msgs_per_subject"]
@@ -385,10 +380,6 @@ class Stream(ExpiryMixin):
             c.on_msg_removed(seq)
         return True
 
-    def _after_removal(self) -> None:
-        for c in self.consumers.values():
-            c.on_removed()
-
     def ack_processed(self, seq: int, subject: str | None = None) -> None:
         """A consumer is done with ``seq``: remove it when retention says so."""
         ret = self.config["retention"]
@@ -403,8 +394,7 @@ class Stream(ExpiryMixin):
             for c in self.consumers.values():
                 if c.needs(seq, subject):
                     return
-        if self.remove_msg(seq):
-            self._after_removal()
+        self.remove_msg(seq)
 
     def check_interest_all(self) -> None:
         """Interest retention after a consumer went away or acked in bulk."""
@@ -412,18 +402,14 @@ class Stream(ExpiryMixin):
             return
         if not self.consumers:
             # no interest left at all: nats-server purges the stream
-            if self.store.purge():
-                self._after_removal()
+            self.store.purge()
             return
-        removed = 0
         for seq in list(self.store.iter_seqs()):
             sm = self.store.load(seq)
             if sm is None:
                 continue
             if not any(c.needs(seq, sm.subject) for c in self.consumers.values()):
-                removed += self.remove_msg(seq)
-        if removed:
-            self._after_removal()
+                self.remove_msg(seq)
 
     # -- stream API ------------------------------------------------------------
     def state_json(self, subjects_filter: str | None = None, deleted_details: bool = False) -> dict:
@@ -468,7 +454,6 @@ class Stream(ExpiryMixin):
             fseq = sm.seq if sm else 0
         for c in list(self.consumers.values()):
             c.on_purged(fseq, first, st.last_seq, flt)
-        self._after_removal()
         return n
 
     def delete_msg(self, seq: int, no_erase: bool) -> None:
@@ -487,7 +472,6 @@ class Stream(ExpiryMixin):
                 if seq < st.first_seq:
                     raise errors.stream_msg_delete_failed("no message found")
             raise errors.sequence_not_found(seq)
-        self._after_removal()
 
     @staticmethod
     def stored_message_json(sm: StoredMsg, with_headers: bool = True) -> dict:
