@@ -465,6 +465,13 @@ class FuzzSession:
         r = await self.nc.request(subject, json.dumps(body).encode() if body is not None else b"", timeout=2)
         return json.loads(r.data)
 
+    async def answer(self, held: list[str], i: int, op: str) -> list[str]:
+        """Ack, nak or term one of the held deliveries (picked by i); returns
+        its ack subject's delivery count and sequences."""
+        reply = held.pop(i % len(held))
+        await self.nc.publish(reply, {"ack": b"", "nak": b"-NAK", "term": b"+TERM"}[op])
+        return reply.split(".")[4:7]
+
     async def pull_one(self, stream: str, consumer: str):
         await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", b'{"batch":1,"no_wait":true}',
                               reply=f"pulled.{consumer}")
@@ -567,9 +574,7 @@ async def retention_transcript(srv: ServerProcess, ops: list, retention: str) ->
             if m.reply:
                 live[name].append(m.reply)
         elif live[name]:
-            reply = live[name].pop(arg % len(live[name]))
-            await nc.publish(reply, {"ack": b"", "nak": b"-NAK", "term": b"+TERM"}[op])
-            r = reply.split(".")[4:7]
+            r = await fs.answer(live[name], arg, op)
         else:
             continue
         await asyncio.sleep(0.05)  # nats-server removes acked messages from another goroutine
@@ -632,9 +637,7 @@ async def push_transcript(srv: ServerProcess, ops: list) -> list[str]:
                 "ack_wait": 30_000_000_000, **PUSH_CONSUMERS[c]}})
             arg = r.get("error", {}).get("err_code", "ok")
         elif held[c]:
-            reply = held[c].pop(arg % len(held[c]))
-            await nc.publish(reply, {"ack": b"", "nak": b"-NAK", "term": b"+TERM"}[op])
-            arg = reply.split(".")[4:7]
+            arg = await fs.answer(held[c], arg, op)
         else:
             continue
         await asyncio.sleep(0.08)  # push deliveries come from another goroutine on nats-server

@@ -134,14 +134,12 @@ class AckMixin:
             self.signal()
 
     def _store_ack(self, dseq: int, sseq: int) -> None:
-        """UpdateAcks of the real consumer store (``sseq`` just removed from
-        pending; under ack all, all up to it): moves the floor info reports."""
+        """UpdateAcks of the real consumer store (explicit ack, ``sseq`` just
+        removed from pending): moves the ack floor that info reports."""
         fl = self.sfloor
         if dseq <= fl[0]:
             return
-        if self.config["ack_policy"] == "all":
-            self.sfloor = [dseq, sseq]
-        elif not self.pending:
+        if not self.pending:
             self.sfloor = [self.dseq - 1, self.sseq - 1]
         elif dseq == fl[0] + 1:
             self.sfloor = [dseq, sseq]
@@ -336,6 +334,7 @@ class AckMixin:
         if start == 0 and not wider:
             start = lseq + 1
         store = self.stream.store
+        ack_all = self.config["ack_policy"] == "all"
         sseq, dseq, adflr, asflr = max(self.sseq, start), self.dseq, self.adflr, self.asflr
         if asflr < start:
             asflr = start - 1
@@ -346,7 +345,12 @@ class AckMixin:
                         dseq = max(dseq, adflr)
                     del self.pending[seq]
                     self.rdc.pop(seq, None)
-                    self._store_ack(p[0], seq)  # the consumer store sees each, before the new state
+                    # the consumer store sees each, before the new state (under
+                    # ack all, its floor jumps to the message)
+                    if not ack_all:
+                        self._store_ack(p[0], seq)
+                    elif p[0] > self.sfloor[0]:
+                        self.sfloor = [p[0], seq]
                     self.lat = _time_ns()
         self.sseq, self.dseq = sseq, dseq
         if not self.pending:
