@@ -246,23 +246,30 @@ class Client(asyncio.Protocol):
             pos = end + 2
             msgs += 1
             nbytes += total
-            if reply is None:
-                r = cache_get(subject)
-                if r is EMPTY_RESULT:
-                    srv.in_msgs += 1
-                    srv.in_bytes += total
-                    continue
-                if r is None and subject.startswith(b"$JS.ACK."):
-                    # an ack: when its consumer's subscription is all that
-                    # listens, hand it over as the router would, minus the trip
-                    psubs, qgroups = match_ack(subject)
-                    sub = psubs[0] if len(psubs) == 1 and not qgroups else None
-                    if sub is not None and sub.client is internal and sub.raw:
+            r = cache_get(subject)
+            if r is None:
+                if subject.startswith(b"$JS.ACK."):
+                    r = match_ack(subject)  # acks are never cached: see match_ack
+            elif r is EMPTY_RESULT and reply is None:
+                srv.in_msgs += 1
+                srv.in_bytes += total
+                continue
+            if r is not None:
+                psubs, qgroups = r
+                if len(psubs) == 1 and not qgroups:
+                    sub = psubs[0]
+                    if sub.client is internal and sub.raw:
+                        # a stream's subject or a consumer's ack subject, with
+                        # nothing else listening: hand it over as the router
+                        # (and InternalClient.deliver) would, minus the trip
                         srv.current_publisher = self
                         srv.in_msgs += 1
                         srv.in_bytes += total
                         sub.msgs += 1
-                        sub.callback(subject, b"", None, data[start:end])
+                        try:
+                            sub.callback(subject, reply or b"", None, data[start:end])
+                        except Exception:
+                            srv.logger.exception("internal subscription %s failed", sub.subject.decode())
                         if self.closed:
                             break
                         continue

@@ -256,8 +256,12 @@ class Server:
         self.schedule_flush()
 
     def reply_internal(self, reply: bytes, payload: bytes) -> None:
-        """publish_internal for a reply subject already in bytes (PubAcks)."""
-        self.route(self.internal_client, reply, b"", None, payload)
+        """publish_internal for a reply subject already in bytes (PubAcks):
+        what ``route`` does for the internal client, which echoes and never
+        asks for no-responders, so only the matching and the delivery."""
+        self.current_publisher = self.internal_client
+        r = self._match_cache.get(reply)
+        self.deliver_matched(self.index.match_miss(reply) if r is None else r, reply, b"", None, payload)
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
