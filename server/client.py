@@ -17,7 +17,14 @@ from . import protocol as p
 from .permissions import violation
 from .subjects import EMPTY_RESULT, valid_subject
 
-_PUB_RE = re.compile(rb"PUB[ \t]+([^ \t\r\n]+)[ \t]+(?:([^ \t\r\n]+)[ \t]+)?(\d+)[ \t]*\r\n")
+# A PUB as clients write it: single spaces, no trailing blanks. Anything else
+# (tabs, runs of blanks, odd whitespace) does not match and goes to the
+# general parser, so a match is always the same parse; \S is the quickest
+# class for the regex engine (twice as fast as [^ \t\r\n] here).
+_PUB_RE = re.compile(rb"PUB (\S+) (?:(\S+) )?(\d+)\r\n")
+# nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
+# or form feed is part of a token (bytes.split() would split on them too)
+_ARG_RE = re.compile(rb"[^ \t\r\n]+")
 
 TRACE = 5  # logging level of -V protocol traces, shown as [TRC]
 _ARG_OPS = (b"SUB", b"PUB", b"HPUB", b"UNSUB")  # operations that must have arguments
@@ -175,7 +182,7 @@ class Client(asyncio.Protocol):
             if len(line) > p.MAX_CONTROL_LINE:
                 self.protocol_error(p.ERR_MAX_CONTROL_LINE)
                 return
-            args = line.split()
+            args = _ARG_RE.findall(line) if b"\x0b" in line or b"\x0c" in line else line.split()
             if not args:
                 continue
             op = args[0].upper()

@@ -385,7 +385,8 @@ PROTOCOL_OPS = [
     b"HPUB foo 12 10\r\nNATS/1.0\r\n\r\n", b"HPUB foo 5 3\r\nabc", b"SUB", b"PUB", b"HPUB", b"SUB ", b"SUB foo",
     b"SUB foo bar baz qux", b"SUB foo..bar 7", b"SUB >.foo 8", b"SUB foo.>.bar 9", b"PUB foo.* 0\r\n", b"PUB foo..x 0\r\n",
     b"PING", b"PONG", b"ping", b"FOO bar", b"MSG foo 1 0\r\n", b"CONNECT nope", b"SUB foo 1 2 3", b"UNSUB 3 -1",
-    b"PUB  foo  1\r\nz", b"PUB foo 1048577\r\n",
+    b"PUB  foo  1\r\nz", b"PUB foo 1048577\r\n", b"SUB v\x0bw 10", b"PUB v\x0bw 1\r\nz", b"PUB foo\t1\r\nz",
+    b"PUB foo 1 \r\nz", b"PUB foo r\x0cs 1\r\nz",
 ]
 # (a second valid CONNECT is left out: nats-server then stops echoing the
 # client's own messages back to it, a corner natslab does not copy)
