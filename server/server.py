@@ -76,6 +76,7 @@ class Server:
         self.current_publisher = self.internal_client
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
+        self._writers: list = []  # stores with buffered records (write_behind)
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
         self._next_cid = 0
@@ -294,6 +295,14 @@ class Server:
             sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
             sub.client.deliver(sub, subject, reply, hdr, payload)
 
+    def write_behind(self, store) -> None:
+        """A file store holds records (and the replies that wait for them):
+        have it write them out before anything is next written to a client."""
+        self._writers.append(store)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush_from_loop)
+
     def schedule_flush(self) -> None:
         """Write what internal producers queued, once the loop comes round."""
         if not self._flush_scheduled and self._dirty:
@@ -372,6 +381,10 @@ class Server:
 
     def flush_dirty(self) -> None:
         self._flush_scheduled = False
+        if self._writers:
+            writers, self._writers = self._writers, []
+            for store in writers:
+                store.write_out()
         dirty = self._dirty
         while dirty:
             self._dirty = []

@@ -11,6 +11,7 @@ process with the same nats-server flags, so ``kill()`` (SIGKILL) and
 from __future__ import annotations
 
 import asyncio
+import resource
 import shutil
 import signal
 import socket
@@ -50,6 +51,7 @@ class ServerProcess:
         self.extra = list(extra or [])
         self.proc: subprocess.Popen | None = None
         self.log_path = store_dir.parent / f"{store_dir.name}-{kind}.log"
+        self.file_size_limit: int | None = None  # RLIMIT_FSIZE for the broker: writes past it fail (EFBIG)
 
     @property
     def url(self) -> str:
@@ -68,7 +70,13 @@ class ServerProcess:
     def start(self, timeout: float = 10.0) -> None:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
+        limit = self.file_size_limit
+
+        def set_limits() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=set_limits)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -5,6 +5,7 @@ consumers come back exactly; memory streams and ephemerals do not."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from nats.js import api
@@ -228,3 +229,60 @@ def test_nested_msgs_layout_is_migrated(tmp_path):
     fs = FileStore(d)
     assert fs.state().messages == 1 and fs.load(1).data == b"1"
     fs.close()
+
+
+async def test_failed_write_is_answered_and_loses_nothing_acknowledged(tmp_path):
+    """natslab only (README, documented differences): nats-server stops
+    answering publishes to a stream after a write error, so this cannot be
+    compared. The broker may write at most 64 KiB per file (RLIMIT_FSIZE), so
+    block writes fail partway; publishes go 32 at a time, so replies wait for
+    writes of several messages at once. Every publish gets an answer, every
+    acknowledged message is there (before and after a restart), and nothing
+    that was refused is."""
+    from conftest import ServerProcess
+
+    srv = ServerProcess("natslab", tmp_path / "store")
+    srv.file_size_limit = 64 * 1024
+    srv.start()
+    try:
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await js.add_stream(name="W", subjects=["w"])
+        acked: dict[int, int] = {}
+        refused = []
+        for start in range(0, 192, 32):
+            answers = await asyncio.gather(*(nc.request("w", b"%06d" % i + b"x" * 994, timeout=5)
+                                             for i in range(start, start + 32)))
+            for i, a in zip(range(start, start + 32), answers):
+                body = json.loads(a.data)
+                if "error" in body:
+                    refused.append(body["error"])
+                else:
+                    acked[body["seq"]] = i
+        assert acked and refused
+        assert {(e["code"], e["err_code"]) for e in refused} == {(503, 10077)}
+        assert "File too large" in refused[0]["description"]
+        assert "failed" in srv.log()
+
+        async def check() -> None:
+            assert (await js.stream_info("W")).state.messages == len(acked)
+            for seq, i in acked.items():
+                assert (await js.get_msg("W", seq)).data[:6] == b"%06d" % i
+            # the broker goes on serving: core messaging and the API
+            sub = await nc.subscribe("core")
+            await nc.flush()
+            await nc.flush()
+            await nc.publish("core", b"hi")
+            assert (await sub.next_msg(timeout=2)).data == b"hi"
+
+        await check()
+        await nc.close()
+        srv.stop()
+        srv.file_size_limit = None
+        srv.start()
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await check()
+        await nc.close()
+    finally:
+        srv.stop()

@@ -4,10 +4,16 @@ disk, with a compact in-memory index. The room is split by concept:
 (opening), ``filestore_reclaim`` (fsync, compaction), ``filestore_subjects``
 (the subject index); this module holds the Store interface itself.
 
-Durability. ``store_msg`` hands the record to the OS with one ``os.write``
-before it returns, so a crash of the server process (SIGKILL) loses nothing
-that was acknowledged. Deletes and purges are appended to the delete log the
-same way. fsync is periodic: JetStream's sync timer (``jetstream.py``) calls
+Durability. A record is handed to the OS with ``os.write`` before anything
+acknowledges it, so a crash of the server process (SIGKILL) loses nothing
+that was acknowledged. Standalone, ``store_msg`` writes each record before it
+returns. Under a stream (``write_behind`` set), records stored while one batch
+of input is parsed are written together by ``write_out()``, which the server
+runs before it next writes to any client; until then the stream's replies
+(PubAcks) wait in the store (``hold``) and go out once the write succeeded, or
+as errors if it failed (``on_written``). Reads and everything else that
+touches the block file write the buffer out first. Deletes and purges are
+appended to the delete log at once. fsync is periodic: JetStream's sync timer (``jetstream.py``) calls
 ``flush()`` on every file store each ``sync_interval`` (1 s by default), which
 also runs space reclamation; a busy store also calls it itself every 1024
 writes when a second has passed. With ``sync_always`` (``jetstream {
@@ -103,6 +109,13 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._ops = 0
         self._last_flush = time.monotonic()
         self._closed = False
+        # write-behind (see the module docstring): set by the owning stream
+        self.write_behind = None  # called when the buffer starts filling
+        self.on_written = None  # on_written(held replies, OSError or None, first seq written)
+        self._wbuf: list[bytes] = []  # records not yet written, in order
+        self._wbuf_off = 0  # active block offset of the first of them
+        self._wbuf_idx = 0  # its index in the active block's arrays
+        self._held: list[tuple[bytes, bytes, bool]] = []  # (reply, payload, for a stored message)
         self._open(first_seq)
 
     # -- damage reports --------------------------------------------------
@@ -132,6 +145,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def _rfd(self, blk: Block) -> int:
         if blk is self._active:
+            if self._wbuf:  # (readers write out before they locate a record: a safety net)
+                self.write_out()
             return self._wfd  # opened read-write; pread does not move the write position
         fd = blk.rfd
         if fd >= 0:
@@ -153,6 +168,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             self._read_fds.pop(blk.num, None)
 
     def _read_ts(self, seq: int) -> int:
+        if self._wbuf:
+            self.write_out()
         blk, i = self._locate(seq)
         if blk is None or not blk.offs[i]:
             return 0
@@ -197,6 +214,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def _seal(self, blk: Block) -> None:
         """The active block is full: make it durable and index it."""
+        self.write_out()
         if self._wfd >= 0:
             os.fsync(self._wfd)
             os.close(self._wfd)
@@ -226,16 +244,23 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         ):
             blk = self._new_block(seq)
         pos = blk.size
-        try:
-            if _write(self._wfd, rec) != n:
-                raise OSError("short write to the message block")
-        except OSError:
-            os.ftruncate(self._wfd, pos)
-            os.lseek(self._wfd, pos, os.SEEK_SET)
-            raise
-        if self.sync_always:
-            os.fsync(self._wfd)
+        if self.write_behind is not None and not self.sync_always:  # (always: write and fsync each)
+            if not self._wbuf:
+                self._wbuf_off = pos
+                self._wbuf_idx = len(blk.offs)
+                self.write_behind(self)
+            self._wbuf.append(rec)
         else:
+            try:
+                if _write(self._wfd, rec) != n:
+                    raise OSError("short write to the message block")
+            except OSError:
+                os.ftruncate(self._wfd, pos)
+                os.lseek(self._wfd, pos, os.SEEK_SET)
+                raise
+            if self.sync_always:
+                os.fsync(self._wfd)
+        if not self.sync_always:
             self._dirty = True
         blk.size = pos + n
         sid = self._sid.get(subject)
@@ -262,6 +287,50 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if not self._ops & 0x3FF:
             self._maybe_flush()
         return seq
+
+    def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
+        """Keep a reply until the buffered records are written (False, and
+        nothing kept, when nothing is buffered: send it now). Replies that are
+        not about a stored message (``stored`` False: a duplicate, an error)
+        wait too, so a publisher gets its answers in order."""
+        if not self._wbuf:
+            return False
+        self._held.append((reply, payload, stored))
+        return True
+
+    def write_out(self) -> None:
+        """Write the buffered records with one ``os.write``; then hand the
+        held replies to ``on_written``. If the write fails, the records are
+        cut off the file and forgotten (their sequences stay used, as gaps)
+        and ``on_written`` gets the error to answer with instead."""
+        if not self._wbuf:
+            return
+        data = b"".join(self._wbuf)
+        self._wbuf.clear()
+        held, self._held = self._held, []
+        err, first = None, self._active.first + self._wbuf_idx
+        try:
+            self._write_all(self._wfd, data)
+        except OSError as e:
+            err = e
+            self._forget_unwritten(e)
+        if self.on_written is not None and (held or err):
+            self.on_written(held, err, first)
+
+    def _forget_unwritten(self, err: OSError) -> None:
+        blk, off, idx = self._active, self._wbuf_off, self._wbuf_idx
+        os.ftruncate(self._wfd, off)
+        os.lseek(self._wfd, off, os.SEEK_SET)
+        lost = blk.first + idx, blk.first + len(blk.offs) - 1
+        self._warn(f"{blk.path.name}: writing messages {lost[0]}..{lost[1]} failed ({err}); they are not stored")
+        for i in range(idx, len(blk.offs)):
+            if blk.offs[i]:
+                self._drop(blk, i, blk.first + i, False)
+        del blk.offs[idx:], blk.lens[idx:], blk.sids[idx:], blk.live_map[idx:]
+        blk.size = off
+        self._chunk = _NO_CHUNK
+        if not blk.offs:
+            self._remove_block(blk)  # the next message starts a block of its own
 
     def _drop(self, blk: Block, i: int, seq: int, track: bool) -> None:
         """Forget one live record in memory (the caller has logged why)."""
@@ -358,6 +427,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def _reset(self) -> None:
         """Everything is gone: drop every block and the subject index."""
+        self.write_out()  # what was acknowledged was stored, then purged
         self._chunk = _NO_CHUNK
         if self._wfd >= 0:
             os.close(self._wfd)
@@ -437,6 +507,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         del self._blocks[i]
         del self._firsts[i]
         if blk is self._active:
+            self.write_out()
             os.close(self._wfd)
             self._wfd = -1
             self._active = None
@@ -450,6 +521,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     # -- reading ---------------------------------------------------------
     def load(self, seq: int) -> StoredMsg | None:
+        if self._wbuf:
+            self.write_out()
         blk, i = self._locate(seq)
         if blk is None:
             return None

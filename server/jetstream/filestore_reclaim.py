@@ -32,6 +32,7 @@ class Reclaim:
         passed, but only the timer covers a store that has gone quiet."""
         if self._closed:
             return
+        self.write_out()
         self._last_flush = time.monotonic()
         if self._dirty:
             if self._wfd >= 0:

@@ -180,6 +180,17 @@ class Store:
                 out.append(seq)
         return out
 
+    # -- write-behind (the file store buffers; see filestore.py) ---------------
+    write_behind = None  # set by the owner: called with the store when records wait
+    on_written = None  # set by the owner: on_written(held replies, error, first lost seq)
+
+    def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
+        """Keep a reply until buffered records are written; False: send it now."""
+        return False
+
+    def write_out(self) -> None:
+        """Write buffered records and release the replies held for them."""
+
     # -- lifecycle -------------------------------------------------------
     def flush(self) -> None:
         """Make written records durable as far as the sync policy says."""

@@ -40,6 +40,8 @@ class Stream(ExpiryMixin):
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
         self.store = store
+        store.write_behind = js.server.write_behind
+        store.on_written = self._on_written
         self.consumers: dict[str, "Consumer"] = {}
         self._subs: list = []
         # nats-server formats the PubAck by hand: no HTML-safe escapes here
@@ -114,10 +116,32 @@ class Stream(ExpiryMixin):
             self.process_msg(subject.decode(), reply, hdr, payload)
         except ApiError as e:
             if reply and self._ack:
-                body = {"error": e.to_dict(), "stream": self.name, "seq": 0}
-                self.js.server.reply_internal(reply, dumps(body).encode())
+                self._reply(reply, self._pub_error(e), False)
         except Exception:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
+
+    def _pub_error(self, e: ApiError) -> bytes:
+        return dumps({"error": e.to_dict(), "stream": self.name, "seq": 0}).encode()
+
+    def _reply(self, reply: bytes, payload: bytes, stored: bool = True) -> None:
+        """Answer a publish: at once, or (file store) once the message and
+        those before it are written, in the order they were published."""
+        if not self.store.hold(reply, payload, stored):
+            self.js.server.reply_internal(reply, payload)
+
+    def _on_written(self, held: list, err: OSError | None, first: int) -> None:
+        """The file store wrote (or failed to write) the messages from
+        ``first`` on: send the replies that waited for that."""
+        fail = None
+        if err is not None:
+            # those messages are not stored (the store has logged it): their
+            # publishers get the error, and their ids no longer count as duplicates
+            fail = self._pub_error(errors.stream_store_failed(str(err)))
+            for mid in [mid for mid, (seq, _) in self._ddmap.items() if seq >= first]:
+                del self._ddmap[mid]
+        reply = self.js.server.reply_internal
+        for r, payload, stored in held:
+            reply(r, fail if fail is not None and stored else payload)
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         if self._sealed:
@@ -171,7 +195,7 @@ class Stream(ExpiryMixin):
                 dup = self._check_dup(msg_id)
                 if dup:
                     if reply and self._ack:
-                        self.js.server.reply_internal(reply, b'%s%d,"duplicate": true}' % (self._pub_ack, dup))
+                        self._reply(reply, b'%s%d,"duplicate": true}' % (self._pub_ack, dup), False)
                     return
             elmi = value(hdr, b"Nats-Expected-Last-Msg-Id")
             if elmi and elmi != self._last_msg_id:
@@ -189,7 +213,7 @@ class Stream(ExpiryMixin):
             store.remove(seq)
             self._record_id(msg_id, seq, ts)
             if reply and self._ack:
-                self.js.server.reply_internal(reply, b"%s%d}" % (self._pub_ack, seq))
+                self._reply(reply, b"%s%d}" % (self._pub_ack, seq))
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
@@ -213,8 +237,10 @@ class Stream(ExpiryMixin):
         if rollup:
             # the new message is the one kept (nats-server: a purge with keep 1)
             self._purge(subject if rollup == "sub" else None, 0, 1)
-        if reply and self._ack:
-            self.js.server.reply_internal(reply, b"%s%d}" % (self._pub_ack, seq))
+        if reply and self._ack:  # self._reply, inlined on the hot path
+            ack = b"%s%d}" % (self._pub_ack, seq)
+            if not store.hold(reply, ack, True):
+                self.js.server.reply_internal(reply, ack)
         if self._max_age and self._age_timer is None:
             self._arm_age_timer()
         if self.consumers:
