@@ -522,6 +522,24 @@ def test_corruption_found_on_read_is_reported(tmp_path):
     st.close()
 
 
+@pytest.mark.parametrize("flt", [None, "a"])
+def test_corruption_found_by_a_batch_read_is_reported(tmp_path, flt):
+    """load_batch reads a block's run at once: a damaged record in the middle
+    is reported and dropped as load would, and the batch goes on past it
+    (filling up to the limit; a one-subject batch comes back one shorter)."""
+    d = tmp_path / "s"
+    st = FileStore(d)
+    fill(st, ["a"] * 8)
+    off = st._locate(3)[0].offs[2]
+    with open(_blocks(d)[-1], "r+b") as f:
+        f.seek(off + 28)
+        f.write(b"Z")
+    assert [sm.seq for sm in st.load_batch(1, flt, 5)] == [1, 2, 4, 5] + ([6] if flt is None else [])
+    assert st.warnings and st.state().messages == 7
+    assert [sm.seq for sm in st.load_batch(1, flt, 10)] == [1, 2, 4, 5, 6, 7, 8]
+    st.close()
+
+
 def test_deleted_blocks_are_removed_and_sparse_blocks_rewritten(tmp_path):
     d = tmp_path / "s"
     st = FileStore(d, block_size=4096)
