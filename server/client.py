@@ -228,7 +228,10 @@ class Client(asyncio.Protocol):
         srv = self.server
         route = srv.route
         cache_get = srv._match_cache.get
-        match_ack = srv.index.match_ack
+        index = srv.index
+        match_ack = index.match_ack
+        ack_prefix = ack_r = None  # the last ack's "$JS.ACK.<stream>.<consumer>." and its match
+        ack_gen = 0
         internal = srv.internal_client
         pub_match = _PUB_RE.match
         max_payload = srv.opts.max_payload
@@ -256,7 +259,16 @@ class Client(asyncio.Protocol):
             r = cache_get(subject)
             if r is None:
                 if subject.startswith(b"$JS.ACK."):
-                    r = match_ack(subject)  # acks are never cached: see match_ack
+                    # acks are never cached (see match_ack); a run of them for
+                    # one consumer is matched once while the index stays as it was
+                    if (ack_prefix is not None and subject.startswith(ack_prefix) and subject.find(b"..") < 0
+                            and subject[-1] != 46 and index.inserts + index.removes == ack_gen):
+                        r = ack_r
+                    else:
+                        r = match_ack(subject)
+                        j = subject.find(b".", subject.find(b".", 8) + 1)
+                        ack_prefix = subject[: j + 1] if j > 0 else None
+                        ack_r, ack_gen = r, index.inserts + index.removes
             elif r is EMPTY_RESULT and reply is None:
                 srv.in_msgs += 1
                 srv.in_bytes += total

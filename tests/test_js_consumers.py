@@ -158,6 +158,33 @@ async def test_acks_are_seen_by_a_subscriber_on_the_ack_subjects(nc, js, server)
         await spy.close()
 
 
+async def test_malformed_ack_subjects_after_a_good_ack_are_ignored(nc, js, server):
+    """Acks sent together, the first a good one: an ack subject with an empty
+    token (one at the end, one inside) is not a subject any subscription
+    matches, so only the first ack counts."""
+    await js.add_stream(name="MA", subjects=["ma"])
+    await js.add_consumer("MA", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
+    for i in range(3):
+        await js.publish("ma", b"m%d" % i)
+    psub = await js.pull_subscribe_bind("C", "MA")
+    msgs = await psub.fetch(3, timeout=2)
+    t = msgs[2].reply.split(".")
+    t[7] = ""
+    acks = [msgs[0].reply, msgs[1].reply.rsplit(".", 1)[0] + ".", ".".join(t)]
+    # one write, so the server reads them together
+    r, w = await asyncio.open_connection(server.host, server.port)
+    await r.readline()  # INFO
+    w.write(b'CONNECT {"verbose":false,"pedantic":false}\r\n' + b"".join(b"PUB %s 0\r\n\r\n" % a.encode() for a in acks) + b"PING\r\n")
+    while not (await r.readline()).startswith(b"PONG"):
+        pass
+    w.close()
+    # acks are handled in order: once a later one is confirmed, those are done with
+    await js.publish("ma", b"m3")
+    (m,) = await psub.fetch(1, timeout=2)
+    await m.ack_sync()
+    assert counters(await info(nc, "MA", "C")) == ((4, 4), (1, 1), 2, 0, 0)
+
+
 async def test_big_no_wait_pull_is_served_in_full(nc, js):
     """A no_wait pull for more than the server delivers in one go gets its
     whole batch, with no 404 half-way (natslab yields to its loop every
