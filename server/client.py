@@ -17,11 +17,11 @@ from . import protocol as p
 from .permissions import violation
 from .subjects import EMPTY_RESULT, valid_subject
 
-# A PUB as clients write it: single spaces, no trailing blanks. Anything else
-# (tabs, runs of blanks, odd whitespace) does not match and goes to the
-# general parser, so a match is always the same parse; \S is the quickest
-# class for the regex engine (twice as fast as [^ \t\r\n] here).
-_PUB_RE = re.compile(rb"PUB (\S+) (?:(\S+) )?(\d+)\r\n")
+# A PUB as clients write it: tokens between spaces (nats-py writes two before
+# the size when there is no reply), no trailing blanks. Anything else (tabs,
+# odd whitespace) does not match and goes to the general parser, so a match
+# is always the same parse; \S is the quickest class for the regex engine.
+_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
 # nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
 # or form feed is part of a token (bytes.split() would split on them too)
 _ARG_RE = re.compile(rb"[^ \t\r\n]+")

@@ -243,3 +243,17 @@ async def test_a_second_connect_changes_only_what_it_names(raw):
     await c.send("HPUB bar 12 14\r\nNATS/1.0\r\n\r\nab\r\n")
     assert await c.read_until_pong() == []  # accepted: no +OK, no error
     assert not await c.closed(timeout=0.3)
+
+
+def test_the_fast_pub_pattern_takes_what_clients_write():
+    """natslab's parser routes plain PUBs in a fast loop and leaves anything
+    unusual to its general parser (the differential tests check both give
+    nats-server's answers). What the official clients write must take the
+    fast loop: nats-py puts two spaces before the size when there is no reply."""
+    from natslab.server.client import _PUB_RE
+
+    assert _PUB_RE.match(b"PUB a.b  0\r\n").groups() == (b"a.b", None, b"0")  # nats-py, no reply
+    assert _PUB_RE.match(b"PUB a.b _INBOX.x.1 12\r\n").groups() == (b"a.b", b"_INBOX.x.1", b"12")
+    assert _PUB_RE.match(b"PUB a.b 3\r\n").groups() == (b"a.b", None, b"3")  # nats.go, nats.js
+    for odd in (b"PUB a\t3\r\n", b"PUB a 3 \r\n", b"PUB a\x0bb 3\r\n", b"PUB a b c 3\r\n"):
+        assert _PUB_RE.match(odd) is None
