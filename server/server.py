@@ -262,7 +262,14 @@ class Server:
         asks for no-responders, so only the matching and the delivery."""
         self.current_publisher = self.internal_client
         r = self._match_cache.get(reply)
-        self.deliver_matched(self.index.match_miss(reply) if r is None else r, reply, b"", None, payload)
+        if r is None:
+            r = self.index.match_reply(reply)
+        psubs, qgroups = r
+        if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
+            sub = psubs[0]
+            sub.client.deliver(sub, reply, b"", None, payload)
+        else:
+            self.deliver_matched(r, reply, b"", None, payload)
         if not self._flush_scheduled and self._dirty:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)

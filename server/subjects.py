@@ -238,6 +238,13 @@ class SubjectIndex:
         self.misses += 1
         return self._match_uncached(subject)
 
+    def match_reply(self, subject: bytes) -> tuple[tuple, tuple]:
+        """``match_miss`` for a reply subject (a PubAck's), mostly an inbox."""
+        self.misses += 1
+        if subject.startswith(b"_INBOX."):
+            return self._match_inbox(subject)
+        return self._match_uncached(subject)
+
     def match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
         """``match_miss`` for a subject the router knows starts with ``$JS.ACK.``."""
         self.misses += 1

@@ -46,7 +46,7 @@ class MemoryStore(Store):
             self._subj[subject] = [seq]
         else:
             lst.append(seq)
-        self._bytes += memory_msg_size(subject, hdr, data)
+        self._bytes += 16 + len(subject) + (len(hdr) if hdr else 0) + len(data)  # memory_msg_size, inlined
         self._last = seq
         self._last_ts = ts
         self._held = True
