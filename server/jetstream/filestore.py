@@ -117,6 +117,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._wbuf_off = 0  # active block offset of the first of them
         self._wbuf_idx = 0  # its index in the active block's arrays
         self._held: list[tuple[bytes, bytes, bool]] = []  # (reply, payload, for a stored message)
+        self._dbuf: list[bytes] = []  # delete log records not yet written
         self._open(first_seq)
 
     # -- damage reports --------------------------------------------------
@@ -184,6 +185,18 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             if k <= 0:
                 raise OSError("short write")
             n += k
+
+    def _dlog_delete(self, data: bytes) -> None:
+        """Log deletes: with write-behind, written by the next ``write_out``
+        (after the records they may refer to, before any reply leaves)."""
+        if self.write_behind is None or self.sync_always:
+            self._dlog_append(data)
+            return
+        if not self._wbuf and not self._dbuf:
+            self.write_behind(self)
+        self._dbuf.append(data)
+        self._dlog_records += len(data) // fb.DREC_SIZE
+        self._dirty = True
 
     def _dlog_append(self, data: bytes) -> None:
         self._write_all(self._dfd, data)
@@ -303,9 +316,20 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         """Write the buffered records with one ``os.write``; then hand the
         held replies to ``on_written``. If the write fails, the records are
         cut off the file and forgotten (their sequences stay used, as gaps)
-        and ``on_written`` gets the error to answer with instead."""
-        if not self._wbuf:
-            return
+        and ``on_written`` gets the error to answer with instead. Buffered
+        deletes follow, with one write to the delete log."""
+        if self._wbuf:
+            self._write_records()
+        if self._dbuf:
+            data = b"".join(self._dbuf)
+            self._dbuf.clear()
+            try:
+                self._write_all(self._dfd, data)
+            except OSError as e:
+                self._warn(f"deletes.log: writing {len(data) // fb.DREC_SIZE} deletes failed ({e});"
+                           " those messages may come back after a restart")
+
+    def _write_records(self) -> None:
         data = b"".join(self._wbuf)
         self._wbuf.clear()
         held, self._held = self._held, []
@@ -358,7 +382,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         blk, i = self._locate(seq)
         if blk is None or not blk.offs[i]:
             return False
-        self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
+        self._dlog_delete(fb.pack_drec(fb.D_DELETE, seq))
         self._drop(blk, i, seq, True)
         if blk.live == 0 and blk is not self._tail_block():
             self._remove_block(blk)
@@ -370,7 +394,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def _remove_many(self, seqs: list[int]) -> int:
         if not seqs:
             return 0
-        self._dlog_append(b"".join(fb.pack_drec(fb.D_DELETE, s) for s in seqs))
+        self._dlog_delete(b"".join(fb.pack_drec(fb.D_DELETE, s) for s in seqs))
         emptied = []
         for seq in seqs:
             blk, i = self._locate(seq)

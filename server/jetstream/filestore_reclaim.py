@@ -110,7 +110,9 @@ class Reclaim:
 
     def _rewrite_dlog(self) -> None:
         """Replace the delete log with the floor and the deletes still needed
-        (those of records still in some block file)."""
+        (those of records still in some block file); deletes waiting to be
+        logged are in it already."""
+        self._dbuf.clear()
         recs = [fb.DLOG_HEADER]
         if self._floor:
             recs.append(fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts))
