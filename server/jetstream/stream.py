@@ -67,13 +67,16 @@ class Stream(ExpiryMixin):
         self._sealed = bool(cfg["sealed"])
         self._ack = not cfg.get("no_ack")
         self._interest = cfg["retention"] == "interest"
-        self._discard_new = cfg["discard"] == "new"
         self._mms = cfg["max_msg_size"]
         self._smt = cfg.get("subject_delete_marker_ttl") or 0
         self._per = cfg["max_msgs_per_subject"]
         self._mm = cfg["max_msgs"]
         self._mb = cfg["max_bytes"]
         self._has_limits = self._per > 0 or self._mm > 0 or self._mb > 0
+        # discard new refuses only on max_msgs, max_bytes, or a full subject
+        # with discard_new_per_subject (a KV bucket has none of these)
+        self._discard_new = cfg["discard"] == "new" and (
+            self._mm > 0 or self._mb > 0 or (self._per > 0 and bool(cfg.get("discard_new_per_subject"))))
         self._max_age = cfg["max_age"]
 
     # -- lifecycle ---------------------------------------------------------
@@ -221,7 +224,7 @@ class Stream(ExpiryMixin):
             # a TTL below the delete-marker TTL is raised to it (and the header rewritten)
             ttl = self._smt // NS
             hdr = headers.append(headers.remove(hdr, headers.TTL), [(headers.TTL, str(ttl))])
-        if self._discard_new and self._has_limits:
+        if self._discard_new:
             self._check_discard_new(subject, store.msg_size(subject, hdr, payload), bool(rollup))
         seq = store.store_msg(subject, hdr, payload, ts)
         if msg_id or self._last_msg_id:
