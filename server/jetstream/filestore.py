@@ -57,6 +57,7 @@ log = logging.getLogger("natslab.server.filestore")
 
 _pack_rec = fb.REC.pack
 _pack_crc = fb.CRC.pack
+_pack_drec = fb.DREC.pack
 _crc32 = zlib.crc32
 _write = os.write
 _MIN_REC = fb.MIN_REC
@@ -368,7 +369,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         size = ln & SIZE_MASK
         blk.live -= 1
         blk.live_bytes -= size
-        blk.dead += rec_len(ln)
+        blk.dead += (ln & SIZE_MASK) - 3 if ln & HDR_FLAG else ln + 1  # rec_len, inlined
         self._msgs -= 1
         self._bytes -= size
         ss = self._sseqs[blk.sids[i]]
@@ -382,7 +383,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         blk, i = self._locate(seq)
         if blk is None or not blk.offs[i]:
             return False
-        self._dlog_delete(fb.pack_drec(fb.D_DELETE, seq))
+        body = _pack_drec(fb.D_DELETE, seq, 0)  # fb.pack_drec, inlined
+        self._dlog_delete(body + _pack_crc(_crc32(body)))
         self._drop(blk, i, seq, True)
         if blk.live == 0 and blk is not self._tail_block():
             self._remove_block(blk)

@@ -405,8 +405,9 @@ class Stream(ExpiryMixin):
         each consumer hears of it, and terminates it if it was pending."""
         if not self.store.remove(seq):
             return False
-        for c in list(self.consumers.values()):
-            c.on_msg_removed(seq)
+        if self.consumers:
+            for c in list(self.consumers.values()):
+                c.on_msg_removed(seq)
         return True
 
     def ack_processed(self, seq: int, subject: str | None = None) -> None:
