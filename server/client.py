@@ -121,9 +121,11 @@ class Client(asyncio.Protocol):
             data = self.buf + data
             self.buf = b""
         srv = self.server
+        srv.reading = True
         try:
             self._parse(data)
         finally:
+            srv.reading = False
             srv.flush_dirty()
             if srv.backed_up:
                 backed_up, srv.backed_up = srv.backed_up, []

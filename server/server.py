@@ -77,6 +77,7 @@ class Server:
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
         self._writers: list = []  # stores with buffered records (write_behind)
+        self.reading = False  # a client's data_received is running (it ends with flush_dirty)
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
         self._next_cid = 0
@@ -306,7 +307,8 @@ class Server:
         """A file store holds records (and the replies that wait for them):
         have it write them out before anything is next written to a client."""
         self._writers.append(store)
-        if not self._flush_scheduled:
+        if not self.reading and not self._flush_scheduled:
+            # (a client's input is flushed when its read is done: no extra turn)
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
 

@@ -507,15 +507,21 @@ def test_corrupt_length_field_resyncs(tmp_path):
     st.close()
 
 
+def _store_with_a_damaged_record(d, count: int, seq: int) -> FileStore:
+    """A file store of ``count`` messages on "a" with one byte of message
+    ``seq`` overwritten in its block file while the store is open."""
+    st = FileStore(d)
+    fill(st, ["a"] * count)
+    blk, i = st._locate(seq)
+    with open(_blocks(d)[-1], "r+b") as f:
+        f.seek(blk.offs[i] + 28)
+        f.write(b"Z")
+    return st
+
+
 def test_corruption_found_on_read_is_reported(tmp_path):
     """With a valid index file the record is checked when read instead."""
-    d = tmp_path / "s"
-    st = FileStore(d)
-    fill(st, ["a"] * 5)
-    off = st._locate(3)[0].offs[2]
-    with open(_blocks(d)[-1], "r+b") as f:
-        f.seek(off + 28)
-        f.write(b"Z")
+    st = _store_with_a_damaged_record(tmp_path / "s", 5, 3)
     assert st.load(3) is None
     assert st.warnings and st.state().messages == 4
     assert st.load_next(3).seq == 4
@@ -527,13 +533,7 @@ def test_corruption_found_by_a_batch_read_is_reported(tmp_path, flt):
     """load_batch reads a block's run at once: a damaged record in the middle
     is reported and dropped as load would, and the batch goes on past it
     (filling up to the limit; a one-subject batch comes back one shorter)."""
-    d = tmp_path / "s"
-    st = FileStore(d)
-    fill(st, ["a"] * 8)
-    off = st._locate(3)[0].offs[2]
-    with open(_blocks(d)[-1], "r+b") as f:
-        f.seek(off + 28)
-        f.write(b"Z")
+    st = _store_with_a_damaged_record(tmp_path / "s", 8, 3)
     assert [sm.seq for sm in st.load_batch(1, flt, 5)] == [1, 2, 4, 5] + ([6] if flt is None else [])
     assert st.warnings and st.state().messages == 7
     assert [sm.seq for sm in st.load_batch(1, flt, 10)] == [1, 2, 4, 5, 6, 7, 8]
