@@ -271,9 +271,7 @@ class Server:
             sub.client.deliver(sub, reply, b"", None, payload)
         else:
             self.deliver_matched(r, reply, b"", None, payload)
-        if not self._flush_scheduled and self._dirty:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush_from_loop)
+        self.schedule_flush()
 
     # JetStream hook (added by the jetstream room, see its report): consumer
     # deliveries are routed on the deliver subject (or pull reply) but the
@@ -313,8 +311,9 @@ class Server:
             self.loop.call_soon(self._flush_from_loop)
 
     def schedule_flush(self) -> None:
-        """Write what internal producers queued, once the loop comes round."""
-        if not self._flush_scheduled and self._dirty:
+        """Write what internal producers queued, once the loop comes round
+        (during a client's read, its end does it)."""
+        if not self._flush_scheduled and not self.reading and self._dirty:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
 
@@ -389,17 +388,22 @@ class Server:
         self.backed_up.clear()
 
     def flush_dirty(self) -> None:
-        self._flush_scheduled = False
-        if self._writers:
-            writers, self._writers = self._writers, []
-            for store in writers:
-                store.write_out()
-        dirty = self._dirty
-        while dirty:
-            self._dirty = []
-            for c in dirty:
-                c.flush()
-            dirty = self._dirty
+        """Write buffered store records, then every client's queued output
+        (stores first: a PubAck leaves only after its message is written).
+        What is queued while this runs is written by it too, so nothing
+        schedules another turn for it meanwhile."""
+        self._flush_scheduled = True
+        try:
+            while self._writers or self._dirty:
+                if self._writers:
+                    writers, self._writers = self._writers, []
+                    for store in writers:
+                        store.write_out()
+                dirty, self._dirty = self._dirty, []
+                for c in dirty:
+                    c.flush()
+        finally:
+            self._flush_scheduled = False
 
     # -- stats -----------------------------------------------------------------
     @property
