@@ -12,8 +12,9 @@ of input is parsed are written together by ``write_out()``, which the server
 runs before it next writes to any client; until then the stream's replies
 (PubAcks) wait in the store (``hold``) and go out once the write succeeded, or
 as errors if it failed (``on_written``). Reads and everything else that
-touches the block file write the buffer out first. Deletes and purges are
-appended to the delete log at once. fsync is periodic: JetStream's sync timer (``jetstream.py``) calls
+touches the block file write the buffer out first. Deletes wait the same way
+and go to the delete log with one write after the records; the floor record
+of a purge is written at once. fsync is periodic: JetStream's sync timer (``jetstream.py``) calls
 ``flush()`` on every file store each ``sync_interval`` (1 s by default), which
 also runs space reclamation; a busy store also calls it itself every 1024
 writes when a second has passed. With ``sync_always`` (``jetstream {
