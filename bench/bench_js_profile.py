@@ -1,6 +1,6 @@
 """Profile natslab's broker on one JetStream workload of bench_js.py.
 
-    python bench/bench_js_profile.py push|pull|publish-file|publish-mem|npy-pull|kv-put|kv-get|restart [-n N] [--top 25]
+    python bench/bench_js_profile.py push|pull|publish-file|publish-mem|npy-pull|kv-put|kv-get|kv-direct|restart [-n N] [--top 25]
 
 The broker runs as `python -m cProfile -o <file> -m natslab.server ...` (a
 subprocess, so the client's own work stays out of the profile); the workload
@@ -80,10 +80,11 @@ async def workload(name: str, b: Broker, n: int) -> float:
                 await m.ack()
             got += len(msgs)
         return n / (time.perf_counter() - t0)
-    if name in ("kv-put", "kv-get"):
-        # nats-py's KeyValue API with 64 operations in flight (bench_kv.py's windowed case)
-        kv = await js.create_key_value(bucket="B", history=1)
-        if name == "kv-get":
+    if name in ("kv-put", "kv-get", "kv-direct"):
+        # nats-py's KeyValue API with 64 operations in flight (bench_kv.py's windowed case);
+        # kv-direct reads a bucket with allow_direct (DIRECT.GET instead of MSG.GET)
+        kv = await js.create_key_value(bucket="B", history=1, direct=name == "kv-direct")
+        if name != "kv-put":
             await asyncio.gather(*(kv.put(f"k{i % 100}", b"v" * 64) for i in range(100)))
         t0 = time.perf_counter()
         for start in range(0, n, 64):
@@ -97,7 +98,7 @@ async def workload(name: str, b: Broker, n: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", choices=["push", "pull", "publish-file", "publish-mem", "npy-pull", "kv-put", "kv-get", "restart"])
+    ap.add_argument("workload", choices=["push", "pull", "publish-file", "publish-mem", "npy-pull", "kv-put", "kv-get", "kv-direct", "restart"])
     ap.add_argument("-n", type=int, default=100_000)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=None, help="where to keep the .prof file")

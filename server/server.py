@@ -257,10 +257,11 @@ class Server:
         self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
         self.schedule_flush()
 
-    def reply_internal(self, reply: bytes, payload: bytes) -> None:
-        """publish_internal for a reply subject already in bytes (PubAcks):
-        what ``route`` does for the internal client, which echoes and never
-        asks for no-responders, so only the matching and the delivery."""
+    def reply_internal(self, reply: bytes, payload: bytes, hdr: bytes | None = None) -> None:
+        """publish_internal for a reply subject already in bytes (PubAcks,
+        direct gets): what ``route`` does for the internal client, which
+        echoes and never asks for no-responders, so only the matching and
+        the delivery."""
         self.current_publisher = self.internal_client
         r = self._match_cache.get(reply)
         if r is None:
@@ -268,9 +269,9 @@ class Server:
         psubs, qgroups = r
         if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
             sub = psubs[0]
-            sub.client.deliver(sub, reply, b"", None, payload)
+            sub.client.deliver(sub, reply, b"", hdr, payload)
         else:
-            self.deliver_matched(r, reply, b"", None, payload)
+            self.deliver_matched(r, reply, b"", hdr, payload)
         self.schedule_flush()
 
     # JetStream hook (added by the jetstream room, see its report): consumer

@@ -129,6 +129,14 @@ class Api:
     def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:
             return
+        if subject.startswith("$JS.API.DIRECT.GET."):  # the KV read path of nats.go and the CLI
+            name = subject[19:].split(".", 1)[0]
+            st = self.js.streams.get(name)
+            if st is not None and st.config.get("allow_direct"):
+                st.on_direct_get(subject, reply, hdr, payload)
+            else:
+                self._no_responders(subject, reply)
+            return
         tokens = subject[len(PREFIX):].split(".")
         if tokens[:3] == ["CONSUMER", "MSG", "NEXT"]:
             if len(tokens) == 5:

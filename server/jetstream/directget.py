@@ -95,7 +95,7 @@ class DirectGet:
         self.stream = stream
 
     def reply(self, reply: str, hdr: bytes | None, payload: bytes = b"") -> None:
-        self.stream.js.server.publish_internal(reply, "", hdr, payload)
+        self.stream.js.server.reply_internal(reply.encode(), payload, hdr)
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:
@@ -149,11 +149,12 @@ class DirectGet:
         self._send(reply, sm, req["no_headers"])
 
     def _headers(self, sm, extra: list[tuple[str, str]] | None = None) -> bytes:
-        h = [("Nats-Stream", self.stream.name), ("Nats-Subject", sm.subject),
-             ("Nats-Sequence", str(sm.seq)), ("Nats-Time-Stamp", rfc3339(sm.ts))]
+        # headers.append(sm.hdr, [...]), written out: this runs per KV read
+        block = (f"Nats-Stream: {self.stream.name}\r\nNats-Subject: {sm.subject}\r\n"
+                 f"Nats-Sequence: {sm.seq}\r\nNats-Time-Stamp: {rfc3339(sm.ts)}\r\n")
         if extra:
-            h.extend(extra)
-        return headers.append(sm.hdr, h)
+            block += "".join(f"{k}: {v}\r\n" for k, v in extra)
+        return (sm.hdr[:-2] if sm.hdr else headers.HDR_LINE) + block.encode() + headers.CRLF
 
     def _send(self, reply: str, sm, no_headers: bool, extra: list[tuple[str, str]] | None = None) -> None:
         self.reply(reply, None if no_headers else self._headers(sm, extra), sm.data)

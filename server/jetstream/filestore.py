@@ -231,6 +231,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def _seal(self, blk: Block) -> None:
         """The active block is full: make it durable and index it."""
         self.write_out()
+        if self._active is not blk:
+            return  # the write failed and took the whole block with it
         if self._wfd >= 0:
             os.fsync(self._wfd)
             os.close(self._wfd)

@@ -55,6 +55,7 @@ class Stream(ExpiryMixin):
         self._age_timer = None
         self._ttl_timer = None
         self.closed = False
+        self._direct = None  # the DIRECT.GET responder, made on first use
 
     @property
     def config(self) -> dict:
@@ -515,6 +516,8 @@ class Stream(ExpiryMixin):
 
     def on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         try:
-            DirectGet(self).on_request(subject, reply, hdr, payload)
+            if self._direct is None:
+                self._direct = DirectGet(self)
+            self._direct.on_request(subject, reply, hdr, payload)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
