@@ -206,6 +206,10 @@ def test_kv_browser(snap_compare, nats_server_url):
         keys.select_key("region")
         history = app.screen.query_one("#kv-history")
         await until(pilot, lambda: history.row_count == 2, what="history")
+        # rows count at once; the table sizes its columns to them when idle (a
+        # busy CI machine once took the picture before that: "PU", "--:-")
+        await until(pilot, lambda: history.columns["op"].content_width >= 3
+                    and history.columns["time"].content_width >= 8, what="history columns sized")
         # the watch's ordered consumer is counted; the history's short-lived one may be too
         await until(pilot, lambda: app.header_info.usage.consumers == 1, timeout=12, what="usage settled")
         await finish(pilot)
