@@ -268,8 +268,9 @@ class Client(asyncio.Protocol):
                         r = ack_r
                     else:
                         r = match_ack(subject)
-                        j = subject.find(b".", subject.find(b".", 8) + 1)
-                        ack_prefix = subject[: j + 1] if j > 0 else None
+                        i = subject.find(b".", 8)  # "$JS.ACK.<stream>.<consumer>." as _match_ack cuts it
+                        j = subject.find(b".", i + 1) if i > 8 else -1
+                        ack_prefix = subject[: j + 1] if j > i + 1 else None
                         ack_r, ack_gen = r, index.inserts + index.removes
             elif r is EMPTY_RESULT and reply is None:
                 srv.in_msgs += 1

@@ -159,9 +159,9 @@ async def test_acks_are_seen_by_a_subscriber_on_the_ack_subjects(nc, js, server)
 
 
 async def test_malformed_ack_subjects_after_a_good_ack_are_ignored(nc, js, server):
-    """Acks sent together, the first a good one: an ack subject with an empty
-    token (one at the end, one inside) is not a subject any subscription
-    matches, so only the first ack counts."""
+    """Acks sent together: an ack subject with an empty token (one at the
+    end, one inside) is not a subject any subscription matches, and one cut
+    short names no consumer, so only the good ack counts."""
     await js.add_stream(name="MA", subjects=["ma"])
     await js.add_consumer("MA", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
     for i in range(3):
@@ -170,7 +170,8 @@ async def test_malformed_ack_subjects_after_a_good_ack_are_ignored(nc, js, serve
     msgs = await psub.fetch(3, timeout=2)
     t = msgs[2].reply.split(".")
     t[7] = ""
-    acks = [msgs[0].reply, msgs[1].reply.rsplit(".", 1)[0] + ".", ".".join(t)]
+    # (a bare "$JS.ACK.MA" first: it names no consumer)
+    acks = ["$JS.ACK.MA", msgs[0].reply, msgs[1].reply.rsplit(".", 1)[0] + ".", ".".join(t)]
     # one write, so the server reads them together
     r, w = await asyncio.open_connection(server.host, server.port)
     await r.readline()  # INFO
