@@ -306,15 +306,12 @@ class Server:
         """A file store holds records (and the replies that wait for them):
         have it write them out before anything is next written to a client."""
         self._writers.append(store)
-        if not self.reading and not self._flush_scheduled:
-            # (a client's input is flushed when its read is done: no extra turn)
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush_from_loop)
+        self.schedule_flush()
 
     def schedule_flush(self) -> None:
         """Write what internal producers queued, once the loop comes round
-        (during a client's read, its end does it)."""
-        if not self._flush_scheduled and not self.reading and self._dirty:
+        (during a client's read, its end does it: no extra turn)."""
+        if not self._flush_scheduled and not self.reading and (self._dirty or self._writers):
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
 

@@ -129,9 +129,9 @@ class Api:
     def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:
             return
-        if subject.startswith("$JS.API.DIRECT.GET."):  # the KV read path of nats.go and the CLI
-            name = subject[19:].split(".", 1)[0]
-            st = self.js.streams.get(name)
+        if subject.startswith("$JS.API.DIRECT.GET") and subject[18:19] in ("", "."):
+            # looked at before the split: the KV read path of nats.go and the CLI
+            st = self.js.streams.get(subject[19:].split(".", 1)[0])
             if st is not None and st.config.get("allow_direct"):
                 st.on_direct_get(subject, reply, hdr, payload)
             else:
@@ -146,13 +146,6 @@ class Api:
                     c.on_pull_request(reply, payload)
                     return
             self._no_responders(subject, reply)
-            return
-        if tokens[:2] == ["DIRECT", "GET"]:
-            st = self.js.streams.get(tokens[2]) if len(tokens) > 2 else None
-            if st is not None and st.config.get("allow_direct"):
-                st.on_direct_get(subject, reply, hdr, payload)
-            else:
-                self._no_responders(subject, reply)
             return
         route = None
         for n in (3, 2, 1):

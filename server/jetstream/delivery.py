@@ -307,12 +307,12 @@ class DeliveryMixin:
             if sm.subject is not subj_s:
                 subj_s = sm.subject
                 subj_b = subj_s.encode()
+            ack = f"{ack_prefix}1.{seq}.{dseq}.{sm.ts}.{npv}".encode()
             psubs, qgroups = dest
             if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
-                sub = psubs[0]
-                sub.client.deliver(sub, subj_b, f"{ack_prefix}1.{seq}.{dseq}.{sm.ts}.{npv}".encode(), sm.hdr, sm.data)
+                psubs[0].client.deliver(psubs[0], subj_b, ack, sm.hdr, sm.data)
             else:
-                deliver(dest, subj_b, f"{ack_prefix}1.{seq}.{dseq}.{sm.ts}.{npv}".encode(), sm.hdr, sm.data)
+                deliver(dest, subj_b, ack, sm.hdr, sm.data)
             dseq += 1
         self.dseq = dseq
         self.sseq = seq + 1
