@@ -215,3 +215,23 @@ async def test_msg_get_options_and_errors(nc, stream):
     for body, description in invalid:
         assert (await msg_get(nc, body))["error"] == {"code": 400, "err_code": 10025,
                                                         "description": "invalid JSON: " + description}, body
+
+
+async def test_subjects_that_only_start_like_a_direct_get_or_pull_get_no_responders(nc, js, stream):
+    """nats-server gives anything starting with "$JS.API.DIRECT.GET" or
+    "$JS.API.CONSUMER.MSG.NEXT." (as bytes) only to a stream's or consumer's
+    own responder: a near miss gets no responders. Without the dot, the
+    pull prefix is an unknown API subject: silence."""
+    from nats.errors import NoRespondersError, TimeoutError
+
+    await js.add_consumer("D", durable_name="C")
+    for subject in ("$JS.API.DIRECT.GET", "$JS.API.DIRECT.GETX.D", "$JS.API.DIRECT.GET.", "$JS.API.DIRECT.GET.Q",
+                    "$JS.API.CONSUMER.MSG.NEXT.D", "$JS.API.CONSUMER.MSG.NEXT.D.Q", "$JS.API.CONSUMER.MSG.NEXT.Q.C",
+                    "$JS.API.CONSUMER.MSG.NEXT.D.C.x"):
+        with pytest.raises(NoRespondersError):
+            await nc.request(subject, b'{"seq":1}', timeout=2)
+    for subject in ("$JS.API.CONSUMER.MSG.NEXT", "$JS.API.CONSUMER.MSG.NEXTX.D.C"):
+        with pytest.raises(TimeoutError):
+            await nc.request(subject, b'{"seq":1}', timeout=0.5)
+    # while the real ones answer
+    assert (await nc.request("$JS.API.DIRECT.GET.D", b'{"seq":1}', timeout=2)).data == b"m0"

@@ -129,16 +129,19 @@ class Api:
     def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:
             return
-        if subject.startswith("$JS.API.DIRECT.GET") and subject[18:19] in ("", "."):
-            # looked at before the split: the KV read path of nats.go and the CLI
-            st = self.js.streams.get(subject[19:].split(".", 1)[0])
+        # nats-server hands anything that merely starts with these two prefixes
+        # (as bytes; the second with its dot) only to a stream's or consumer's
+        # own subscription, never to its API layer: without a responder the
+        # requester gets no responders
+        if subject.startswith("$JS.API.DIRECT.GET"):  # first: the KV read path of nats.go and the CLI
+            st = self.js.streams.get(subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
             if st is not None and st.config.get("allow_direct"):
                 st.on_direct_get(subject, reply, hdr, payload)
             else:
                 self._no_responders(subject, reply)
             return
         tokens = subject[len(PREFIX):].split(".")
-        if tokens[:3] == ["CONSUMER", "MSG", "NEXT"]:
+        if subject.startswith("$JS.API.CONSUMER.MSG.NEXT."):
             if len(tokens) == 5:
                 st = self.js.streams.get(tokens[3])
                 c = st.consumers.get(tokens[4]) if st else None
