@@ -1,7 +1,7 @@
 """The broker's own CPU cost per message, without sockets: a steady number
 to optimise against when the machine is too noisy for wall-clock ratios.
 
-    python bench/bench_inproc.py [core|pub-mem|pub-file|kv-put|pull|push|all] [-n N] [--rounds R] [--profile]
+    python bench/bench_inproc.py [core|pub-mem|pub-file|kv-put|kv-get|pull|push|all] [-n N] [--rounds R] [--profile]
 
 natslab's Server runs in this process on its event loop; clients are real
 ``Client`` protocol objects attached to an in-memory transport, fed protocol
@@ -133,13 +133,29 @@ async def workload(name: str, n: int) -> float:
                     c.data_received(line * min(CHUNK, n - start))
                     st.take()
                 return cpu_since(t0)
-            if name == "kv-put":
+            if name in ("kv-put", "kv-get"):
                 # a KV bucket's stream (history 1, as nats-py creates it) and
                 # puts over 100 keys: each replaces the key's last revision
                 await api(c, t, "$JS.API.STREAM.CREATE.KV_B", {
                     "name": "KV_B", "subjects": ["$KV.B.>"], "max_msgs_per_subject": 1, "discard": "new",
                     "allow_rollup_hdrs": True, "deny_delete": True, "allow_direct": True, "storage": "file"})
                 keys = [b"$KV.B.key.%d" % i for i in range(100)]
+                if name == "kv-get":
+                    # direct gets of the latest revision, as nats-py, nats.go and the CLI send them
+                    c.data_received(b"".join([b"PUB %s _INBOX.bjs.%d %d\r\n%s\r\n" % (k, j, len(PAYLOAD), PAYLOAD)
+                                              for j, k in enumerate(keys)]))
+                    await settle()
+                    t.take()
+                    t0 = cpu_now()
+                    got = 0
+                    for start in range(0, n, CHUNK):
+                        c.data_received(b"".join([b"PUB $JS.API.DIRECT.GET.KV_B.%s _INBOX.bjs.%d 0\r\n\r\n" % (keys[j % 100], j)
+                                                  for j in range(start, min(n, start + CHUNK))]))
+                        await settle(1)
+                        got += t.take().count(b"HMSG _INBOX.bjs.")
+                    if got != n:
+                        raise SystemExit(f"expected {n} replies, got {got}")
+                    return cpu_since(t0)
                 t0 = cpu_now()
                 acked = 0
                 for start in range(0, n, CHUNK):
@@ -189,7 +205,7 @@ async def workload(name: str, n: int) -> float:
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", nargs="?", default="all", choices=["core", "pub-mem", "pub-file", "kv-put", "pull", "push", "all"])
+    ap.add_argument("workload", nargs="?", default="all", choices=["core", "pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push", "all"])
     ap.add_argument("-n", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile the measured part, print the top functions")
@@ -197,7 +213,7 @@ async def main() -> None:
     global PROFILE
     if a.profile:
         PROFILE = cProfile.Profile()
-    names = ["core", "pub-mem", "pub-file", "kv-put", "pull", "push"] if a.workload == "all" else [a.workload]
+    names = ["core", "pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push"] if a.workload == "all" else [a.workload]
     for name in names:
         best = min([await workload(name, a.n) for _ in range(a.rounds)])
         print(f"{name:9s} {best / a.n * 1e6:6.2f} us/msg CPU  ({a.n} msgs, best of {a.rounds})", flush=True)

@@ -239,6 +239,8 @@ class Client(asyncio.Protocol):
         max_payload = srv.opts.max_payload
         max_line = p.MAX_CONTROL_LINE
         msgs = nbytes = 0
+        batch_sub = None  # plain acks for one consumer, handed over together
+        batch: list[bytes] = []
         while True:
             m = pub_match(data, pos)
             if m is None:
@@ -259,8 +261,10 @@ class Client(asyncio.Protocol):
             msgs += 1
             nbytes += total
             r = cache_get(subject)
+            is_ack = False
             if r is None:
                 if subject.startswith(b"$JS.ACK."):
+                    is_ack = True
                     # acks are never cached (see match_ack); a run of them for
                     # one consumer is matched once while the index stays as it was
                     if (ack_prefix is not None and subject.startswith(ack_prefix) and subject.find(b"..") < 0
@@ -284,10 +288,22 @@ class Client(asyncio.Protocol):
                         # a stream's subject or a consumer's ack subject, with
                         # nothing else listening: hand it over as the router
                         # (and InternalClient.deliver) would, minus the trip
-                        srv.current_publisher = self
                         srv.in_msgs += 1
                         srv.in_bytes += total
                         sub.msgs += 1
+                        if (is_ack and reply is None and sub.batch is not None
+                                and (total == 0 or data[start:end] == b"+ACK")):
+                            if sub is not batch_sub:
+                                if batch:
+                                    self._ack_batch(batch_sub, batch)
+                                    batch = []
+                                batch_sub = sub
+                            batch.append(subject)
+                            continue
+                        if batch:
+                            self._ack_batch(batch_sub, batch)
+                            batch = []
+                        srv.current_publisher = self
                         try:
                             sub.callback(subject, reply or b"", None, data[start:end])
                         except Exception:
@@ -295,12 +311,24 @@ class Client(asyncio.Protocol):
                         if self.closed:
                             break
                         continue
+            if batch:
+                self._ack_batch(batch_sub, batch)
+                batch = []
             route(self, subject, reply or b"", None, data[start:end])
             if self.closed:
                 break
+        if batch:
+            self._ack_batch(batch_sub, batch)
         self.in_msgs += msgs
         self.in_bytes += nbytes
         return pos
+
+    def _ack_batch(self, sub, subjects: list[bytes]) -> None:
+        self.server.current_publisher = self
+        try:
+            sub.batch(subjects)
+        except Exception:
+            self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
 
     def _require_connect(self) -> bool:
         if not self.connected and self.server.auth_required:
@@ -633,12 +661,13 @@ class InternalClient:
 
 
 class InternalSubscription(Subscription):
-    __slots__ = ("callback", "raw")
+    __slots__ = ("callback", "raw", "batch")
 
     def __init__(self, client, subject: bytes, queue: bytes | None, callback):
         super().__init__(client, subject, queue, b"")
         self.callback = callback
         self.raw = False  # callback gets bytes subject/reply (Server.subscribe_internal)
+        self.batch = None  # takes a run of plain acks at once (Server.subscribe_internal)
 
 
 class TracingClient(Client):

@@ -1086,3 +1086,65 @@ async def test_ack_none_consumer_has_no_ack_subject(nc, js):
     m = (await sub.fetch(1, timeout=2))[0]
     with pytest.raises(NoRespondersError):
         await nc.request(m.reply, b"+ACK", timeout=1)
+
+
+async def test_acks_read_together_keep_their_order(nc, js, server):
+    """One read brings plain acks for two consumers interleaved, out of
+    order and repeated, with a NAK, a TERM, an ack that asks for a reply and
+    acks for an interest-retention stream among them: each lands exactly as
+    if it had come alone (natslab hands runs of plain acks over together)."""
+    await js.add_stream(name="MB", subjects=["mb"])
+    await js.add_stream(name="MI", subjects=["mi"], retention="interest")
+    for name in ("A", "B"):
+        await js.add_consumer("MB", api.ConsumerConfig(durable_name=name, ack_policy="explicit", ack_wait=60))
+    await js.add_consumer("MB", api.ConsumerConfig(durable_name="P", ack_policy="explicit", max_ack_pending=2))
+    await js.add_consumer("MI", api.ConsumerConfig(durable_name="I", ack_policy="explicit", ack_wait=60))
+    for i in range(6):
+        await js.publish("mb", b"b%d" % i)
+        await js.publish("mi", b"i%d" % i)
+    got = {}
+    for stream, name in (("MB", "A"), ("MB", "B"), ("MI", "I")):
+        psub = await js.pull_subscribe_bind(name, stream)
+        got[name] = (psub, [m.reply for m in await psub.fetch(6, timeout=2)])
+    a, b, i = got["A"][1], got["B"][1], got["I"][1]
+    pp = [m.reply for m in await (await js.pull_subscribe_bind("P", "MB")).fetch(2, timeout=2)]
+    lines = [(a[0], "", ""), (a[2], "", "+ACK"), (b[1], "", "+ACK"), (i[0], "", ""), (a[1], "", ""),
+             (i[2], "", "+ACK"), (a[3], "", "-NAK"), (a[4], "rep.1", ""), (b[0], "", "+TERM"),
+             (b[2], "", ""), (b[2], "", ""), (i[1], "", ""), (a[5], "", "+WPI"), (i[3], "rep.2", "+ACK"),
+             # P is at its max_ack_pending with a pull waiting: the acks let two more go out
+             (pp[0], "", ""), (pp[1], "", "")]
+    r, w = await asyncio.open_connection(server.host, server.port)
+    await r.readline()  # INFO
+    w.write(b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB rep.* 1\r\nPING\r\n')
+    while not (await r.readline()).startswith(b"PONG"):
+        pass
+    w.write(b'PUB $JS.API.CONSUMER.MSG.NEXT.MB.P rep.3 32\r\n{"batch":2,"expires":5000000000}\r\nPING\r\n')
+    while not (await r.readline()).startswith(b"PONG"):
+        pass
+    await asyncio.sleep(0.05)
+    w.write(b"".join(b"PUB %s %s %d\r\n%s\r\n" % (s.encode(), rep.encode(), len(p), p.encode())
+                     for s, rep, p in lines) + b"PING\r\n")
+    replies = []
+
+    async def read_replies():  # nats-server may send them after the PONG
+        while len(replies) < 4:
+            line = await r.readline()
+            if line.startswith((b"MSG ", b"HMSG ")):
+                t = line.split()
+                body = await r.readexactly(int(t[-1]) + 2)
+                replies.append((t[1], body[:-2]) if t[0] == b"MSG" else (t[1], body.split(b"\r\n")[0]))
+    await asyncio.wait_for(read_replies(), 2)
+    w.close()
+    assert sorted(replies) == [(b"mb", b"b2"), (b"mb", b"b3"), (b"rep.1", b""), (b"rep.2", b"")]
+    # A: 1, 2, 3 and 5 acked; 4 NAKed (delivered again next, tries 2); 6 pending
+    assert counters(await info(nc, "MB", "A")) == ((6, 6), (3, 3), 2, 0, 0)
+    (m,) = await got["A"][0].fetch(1, timeout=2)
+    assert (m.metadata.sequence.stream, m.metadata.num_delivered) == (4, 2)
+    # B: 1 terminated, 2 and 3 acked (3 twice)
+    assert counters(await info(nc, "MB", "B")) == ((6, 6), (3, 3), 3, 0, 0)
+    # I: 1 to 4 acked, so gone from the interest stream
+    assert counters(await info(nc, "MI", "I")) == ((6, 6), (4, 4), 2, 0, 0)
+    st = (await js.stream_info("MI")).state
+    assert (st.messages, st.first_seq) == (2, 5)
+    # the consumer's own ack floor (where a reset starts over) moved too
+    assert (await req(nc, "$JS.API.CONSUMER.RESET.MB.B"))["reset_seq"] == 4

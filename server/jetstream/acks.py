@@ -87,6 +87,53 @@ class AckMixin:
         except Exception:
             self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
 
+    def on_acks(self, subjects: list[bytes]) -> None:
+        """A run of plain acks (no reply, payload empty or +ACK) from one read,
+        in order: what on_ack does for each, with the explicit-ack bookkeeping
+        of process_ack inlined and the save and the time taken once."""
+        if self.closed:
+            return
+        if self.config["ack_policy"] != "explicit" or self.stream.config["retention"] != "limits":
+            for subject in subjects:
+                self.on_ack(subject, b"", None, b"")
+            return
+        try:
+            pending = self.pending
+            mp = self.config.get("max_ack_pending") or 0
+            done = False
+            for subject in subjects:
+                t = subject.split(b".")
+                try:
+                    if len(t) == 9:
+                        sseq, dseq = int(t[5]), int(t[6])
+                    elif len(t) >= 11:
+                        sseq, dseq = int(t[7]), int(t[8])
+                    else:
+                        continue
+                except ValueError:
+                    continue
+                if sseq >= self.sseq:
+                    continue
+                done = True
+                p = pending.pop(sseq, None)
+                if p is not None:
+                    pd = p[0]
+                    self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
+                    self.move_ack_floor(pd, sseq)
+                    if mp > 0 and len(pending) >= mp - 1:
+                        self.signal()
+                if self.rdc:
+                    self.rdc.pop(sseq, None)
+                rdq = self.rdq
+                if rdq and sseq in rdq:
+                    rdq.remove(sseq)
+            if done:
+                self.lat = _time_ns()
+                if self._save_handle is None:
+                    self.schedule_save()
+        except Exception:
+            self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
+
     def process_ack(self, sseq: int, dseq: int, dc: int) -> bool:
         """processAckMsg; False when the ack is for something not delivered yet
         (then no ack-of-ack reply is sent)."""
