@@ -262,6 +262,15 @@ class Server:
         self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
         self.schedule_flush()
 
+    def no_responders(self, subject: bytes, reply: bytes) -> None:
+        """What a request gets when nothing answers it: a subsystem that
+        declines a message it was handed (nats-server answers these from its
+        core, so only a requester whose CONNECT asked for no_responders gets
+        the 503)."""
+        pub = self.current_publisher
+        if reply and pub is not None and getattr(pub, "no_responders", False):
+            self.reply_internal(reply, b"", b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject)
+
     def reply_internal(self, reply: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         """publish_internal for a reply subject already in bytes (PubAcks,
         direct gets): what ``route`` does for the internal client, which

@@ -235,3 +235,48 @@ async def test_subjects_that_only_start_like_a_direct_get_or_pull_get_no_respond
             await nc.request(subject, b'{"seq":1}', timeout=0.5)
     # while the real ones answer
     assert (await nc.request("$JS.API.DIRECT.GET.D", b'{"seq":1}', timeout=2)).data == b"m0"
+
+
+
+async def _raw_requests(server, subjects: list[bytes]) -> dict[int, bytes]:
+    """Each subject published with reply rep.<i> on a raw connection (which
+    asked for no-responders statuses); the payload (or headers) answered."""
+    r, w = await asyncio.open_connection(server.host, server.port)
+    await r.readline()  # INFO
+    w.write(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true}\r\nSUB rep.* 1\r\nPING\r\n')
+    while not (await r.readline()).startswith(b"PONG"):
+        pass
+    w.write(b"".join(b"PUB %s rep.%d 0\r\n\r\n" % (s, i) for i, s in enumerate(subjects)))
+    got = {}
+
+    async def read_replies():
+        while len(got) < len(subjects):
+            t = (await r.readline()).split()
+            if t and t[0] in (b"MSG", b"HMSG"):
+                got[int(t[1][4:])] = (await r.readexactly(int(t[-1]) + 2))[:-2]
+    try:
+        await asyncio.wait_for(read_replies(), 2)
+    finally:
+        w.close()
+    return got
+
+
+async def test_names_that_are_not_utf8_name_nothing(nc, stream, server):
+    """Bytes that are not UTF-8 in a stream or consumer name (only a raw
+    client can send them) name no stream or consumer."""
+    got = await _raw_requests(server, [b"$JS.API.STREAM.INFO.D\xff", b"$JS.API.DIRECT.GET.D\xff.d.a",
+                                       b"$JS.API.CONSUMER.INFO.D.\xff"])
+    assert json.loads(got[0])["error"] == {"code": 404, "err_code": 10059, "description": "stream not found"}
+    assert got[1] == b"NATS/1.0 503\r\nNats-Subject: $JS.API.DIRECT.GET.D\xff.d.a\r\n\r\n"
+    assert json.loads(got[2])["error"] == {"code": 404, "err_code": 10014, "description": "consumer not found"}
+
+
+async def test_a_subject_that_is_not_utf8_is_not_stored(nc, stream, server):
+    """natslab only (README, documented differences): nats-server stores a
+    message whose subject is not UTF-8; natslab refuses it with no
+    responders, and nothing is stored."""
+    if server.kind == "nats-server":
+        pytest.skip("documented difference: nats-server stores it")
+    got = await _raw_requests(server, [b"d.\xff"])
+    assert got[0] == b"NATS/1.0 503\r\nNats-Subject: d.\xff\r\n\r\n"
+    assert (await stream.stream_info("D")).state.messages == 6

@@ -111,20 +111,29 @@ class Api:
         }
 
     # -- dispatch ---------------------------------------------------------------
-    def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
+    def on_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """The ``$JS.API.>`` subscription (raw: subject and reply as bytes)."""
+        if not reply:
+            return
         try:
-            self._dispatch(subject, reply, hdr, payload)
+            if not payload and hdr is None and subject.startswith(b"$JS.API.DIRECT.GET."):
+                # a get of a subject's newest message, as nats.go, the nats CLI
+                # and nats-py send KV gets: straight to the stream's responder
+                i = subject.find(b".", 19)
+                if i > 19 and i + 1 < len(subject):
+                    st = self.js.streams.get(subject[19:i].decode("utf-8", "surrogateescape"))
+                    if st is not None and st.config.get("allow_direct"):
+                        st.direct_get_last(subject[i + 1 :].decode("utf-8", "surrogateescape"), reply)
+                        return
+            # (a name that is not UTF-8 names no stream or consumer, as on nats-server)
+            self._dispatch(subject.decode("utf-8", "surrogateescape"), reply.decode(), hdr, payload)
+        except UnicodeDecodeError:
+            log.warning("JetStream API request on %r: reply subject %r is not UTF-8; not answered", subject, reply)
         except Exception:
-            log.exception("JetStream API request on %s failed", subject)
+            log.exception("JetStream API request on %r failed", subject)
 
     def _no_responders(self, subject: str, reply: str) -> None:
-        # as if nothing had subscribed: only a requester that asked for
-        # no-responders statuses gets the 503 (nats-server answers these from
-        # its core, which checks the CONNECT's no_responders)
-        pub = getattr(self.server, "current_publisher", None)
-        if pub is None or not getattr(pub, "no_responders", False):
-            return
-        self.server.publish_internal(reply, "", f"NATS/1.0 503\r\nNats-Subject: {subject}\r\n\r\n".encode(), b"")
+        self.server.no_responders(subject.encode("utf-8", "surrogateescape"), reply.encode())
 
     def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:

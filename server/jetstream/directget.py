@@ -148,6 +148,15 @@ class DirectGet:
             return
         self._send(reply, sm, req["no_headers"])
 
+    def last_by_subject(self, subject: str, reply: bytes) -> None:
+        """_last_by_subject for a request with no body: the newest message
+        on ``subject`` (a filter may have wildcards), or 404."""
+        sm = self.stream.store.load_last(subject)
+        if sm is None:
+            self.stream.js.server.reply_internal(reply, b"", NOT_FOUND)
+        else:
+            self.stream.js.server.reply_internal(reply, sm.data, self._headers(sm))
+
     def _headers(self, sm, extra: list[tuple[str, str]] | None = None) -> bytes:
         # headers.append(sm.hdr, [...]), written out: this runs per KV read
         block = (f"Nats-Stream: {self.stream.name}\r\nNats-Subject: {sm.subject}\r\n"

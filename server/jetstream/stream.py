@@ -117,7 +117,13 @@ class Stream(ExpiryMixin):
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         """The stream's subscription (raw: subject and reply arrive as bytes)."""
         try:
-            self.process_msg(subject.decode(), reply, hdr, payload)
+            subj = subject.decode()
+        except UnicodeDecodeError:
+            # not a subject nats-server stores either: it answers no responders
+            self.js.server.no_responders(subject, reply)
+            return
+        try:
+            self.process_msg(subj, reply, hdr, payload)
         except ApiError as e:
             if reply and self._ack:
                 self._reply(reply, self._pub_error(e), False)
@@ -513,6 +519,15 @@ class Stream(ExpiryMixin):
             d["data"] = base64.b64encode(sm.data).decode()
         d["time"] = rfc3339(sm.ts)
         return d
+
+    def direct_get_last(self, subject: str, reply: bytes) -> None:
+        """``DIRECT.GET.<stream>.<subject>`` with no body and no headers."""
+        try:
+            if self._direct is None:
+                self._direct = DirectGet(self)
+            self._direct.last_by_subject(subject, reply)
+        except Exception:
+            log.exception("stream %s: direct get failed", self.name)
 
     def on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         try:
