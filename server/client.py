@@ -22,6 +22,20 @@ from .subjects import EMPTY_RESULT, valid_subject
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
 _PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
+_ACK_RUNS: dict[bytes, tuple] = {}
+
+
+def _ack_run(prefix: bytes) -> tuple:
+    """Patterns for a run of plain acks (no reply, empty payload) to v1 ack
+    subjects under ``prefix`` ("$JS.ACK.<stream>.<consumer>."): the whole
+    run, and each subject in it."""
+    r = _ACK_RUNS.get(prefix)
+    if r is None:
+        item = rb"PUB (%s\d{1,20}(?:\.\d{1,20}){4}) +0\r\n\r\n" % re.escape(prefix)
+        if len(_ACK_RUNS) >= 1024:
+            _ACK_RUNS.clear()
+        r = _ACK_RUNS[prefix] = (re.compile(rb"(?:%s)+" % item.replace(b"(", b"(?:", 1)), re.compile(item))
+    return r
 # nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
 # or form feed is part of a token (bytes.split() would split on them too)
 _ARG_RE = re.compile(rb"[^ \t\r\n]+")
@@ -299,6 +313,20 @@ class Client(asyncio.Protocol):
                                     batch = []
                                 batch_sub = sub
                             batch.append(subject)
+                            if ack_prefix is not None and subject.startswith(ack_prefix):
+                                # the plain acks right behind it for the same
+                                # consumer (v1 subjects, as the memo above would
+                                # match them), taken in one go
+                                run = _ack_run(ack_prefix)
+                                m = run[0].match(data, pos)
+                                if m is not None:
+                                    more = run[1].findall(data, pos, m.end())
+                                    k = len(more)
+                                    batch += more
+                                    pos = m.end()
+                                    msgs += k
+                                    srv.in_msgs += k
+                                    sub.msgs += k
                             continue
                         if batch:
                             self._ack_batch(batch_sub, batch)

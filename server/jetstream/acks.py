@@ -118,8 +118,22 @@ class AckMixin:
                 p = pending.pop(sseq, None)
                 if p is not None:
                     pd = p[0]
-                    self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
-                    self.move_ack_floor(pd, sseq)
+                    fl = self.sfloor
+                    if pd == dseq == fl[0] + 1 == self.adflr + 1 and self.dseq - 1 > dseq and pending:
+                        # the next in order, both floors where they were:
+                        # _store_ack and move_ack_floor would move them alike
+                        nd, ns = dseq, sseq
+                        for ss in range(sseq + 1, self.sseq):
+                            q = pending.get(ss)
+                            if q is not None:
+                                if q[0] > 0:
+                                    nd, ns = q[0] - 1, ss - 1
+                                break
+                        self.sfloor = [nd, ns]
+                        self.adflr, self.asflr = nd, ns
+                    else:
+                        self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
+                        self.move_ack_floor(pd, sseq)
                     if mp > 0 and len(pending) >= mp - 1:
                         self.signal()
                 if self.rdc:
