@@ -286,8 +286,7 @@ class DeliveryMixin:
         ts_now = now_ns()
         deliver = srv.deliver_matched
         subj_s = subj_b = None
-        for sm in msgs:
-            seq = sm.seq
+        for seq, subject, hdr, data, ts in msgs:
             npv -= 1
             if waiting:
                 wr = waiting.popleft()
@@ -304,20 +303,20 @@ class DeliveryMixin:
                     p[1] = ts_now
                 else:
                     pending[seq] = [dseq, ts_now]
-            if sm.subject is not subj_s:
-                subj_s = sm.subject
-                subj_b = subj_s.encode()
-            ack = f"{ack_prefix}1.{seq}.{dseq}.{sm.ts}.{npv}".encode()
+            if subject is not subj_s:
+                subj_s = subject
+                subj_b = subject.encode()
+            ack = f"{ack_prefix}1.{seq}.{dseq}.{ts}.{npv}".encode()
             psubs, qgroups = dest
             if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
-                psubs[0].client.deliver(psubs[0], subj_b, ack, sm.hdr, sm.data)
+                psubs[0].client.deliver(psubs[0], subj_b, ack, hdr, data)
             else:
-                deliver(dest, subj_b, ack, sm.hdr, sm.data)
+                deliver(dest, subj_b, ack, hdr, data)
             dseq += 1
         self.dseq = dseq
         self.sseq = seq + 1
         self.ldt = ts_now
-        self._lts = sm.ts
+        self._lts = ts
         self._last_send = now
         if ack_none:
             self.adflr, self.asflr = dseq - 1, seq

@@ -640,7 +640,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                 return sm
             start_seq = seq + 1  # that record was corrupt: look further
 
-    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
+    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[tuple]:
         if subject_filter not in _ALL:
             if not is_literal(subject_filter):
                 return super().load_batch(start_seq, subject_filter, limit)
@@ -675,9 +675,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             s = blk.first + end
         return out
 
-    def _load_many(self, blk: Block, idxs: list[int]) -> list[StoredMsg]:
+    def _load_many(self, blk: Block, idxs: list[int]) -> list[tuple]:
         """``load`` for live records of one block (ascending indexes), read
-        with one pread; anything odd goes through ``load`` itself."""
+        with one pread, as (seq, subject, hdr, data, ts) rows; anything odd
+        goes through ``load`` itself."""
         if not idxs:
             return []
         if self._wbuf:
@@ -688,11 +689,13 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         end = offs[idxs[-1]] + ((n & SIZE_MASK) - 3 if n & HDR_FLAG else n + 1)
         first = blk.first
         if not start or not start < end <= start + _BATCH_READ_MAX:
-            return [sm for sm in map(self.load, [first + j for j in idxs]) if sm is not None]
+            return [(sm.seq, sm.subject, sm.hdr, sm.data, sm.ts)
+                    for sm in map(self.load, [first + j for j in idxs]) if sm is not None]
         buf = os.pread(self._rfd(blk), end - start, start)
         view = memoryview(buf)
         size = len(buf)
         out = []
+        subj_b = subj_s = None  # a run of one subject decodes it once
         for j in idxs:
             seq = first + j
             off = offs[j] - start
@@ -700,15 +703,18 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             n = (n & SIZE_MASK) - 3 if n & HDR_FLAG else n + 1  # rec_len, inlined
             if _MIN_REC <= n and 0 <= off and off + n <= size:
                 reclen, kind, rseq, ts, sl, hl = _REC_UNPACK(buf, off)
+                # (a small record's checksum is faster over a copy than a view)
                 if (reclen == n and rseq == seq and kind == _KIND_MSG and _MIN_REC + sl + hl <= reclen
-                        and _crc32(view[off : off + n]) == _CRC_RESIDUE):
+                        and _crc32(buf[off : off + n] if n < 4096 else view[off : off + n]) == _CRC_RESIDUE):
                     p = off + 27 + sl
-                    out.append(StoredMsg(seq, buf[off + 27 : p].decode(), buf[p : p + hl] if hl else None,
-                                         buf[p + hl : off + reclen - 4], ts))
+                    sb = buf[off + 27 : p]
+                    if sb != subj_b:
+                        subj_b, subj_s = sb, sb.decode()
+                    out.append((seq, subj_s, buf[p : p + hl] if hl else None, buf[p + hl : off + reclen - 4], ts))
                     continue
             sm = self.load(seq)  # damaged: load reports it and drops the record
             if sm is not None:
-                out.append(sm)
+                out.append((sm.seq, sm.subject, sm.hdr, sm.data, sm.ts))
         self._last_load = first + idxs[-1]
         return out
 

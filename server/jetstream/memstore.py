@@ -147,22 +147,22 @@ class MemoryStore(Store):
         out.sort()
         return out
 
-    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[StoredMsg]:
+    def load_batch(self, start_seq: int, subject_filter: str | None, limit: int) -> list[tuple]:
         if subject_filter not in (None, "", ">"):
             if not is_literal(subject_filter):
                 return super().load_batch(start_seq, subject_filter, limit)
             lst = self._subj.get(subject_filter, ())
             i = bisect_left(lst, start_seq)
             msgs = self._msgs
-            return [StoredMsg(*msgs[s]) for s in lst[i : i + limit]]
-        out: list[StoredMsg] = []
+            return [msgs[s] for s in lst[i : i + limit]]
+        out: list[tuple] = []
         get = self._msgs.get
         s = max(start_seq, self._first)
         last = self._last
         while s <= last and len(out) < limit:
             t = get(s)
             if t is not None:
-                out.append(StoredMsg(*t))
+                out.append(t)
             s += 1
         return out
 
