@@ -14,6 +14,7 @@ from collections import deque
 
 from . import gojson, headers
 from .acks import TERM_UNACKED_DELETED
+from ..client import Client as _Client
 from .shapes import NS, format_go_duration as _go_dur, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
@@ -27,6 +28,24 @@ NEXT_REQUEST = gojson.Struct("", {
 FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budget
 _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
 
+
+
+_CLIENT_DELIVER = _Client.deliver
+_CRLF = b"\r\n"
+
+
+def _sink(dest: tuple):
+    """(client, subscription) when a delivery to what a subject matched
+    (``dest``) goes to one plain client connection's subscription that
+    Client.deliver would frame as usual: the fast run then frames it
+    itself, MSG line and ack subject in one go."""
+    psubs, qgroups = dest
+    if len(psubs) == 1 and not qgroups:
+        sub = psubs[0]
+        cl = sub.client
+        if not sub.max and type(cl).deliver is _CLIENT_DELIVER and not cl.closed:
+            return cl, sub
+    return None
 
 class WaitingRequest:
     __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending",
@@ -264,12 +283,14 @@ class DeliveryMixin:
                     if not srv.has_interest(wr.reply):
                         return 0
                     wr.tok = tok
-                dests[wr] = match(wr.reply.encode())
+                d = match(wr.reply.encode())
+                dests[wr] = (d, _sink(d))
             limit = min(sum(wr.n for wr in waiting), _BATCH_PER_TURN)
         else:
             if self.maxpb:
                 return 0
             dest = match(cfg["deliver_subject"].encode())
+            sink = _sink(dest)
             limit = _BATCH_PER_TURN
         pending = self.pending
         mp = cfg.get("max_ack_pending") or 0
@@ -285,6 +306,8 @@ class DeliveryMixin:
         dseq = self.dseq
         ts_now = now_ns()
         deliver = srv.deliver_matched
+        mark_dirty = srv.mark_dirty
+        prefix_b = ack_prefix.encode()
         subj_s = subj_b = None
         for seq, subject, hdr, data, ts in msgs:
             npv -= 1
@@ -296,7 +319,7 @@ class DeliveryMixin:
                     waiting.append(wr)  # round robin, as next_waiting
                     if wr.hb:
                         wr.hbt = now + wr.hb
-                dest = dests[wr]
+                dest, sink = dests[wr]
             if not ack_none:
                 p = pending.get(seq)
                 if p is not None:
@@ -306,12 +329,34 @@ class DeliveryMixin:
             if subject is not subj_s:
                 subj_s = subject
                 subj_b = subject.encode()
-            ack = f"{ack_prefix}1.{seq}.{dseq}.{ts}.{npv}".encode()
-            psubs, qgroups = dest
-            if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
-                psubs[0].client.deliver(psubs[0], subj_b, ack, hdr, data)
+            if sink is not None and not sink[0].closed and (hdr is None or sink[0].headers):
+                # Client.deliver, inlined: the line with its ack subject made at once
+                cl, sub = sink
+                if hdr is None:
+                    line = b"MSG %b %b %b1.%d.%d.%d.%d %d\r\n" % (subj_b, sub.sid, prefix_b, seq, dseq, ts, npv, len(data))
+                    size = len(data)
+                    cl.out += (line, data, _CRLF)
+                else:
+                    size = len(hdr) + len(data)
+                    line = b"HMSG %b %b %b1.%d.%d.%d.%d %d %d\r\n" % (subj_b, sub.sid, prefix_b, seq, dseq, ts, npv,
+                                                                     len(hdr), size)
+                    cl.out += (line, hdr, data, _CRLF)
+                cl.out_size += len(line) + size + 2
+                cl.out_msgs += 1
+                cl.out_bytes += size
+                sub.msgs += 1
+                if not cl.dirty:
+                    cl.dirty = True
+                    mark_dirty(cl)
+                if cl.out_size > cl.max_pending:
+                    cl.flush()
             else:
-                deliver(dest, subj_b, ack, hdr, data)
+                ack = b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv)
+                psubs, qgroups = dest
+                if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
+                    psubs[0].client.deliver(psubs[0], subj_b, ack, hdr, data)
+                else:
+                    deliver(dest, subj_b, ack, hdr, data)
             dseq += 1
         self.dseq = dseq
         self.sseq = seq + 1
