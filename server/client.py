@@ -662,6 +662,23 @@ class Client(asyncio.Protocol):
         return (t.get_write_buffer_size() if t and not self.closed else 0) + self.out_size
 
 
+def plain_sink(r: tuple):
+    """(client, subscription) when what a subject matched (``r``: plain
+    subscriptions, queue groups) is one subscription of a plain client
+    connection that Client.deliver would frame as usual, else None: hot paths
+    that deliver many messages there frame them themselves."""
+    psubs, qgroups = r
+    if len(psubs) == 1 and not qgroups:
+        sub = psubs[0]
+        cl = sub.client
+        if not sub.max and type(cl).deliver is _CLIENT_DELIVER and not cl.closed:
+            return cl, sub
+    return None
+
+
+_CLIENT_DELIVER = Client.deliver
+
+
 class InternalClient:
     """The publisher/subscriber identity of the server's own subsystems
     (JetStream). Deliveries call the subscription's callback synchronously."""

@@ -14,7 +14,7 @@ from collections import deque
 
 from . import gojson, headers
 from .acks import TERM_UNACKED_DELETED
-from ..client import Client as _Client
+from ..client import plain_sink as _sink
 from .shapes import NS, format_go_duration as _go_dur, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
@@ -30,22 +30,7 @@ _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
 
 
 
-_CLIENT_DELIVER = _Client.deliver
 _CRLF = b"\r\n"
-
-
-def _sink(dest: tuple):
-    """(client, subscription) when a delivery to what a subject matched
-    (``dest``) goes to one plain client connection's subscription that
-    Client.deliver would frame as usual: the fast run then frames it
-    itself, MSG line and ack subject in one go."""
-    psubs, qgroups = dest
-    if len(psubs) == 1 and not qgroups:
-        sub = psubs[0]
-        cl = sub.client
-        if not sub.max and type(cl).deliver is _CLIENT_DELIVER and not cl.closed:
-            return cl, sub
-    return None
 
 class WaitingRequest:
     __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending",

@@ -12,6 +12,7 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
+from ..client import plain_sink
 from . import errors, headers
 from .directget import DirectGet
 from .errors import ApiError
@@ -149,9 +150,35 @@ class Stream(ExpiryMixin):
             fail = self._pub_error(errors.stream_store_failed(str(err)))
             for mid in [mid for mid, (seq, _) in self._ddmap.items() if seq >= first]:
                 del self._ddmap[mid]
-        reply = self.js.server.reply_internal
+        # reply_internal for each, with the matching and (for a plain client's
+        # inbox subscription) the MSG framing done here: a run of PubAcks
+        srv = self.js.server
+        srv.current_publisher = srv.internal_client
+        cache_get = srv._match_cache.get
+        match_reply = srv.index.match_reply
         for r, payload, stored in held:
-            reply(r, fail if fail is not None and stored else payload)
+            if fail is not None and stored:
+                payload = fail
+            m = cache_get(r)
+            if m is None:
+                m = match_reply(r)
+            sink = plain_sink(m)
+            if sink is not None:
+                cl, sub = sink
+                frame = b"MSG %b %b %d\r\n%b\r\n" % (r, sub.sid, len(payload), payload)
+                cl.out.append(frame)
+                cl.out_size += len(frame)
+                cl.out_msgs += 1
+                cl.out_bytes += len(payload)
+                sub.msgs += 1
+                if not cl.dirty:
+                    cl.dirty = True
+                    srv.mark_dirty(cl)
+                if cl.out_size > cl.max_pending:
+                    cl.flush()
+            else:
+                srv.deliver_matched(m, r, b"", None, payload)
+        srv.schedule_flush()
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         if self._sealed:
