@@ -30,6 +30,7 @@ class MemoryStore(Store):
         self._last_ts = 0
         # the real server reports first_seq 0 for a stream that never held anything
         self._held = first_seq > 0  # a configured first_seq (even 1) is reported from the start
+        self._replies: list = []  # PubAcks waiting for the end of the client's read (hold)
 
     # -- writing ---------------------------------------------------------
     def msg_size(self, subject: str, hdr: bytes | None, data: bytes) -> int:
@@ -129,6 +130,23 @@ class MemoryStore(Store):
         return n
 
     # -- reading ---------------------------------------------------------
+    def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
+        """Nothing waits to be written here, but the replies of one read are
+        sent together (see ``on_written``): they go out in the same write
+        to the client as they would one by one."""
+        if self.write_behind is None:
+            return False
+        if not self._replies:
+            self.write_behind(self)
+        self._replies.append((reply, payload, stored))
+        return True
+
+    def write_out(self) -> None:
+        if self._replies:
+            held, self._replies = self._replies, []
+            if self.on_written is not None:
+                self.on_written(held, None, 0)
+
     def load(self, seq: int) -> StoredMsg | None:
         t = self._msgs.get(seq)
         return StoredMsg(*t) if t is not None else None
