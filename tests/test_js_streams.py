@@ -77,6 +77,25 @@ async def test_empty_stream_state_and_pub_ack_bytes(nc, js, raw):
     assert (si.state.messages, si.state.first_seq, si.state.last_seq) == (0, 3, 2)
 
 
+@pytest.mark.parametrize("storage", ["memory", "file"])
+async def test_pub_acks_sent_together_reach_every_matching_inbox(nc, js, raw, storage):
+    """PubAcks for publishes read together go out together: each still
+    reaches every subscription its reply subject matches (a wildcard inbox,
+    a literal one beside it, another prefix, none for a longer subject), in
+    publish order."""
+    await js.add_stream(name="PA", subjects=["pa"], storage=storage)
+    c = await raw()
+    await c.send("SUB _INBOX.a.* 1\r\nSUB _INBOX.a.5 2\r\nSUB _INBOX.b.* 3\r\n")
+    await c.read_until_pong()
+    await c.send("".join(f"PUB pa {r} 1\r\nx\r\n" for r in ("_INBOX.a.4", "_INBOX.a.5", "_INBOX.b.1", "_INBOX.a.6", "_INBOX.a.5.x")))
+    await asyncio.sleep(0.2)  # the real server acks from the stream's own goroutine
+    lines = await c.read_until_pong()
+    heads = [ln for ln in lines if ln.startswith("MSG")]
+    assert sorted(heads[1:3]) == ["MSG _INBOX.a.5 1 23", "MSG _INBOX.a.5 2 23"]
+    assert [heads[0], heads[3], heads[4]] == ["MSG _INBOX.a.4 1 23", "MSG _INBOX.b.1 3 23", "MSG _INBOX.a.6 1 23"]
+    assert [ln for ln in lines if not ln.startswith("MSG")] == ['{"stream":"PA","seq":%d}' % s for s in (1, 2, 2, 3, 4)]
+
+
 async def test_no_stream_and_unknown_api(nc, js):
     before = await req(nc, "$JS.API.INFO")
     with pytest.raises(NoStreamResponseError):

@@ -155,13 +155,25 @@ class Stream(ExpiryMixin):
         srv = self.js.server
         srv.current_publisher = srv.internal_client
         cache_get = srv._match_cache.get
-        match_reply = srv.index.match_reply
+        index = srv.index
+        match_reply = index.match_reply
+        prefixes = index.prefix_cache
+        pfx = None  # the last inbox prefix ("_INBOX.<id>") and what it matched
+        plen = 0
         for r, payload, stored in held:
             if fail is not None and stored:
                 payload = fail
-            m = cache_get(r)
-            if m is None:
-                m = match_reply(r)
+            dot = r.rfind(b".")
+            if dot == plen and pfx is not None and r.startswith(pfx) and dot + 1 < len(r) and r[dot + 1 :] not in lit:
+                m = generic  # what match_reply would find again (see SubjectIndex._match_inbox)
+            else:
+                m = cache_get(r)
+                if m is None:
+                    m = match_reply(r)
+                    e = prefixes.get(r[:dot]) if r.startswith(b"_INBOX.") else None
+                    if e is not None:
+                        pfx, plen = r[:dot], dot
+                        generic, lit = e
             sink = plain_sink(m)
             if sink is not None:
                 cl, sub = sink
@@ -176,8 +188,10 @@ class Stream(ExpiryMixin):
                     srv.mark_dirty(cl)
                 if cl.out_size > cl.max_pending:
                     cl.flush()
+                    pfx = None  # (a slow consumer cut off changes the index)
             else:
                 srv.deliver_matched(m, r, b"", None, payload)
+                pfx = None
         srv.schedule_flush()
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
