@@ -253,6 +253,7 @@ class Client(asyncio.Protocol):
         max_payload = srv.opts.max_payload
         max_line = p.MAX_CONTROL_LINE
         msgs = nbytes = 0
+        routed = routed_bytes = 0  # (route counts those for the server itself)
         batch_sub = None  # plain acks for one consumer, handed over together
         batch: list[bytes] = []
         while True:
@@ -291,8 +292,6 @@ class Client(asyncio.Protocol):
                         ack_prefix = subject[: j + 1] if j > i + 1 else None
                         ack_r, ack_gen = r, index.inserts + index.removes
             elif r is EMPTY_RESULT and reply is None:
-                srv.in_msgs += 1
-                srv.in_bytes += total
                 continue
             if r is not None:
                 psubs, qgroups = r
@@ -302,8 +301,6 @@ class Client(asyncio.Protocol):
                         # a stream's subject or a consumer's ack subject, with
                         # nothing else listening: hand it over as the router
                         # (and InternalClient.deliver) would, minus the trip
-                        srv.in_msgs += 1
-                        srv.in_bytes += total
                         sub.msgs += 1
                         if (is_ack and reply is None and sub.batch is not None
                                 and (total == 0 or data[start:end] == b"+ACK")):
@@ -325,7 +322,6 @@ class Client(asyncio.Protocol):
                                     batch += more
                                     pos = m.end()
                                     msgs += k
-                                    srv.in_msgs += k
                                     sub.msgs += k
                             continue
                         if batch:
@@ -342,6 +338,8 @@ class Client(asyncio.Protocol):
             if batch:
                 self._ack_batch(batch_sub, batch)
                 batch = []
+            routed += 1
+            routed_bytes += total
             route(self, subject, reply or b"", None, data[start:end])
             if self.closed:
                 break
@@ -349,6 +347,8 @@ class Client(asyncio.Protocol):
             self._ack_batch(batch_sub, batch)
         self.in_msgs += msgs
         self.in_bytes += nbytes
+        srv.in_msgs += msgs - routed
+        srv.in_bytes += nbytes - routed_bytes
         return pos
 
     def _ack_batch(self, sub, subjects: list[bytes]) -> None:

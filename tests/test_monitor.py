@@ -236,6 +236,16 @@ async def test_jsz(http_server):
         ("S1", "D1", 3, "D1"), ("S2", "D2", 1, "D2")]
     j = await get_json(srv, "/jsz?consumers=1")
     assert "config" not in j["account_details"][0]["stream_detail"][0]["consumer_detail"][0]
+
+    # a pull of 3 and their acks (sent together): 1 + 3 in, 3 out
+    v = await get_json(srv, "/varz")
+    psub = await js.pull_subscribe_bind("D1", "S1")
+    for m in await psub.fetch(3, timeout=2):
+        await m.ack()
+    await nc.flush()
+    await asyncio.sleep(0.1)
+    v2 = await get_json(srv, "/varz")
+    assert (v2["in_msgs"] - v["in_msgs"], v2["out_msgs"] - v["out_msgs"]) == (4, 3)
     await nc.close()
 
 

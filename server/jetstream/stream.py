@@ -160,6 +160,7 @@ class Stream(ExpiryMixin):
         prefixes = index.prefix_cache
         pfx = None  # the last inbox prefix ("_INBOX.<id>") and what it matched
         plen = 0
+        last_m = sink = None  # and where that goes
         for r, payload, stored in held:
             if fail is not None and stored:
                 payload = fail
@@ -174,7 +175,9 @@ class Stream(ExpiryMixin):
                     if e is not None:
                         pfx, plen = r[:dot], dot
                         generic, lit = e
-            sink = plain_sink(m)
+            if m is not last_m:
+                sink = plain_sink(m)
+                last_m = m
             if sink is not None:
                 cl, sub = sink
                 frame = b"MSG %b %b %d\r\n%b\r\n" % (r, sub.sid, len(payload), payload)
@@ -188,10 +191,10 @@ class Stream(ExpiryMixin):
                     srv.mark_dirty(cl)
                 if cl.out_size > cl.max_pending:
                     cl.flush()
-                    pfx = None  # (a slow consumer cut off changes the index)
+                    pfx = last_m = None  # (a slow consumer cut off changes the index)
             else:
                 srv.deliver_matched(m, r, b"", None, payload)
-                pfx = None
+                pfx = last_m = None
         srv.schedule_flush()
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
