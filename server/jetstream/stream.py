@@ -43,6 +43,7 @@ class Stream(ExpiryMixin):
         self.store = store
         store.write_behind = js.server.write_behind
         store.on_written = self._on_written
+        self._subj_b, self._subj_s = b"", ""  # the last subject published to, and its str
         self.consumers: dict[str, "Consumer"] = {}
         self._subs: list = []
         # nats-server formats the PubAck by hand: no HTML-safe escapes here
@@ -117,12 +118,16 @@ class Stream(ExpiryMixin):
     # -- publish path --------------------------------------------------------
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         """The stream's subscription (raw: subject and reply arrive as bytes)."""
-        try:
-            subj = subject.decode()
-        except UnicodeDecodeError:
-            # not a subject nats-server stores either: it answers no responders
-            self.js.server.no_responders(subject, reply)
-            return
+        if subject == self._subj_b:
+            subj = self._subj_s  # one str for a run on one subject (the stores keep it, not copies)
+        else:
+            try:
+                subj = subject.decode()
+            except UnicodeDecodeError:
+                # not a subject nats-server stores either: it answers no responders
+                self.js.server.no_responders(subject, reply)
+                return
+            self._subj_b, self._subj_s = subject, subj
         try:
             self.process_msg(subj, reply, hdr, payload)
         except ApiError as e:
