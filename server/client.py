@@ -21,6 +21,7 @@ from .subjects import EMPTY_RESULT, valid_subject
 # the size when there is no reply), no trailing blanks. Anything else (tabs,
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
+_READ_SLICE = 32 * 1024  # data_received parses a bigger read in slices of this size
 _PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
 _ACK_RUNS: dict[bytes, tuple] = {}
 
@@ -137,7 +138,29 @@ class Client(asyncio.Protocol):
         srv = self.server
         srv.reading = True
         try:
-            self._parse(data)
+            n = len(data)
+            if n <= _READ_SLICE:
+                self._parse(data)
+            else:
+                # a big read is parsed a slice at a time with what it produced
+                # sent in between, so a pipelining client gets its first
+                # replies (and refills its window) while the rest is parsed;
+                # a command cut by a slice is finished by the next
+                # (inside a payload, the rest goes at once: a big message
+                # is not copied again for every slice)
+                i = 0
+                while i < n and not self.closed:
+                    j = i + _READ_SLICE if self.pending is None else n
+                    piece = data[i:j]
+                    if self.buf:
+                        piece = self.buf + piece
+                        self.buf = b""
+                    self._parse(piece)
+                    i = j
+                    if i < n:
+                        srv.reading = False
+                        srv.flush_dirty()
+                        srv.reading = True
         finally:
             srv.reading = False
             srv.flush_dirty()

@@ -232,6 +232,50 @@ async def test_payload_split_across_reads(raw):
     assert await c.read_until_pong() == ["MSG foo 1 10", "0123456789", "MSG foo 1 1", "x"]
 
 
+async def test_a_big_write_of_many_commands_arrives_whole(raw):
+    """One write of about 600 KB: thousands of PUBs and HPUBs of every small
+    size, a 200 KB payload and a ping among them, so commands and payloads
+    straddle wherever a server cuts its reads (natslab parses a big read in
+    32 KB slices, sending replies in between). Every message arrives, intact
+    and in order."""
+    import random
+
+    rnd = random.Random(5)
+    sub = await raw()
+    await sub.send("SUB big.> 1\r\n")
+    await sub.read_until_pong()
+    pub = await raw()
+    cmds, want = [], []
+    for i in range(6000):
+        body = bytes(rnd.randrange(97, 123) for _ in range(rnd.randrange(0, 120)))
+        if i == 3000:
+            body = b"B" * 200_000
+        if i % 5 == 0:
+            hdr = b"NATS/1.0\r\nX: %d\r\n\r\n" % i
+            cmds.append(b"HPUB big.%d %d %d\r\n%s%s\r\n" % (i, len(hdr), len(hdr) + len(body), hdr, body))
+        else:
+            cmds.append(b"PUB big.%d %d\r\n%s\r\n" % (i, len(body), body))
+        want.append((b"big.%d" % i, body))
+        if i == 4000:
+            cmds.append(b"PING\r\nPUB nobody 0\r\n\r\n")
+    await pub.send(b"".join(cmds))
+    got = []
+
+    async def read_all():
+        while len(got) < len(want):
+            line = await sub.reader.readline()
+            t = line.split()
+            if t[0] == b"MSG":
+                got.append((t[1], (await sub.reader.readexactly(int(t[3]) + 2))[:-2]))
+            elif t[0] == b"HMSG":
+                data = (await sub.reader.readexactly(int(t[4]) + 2))[:-2]
+                assert data[: int(t[3])] == b"NATS/1.0\r\nX: %s\r\n\r\n" % t[1][4:]
+                got.append((t[1], data[int(t[3]) :]))
+    await asyncio.wait_for(read_all(), 20)
+    assert got == want
+    assert await pub.read_until_pong() == []  # (the PONG for the ping inside came first)
+
+
 async def test_a_second_connect_changes_only_what_it_names(raw):
     """nats-server reads a later CONNECT into the options it already has:
     verbose goes off, headers (not named) stay on."""
