@@ -21,9 +21,9 @@ from .subjects import EMPTY_RESULT, valid_subject
 # the size when there is no reply), no trailing blanks. Anything else (tabs,
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
-_READ_SLICE = 32 * 1024  # data_received parses a bigger read in slices of this size
 _PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
-_ACK_RUNS: dict[bytes, tuple] = {}
+_READ_SLICE = 32 * 1024  # data_received parses a bigger read in slices of this size
+_ACK_RUNS: dict[bytes, tuple] = {}  # per ack prefix: the patterns of _ack_run
 
 
 def _ack_run(prefix: bytes) -> tuple:
@@ -37,6 +37,8 @@ def _ack_run(prefix: bytes) -> tuple:
             _ACK_RUNS.clear()
         r = _ACK_RUNS[prefix] = (re.compile(rb"(?:%s)+" % item.replace(b"(", b"(?:", 1)), re.compile(item))
     return r
+
+
 # nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
 # or form feed is part of a token (bytes.split() would split on them too)
 _ARG_RE = re.compile(rb"[^ \t\r\n]+")
@@ -534,7 +536,9 @@ class Client(asyncio.Protocol):
             self.server.mark_dirty(self)
 
     def deliver(self, sub: Subscription, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        """Queue a MSG/HMSG for ``sub``. Called from the router."""
+        """Queue a MSG/HMSG for ``sub``. Called from the router. (The consumer
+        delivery run and the PubAck loop frame inline what this does, for
+        clients plain_sink accepts: a change here goes there too.)"""
         if self.closed:
             return
         if hdr is None:

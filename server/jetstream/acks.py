@@ -155,7 +155,7 @@ class AckMixin:
             return False
         ap = self.config["ack_policy"]
         acked: list[int] = []
-        if ap == "explicit":
+        if ap == "explicit":  # (on_acks does this inline for runs of acks: keep the two in step)
             pending = self.pending
             p = pending.pop(sseq, None)
             if p is not None:

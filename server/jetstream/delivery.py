@@ -12,9 +12,9 @@ import random
 import string
 from collections import deque
 
+from ..client import plain_sink as _sink
 from . import gojson, headers
 from .acks import TERM_UNACKED_DELETED
-from ..client import plain_sink as _sink
 from .shapes import NS, format_go_duration as _go_dur, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
@@ -27,10 +27,8 @@ NEXT_REQUEST = gojson.Struct("", {
 
 FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budget
 _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
-
-
-
 _CRLF = b"\r\n"
+
 
 class WaitingRequest:
     __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending",
