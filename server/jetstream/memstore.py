@@ -129,7 +129,6 @@ class MemoryStore(Store):
             self._deleted = [d for d in self._deleted if d > seq]
         return n
 
-    # -- reading ---------------------------------------------------------
     def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
         """Nothing waits to be written here, but the replies of one read are
         sent together (see ``on_written``): they go out in the same write
@@ -147,6 +146,7 @@ class MemoryStore(Store):
             if self.on_written is not None:
                 self.on_written(held, None, 0)
 
+    # -- reading ---------------------------------------------------------
     def load(self, seq: int) -> StoredMsg | None:
         t = self._msgs.get(seq)
         return StoredMsg(*t) if t is not None else None
