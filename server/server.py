@@ -268,8 +268,8 @@ class Server:
         core, so only a requester whose CONNECT asked for no_responders gets
         the 503)."""
         pub = self.current_publisher
-        if reply and pub is not None and getattr(pub, "no_responders", False):
-            self.reply_internal(reply, b"", b"NATS/1.0 503\r\nNats-Subject: %b\r\n\r\n" % subject)
+        if reply and pub is not None and not pub.internal and pub.no_responders:
+            self._no_responders(pub, subject, reply)
 
     def reply_internal(self, reply: bytes, payload: bytes, hdr: bytes | None = None) -> None:
         """publish_internal for a reply subject already in bytes (PubAcks,

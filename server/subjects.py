@@ -245,6 +245,34 @@ class SubjectIndex:
             return self._match_inbox(subject)
         return self._match_uncached(subject)
 
+    def reply_matcher(self):
+        """``match_reply`` for a run of reply subjects (the PubAcks of one
+        read): while the index stays as it is, a reply under the same inbox
+        prefix as the last one gets that prefix's entry straight away, which
+        is what _match_inbox would find again."""
+        cache_get = self.cache.get
+        prefixes = self.prefix_cache
+        pfx = generic = lit = None
+        plen = gen = -2  # (rfind gives -1 at least: nothing matches before a first entry)
+
+        def match(r: bytes) -> tuple[tuple, tuple]:
+            nonlocal pfx, plen, generic, lit, gen
+            dot = r.rfind(b".")
+            if (dot == plen and r.startswith(pfx) and dot + 1 < len(r) and r[dot + 1 :] not in lit
+                    and self.inserts + self.removes == gen):
+                return generic
+            m = cache_get(r)
+            if m is None:
+                m = self.match_reply(r)
+                e = prefixes.get(r[:dot]) if r.startswith(b"_INBOX.") else None
+                if e is not None:
+                    pfx, plen = r[:dot], dot
+                    generic, lit = e
+                    gen = self.inserts + self.removes
+            return m
+
+        return match
+
     def match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
         """``match_miss`` for a subject the router knows starts with ``$JS.ACK.``."""
         self.misses += 1

@@ -142,20 +142,16 @@ class DirectGet:
         if not key:
             self.reply(reply, BAD_REQUEST)
             return
-        sm = self.stream.store.load_last(key)
-        if sm is None:
-            self.reply(reply, NOT_FOUND)
-            return
-        self._send(reply, sm, req["no_headers"])
+        self.last_by_subject(key, reply.encode(), req["no_headers"])
 
-    def last_by_subject(self, subject: str, reply: bytes) -> None:
-        """_last_by_subject for a request with no body: the newest message
-        on ``subject`` (a filter may have wildcards), or 404."""
+    def last_by_subject(self, subject: str, reply: bytes, no_headers: bool = False) -> None:
+        """The newest message on ``subject`` (a filter may have wildcards), or
+        404: the answer to a valid ``DIRECT.GET.<stream>.<subject>``."""
         sm = self.stream.store.load_last(subject)
         if sm is None:
             self.stream.js.server.reply_internal(reply, b"", NOT_FOUND)
         else:
-            self.stream.js.server.reply_internal(reply, sm.data, self._headers(sm))
+            self.stream.js.server.reply_internal(reply, sm.data, None if no_headers else self._headers(sm))
 
     def _headers(self, sm, extra: list[tuple[str, str]] | None = None) -> bytes:
         # headers.append(sm.hdr, [...]), written out: this runs per KV read

@@ -159,27 +159,12 @@ class Stream(ExpiryMixin):
         # inbox subscription) the MSG framing done here: a run of PubAcks
         srv = self.js.server
         srv.current_publisher = srv.internal_client
-        cache_get = srv._match_cache.get
-        index = srv.index
-        match_reply = index.match_reply
-        prefixes = index.prefix_cache
-        pfx = None  # the last inbox prefix ("_INBOX.<id>") and what it matched
-        plen = 0
-        last_m = sink = None  # and where that goes
+        match = srv.index.reply_matcher()
+        last_m = sink = None  # the last match and where it goes
         for r, payload, stored in held:
             if fail is not None and stored:
                 payload = fail
-            dot = r.rfind(b".")
-            if dot == plen and pfx is not None and r.startswith(pfx) and dot + 1 < len(r) and r[dot + 1 :] not in lit:
-                m = generic  # what match_reply would find again (see SubjectIndex._match_inbox)
-            else:
-                m = cache_get(r)
-                if m is None:
-                    m = match_reply(r)
-                    e = prefixes.get(r[:dot]) if r.startswith(b"_INBOX.") else None
-                    if e is not None:
-                        pfx, plen = r[:dot], dot
-                        generic, lit = e
+            m = match(r)
             if m is not last_m:
                 sink = plain_sink(m)
                 last_m = m
@@ -196,10 +181,10 @@ class Stream(ExpiryMixin):
                     srv.mark_dirty(cl)
                 if cl.out_size > cl.max_pending:
                     cl.flush()
-                    pfx = last_m = None  # (a slow consumer cut off changes the index)
+                    last_m = None  # (a slow consumer may have been cut off)
             else:
                 srv.deliver_matched(m, r, b"", None, payload)
-                pfx = last_m = None
+                last_m = None
         srv.schedule_flush()
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -572,16 +557,17 @@ class Stream(ExpiryMixin):
     def direct_get_last(self, subject: str, reply: bytes) -> None:
         """``DIRECT.GET.<stream>.<subject>`` with no body and no headers."""
         try:
-            if self._direct is None:
-                self._direct = DirectGet(self)
-            self._direct.last_by_subject(subject, reply)
+            self._direct_get().last_by_subject(subject, reply)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
 
     def on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         try:
-            if self._direct is None:
-                self._direct = DirectGet(self)
-            self._direct.on_request(subject, reply, hdr, payload)
+            self._direct_get().on_request(subject, reply, hdr, payload)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
+
+    def _direct_get(self) -> DirectGet:
+        if self._direct is None:
+            self._direct = DirectGet(self)
+        return self._direct
