@@ -241,13 +241,16 @@ def floors(ci: dict) -> tuple:
             ci["num_ack_pending"], ci["num_pending"], "last_active" in ci["ack_floor"])
 
 
-@pytest.mark.parametrize("how", ["delete", "max_msgs", "purge one"])
+@pytest.mark.parametrize("how", ["delete", "max_msgs", "per subject, file", "per subject, memory", "purge one"])
 async def test_a_pending_message_that_leaves_the_stream_is_terminated(nc, js, how):
     """A delivered, unacked message that goes away by itself (deleted, pushed
     out by a limit, the one message a purge removes) is terminated at once:
     MSG_TERMINATED 'Unacknowledged message was deleted', the ack floor and
     num_ack_pending move, with no wait for its ack_wait to run out."""
-    await req(nc, "$JS.API.STREAM.CREATE.TD", {"name": "TD", "subjects": ["td.*"], "max_msgs": 3})
+    cfg = {"name": "TD", "subjects": ["td.*"], "max_msgs": 3}
+    if how.startswith("per subject"):
+        cfg = {"name": "TD", "subjects": ["td.*"], "max_msgs_per_subject": 1, "storage": how.split(", ")[1]}
+    await req(nc, "$JS.API.STREAM.CREATE.TD", cfg)
     for c, ap in (("E", "explicit"), ("A", "all")):
         await req(nc, f"$JS.API.CONSUMER.CREATE.TD.{c}", {"stream_name": "TD", "config": {
             "durable_name": c, "ack_policy": ap, "ack_wait": 30_000_000_000}})
@@ -262,6 +265,10 @@ async def test_a_pending_message_that_leaves_the_stream_is_terminated(nc, js, ho
     elif how == "max_msgs":
         await js.publish("td.d", b"x")
         gone = 1
+    elif how.startswith("per subject"):
+        await js.publish("td.a", b"y")  # the subject's one message is now seq 4
+        gone = 1
+        how = "max_msgs"  # which moves the consumers the same way
     else:
         assert (await req(nc, "$JS.API.STREAM.PURGE.TD", {"filter": "td.b"}))["purged"] == 1
         gone = 2

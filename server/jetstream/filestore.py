@@ -59,6 +59,7 @@ log = logging.getLogger("natslab.server.filestore")
 _pack_rec = fb.REC.pack
 _pack_crc = fb.CRC.pack
 _pack_drec = fb.DREC.pack
+_D_DELETE = fb.D_DELETE
 _crc32 = zlib.crc32
 _write = os.write
 _MIN_REC = fb.MIN_REC
@@ -372,29 +373,66 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         size = ln & SIZE_MASK
         blk.live -= 1
         blk.live_bytes -= size
-        blk.dead += (ln & SIZE_MASK) - 3 if ln & HDR_FLAG else ln + 1  # rec_len, inlined
+        blk.dead += size - 3 if ln & HDR_FLAG else ln + 1  # rec_len, inlined
         self._msgs -= 1
         self._bytes -= size
         ss = self._sseqs[blk.sids[i]]
-        ss.remove(seq)
+        seqs = ss.seqs
+        head = ss.head
+        if seqs[head] == seq:  # SubjectSeqs.remove, inlined for its common case (the oldest)
+            ss.head = head = head + 1
+            if head == len(seqs) or head > 1024:
+                ss._tidy()
+        else:
+            ss.remove(seq)
         if len(ss.seqs) == ss.head:
             self._num_subjects -= 1
         if seq == self._first:
-            self._first = self._next_live(seq) if self._msgs else self._last + 1
+            if not self._msgs:
+                self._first = self._last + 1
+            else:
+                p = blk.live_map.find(1, i + 1)  # the next live one is most often in this block
+                self._first = blk.first + p if p >= 0 else self._next_live(seq)
 
     def remove(self, seq: int) -> bool:
-        blk, i = self._locate(seq)
-        if blk is None or not blk.offs[i]:
+        # this runs per removed message (limits, acks under interest or
+        # workqueue retention): _locate and _dlog_delete are inlined
+        k = bisect_right(self._firsts, seq) - 1
+        if k < 0:
             return False
-        body = _pack_drec(fb.D_DELETE, seq, 0)  # fb.pack_drec, inlined
-        self._dlog_delete(body + _pack_crc(_crc32(body)))
+        blk = self._blocks[k]
+        i = seq - blk.first
+        if i >= len(blk.offs) or not blk.offs[i]:
+            return False
+        body = _pack_drec(_D_DELETE, seq, 0)  # fb.pack_drec, inlined
+        if self.write_behind is None or self.sync_always:
+            self._dlog_append(body + _pack_crc(_crc32(body)))
+        else:
+            if not self._wbuf and not self._dbuf:
+                self.write_behind(self)
+            self._dbuf.append(body + _pack_crc(_crc32(body)))
+            self._dlog_records += 1
+            self._dirty = True
         self._drop(blk, i, seq, True)
-        if blk.live == 0 and blk is not self._tail_block():
+        if not blk.live and blk is not self._tail_block():
             self._remove_block(blk)
         self._ops += 1
         if not self._ops & 0x3FF:
             self._maybe_flush()
         return True
+
+    def trim_subject(self, subject: str, keep: int) -> list[int]:
+        sid = self._sid.get(subject)
+        if sid is None:
+            return []
+        ss = self._sseqs[sid]
+        head = ss.head
+        excess = len(ss.seqs) - head - keep
+        if excess <= 0:
+            return []
+        seqs = ss.seqs[head : head + excess].tolist()
+        remove = self.remove
+        return [seq for seq in seqs if remove(seq)]
 
     def _remove_many(self, seqs: list[int]) -> int:
         if not seqs:

@@ -122,6 +122,15 @@ class Store:
         per-subject limit removes them without copying the whole list)."""
         return self.subject_seqs(subject)[:n]
 
+    def trim_subject(self, subject: str, keep: int) -> list[int]:
+        """Remove the messages on one literal subject beyond its newest
+        ``keep`` (the per-subject limit, checked on every publish); returns
+        the sequences removed, oldest first."""
+        excess = self.subject_count(subject) - keep
+        if excess <= 0:
+            return []
+        return [seq for seq in self.oldest_for_subject(subject, excess) if self.remove(seq)]
+
     def totals(self) -> tuple[int, int, int]:
         """(messages, bytes, first live seq; the last only meaningful when
         messages > 0): what the limits check on every publish, without

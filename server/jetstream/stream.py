@@ -329,10 +329,11 @@ class Stream(ExpiryMixin):
         store = self.store
         per = self._per
         if per > 0 and subject:
-            excess = store.subject_count(subject) - per
-            if excess > 0:
-                for s in store.oldest_for_subject(subject, excess):
-                    self.remove_msg(s)
+            removed = store.trim_subject(subject, per)
+            if removed and self.consumers:  # as remove_msg does for each
+                for seq in removed:
+                    for c in list(self.consumers.values()):
+                        c.on_msg_removed(seq)
         mm, mb = self._mm, self._mb
         if mm > 0 or mb > 0:
             msgs, nbytes, first = store.totals()
