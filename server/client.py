@@ -22,7 +22,12 @@ from .subjects import EMPTY_RESULT, valid_subject
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
 _PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
-_READ_SLICE = 32 * 1024  # data_received parses a bigger read in slices of this size
+# data_received parses a bigger read in slices, sending what each produced
+# before the next: the first is small (a client waiting on a batch of
+# requests gets to work on its first replies while the rest are made), the
+# next ones double in size up to the largest
+_READ_SLICE = 4 * 1024
+_READ_SLICE_MAX = 32 * 1024
 _ACK_RUNS: dict[bytes, tuple] = {}  # per ack prefix: the patterns of _ack_run
 
 
@@ -145,14 +150,17 @@ class Client(asyncio.Protocol):
                 self._parse(data)
             else:
                 # a big read is parsed a slice at a time with what it produced
-                # sent in between, so a pipelining client gets its first
-                # replies (and refills its window) while the rest is parsed;
-                # a command cut by a slice is finished by the next
+                # sent in between, so a client with many requests in flight
+                # gets its first replies (and refills its window) while the
+                # rest is parsed; a command cut by a slice is finished by the next
                 # (inside a payload, the rest goes at once: a big message
                 # is not copied again for every slice)
                 i = 0
+                step = _READ_SLICE
                 while i < n and not self.closed:
-                    j = i + _READ_SLICE if self.pending is None else n
+                    j = i + step if self.pending is None else n
+                    if step < _READ_SLICE_MAX:
+                        step *= 2
                     piece = data[i:j]
                     if self.buf:
                         piece = self.buf + piece
