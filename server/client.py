@@ -22,11 +22,13 @@ from .subjects import EMPTY_RESULT, valid_subject
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
 _PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
-# data_received parses a bigger read in slices, sending what each produced
-# before the next: the first is small (a client waiting on a batch of
-# requests gets to work on its first replies while the rest are made), the
-# next ones double in size up to the largest
-_READ_SLICE = 4 * 1024
+# data_received parses a read of more than _READ_SLICE bytes in slices,
+# sending what each produced before the next: the first is a third of the
+# read, the next ones double in size up to _READ_SLICE_MAX. A client waiting
+# on a batch of requests works on the first replies while the rest are made
+# (with 64 KV operations in flight through nats-py, a first third did better
+# than a fixed 4 KB or 2 KB, or a half or a quarter).
+_READ_SLICE = 2 * 1024
 _READ_SLICE_MAX = 32 * 1024
 _ACK_RUNS: dict[bytes, tuple] = {}  # per ack prefix: the patterns of _ack_run
 
@@ -156,11 +158,10 @@ class Client(asyncio.Protocol):
                 # (inside a payload, the rest goes at once: a big message
                 # is not copied again for every slice)
                 i = 0
-                step = _READ_SLICE
+                step = min(max(n // 3, 1024), _READ_SLICE_MAX)
                 while i < n and not self.closed:
                     j = i + step if self.pending is None else n
-                    if step < _READ_SLICE_MAX:
-                        step *= 2
+                    step = min(step * 2, _READ_SLICE_MAX)
                     piece = data[i:j]
                     if self.buf:
                         piece = self.buf + piece
