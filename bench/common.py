@@ -86,14 +86,17 @@ class Broker:
 
 
 def report(title: str, rows: list[tuple[str, float, float, str]], higher_is_better: dict[str, bool] | None = None) -> None:
-    """rows: (metric, nats-server value, natslab value, unit). Ratio is natslab
-    relative to nats-server, > 1 meaning natslab is better."""
+    """rows: (metric, nats-server value, natslab value, unit[, ratio]). Ratio
+    is natslab relative to nats-server, > 1 meaning natslab is better; a row
+    may bring its own (the median of ratios of rounds run in turn)."""
     hib = higher_is_better or {}
     print(f"\n== {title}")
     print(f"{'metric':42} {'nats-server':>14} {'natslab':>14}  {'ratio':>6}")
-    for metric, ref, ours, unit in rows:
+    for metric, ref, ours, unit, *given in rows:
         better_high = hib.get(metric, True)
-        if ref and ours:
+        if given:
+            ratio = given[0]
+        elif ref and ours:
             ratio = ours / ref if better_high else ref / ours
         else:
             ratio = float("nan")
