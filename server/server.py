@@ -67,6 +67,9 @@ class Server:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.index = SubjectIndex()
         self._match_cache = self.index.cache  # read directly on the hot path
+        # reply subjects of internal answers (PubAcks, direct gets): mostly
+        # under one client's inbox prefix, matched once while the index stays
+        self.match_reply = self.index.reply_matcher()
         self._deliver_memo: tuple = ("", -1, None)  # deliver_internal: last subject, index generation, match
         self.index.lookups = lambda: self.in_msgs
         self.clients: dict[int, Client] = {}
@@ -277,9 +280,7 @@ class Server:
         echoes and never asks for no-responders, so only the matching and
         the delivery."""
         self.current_publisher = self.internal_client
-        r = self._match_cache.get(reply)
-        if r is None:
-            r = self.index.match_reply(reply)
+        r = self.match_reply(reply)
         psubs, qgroups = r
         if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
             sub = psubs[0]

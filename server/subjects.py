@@ -246,10 +246,11 @@ class SubjectIndex:
         return self._match_uncached(subject)
 
     def reply_matcher(self):
-        """``match_reply`` for a run of reply subjects (the PubAcks of one
-        read): while the index stays as it is, a reply under the same inbox
-        prefix as the last one gets that prefix's entry straight away, which
-        is what _match_inbox would find again."""
+        """``match_reply`` with a memory, for the server's answers (PubAcks,
+        direct gets), which mostly go to one client's inbox prefix: while the
+        index stays as it is, a reply under the same prefix as the last one
+        gets that prefix's entry straight away, which is what _match_inbox
+        would find again."""
         cache_get = self.cache.get
         prefixes = self.prefix_cache
         pfx = generic = lit = None

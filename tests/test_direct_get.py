@@ -280,3 +280,21 @@ async def test_a_subject_that_is_not_utf8_is_not_stored(nc, stream, server):
     got = await _raw_requests(server, [b"d.\xff"])
     assert got[0] == b"NATS/1.0 503\r\nNats-Subject: d.\xff\r\n\r\n"
     assert (await stream.stream_info("D")).state.messages == 6
+
+
+@pytest.mark.parametrize("storage", ["file", "memory"])
+async def test_last_by_subject_of_a_stored_wildcard_subject_is_still_a_filter(nc, js, storage):
+    """A message published on 'w.*' is stored under that subject, but asked
+    for by it (the KV-style DIRECT.GET.<stream>.<subject>, last_by_subj,
+    MSG.GET) 'w.*' is a filter: the newest message on any w.<token>."""
+    await js.add_stream(name="W", subjects=["w.>"], allow_direct=True, storage=storage)
+    for subj, data in (("w.*", "star"), ("w.a", "a"), ("w.b.c", "bc")):
+        await js.publish(subj, data.encode())
+    want = [("w.a", "2", None, None, "a")]
+    assert await collect(nc, b"", "$JS.API.DIRECT.GET.W.w.*") == want
+    assert await collect(nc, {"last_by_subj": "w.*"}, "$JS.API.DIRECT.GET.W") == want
+    assert await collect(nc, b"", "$JS.API.DIRECT.GET.W.w.b.c") == [("w.b.c", "3", None, None, "bc")]
+    assert await collect(nc, b"", "$JS.API.DIRECT.GET.W.w.>") == [("w.b.c", "3", None, None, "bc")]
+    assert await collect(nc, b"", "$JS.API.DIRECT.GET.W.w.z") == [st("404", "Message Not Found")]
+    m = await nc.request("$JS.API.STREAM.MSG.GET.W", b'{"last_by_subj":"w.*"}', timeout=2)
+    assert json.loads(m.data)["message"]["seq"] == 2

@@ -591,8 +591,12 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def load(self, seq: int) -> StoredMsg | None:
         if self._wbuf:
             self.write_out()
-        blk, i = self._locate(seq)
-        if blk is None:
+        k = bisect_right(self._firsts, seq) - 1  # _locate, inlined: this runs per message read
+        if k < 0:
+            return None
+        blk = self._blocks[k]
+        i = seq - blk.first
+        if i >= len(blk.offs):
             return None
         off = blk.offs[i]
         if not off:
@@ -778,6 +782,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         return best
 
     def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
+        sid = self._sid.get(subject_filter)
+        if sid is not None and is_literal(subject_filter):  # one stored subject: a KV get
+            ss = self._sseqs[sid]
+            return self.load(ss.seqs[-1]) if len(ss.seqs) > ss.head else None
         if not self._msgs:
             return None
         if subject_filter in _ALL:

@@ -159,7 +159,7 @@ class Stream(ExpiryMixin):
         # inbox subscription) the MSG framing done here: a run of PubAcks
         srv = self.js.server
         srv.current_publisher = srv.internal_client
-        match = srv.index.reply_matcher()
+        match = srv.match_reply
         last_m = sink = None  # the last match and where it goes
         for r, payload, stored in held:
             if fail is not None and stored:
