@@ -430,6 +430,9 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         excess = len(ss.seqs) - head - keep
         if excess <= 0:
             return []
+        if excess == 1:  # a KV put on a key at its history limit
+            seq = ss.seqs[head]
+            return [seq] if self.remove(seq) else []
         seqs = ss.seqs[head : head + excess].tolist()
         remove = self.remove
         return [seq for seq in seqs if remove(seq)]
