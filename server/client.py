@@ -46,6 +46,26 @@ def _ack_run(prefix: bytes) -> tuple:
     return r
 
 
+_GET_RUNS: dict[bytes, tuple] = {}  # per direct-get prefix: the patterns of _get_run
+
+
+def _get_run(prefix: bytes) -> tuple:
+    """Patterns for a run of body-less direct gets under ``prefix``
+    ("$JS.API.DIRECT.GET.<stream>.") as clients write them (single spaces):
+    the whole run, and each (subject, reply) in it. A subject or reply token
+    is at most 1024 bytes, so a line stays under the control-line limit
+    (longer ones are left to the parser loop, which gives its error)."""
+    r = _GET_RUNS.get(prefix)
+    if r is None:
+        pre = re.escape(prefix)
+        whole = rb"(?:PUB %s\S{1,1024} \S{1,1024} 0\r\n\r\n)+" % pre
+        item = rb"PUB (%s\S{1,1024}) (\S{1,1024}) 0\r\n\r\n" % pre
+        if len(_GET_RUNS) >= 1024:
+            _GET_RUNS.clear()
+        r = _GET_RUNS[prefix] = (re.compile(whole), re.compile(item))
+    return r
+
+
 # nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
 # or form feed is part of a token (bytes.split() would split on them too)
 _ARG_RE = re.compile(rb"[^ \t\r\n]+")
@@ -361,6 +381,40 @@ class Client(asyncio.Protocol):
                         if batch:
                             self._ack_batch(batch_sub, batch)
                             batch = []
+                        if (total == 0 and reply is not None and sub.gets is not None
+                                and subject.startswith(b"$JS.API.DIRECT.GET.")):
+                            i = subject.find(b".", 19)
+                            if i > 19 and i + 1 < len(subject):
+                                # a KV get (DIRECT.GET.<stream>.<subject>, no
+                                # body), and the ones right behind it for the
+                                # same stream that reach the API alone: one run
+                                prefix = subject[: i + 1]
+                                items = [(subject, reply)]
+                                run = _get_run(prefix)
+                                m = run[0].match(data, pos)
+                                if m is not None:
+                                    more = run[1].findall(data, pos, m.end())
+                                    run_end = m.end()
+                                    for k, (s, rp) in enumerate(more):
+                                        r2 = cache_get(s)
+                                        if r2 is None or r2[0] != psubs or r2[1]:
+                                            # (a subject not matched yet, or
+                                            # with another listener: the loop's)
+                                            more = more[:k]
+                                            run_end = pos + sum(len(s) + len(rp) + 11 for s, rp in more)
+                                            break
+                                    items += more
+                                    pos = run_end
+                                    msgs += len(more)
+                                    sub.msgs += len(more)
+                                srv.current_publisher = self
+                                try:
+                                    sub.gets(prefix, items)
+                                except Exception:
+                                    srv.logger.exception("internal subscription %s failed", sub.subject.decode())
+                                if self.closed:
+                                    break
+                                continue
                         srv.current_publisher = self
                         try:
                             sub.callback(subject, reply or b"", None, data[start:end])
@@ -742,13 +796,14 @@ class InternalClient:
 
 
 class InternalSubscription(Subscription):
-    __slots__ = ("callback", "raw", "batch")
+    __slots__ = ("callback", "raw", "batch", "gets")
 
     def __init__(self, client, subject: bytes, queue: bytes | None, callback):
         super().__init__(client, subject, queue, b"")
         self.callback = callback
         self.raw = False  # callback gets bytes subject/reply (Server.subscribe_internal)
         self.batch = None  # takes a run of plain acks at once (Server.subscribe_internal)
+        self.gets = None  # takes a run of direct gets at once (Server.subscribe_internal)
 
 
 class TracingClient(Client):

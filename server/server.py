@@ -243,7 +243,7 @@ class Server:
                 self.logger.exception("interest listener failed")
 
     def subscribe_internal(self, subject: str, callback, queue: str | None = None,
-                           raw: bool = False, batch=None) -> InternalSubscription:
+                           raw: bool = False, batch=None, gets=None) -> InternalSubscription:
         """Subscribe a server subsystem: ``callback(subject, reply, hdr, payload)``
         runs synchronously during routing; reply is '' when there is none.
         With ``raw`` the subject and reply are passed as the bytes the router
@@ -251,10 +251,15 @@ class Server:
         subscription's ``batch(subjects)``, if given, is handed a run of
         consecutive plain acks (no reply, no headers, payload empty or
         ``+ACK``) that one read of a client brought for it, in their order and
-        before anything that came after them (the parser's fast loop)."""
+        before anything that came after them (the parser's fast loop).
+        Likewise ``gets(prefix, [(subject, reply), ...])`` is handed a run of
+        direct gets by subject with no headers and no body for one stream
+        (subjects under ``prefix``, "$JS.API.DIRECT.GET.<stream>.") that
+        reach this subscription alone."""
         sub = InternalSubscription(self.internal_client, subject.encode(), queue.encode() if queue else None, callback)
         sub.raw = raw
         sub.batch = batch if raw else None
+        sub.gets = gets if raw else None
         self.index.insert(sub)
         return sub
 

@@ -298,3 +298,105 @@ async def test_last_by_subject_of_a_stored_wildcard_subject_is_still_a_filter(nc
     assert await collect(nc, b"", "$JS.API.DIRECT.GET.W.w.z") == [st("404", "Message Not Found")]
     m = await nc.request("$JS.API.STREAM.MSG.GET.W", b'{"last_by_subj":"w.*"}', timeout=2)
     assert json.loads(m.data)["message"]["seq"] == 2
+
+
+async def _read_answers(r: asyncio.StreamReader, want: int) -> dict[bytes, list[tuple]]:
+    """MSG/HMSG frames up to `want` of them, per reply subject: (status, or
+    Nats-Subject and Nats-Sequence, payload), or ('sid', sid) for a copy
+    that reached the test's own subscription on a request subject."""
+    got: dict[bytes, list[tuple]] = {}
+    n = 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 3
+    while n < want:
+        try:
+            line = await asyncio.wait_for(r.readline(), max(deadline - loop.time(), 0.01))
+        except asyncio.TimeoutError:
+            break  # (the comparison shows what is missing)
+        if not line:
+            break  # the server closed the connection
+        if not line.startswith((b"MSG ", b"HMSG ")):
+            continue
+        t = line.split()
+        body = await r.readexactly(int(t[-1]) + 2)
+        n += 1
+        if t[2] == b"2":  # the watcher on a request subject: the request itself
+            got.setdefault(t[1], []).append(("sid", t[2], t[3]))
+            continue
+        if t[0] == b"MSG":
+            got.setdefault(t[1], []).append(("plain", body[:-2]))
+            continue
+        hlen = int(t[-2])
+        hdr, data = body[:hlen], body[hlen:-2]
+        lines = hdr.decode().split("\r\n")
+        fields = dict(x.split(": ", 1) for x in lines[1:] if ": " in x)
+        if len(lines[0]) > len("NATS/1.0"):
+            got.setdefault(t[1], []).append(("status", lines[0][9:12]))
+        else:
+            got.setdefault(t[1], []).append((fields["Nats-Subject"], fields["Nats-Sequence"], data))
+    return got
+
+
+async def test_direct_gets_written_together_are_answered_one_by_one(nc, js, server):
+    """One write brings many body-less DIRECT.GET.<stream>.<subject>
+    requests (as nats.go, the nats CLI and nats-py send KV gets) mixed with
+    everything that must not be taken for one of them: another stream, a
+    stream without allow_direct, a missing stream, a body, headers, a
+    filter, a missing subject (headers on the request change nothing), a key too long for a quick read, a request
+    subject someone else listens on too, other reply prefixes. Each request
+    gets the answer it gets alone (natslab takes runs of them together); the
+    write goes twice, so the second meets subjects the server has seen."""
+    await js.add_stream(name="G", subjects=["g.>"], allow_direct=True)
+    await js.add_stream(name="H", subjects=["h.>"], allow_direct=True, storage="memory")
+    await js.add_stream(name="N", subjects=["n.>"])
+    for i in range(5):
+        await js.publish(f"g.k{i}", b"g%d" % i, headers={"X": "1"} if i == 2 else None)
+    await js.publish("h.k0", b"h0")
+    await js.publish("n.k0", b"n0")
+    long_key = "g." + "x" * 1500
+    G, H = "$JS.API.DIRECT.GET.G.", "$JS.API.DIRECT.GET.H."
+    reqs = [  # (subject, reply, headers, body, what it gets)
+        (G + "g.k0", "_INBOX.a.1", None, "", [("g.k0", "1", b"g0")]),
+        (G + "g.k1", "_INBOX.a.2", None, "", [("g.k1", "2", b"g1")]),
+        (G + "g.k3", "_INBOX.a.6", None, "", [("g.k3", "4", b"g3")]),
+        (G + "g.k2", "_INBOX.a.3", None, "", [("g.k2", "3", b"g2")]),
+        (G + "g.zz", "_INBOX.a.4", None, "", [("status", "404")]),
+        (H + "h.k0", "_INBOX.a.5", None, "", [("h.k0", "1", b"h0")]),
+        (G + "g.*", "_INBOX.b.7", None, "", [("g.k4", "5", b"g4")]),
+        ("$JS.API.DIRECT.GET.N.n.k0", "_INBOX.a.8", None, "", [("status", "503")]),
+        ("$JS.API.DIRECT.GET.NOPE.x", "_INBOX.a.9", None, "", [("status", "503")]),
+        (G + "g.k4", "_INBOX.a.10", None, '{"seq":1}', [("status", "408")]),
+        (G + "g.k1", "_INBOX.a.11", "X: 1", "", [("g.k1", "2", b"g1")]),
+        (G + "g.k4", "_INBOX.a.12", None, "", [("g.k4", "5", b"g4")]),
+        (G + "g.k0", "cr.13", None, "", [("g.k0", "1", b"g0")]),
+        (G + long_key, "_INBOX.a.14", None, "", [("status", "404")]),
+        (G + "g.k3", "_INBOX.a.15", None, "", [("g.k3", "4", b"g3")]),
+        ("$JS.API.DIRECT.GET.G", "_INBOX.a.16", None, '{"last_by_subj":"g.k1"}', [("g.k1", "2", b"g1")]),
+        (G + "g.k1", "_INBOX.a.17", None, "", [("g.k1", "2", b"g1")]),
+    ]
+    r, w = await asyncio.open_connection(server.host, server.port)
+    await r.readline()  # INFO
+    w.write(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
+            b"SUB _INBOX.a.* 1\r\nSUB _INBOX.b.* 3\r\nSUB cr.* 4\r\n"
+            + f"SUB {G}g.k3 2\r\n".encode() + b"PING\r\n")
+    while not (await r.readline()).startswith(b"PONG"):
+        pass
+    write = b""
+    for subject, reply, hdr, body, _ in reqs:
+        if hdr is None:
+            write += b"PUB %s %s %d\r\n%s\r\n" % (subject.encode(), reply.encode(), len(body), body.encode())
+        else:
+            h = f"NATS/1.0\r\n{hdr}\r\n\r\n".encode()
+            write += b"HPUB %s %s %d %d\r\n%s%s\r\n" % (subject.encode(), reply.encode(), len(h), len(h) + len(body),
+                                                        h, body.encode())
+    want = {reply.encode(): answer for _, reply, _, _, answer in reqs}
+    want.setdefault(b"$JS.API.DIRECT.GET.G.g.k3", [])
+    want[b"$JS.API.DIRECT.GET.G.g.k3"] = [("sid", b"2", b"_INBOX.a.6"), ("sid", b"2", b"_INBOX.a.15")]
+    total = sum(len(v) for v in want.values())
+    try:
+        for _ in range(2):
+            w.write(write)
+            got = await _read_answers(r, total)
+            assert got == want
+    finally:
+        w.close()

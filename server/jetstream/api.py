@@ -132,6 +132,17 @@ class Api:
         except Exception:
             log.exception("JetStream API request on %r failed", subject)
 
+    def on_direct_gets(self, prefix: bytes, items: list[tuple[bytes, bytes]]) -> None:
+        """A run of body-less ``DIRECT.GET.<stream>.<subject>`` requests for
+        one stream (the parser's, see Server.subscribe_internal): each answered
+        as on_request answers it, in order."""
+        st = self.js.streams.get(prefix[19:-1].decode("utf-8", "surrogateescape"))
+        if st is not None and st.config.get("allow_direct"):
+            st.direct_get_run(items, len(prefix))
+            return
+        for subject, reply in items:
+            self.on_request(subject, reply, None, b"")
+
     def _no_responders(self, subject: str, reply: str) -> None:
         self.server.no_responders(subject.encode("utf-8", "surrogateescape"), reply.encode())
 

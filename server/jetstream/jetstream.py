@@ -51,7 +51,8 @@ class JetStream:
         self.streams_dir.mkdir(parents=True, exist_ok=True)
         self._restore()
         self.api = Api(self)
-        self._api_sub = self.server.subscribe_internal("$JS.API.>", self.api.on_request, raw=True)
+        self._api_sub = self.server.subscribe_internal("$JS.API.>", self.api.on_request, raw=True,
+                                                       gets=self.api.on_direct_gets)
         self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
 

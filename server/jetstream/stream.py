@@ -562,6 +562,14 @@ class Stream(ExpiryMixin):
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
 
+    def direct_get_run(self, items: list[tuple[bytes, bytes]], skip: int) -> None:
+        """direct_get_last for a run of requests, (request subject, reply)
+        with the message's subject from byte ``skip`` on."""
+        try:
+            self._direct_get().last_by_subjects(items, skip)
+        except Exception:
+            log.exception("stream %s: direct get failed", self.name)
+
     def on_direct_get(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         try:
             self._direct_get().on_request(subject, reply, hdr, payload)
