@@ -13,7 +13,7 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig, StreamConfig
 
-from conftest import ServerProcess
+from conftest import ServerProcess, listing
 
 async def assert_same_on_both(tmp_path, transcript, *args, show: int = 10) -> list[ServerProcess]:
     """Run ``transcript(server, *args)`` against nats-server and natslab at
@@ -337,22 +337,6 @@ async def test_stream_configs_answered_like_nats_server(tmp_path):
     await assert_same_on_both(tmp_path, stream_transcript, plans, show=6)
 
 
-async def _history(kv, key: str) -> list:
-    """kv.history, asked again when it says there is nothing: nats-py's
-    watcher reads num_pending from consumer info and, when that is 0 and its
-    callback has not yet run for messages already on the socket, ends the
-    history before it starts (seen on nats-server about once in ten runs).
-    A key that really has no history says so every time."""
-    from nats.js.errors import NoKeysError
-
-    for _ in range(2):
-        try:
-            return await kv.history(key)
-        except NoKeysError:
-            await asyncio.sleep(0.05)
-    return await kv.history(key)
-
-
 async def kv_transcript(srv: ServerProcess, ops: list, cfg: dict) -> list[str]:
     from nats.js.api import KeyValueConfig
 
@@ -373,9 +357,9 @@ async def kv_transcript(srv: ServerProcess, ops: list, cfg: dict) -> list[str]:
                 e = await (kv.get(key) if op == "get" else kv.get(key, revision=n))
                 r = (e.key, e.value, e.revision, e.operation)
             elif op == "history":
-                r = [(e.key, e.value, e.revision, e.operation) for e in await _history(kv, key)]
+                r = [(e.key, e.value, e.revision, e.operation) for e in await listing(lambda: kv.history(key))]
             else:
-                r = sorted(await kv.keys())
+                r = sorted(await listing(kv.keys))
         except Exception as e:
             r = f"{type(e).__name__}: {getattr(e, 'description', '') or ''}"
         out.append(f"{op} {key} {n} -> {r}")

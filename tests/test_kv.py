@@ -17,7 +17,7 @@ from nats.js.errors import (
     NotFoundError,
 )
 
-from conftest import connect
+from conftest import connect, listing
 
 
 async def test_seed_session(js):
@@ -82,14 +82,14 @@ async def test_delete_purge_markers(js):
     await kv.delete("a")
     with pytest.raises(KeyNotFoundError):
         await kv.get("a")
-    hist = await kv.history("a")
+    hist = await listing(lambda: kv.history("a"))
     assert [(e.revision, e.value, e.operation) for e in hist] == [(1, b"1", None), (2, b"2", None), (4, b"", "DEL")]
 
     msg = await js.get_msg("KV_MARK", subject="$KV.MARK.a")
     assert msg.seq == 4 and msg.headers == {"KV-Operation": "DEL"}
 
     await kv.purge("a")  # rollup: only the PURGE marker is left for "a"
-    hist = await kv.history("a")
+    hist = await listing(lambda: kv.history("a"))
     assert [(e.revision, e.operation) for e in hist] == [(5, "PURGE")]
     with pytest.raises(KeyNotFoundError):
         await kv.get("a", revision=1)
@@ -100,7 +100,7 @@ async def test_delete_purge_markers(js):
     await kv.purge_deletes(olderthan=-1)  # markers of any age go, with nothing kept
     si = await js.stream_info("KV_MARK")
     assert si.state.messages == 1
-    assert await kv.keys() == ["b"]
+    assert await listing(kv.keys) == ["b"]
 
 
 async def test_keys_and_filters(js):
@@ -110,8 +110,8 @@ async def test_keys_and_filters(js):
     for k in ("app.one", "app.two", "db.main", "app.one"):
         await kv.put(k, b"v")
     await kv.delete("app.two")
-    assert sorted(await kv.keys()) == ["app.one", "db.main"]
-    assert await kv.keys(filters=["db"]) == ["db.main"]
+    assert sorted(await listing(kv.keys)) == ["app.one", "db.main"]
+    assert await listing(lambda: kv.keys(filters=["db"])) == ["db.main"]
     with pytest.raises(NoKeysError):
         await kv.history("never.written")
     await kv.delete("app.one", last=4)  # the right expected revision is accepted
@@ -195,7 +195,7 @@ async def test_bucket_options(js):
     assert ei.value.err_code == 10054
     for i in range(4):
         await kv.put("h", str(i).encode())
-    assert [e.revision for e in await kv.history("h")] == [3, 4]  # history 2 keeps two
+    assert [e.revision for e in await listing(lambda: kv.history("h"))] == [3, 4]  # history 2 keeps two
     st = await kv.status()
     assert (st.values, st.history, st.ttl) == (2, 2, 60)
 
@@ -241,7 +241,7 @@ async def test_concurrent_puts_keep_order(js):
     kv = await js.create_key_value(bucket="PAR", history=64)
     revs = await asyncio.gather(*(kv.put("k", str(i).encode()) for i in range(50)))
     assert sorted(revs) == list(range(1, 51))
-    assert len(await kv.history("k")) == 50
+    assert len(await listing(lambda: kv.history("k"))) == 50
 
 
 async def test_per_key_ttl_and_limit_markers(js):
@@ -289,7 +289,7 @@ async def test_bucket_survives_restart(server):
     assert (e.value, e.revision) == (b"2", 2)
     with pytest.raises(KeyNotFoundError):
         await kv.get("b")
-    assert [h.revision for h in await kv.history("a")] == [1, 2]
+    assert [h.revision for h in await listing(lambda: kv.history("a"))] == [1, 2]
     assert await kv.put("a", b"3") == 5
     st = await kv.status()
     assert (st.values, st.history) == (5, 3)
