@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
-from .client import Client, InternalClient, InternalSubscription, Subscription, TracingClient
+from .client import Client, InternalClient, InternalSubscription, Subscription, TracingClient, plain_sink
 from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
 
@@ -292,6 +292,46 @@ class Server:
             sub.client.deliver(sub, reply, b"", hdr, payload)
         else:
             self.deliver_matched(r, reply, b"", hdr, payload)
+        self.schedule_flush()
+
+    def reply_run(self, answers: list[tuple[bytes, bytes | None, bytes]]) -> None:
+        """reply_internal for each (reply, hdr, payload) of a run, in order
+        (the PubAcks of one file write, a run of direct gets). For a plain
+        client's inbox subscription the MSG/HMSG framing is done here:
+        Client.deliver's, inlined (a change there goes here too)."""
+        self.current_publisher = self.internal_client
+        match = self.match_reply
+        last_m = sink = None  # the last match and where it goes
+        for r, hdr, payload in answers:
+            m = match(r)
+            if m is not last_m:
+                sink = plain_sink(m)
+                last_m = m
+            if sink is not None:
+                cl, sub = sink
+                if hdr is None:
+                    size = len(payload)
+                    frame = b"MSG %b %b %d\r\n%b\r\n" % (r, sub.sid, size, payload)
+                elif cl.headers:
+                    size = len(hdr) + len(payload)
+                    frame = b"HMSG %b %b %d %d\r\n%b%b\r\n" % (r, sub.sid, len(hdr), size, hdr, payload)
+                else:
+                    cl.deliver(sub, r, b"", hdr, payload)  # (which leaves the headers out)
+                    continue
+                cl.out.append(frame)
+                cl.out_size += len(frame)
+                cl.out_msgs += 1
+                cl.out_bytes += size
+                sub.msgs += 1
+                if not cl.dirty:
+                    cl.dirty = True
+                    self.mark_dirty(cl)
+                if cl.out_size > cl.max_pending:
+                    cl.flush()
+                    last_m = None  # (a slow consumer may have been cut off)
+            else:
+                self.deliver_matched(m, r, b"", hdr, payload)
+                last_m = None
         self.schedule_flush()
 
     # JetStream hook (added by the jetstream room, see its report): consumer

@@ -24,7 +24,6 @@ import json
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
-from ..client import plain_sink
 from . import gojson, headers
 from .gojson import GoJSONError
 from .shapes import API_LEVEL, parse_rfc3339, rfc3339
@@ -156,49 +155,17 @@ class DirectGet:
 
     def last_by_subjects(self, items: list[tuple[bytes, bytes]], skip: int) -> None:
         """last_by_subject for each (request subject, reply) of a run, in
-        order, the message's subject taken from byte ``skip`` on. The answers
-        for a plain client's inbox are framed here: Client.deliver's HMSG,
-        inlined as the PubAck loop does (a change there goes here too)."""
-        stream = self.stream
-        store = stream.store
-        srv = stream.js.server
-        srv.current_publisher = srv.internal_client
-        match = srv.match_reply
+        order, the message's subject taken from byte ``skip`` on."""
+        load_last = self.stream.store.load_last
         headers_of = self._headers
-        last_m = sink = None  # the last match and where it goes
+        answers = []
         for subject, reply in items:
-            sm = store.load_last(subject[skip:].decode("utf-8", "surrogateescape"))
+            sm = load_last(subject[skip:].decode("utf-8", "surrogateescape"))
             if sm is None:
-                srv.reply_internal(reply, b"", NOT_FOUND)
-                last_m = None
-                continue
-            hdr = headers_of(sm)
-            data = sm.data
-            m = match(reply)
-            if m is not last_m:
-                sink = plain_sink(m)
-                if sink is not None and not sink[0].headers:
-                    sink = None
-                last_m = m
-            if sink is not None:
-                cl, sub = sink
-                size = len(hdr) + len(data)
-                frame = b"HMSG %b %b %d %d\r\n%b%b\r\n" % (reply, sub.sid, len(hdr), size, hdr, data)
-                cl.out.append(frame)
-                cl.out_size += len(frame)
-                cl.out_msgs += 1
-                cl.out_bytes += size
-                sub.msgs += 1
-                if not cl.dirty:
-                    cl.dirty = True
-                    srv.mark_dirty(cl)
-                if cl.out_size > cl.max_pending:
-                    cl.flush()
-                    last_m = None  # (a slow consumer may have been cut off)
+                answers.append((reply, NOT_FOUND, b""))
             else:
-                srv.deliver_matched(m, reply, b"", hdr, data)
-                last_m = None
-        srv.schedule_flush()
+                answers.append((reply, headers_of(sm), sm.data))
+        self.stream.js.server.reply_run(answers)
 
     def _headers(self, sm, extra: list[tuple[str, str]] | None = None) -> bytes:
         # headers.append(sm.hdr, [...]), written out: this runs per KV read

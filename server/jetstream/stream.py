@@ -12,7 +12,6 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from ..client import plain_sink
 from . import errors, headers
 from .directget import DirectGet
 from .errors import ApiError
@@ -155,37 +154,10 @@ class Stream(ExpiryMixin):
             fail = self._pub_error(errors.stream_store_failed(str(err)))
             for mid in [mid for mid, (seq, _) in self._ddmap.items() if seq >= first]:
                 del self._ddmap[mid]
-        # reply_internal for each, with the matching and (for a plain client's
-        # inbox subscription) the MSG framing done here: a run of PubAcks
-        srv = self.js.server
-        srv.current_publisher = srv.internal_client
-        match = srv.match_reply
-        last_m = sink = None  # the last match and where it goes
-        for r, payload, stored in held:
-            if fail is not None and stored:
-                payload = fail
-            m = match(r)
-            if m is not last_m:
-                sink = plain_sink(m)
-                last_m = m
-            if sink is not None:
-                cl, sub = sink
-                frame = b"MSG %b %b %d\r\n%b\r\n" % (r, sub.sid, len(payload), payload)
-                cl.out.append(frame)
-                cl.out_size += len(frame)
-                cl.out_msgs += 1
-                cl.out_bytes += len(payload)
-                sub.msgs += 1
-                if not cl.dirty:
-                    cl.dirty = True
-                    srv.mark_dirty(cl)
-                if cl.out_size > cl.max_pending:
-                    cl.flush()
-                    last_m = None  # (a slow consumer may have been cut off)
-            else:
-                srv.deliver_matched(m, r, b"", None, payload)
-                last_m = None
-        srv.schedule_flush()
+        if fail is None:
+            self.js.server.reply_run([(r, None, payload) for r, payload, _ in held])
+        else:
+            self.js.server.reply_run([(r, None, fail if stored else payload) for r, payload, stored in held])
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         if self._sealed:
