@@ -400,3 +400,31 @@ async def test_direct_gets_written_together_are_answered_one_by_one(nc, js, serv
             assert got == want
     finally:
         w.close()
+
+
+async def test_direct_gets_of_a_client_without_headers_get_the_payload_only(js, server):
+    """A connection that did not ask for headers gets each answer as a MSG
+    with the payload alone, alone or in a run (a 404 is an empty message)."""
+    await js.add_stream(name="G", subjects=["g.>"], allow_direct=True)
+    await js.publish("g.a", b"A", headers={"X": "1"})
+    await js.publish("g.b", b"B")
+    r, w = await asyncio.open_connection(server.host, server.port)
+    await r.readline()  # INFO
+    w.write(b'CONNECT {"verbose":false,"pedantic":false,"headers":false,"protocol":1}\r\nSUB _INBOX.x.* 1\r\nPING\r\n')
+    while not (await r.readline()).startswith(b"PONG"):
+        pass
+    write = b"".join(b"PUB $JS.API.DIRECT.GET.G.%s _INBOX.x.%d 0\r\n\r\n" % (k, i)
+                     for i, k in enumerate([b"g.a", b"g.b", b"g.zz", b"g.b"]))
+    try:
+        for _ in range(2):  # the second time the server has seen these subjects
+            w.write(write)
+            got = []
+            while len(got) < 4:
+                line = await asyncio.wait_for(r.readline(), 3)
+                if line.startswith((b"MSG ", b"HMSG ")):
+                    t = line.split()
+                    got.append((t[0], t[1], (await r.readexactly(int(t[-1]) + 2))[:-2]))
+            assert sorted(got) == [(b"MSG", b"_INBOX.x.0", b"A"), (b"MSG", b"_INBOX.x.1", b"B"),
+                                   (b"MSG", b"_INBOX.x.2", b""), (b"MSG", b"_INBOX.x.3", b"B")]
+    finally:
+        w.close()
