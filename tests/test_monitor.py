@@ -246,6 +246,16 @@ async def test_jsz(http_server):
     await asyncio.sleep(0.1)
     v2 = await get_json(srv, "/varz")
     assert (v2["in_msgs"] - v["in_msgs"], v2["out_msgs"] - v["out_msgs"]) == (4, 3)
+
+    # direct gets sent together (natslab answers a run of them at once): one in, one out each
+    await js.add_stream(name="DG", subjects=["dg.>"], allow_direct=True)
+    await js.publish("dg.a", b"a")
+    v = await get_json(srv, "/varz")
+    for _ in range(2):
+        got = await asyncio.gather(*(nc.request(f"$JS.API.DIRECT.GET.DG.dg.{k}", b"", timeout=2) for k in "aaaab"))
+        assert [m.data for m in got] == [b"a"] * 4 + [b""]
+    v2 = await get_json(srv, "/varz")
+    assert (v2["in_msgs"] - v["in_msgs"], v2["out_msgs"] - v["out_msgs"]) == (10, 10)
     await nc.close()
 
 
