@@ -600,7 +600,7 @@ class Client(asyncio.Protocol):
 
     def deliver(self, sub: Subscription, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         """Queue a MSG/HMSG for ``sub``. Called from the router. (The consumer
-        delivery run and the PubAck loop frame inline what this does, for
+        delivery run and Server.reply_run frame inline what this does, for
         clients plain_sink accepts: a change here goes there too.)"""
         if self.closed:
             return

@@ -123,7 +123,7 @@ class Api:
                 if i > 19 and i + 1 < len(subject):
                     st = self.js.streams.get(subject[19:i].decode("utf-8", "surrogateescape"))
                     if st is not None and st.config.get("allow_direct"):
-                        st.direct_get_last(subject[i + 1 :].decode("utf-8", "surrogateescape"), reply)
+                        st.direct_get_run([(subject, reply)], i + 1)  # a run of one
                         return
             # (a name that is not UTF-8 names no stream or consumer, as on nats-server)
             self._dispatch(subject.decode("utf-8", "surrogateescape"), reply.decode(), hdr, payload)

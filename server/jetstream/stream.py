@@ -527,16 +527,10 @@ class Stream(ExpiryMixin):
         d["time"] = rfc3339(sm.ts)
         return d
 
-    def direct_get_last(self, subject: str, reply: bytes) -> None:
-        """``DIRECT.GET.<stream>.<subject>`` with no body and no headers."""
-        try:
-            self._direct_get().last_by_subject(subject, reply)
-        except Exception:
-            log.exception("stream %s: direct get failed", self.name)
-
     def direct_get_run(self, items: list[tuple[bytes, bytes]], skip: int) -> None:
-        """direct_get_last for a run of requests, (request subject, reply)
-        with the message's subject from byte ``skip`` on."""
+        """``DIRECT.GET.<stream>.<subject>`` with no body and no headers, for
+        a run of requests: (request subject, reply), the message's subject
+        from byte ``skip`` on."""
         try:
             self._direct_get().last_by_subjects(items, skip)
         except Exception:
