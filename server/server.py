@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
-from .client import Client, InternalClient, InternalSubscription, Subscription, TracingClient, plain_sink
+from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient, plain_sink
 from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
 
@@ -65,6 +65,7 @@ class Server:
         self.version = NATS_VERSION
         self.logger = logger
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.read_buffer = memoryview(bytearray(READ_BUFFER_SIZE))  # every client's socket reads (Client.get_buffer)
         self.index = SubjectIndex()
         self._match_cache = self.index.cache  # read directly on the hot path
         # reply subjects of internal answers (PubAcks, direct gets): mostly
