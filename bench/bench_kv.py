@@ -5,8 +5,10 @@
 Through nats-py's own KeyValue / ObjectStore API: KV put, KV get through
 $JS.API.STREAM.MSG.GET (nats-py's default bucket) and through
 $JS.API.DIRECT.GET (a bucket with allow_direct), each one at a time
-(latency-bound) and with 64 operations in flight; then a 20 MiB object put
-and get with its digest checked.
+(latency-bound) and with 64 operations in flight; KV put one at a time from
+a bare socket as well (a client that costs next to nothing, so the round trip
+is mostly the broker's); then a 20 MiB object put and get with its digest
+checked.
 
 Both brokers run at once and each KV measurement is taken in rounds that go
 to one broker and then the other (the order switching every round), so a
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import socket
 import statistics
 import sys
 import time
@@ -36,6 +39,7 @@ WINDOW = 64
 PHASES = [
     ("put_1", "KV put op/s (1 in flight)", "put", 1),
     ("put_w", f"KV put op/s ({WINDOW} in flight)", "put", WINDOW),
+    ("rawput_1", "KV put op/s (1 in flight, raw socket)", "raw_put", 1),
     ("get_1", "KV get MSG.GET op/s (1 in flight)", "get", 1),
     ("get_w", f"KV get MSG.GET op/s ({WINDOW} in flight)", "get", WINDOW),
     ("dget_1", "KV get DIRECT.GET op/s (1 in flight)", "dget", 1),
@@ -68,7 +72,22 @@ class KvClient:
         self.kvd = await js.create_key_value(bucket="BENCHD", history=1, direct=True)
         assert not self.kv._direct and self.kvd._direct
         await asyncio.gather(*(self.kvd.put(k, VALUE) for k in KEYS))
+        self.raw = _raw_connection(int(url.rsplit(":", 1)[1]))
+        self.raw_puts = [b"PUB $KV.BENCH.%s _INBOX.raw.%d %d\r\n%s\r\n" % (k.encode(), i, len(VALUE), VALUE)
+                         for i, k in enumerate(KEYS)]
         return self
+
+    async def raw_put(self, i: int) -> None:
+        # blocking on purpose: nothing else runs while a phase is measured
+        s = self.raw
+        s.sendall(self.raw_puts[i % len(KEYS)])
+        ack = s.recv(4096)
+        while not ack.endswith(b"}\r\n"):
+            more = s.recv(4096)
+            if not more:
+                raise ConnectionError("the broker closed the raw connection")
+            ack += more
+        assert b'"seq"' in ack and b'"error"' not in ack, ack
 
     async def put(self, i: int) -> None:
         await self.kv.put(KEYS[i % len(KEYS)], VALUE)
@@ -80,6 +99,21 @@ class KvClient:
     async def dget(self, i: int) -> None:
         e = await self.kvd.get(KEYS[i % len(KEYS)])
         assert e.value == VALUE
+
+
+def _raw_connection(port: int) -> socket.socket:
+    """A bare NATS connection with its inbox subscribed (and confirmed)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1}\r\n'
+              b"SUB _INBOX.raw.* 1\r\nPING\r\n")
+    got = b""
+    while b"PONG\r\n" not in got:
+        more = s.recv(4096)
+        if not more:
+            raise ConnectionError("the broker closed the raw connection")
+        got += more
+    return s
 
 
 async def kv_bench(brokers: dict[str, Broker], n1: int, nw: int, rounds: int) -> dict[str, dict[str, list]]:
@@ -94,6 +128,7 @@ async def kv_bench(brokers: dict[str, Broker], n1: int, nw: int, rounds: int) ->
                 n = n1 if window == 1 else nw
                 res[kind].setdefault(key, []).append(await _ops(fn, n, window, brokers[kind].proc.pid))
     for c in clients.values():
+        c.raw.close()
         await c.nc.close()
     return res
 
