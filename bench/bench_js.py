@@ -166,8 +166,8 @@ def print_targets(q: dict) -> None:
         cpu = ""
         if len(row.cpu_us) == 2 and row.cpu_us["natslab"]:
             c = row.paired_cpu if row.paired_cpu is not None else row.cpu_us["nats-server"] / row.cpu_us["natslab"]
-            cpu = f", by CPU/op {c:.2f}x {'ok' if c >= want else 'MISS'}"
-        lines.append(f"  {m}: >= {want}x; wall {wall:.2f}x {'ok' if wall >= want else 'MISS'}{cpu}")
+            cpu = f", by CPU/op {c:.3f}x {'ok' if c >= want else 'MISS'}"
+        lines.append(f"  {m}: >= {want}x; wall {wall:.3f}x {'ok' if wall >= want else 'MISS'}{cpu}")
     row = ROWS.get("big file stream: restart, spawn to ready (full count)")
     if row and "natslab" in row.value:
         v = row.value["natslab"]
