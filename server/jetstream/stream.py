@@ -253,10 +253,8 @@ class Stream(ExpiryMixin):
         if rollup:
             # the new message is the one kept (nats-server: a purge with keep 1)
             self._purge(subject if rollup == "sub" else None, 0, 1)
-        if reply and self._ack:  # self._reply, inlined on the hot path
-            ack = b"%s%d}" % (self._pub_ack, seq)
-            if not store.hold(reply, ack, True):
-                self.js.server.reply_internal(reply, ack)
+        if reply and self._ack:
+            self._reply(reply, b"%s%d}" % (self._pub_ack, seq))
         if self._max_age and self._age_timer is None:
             self._arm_age_timer()
         if self.consumers:
