@@ -21,6 +21,7 @@ from faultkit import check_acked, publish_round, small_tmpfs, stream_dir
 async def test_full_disk_then_restart_keeps_acknowledged(server_kind, tmp_path):
     with small_tmpfs(tmp_path / "disk", "4m") as disk:
         srv = ServerProcess(server_kind, disk / "store")
+        srv.log_path = tmp_path / f"{server_kind}.log"  # not on the disk that fills
         srv.start()
         try:
             nc = await connect(srv.url)
@@ -99,3 +100,60 @@ def test_store_that_cannot_write_opens_read_only(tmp_path):
         fs = FileStore(disk / "S")
         assert fs.state().messages == 50 and fs.load(3) is None and fs.load(51).data == b"x"
         fs.close()
+
+
+async def test_full_disk_answers_everything_and_recovers(tmp_path):
+    """The disk fills up under a running broker (a ballast file takes the
+    space): every publish and STREAM.CREATE is answered, and once the space
+    is back publishes are stored again; nothing acknowledged is lost.
+    natslab only (README, documented differences): nats-server 2.15.1 logs a
+    critical write error and stops answering publishes to the stream."""
+    from faultkit import fill
+
+    server_kind = "natslab"
+
+    with small_tmpfs(tmp_path / "disk", "4m") as disk:
+        srv = ServerProcess(server_kind, disk / "store")
+        srv.log_path = tmp_path / f"{server_kind}.log"  # not on the disk that fills
+        srv.start()
+        try:
+            nc = await connect(srv.url)
+            js = nc.jetstream()
+            await js.add_stream(name="S", subjects=["s"])
+            acked, _, silent = await publish_round(nc, "s", [b"before-%03d" % i for i in range(50)])
+            assert len(acked) == 50 and not silent
+            ballast = fill(disk)
+            answered = 0
+            for r in range(3):  # several batches: the first failure must not silence the rest
+                a, errs, silent = await publish_round(nc, "s", [b"%d-%03d" % (r, i) + b"y" * 2000 for i in range(40)])
+                assert not silent, f"batch {r}: {silent} publishes got no reply"
+                acked.update(a)
+                answered += len(a) + len(errs)
+                if server_kind == "natslab":
+                    assert errs and {(e["code"], e["err_code"]) for e in errs} == {(503, 10077)}
+            assert answered == 120
+            r = await nc.request("$JS.API.STREAM.CREATE.T", json.dumps({"name": "T", "subjects": ["t"]}).encode(),
+                                 timeout=5)
+            body = json.loads(r.data)
+            if server_kind == "natslab":
+                assert body["error"]["err_code"] == 10049 and "No space left" in body["error"]["description"]
+                assert not stream_dir(srv, "T").exists()
+            ballast.unlink()  # space returns
+            a, errs, silent = await publish_round(nc, "s", [b"after-%03d" % i for i in range(50)])
+            assert len(a) == 50 and not errs and not silent
+            acked.update(a)
+            await check_acked(js, "S", acked)
+            await nc.close()
+            srv.restart()
+            nc = await connect(srv.url)
+            js = nc.jetstream()
+            assert (await js.stream_info("S")).state.messages == len(acked)
+            await check_acked(js, "S", acked)
+            await nc.close()
+        finally:
+            srv.stop()
+        if server_kind == "natslab":
+            empty = [p.name for p in (stream_dir(srv, "S") / "msgs").glob("*.blk") if p.stat().st_size <= 8]
+            assert not empty, f"empty blocks left behind: {empty}"
+            log = srv.log()
+            assert "Traceback" not in log and log.count("No space left on device") < 10
