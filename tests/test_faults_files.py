@@ -82,5 +82,45 @@ def test_torn_tail_is_set_aside_not_deleted(tmp_path):
     assert len(kept) == 1
     cut = int(kept[0].name.rsplit("-", 1)[1])
     assert kept[0].read_bytes() == whole[cut : size - 10]
-    assert fs.store_msg("a", None, b"new", 100) > 19
+    assert fs.store_msg("a", None, b"new", 100) == 21  # the lost sequence is not handed out again
     fs.close()
+
+
+async def _consumed_stream(srv, n: int):
+    nc = await connect(srv.url)
+    js = nc.jetstream()
+    await js.add_stream(name="S", subjects=["s"])
+    for i in range(n):
+        await js.publish("s", b"m%02d" % i)
+    sub = await js.pull_subscribe("s", "D", stream="S")
+    for m in await sub.fetch(n, timeout=5):
+        await m.ack_sync()
+    await nc.close()
+
+
+async def _check_next_is_new(srv, last: int) -> None:
+    nc = await connect(srv.url)
+    js = nc.jetstream()
+    st = (await js.stream_info("S")).state
+    assert st.last_seq == last
+    assert (await js.publish("s", b"new")).seq == last + 1
+    ci = await js.consumer_info("S", "D")
+    assert ci.delivered.stream_seq == last and ci.num_pending == 1
+    sub = await js.pull_subscribe("s", "D", stream="S")
+    got = await sub.fetch(1, timeout=5)
+    assert got[0].data == b"new"
+    await nc.close()
+
+
+async def test_lost_block_tail_does_not_reuse_sequences(server):
+    """The tail of the last block is lost while the broker is down: the last
+    sequence does not go back, so the next message gets a new sequence and
+    the consumer that passed the lost ones still gets it (both servers keep
+    the last sequence apart from the records)."""
+    await _consumed_stream(server, 10)
+    server.stop()
+    blk = stream_dir(server, "S") / "msgs" / "1.blk"
+    os.truncate(blk, blk.stat().st_size * 6 // 10)
+    server.start()
+    await _check_next_is_new(server, 10)
+

@@ -112,6 +112,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._last_load = 0
         # delete log
         self._dfd = -1
+        # last sequence file (see filestore_blocks)
+        self._lfd = -1
+        self._lslot = 0
+        self._noted_last = 0  # what it holds
         self._dlog_records = 0
         self._dirty = False  # written since the last fsync
         self._ops = 0
@@ -153,6 +157,21 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def _write_works(self) -> None:
         log.warning("file store %s: writing works again after %d failed writes", self.dir, self._fail_count)
         self._failing, self._fail_count = None, 0
+
+    def _note_last(self, sync: bool = False) -> None:
+        """Keep the last sequence handed out in ``last.seq`` (in place: one
+        pwrite); ``sync``: fsync it too (sequences whose records failed)."""
+        if self._lfd < 0 or self._noted_last == self._last:
+            return
+        try:
+            os.pwrite(self._lfd, fb.pack_last(self._last, self._last_ts), HEADER_SIZE + self._lslot * fb.LAST_SLOT)
+            if sync:
+                os.fsync(self._lfd)
+        except OSError as e:
+            self._write_failed("last.seq: writing the last sequence", e)
+            return
+        self._lslot ^= 1
+        self._noted_last = self._last
 
     def _write_index(self, blk: Block, subjects: list[str]) -> None:
         """A block's index is derived data: when it cannot be written (a full
@@ -405,6 +424,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         else:
             if self._failing is not None:
                 self._write_works()
+        self._note_last(sync=err is not None)
         if self.on_written is not None and (held or err):
             self.on_written(held, err, first)
 
@@ -985,12 +1005,20 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self.flush()
         if self._active is not None and self._active.size > HEADER_SIZE:
             self._write_index(self._active, self._subjects)
+        self._note_last(sync=True)
+        if self._lfd >= 0:
+            os.close(self._lfd)
+            self._lfd = -1
         if self._wfd >= 0:
             os.close(self._wfd)
             self._wfd = -1
         if self._dfd >= 0:
             os.close(self._dfd)
             self._dfd = -1
+        # last sequence file (see filestore_blocks)
+        self._lfd = -1
+        self._lslot = 0
+        self._noted_last = 0  # what it holds
         for blk in list(self._read_fds.values()):
             self._close_rfd(blk)
         self._closed = True

@@ -40,6 +40,7 @@ class Reclaim:
             if self._dfd >= 0:
                 os.fsync(self._dfd)
             self._dirty = False
+            self._note_last(sync=True)
         if self.read_only is not None:
             return  # nothing to reclaim with: a rewrite needs space
         try:

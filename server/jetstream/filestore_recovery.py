@@ -25,6 +25,7 @@ from itertools import compress
 
 from . import filestore_blocks as fb
 from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
+from .persist import fsync_dir
 
 
 class Recovery:
@@ -92,6 +93,14 @@ class Recovery:
             self._last_ts = self._read_ts(phys_last)
         if floor - 1 > self._last:
             self._last, self._last_ts = floor - 1, floor_ts
+        noted = self._read_last_file()
+        if noted is not None and noted[0] > self._last:
+            # records at the tail are gone (a lost tail, writes that failed):
+            # their sequences were handed out and stay used
+            if phys_last:
+                self._warn(f"messages {max(phys_last, floor - 1) + 1}..{noted[0]} are not in the blocks;"
+                           " their sequences stay used")
+            self._last, self._last_ts = noted
 
         for blk in self._blocks:
             offs, lens = blk.offs, blk.lens
@@ -117,9 +126,38 @@ class Recovery:
             self.read_only = str(e)
             self._warn(f"opened read-only: {e}")
 
+    def _read_last_file(self) -> tuple[int, int] | None:
+        path = self.msgs_dir / "last.seq"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            self._warn(f"last.seq: unreadable ({e}); the last sequence comes from the blocks")
+            return None
+        noted = fb.read_last(data)
+        if noted is None:
+            self._warn("last.seq: damaged; the last sequence comes from the blocks")
+        return noted
+
     def _open_for_writes(self) -> None:
-        """Open the delete log (start one, with the floor, when missing) and
-        the last block for appending; raises OSError when it cannot."""
+        """Open the delete log (start one, with the floor, when missing), the
+        last-sequence file and the last block for appending; raises OSError
+        when it cannot."""
+        if self._lfd < 0:
+            path = self.msgs_dir / "last.seq"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(fd).st_size != fb.LAST_FILE_SIZE or fb.read_last(os.pread(fd, 64, 0)) is None:
+                    rec = fb.pack_last(self._last, self._last_ts)
+                    os.pwrite(fd, fb.LAST_HEADER + rec + rec, 0)
+                    os.ftruncate(fd, fb.LAST_FILE_SIZE)
+                    os.fsync(fd)
+                    fsync_dir(self.msgs_dir)
+            except OSError:
+                os.close(fd)
+                raise
+            self._lfd, self._noted_last = fd, self._last
         dlog_path = self.msgs_dir / "deletes.log"
         if self._dfd < 0:
             if not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
