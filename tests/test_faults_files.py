@@ -124,3 +124,4 @@ async def test_lost_block_tail_does_not_reuse_sequences(server):
     server.start()
     await _check_next_is_new(server, 10)
 
+
