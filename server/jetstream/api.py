@@ -192,7 +192,12 @@ class Api:
             # MSG.GET is answered outside the API layer and not counted
             if rtype != "stream_msg_get_response":
                 self.js.api_total += 1
-        except ApiError as e:
+        except (ApiError, OSError) as e:
+            if isinstance(e, OSError):
+                # the store could not write (a full disk): the request is
+                # answered with the OS error, as a failed publish is
+                log.error("JetStream API request on %s: %s", subject, e)
+                e = errors.stream_store_failed(str(e))
             self.js.api_total += 1
             self.js.api_errors += 1
             body = {"error": e.to_dict()}

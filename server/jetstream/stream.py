@@ -132,6 +132,9 @@ class Stream(ExpiryMixin):
         except ApiError as e:
             if reply and self._ack:
                 self._reply(reply, self._pub_error(e), False)
+        except OSError as e:  # the store could not write (it has said so): the publisher hears why
+            if reply and self._ack:
+                self._reply(reply, self._pub_error(errors.stream_store_failed(str(e))), False)
         except Exception:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
 
