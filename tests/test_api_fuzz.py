@@ -28,7 +28,14 @@ async def assert_same_on_both(tmp_path, transcript, *args, show: int = 10) -> li
         for s in servers:
             s.stop()
     diffs = [f"nats-server: {a}\nnatslab:     {b}" for a, b in zip(ref, ours) if a != b]
-    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:show])
+    # a transcript cut short (an exception swallowed, a connection lost) is a
+    # difference too, and zip alone would stop at the shorter one
+    if len(ref) != len(ours):
+        longer, name = (ref, "nats-server") if len(ref) > len(ours) else (ours, "natslab")
+        extra = longer[min(len(ref), len(ours)):]
+        diffs.insert(0, f"nats-server gave {len(ref)} lines, natslab {len(ours)}; only {name} has:\n  "
+                     + "\n  ".join(map(str, extra[:show])))
+    assert not diffs, f"{len(diffs)} of {max(len(ref), len(ours))} differ:\n" + "\n".join(diffs[:show])
     return servers
 
 
