@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 
 from . import errors
+from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
 from .shapes import CONSUMER_CONFIG_KEYS, NS, format_go_duration, parse_rfc3339
-from .streamconfig import is_valid_name
 from .subjects import collide, is_literal, is_subset, is_valid
 
 DEFAULT_ACK_WAIT = 30 * NS
 DEFAULT_MAX_ACK_PENDING = 1000
 DEFAULT_MAX_WAITING = 512
 DEFAULT_INACTIVE_THRESHOLD = 5 * NS
-MAX_NAME_LEN = 255
 
 
 def is_pull(cfg: dict) -> bool:
@@ -71,9 +70,9 @@ def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
 
 def _check(cfg: dict, scfg: dict) -> None:
     """checkConsumerCfg, in the real server's order."""
-    if cfg.get("name") and not is_valid_name(cfg["name"]):
+    if cfg.get("name") and not is_valid_asset_name(cfg["name"]):
         raise errors.stream_invalid_config("consumer name can not contain '.', '*', '>', '\\', '/'")
-    if cfg.get("durable_name") and not is_valid_name(cfg["durable_name"]):
+    if cfg.get("durable_name") and not is_valid_asset_name(cfg["durable_name"]):
         raise errors.stream_invalid_config("consumer durable name can not contain '.', '*', '>', '\\', '/'")
     if cfg["num_replicas"] < 0:
         raise errors.replicas_negative()
@@ -91,6 +90,8 @@ def _check(cfg: dict, scfg: dict) -> None:
     lbo = len(cfg.get("backoff") or ())
     if lbo and cfg["max_deliver"] != -1 and lbo > cfg["max_deliver"]:
         raise errors.consumer_max_deliver_backoff()
+    if byte_len(cfg.get("description") or "") > MAX_DESCRIPTION_LEN:
+        raise errors.consumer_description_too_long(MAX_DESCRIPTION_LEN)
     ds = cfg.get("deliver_subject")
     if ds:
         if not is_literal(ds):

@@ -165,7 +165,14 @@ class JetStream:
         d = self.stream_dir(cfg["name"])
         if cfg["storage"] == "file" and d.exists():
             shutil.rmtree(d, ignore_errors=True)
-        store = self._make_store(cfg, d)
+        try:
+            store = self._make_store(cfg, d)
+        except (OSError, ValueError) as e:
+            # a name the file system will not take as a directory (a NUL:
+            # ValueError from Python, EINVAL from Go) fails here, as on the
+            # real server, before anything is written
+            self.logger.error("JetStream could not create the store of stream %r: %s", cfg["name"], e)
+            raise errors.stream_store_create_failed() from None
         st = Stream(self, cfg, now_ns(), store)
         self.streams[st.name] = st
         self.save_stream_meta(st)
