@@ -453,7 +453,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
             raise errors.consumer_already_exists()
         if _cmp(existing.config) == _cmp(cfg):
             return existing
-        consumerconfig.check_update(existing.config, cfg)
+        consumerconfig.check_update(existing.config, cfg, stream.js.server.has_interest)
         if scfg["retention"] == "workqueue":
             _check_wq_unique(stream, name, cfg)
         existing.update_config(cfg)

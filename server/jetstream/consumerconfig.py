@@ -5,6 +5,7 @@ dicts keyed by the JSON field names."""
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from . import errors
 from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
@@ -225,8 +226,11 @@ def _check_priority(cfg: dict) -> None:
         cfg["priority_timeout"] = PINNED_TTL_DEFAULT
 
 
-def check_update(old: dict, new: dict) -> None:
-    """What an update may not change (500/10012 with the real texts)."""
+def check_update(old: dict, new: dict, has_interest: Callable[[str], bool]) -> None:
+    """What an update may not change (500/10012 with the real texts).
+    ``has_interest(subject)``: does any subscription match it (a push
+    consumer is moved to another deliver subject only while nobody listens on
+    its current one: otherwise another worker owns it, 400/10013)."""
     def same(k, default=None):
         return old.get(k, default) == new.get(k, default)
 
@@ -248,5 +252,7 @@ def check_update(old: dict, new: dict) -> None:
             raise errors.consumer_create("can not update pull consumer to push based")
         if not new.get("deliver_subject"):
             raise errors.consumer_create("can not update push consumer to pull based")
+        if has_interest(old["deliver_subject"]):
+            raise errors.consumer_name_in_use()
     if not same("max_waiting", 0):
         raise errors.consumer_create("max waiting can not be updated")
