@@ -4,6 +4,8 @@ subscription, API counters and account info."""
 
 from __future__ import annotations
 
+import errno
+
 import logging
 import shutil
 from pathlib import Path
@@ -175,6 +177,11 @@ class JetStream:
             store = self._make_store(cfg, d)
         except (OSError, ValueError) as e:
             self.logger.error("Could not create stream %s: %s", cfg["name"], e)
+            if isinstance(e, ValueError) or e.errno in (errno.EINVAL, errno.ENAMETOOLONG):
+                # a name the file system will not take as a directory (a NUL:
+                # ValueError from Python, EINVAL from Go) fails here, as on
+                # the real server, before anything is written
+                raise errors.stream_store_create_failed() from None
             raise errors.stream_create(str(e)) from None
         st = Stream(self, cfg, now_ns(), store)
         try:

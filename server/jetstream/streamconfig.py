@@ -5,15 +5,11 @@
 from __future__ import annotations
 
 from . import errors
+from .names import MAX_DESCRIPTION_LEN, MAX_NAME_LEN, byte_len, is_valid_asset_name
 from .shapes import NS, STREAM_CONFIG_KEYS
 from .subjects import collide, is_subset, is_valid
 
-MAX_NAME_LEN = 255
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
-
-
-def is_valid_name(name) -> bool:
-    return isinstance(name, str) and bool(name) and not any(c in name for c in " \t\r\n.*>/\\")
 
 
 def normalize(raw: dict) -> dict:
@@ -23,10 +19,12 @@ def normalize(raw: dict) -> dict:
         raise errors.stream_invalid_config("stream configuration invalid")
     cfg = {k: v for k, v in raw.items() if k in STREAM_CONFIG_KEYS}
     name = cfg.get("name", "")
-    if not is_valid_name(name):
+    if not is_valid_asset_name(name):
         raise errors.stream_invalid_config("stream name is required and can not contain '.', '*', '>', '\\', '/'")
-    if len(name) > MAX_NAME_LEN:
+    if byte_len(name) > MAX_NAME_LEN:
         raise errors.stream_invalid_config(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
+    if byte_len(cfg.get("description") or "") > MAX_DESCRIPTION_LEN:
+        raise errors.stream_invalid_config(f"stream description is too long, maximum allowed is {MAX_DESCRIPTION_LEN}")
     for k, d in (("retention", "limits"), ("discard", "old"), ("storage", "file"), ("compression", "none")):
         cfg[k] = cfg.get(k) or d
     reps = cfg.get("num_replicas") or 0
