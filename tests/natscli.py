@@ -16,11 +16,18 @@ ahead of the tests (``.ci/run`` does) and never fails: it prints why not.
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import os
+import pty
+import re
+import select
 import shutil
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 NATSCLI_VERSION = "v0.5.0"
@@ -175,10 +182,231 @@ class NatsCli:
             raise AssertionError(f"nats {' '.join(args)} exited {res.returncode}: {res.stdout}{res.stderr}")
         return res
 
+    def run_tty(self, url: str | None, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        """run() on a pseudo-terminal, for commands that refuse to work
+        without one (`nats stream view` pages). Output has plain newlines."""
+        master, slave = pty.openpty()
+        try:
+            proc = subprocess.Popen(self.argv(url, *args), env=self.env(), stdin=slave, stdout=slave, stderr=slave)
+        finally:
+            os.close(slave)
+        out = b""
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.1)
+                if ready:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:  # EIO: the child closed the terminal
+                        break
+                    if not chunk:
+                        break
+                    out += chunk
+                elif proc.poll() is not None:
+                    break
+        finally:
+            os.close(master)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(5)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(errors="replace").replace("\r\n", "\n"), "")
+
     def popen(self, url: str | None, *args: str, **kw) -> subprocess.Popen:
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.STDOUT)
         return subprocess.Popen(self.argv(url, *args), env=self.env(), **kw)
+
+
+# -- replaying a script of commands on both servers ---------------------------
+@dataclass
+class Sleep:
+    seconds: float
+
+
+@dataclass
+class Mark:
+    """Remember when this point was passed (for Until)."""
+    name: str
+
+
+@dataclass
+class Until:
+    """Wait until `seconds` after Mark(name)."""
+    name: str
+    seconds: float
+
+
+@dataclass
+class Bg:
+    """Start `nats args` in the background; with `ready`, wait for a line
+    containing it (a subscription is made) before going on."""
+    name: str
+    args: tuple
+    ready: str | None = None
+
+
+@dataclass
+class Tty:
+    """A command run on a pseudo-terminal (NatsCli.run_tty)."""
+    args: tuple
+
+
+@dataclass
+class Collect:
+    """Wait for background `name` to exit (it was given --count), or stop it
+    after `timeout`; its output joins the transcript as `bg <name>`."""
+    name: str
+    timeout: float = 10.0
+
+
+def replay(cli: "NatsCli", url: str, steps: list, workdir: Path) -> list[tuple[str, str]]:
+    """Run steps against one server: [(command line, output)]. A command is
+    a tuple of arguments; `{dir}` in one is this server's own `workdir` and
+    `{url}` its URL (both written back so in outputs, so they compare). A
+    command starting with `context` or `--context` runs without --server."""
+    out: list[tuple[str, str]] = []
+    marks: dict[str, float] = {}
+    bg: dict[str, subprocess.Popen] = {}
+    workdir.mkdir(parents=True, exist_ok=True)
+    wd = str(workdir)
+
+    def sub(args: tuple) -> list[str]:
+        return [a.replace("{dir}", wd).replace("{url}", url) for a in args]
+
+    def unsub(text: str) -> str:
+        return text.replace(wd, "{dir}").replace(url, "{url}")
+
+    try:
+        for step in steps:
+            if isinstance(step, Sleep):
+                time.sleep(step.seconds)
+            elif isinstance(step, Mark):
+                marks[step.name] = time.monotonic()
+            elif isinstance(step, Until):
+                time.sleep(max(0.0, marks[step.name] + step.seconds - time.monotonic()))
+            elif isinstance(step, Bg):
+                proc = cli.popen(url, *sub(step.args))
+                bg[step.name] = proc
+                if step.ready:
+                    seen = _read_until(proc, step.ready, 10.0)
+                    assert step.ready in seen, f"nats {' '.join(step.args)} never said {step.ready!r}: {seen!r}"
+                    proc.seen = seen
+            elif isinstance(step, Collect):
+                proc = bg.pop(step.name)
+                try:
+                    rest, _ = proc.communicate(timeout=step.timeout)
+                except subprocess.TimeoutExpired:
+                    proc.terminate()
+                    rest, _ = proc.communicate(timeout=5)
+                text = getattr(proc, "seen", "") + rest.decode(errors="replace")
+                out.append((f"bg {step.name}", unsub(text)))
+            elif isinstance(step, Tty):
+                res = cli.run_tty(url, *sub(step.args))
+                out.append(("nats " + " ".join(step.args), unsub(res.stdout + (f"[exit {res.returncode}]\n" if res.returncode else ""))))
+            else:
+                # `nats context ...` has its own --server flag; `--context X`
+                # names the server through the context
+                res = cli.run(None if step[0] in ("--context", "context") else url, *sub(step))
+                text = res.stdout + res.stderr + (f"[exit {res.returncode}]\n" if res.returncode else "")
+                out.append(("nats " + " ".join(step), unsub(text)))
+    finally:
+        for proc in bg.values():
+            proc.terminate()
+            proc.wait(5)
+    return out
+
+
+def _read_until(proc: subprocess.Popen, needle: str, timeout: float) -> str:
+    """What proc wrote up to a line containing needle (or the timeout)."""
+    deadline = time.monotonic() + timeout
+    seen = b""
+    fd = proc.stdout.fileno()
+    while needle.encode() not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        seen += chunk
+    return seen.decode(errors="replace")
+
+
+def replay_both(cli: "NatsCli", servers: dict, steps: list, tmp: Path) -> dict[str, list[tuple[str, str]]]:
+    """replay() on each server at once, so waits are paid once."""
+    with ThreadPoolExecutor(len(servers)) as pool:
+        # each with its own config dir: `nats context` steps do not meet
+        futs = {kind: pool.submit(replay, NatsCli(cli.path, tmp / f"work-{kind}" / "config"), srv.url, steps, tmp / f"work-{kind}")
+                for kind, srv in servers.items()}
+        return {kind: f.result() for kind, f in futs.items()}
+
+
+# What must differ between two servers and two runs: clock times and dates,
+# ages and round trips, server ids (the default server name is the id),
+# ports, client ids (nats-server also spends ids on its internal clients,
+# three per stream and two per consumer; README), nuids.
+MASKS = [
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"), "<ts>"),
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "<date>"),
+    (re.compile(r"\b\d\d:\d\d:\d\d\b"), "<time>"),
+    (re.compile(r"\bN[A-Z2-7]{55}\b"), "<server-id>"),
+    (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
+    (re.compile(r"(Client ID:) \d+"), r"\1 <cid>"),
+    (re.compile(r"(rtt|RTT:?|rtt time) [\d.]+[µnm]?s"), r"\1 <dur>"),
+    (re.compile(r"\b[\d.hms]+[µnm]?s ago\b"), "<dur> ago"),
+]
+# a table's cells are compared stripped (column widths follow the longest
+# value); the columns that hold ages are masked
+AGE_COLUMNS = {"Last Message", "Last Delivery", "Last Update", "Last Activity"}
+
+
+def mask(text: str, extra: list | None = None) -> list[str]:
+    lines = []
+    ages: set[int] = set()
+    for line in text.splitlines():
+        for rx, repl in MASKS + list(extra or []):
+            line = rx.sub(repl, line)
+        if "│" in line:
+            cells = [c.strip() for c in line.split("│")]
+            if AGE_COLUMNS & set(cells):
+                ages = {i for i, c in enumerate(cells) if c in AGE_COLUMNS}
+            else:
+                cells = ["<age>" if i in ages else c for i, c in enumerate(cells)]
+            line = "│".join(cells)
+        elif line and set(line) <= set("╭╮╰╯├┤┬┴┼─"):
+            line = re.sub("─+", "─", line)
+        lines.append(line)
+    return lines
+
+
+def differences(transcripts: dict, extra: list | None = None) -> str:
+    """The masked outputs that differ, natslab against nats-server, as a
+    unified diff per command ('' when none)."""
+    ref, ours = transcripts["nats-server"], transcripts["natslab"]
+    if [c for c, _ in ours] != [c for c, _ in ref]:
+        return f"different commands: {[c for c, _ in ref]} != {[c for c, _ in ours]}"
+    diffs = []
+    for (cmd, a), (_, b) in zip(ref, ours):
+        ma, mb = mask(a, extra), mask(b, extra)
+        if ma != mb:
+            diffs.append(f"$ {cmd}\n" + "\n".join(difflib.unified_diff(ma, mb, "nats-server", "natslab", lineterm="", n=1)))
+    return "\n\n".join(diffs)
+
+
+def outputs(t: list[tuple[str, str]], cmd: str) -> list[str]:
+    """Every output of `cmd` in a transcript, in order."""
+    found = [text for c, text in t if c == cmd]
+    assert found, f"no `{cmd}` in the transcript"
+    return found
+
+
+def field(text: str, label: str) -> str:
+    """The value after `label:` on the line that starts with it."""
+    for line in text.splitlines():
+        if line.strip().startswith(label + ":"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {label!r} in:\n{text}")
 
 
 try:
