@@ -84,7 +84,9 @@ class Server:
         self.reading = False  # a client's data_received is running (it ends with flush_dirty)
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
-        self._next_cid = 0
+        # nats-server's own internal clients take ids 1-4: its first outside
+        # connection is client 5, and tools show the id (`nats account info`)
+        self._next_cid = 4
         self._tcp: asyncio.base_events.Server | None = None
         self.port = 0
         self.start_time = time.time()
@@ -120,6 +122,9 @@ class Server:
                 log.info("Starting JetStream")
                 self.jetstream = JetStream(self, store_dir)
                 await self.jetstream.start()
+        from .sysreq import SysRequests
+
+        self.sys_requests = SysRequests(self)
         if o.http_port:
             from .monitor import Monitor
 

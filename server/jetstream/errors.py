@@ -7,13 +7,20 @@ from __future__ import annotations
 
 
 class ApiError(Exception):
-    __slots__ = ("code", "err_code", "description")
+    __slots__ = ("code", "err_code", "description", "counted")
 
     def __init__(self, code: int, err_code: int, description: str):
         super().__init__(description)
         self.code = code
         self.err_code = err_code
         self.description = description
+        # in $JS.API.INFO's api.errors: nats-server answers a few errors
+        # (a store's, in MSG.DELETE) as plain responses it does not count
+        self.counted = True
+
+    def uncounted(self) -> "ApiError":
+        self.counted = False
+        return self
 
     def to_dict(self) -> dict:
         return {"code": self.code, "err_code": self.err_code, "description": self.description}

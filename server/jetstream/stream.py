@@ -502,10 +502,8 @@ class Stream(ExpiryMixin):
         return n
 
     def delete_msg(self, seq: int, no_erase: bool) -> None:
-        if self.config["sealed"]:
-            raise errors.stream_sealed()
-        if self.config["deny_delete"]:
-            raise errors.stream_msg_delete_failed("message delete not permitted")
+        """The store's part of STREAM.MSG.DELETE (the API checks sealed and
+        deny_delete first: those errors count in api.errors, these do not)."""
         if seq <= 0:
             raise errors.bad_request()
         if not self.remove_msg(seq):
