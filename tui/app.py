@@ -362,9 +362,9 @@ class NatslabApp(App):
             pane.select_bucket(bucket)
 
     def action_demo_redelivery(self) -> None:
-        from .demos import run_redelivery_demo
+        from .demos import run_demo
 
-        run_redelivery_demo(self)
+        run_demo(self, "redelivery")
 
     async def action_quit(self) -> None:
         await self.shutdown()

@@ -166,3 +166,14 @@ async def show_tab(app: NatslabApp, pilot, tab: str) -> None:
     app.action_tab(tab)
     await wait_for(pilot, lambda: len(app.screen.query(f"#{tab}-pane")) > 0, what=f"{tab} pane mounted")
     await pilot.pause(0.3)
+
+
+async def answer(app: NatslabApp, pilot, yes: bool = True) -> str:
+    """Answer the confirmation dialog that comes up; returns its question."""
+    from natslab.tui.widgets.confirm import ConfirmDialog
+
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="a confirmation")
+    question = app.screen.question
+    await pilot.press("y" if yes else "escape")
+    await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog), what="confirmation closed")
+    return question
