@@ -99,6 +99,10 @@ class PullHand(Vertical):
         if (stream, consumer) == (self.stream, self.consumer):
             return
         self.stream, self.consumer = (stream, consumer) if consumer and pull else (stream, None)
+        # the cards in hand are another consumer's messages: they go
+        # (unacked ones come back to that consumer after its ack wait)
+        self.query("#pull-cards HandCard").remove()
+        self.set_status("")
         target = self.query_one("#pull-target", Label)
         if self.consumer:
             target.update(f"{self.stream} › {self.consumer}")
@@ -145,6 +149,8 @@ class PullHand(Vertical):
     @on(Fetched)
     async def on_fetched(self, event: Fetched) -> None:
         event.stop()
+        if (event.stream, event.consumer) != (self.stream, self.consumer):
+            return  # fetched for the consumer picked before this one
         if event.error:
             self.set_status(event.error)
             return
