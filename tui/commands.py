@@ -17,8 +17,10 @@ class NatslabCommands(Provider):
         out: list[tuple[str, str, object]] = [
             (demo.title, demo.summary, partial(run_demo, app, key)) for key, demo in DEMOS.items()
         ]
-        for tab, title in app.TABS:
-            out.append((f"Go to: {title}", f"show the {title} pane", partial(app.action_tab, tab)))
+        from .panes.registry import PANES
+
+        for spec in PANES:
+            out.append((f"Go to: {spec.title}", f"show the {spec.title} pane", partial(app.action_tab, spec.area)))
         for name in sorted(app.available_themes):
             if name.startswith("natslab") or name in app.user_theme_names:
                 out.append((f"Theme: {name}", "switch theme (remembered)", partial(setattr, app, "theme", name)))

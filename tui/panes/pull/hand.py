@@ -25,6 +25,8 @@ class PullHand(Vertical):
     BINDINGS = [
         Binding("f", "fetch", "Fetch", id="pull.fetch"),
         Binding("c", "clear", "Clear settled", id="pull.clear"),
+        Binding("j,down", "card(1)", "Next card", id="pull.next", show=False),
+        Binding("k,up", "card(-1)", "Previous card", id="pull.prev", show=False),
     ]
 
     @dataclass
@@ -74,6 +76,15 @@ class PullHand(Vertical):
     def focus_default(self) -> None:
         # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
         self.query_one("#pull-fetch", Button).focus()
+
+    def action_card(self, step: int) -> None:
+        """j/k and the arrows move between cards, from the bar to the first one."""
+        cards = list(self.query(HandCard))
+        if not cards:
+            return
+        focused = self.screen.focused
+        at = cards.index(focused) if focused in cards else (-1 if step > 0 else len(cards))
+        cards[max(0, min(len(cards) - 1, at + step))].focus()
 
     def _client_changed(self, generation: int) -> None:
         if generation and generation != self._subscribed_generation:

@@ -32,7 +32,7 @@ class MessageBrowser(Vertical):
         Binding("right_square_bracket", "next_page", "Next page", id="browser.next"),
         Binding("left_square_bracket", "prev_page", "Prev page", id="browser.prev"),
         Binding("t", "mode('text')", "Text", id="browser.text"),
-        Binding("j", "mode('json')", "JSON", id="browser.json"),
+        Binding("J", "mode('json')", "JSON", id="browser.json"),
         Binding("x", "mode('hex')", "Hex", id="browser.hex"),
         Binding("r", "reload", "Reload", id="browser.reload"),
     ]
@@ -145,7 +145,7 @@ class MessageBrowser(Vertical):
             table.add_row(Text(str(m.seq)), Text(m.subject), Text(fmt_bytes(len(m.data))), Text(when), key=str(m.seq))
         self.query_one("#browser-seq", Input).value = str(self.start_seq)
         status = event.error or (
-            f"seq {min(self.messages)}–{max(self.messages)} · [ ] page · t/j/x format" if self.messages
+            f"seq {min(self.messages)}–{max(self.messages)} · [ ] page · t/J/x format" if self.messages
             else "no messages at or after this sequence"
         )
         self.query_one("#browser-status", Label).update(status)
