@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import tls
 from .conf import ConfigError, parse_config, parse_duration
 from .server import NATS_VERSION, Server, ServerOptions
 
@@ -42,6 +43,13 @@ Authorization Options:
         --pass <password>            Password required for connections
         --auth <token>               Authorization token required for connections
 
+TLS Options:
+        --tls                        Enable TLS, do not verify clients (default: false)
+        --tlscert <file>             Server certificate file
+        --tlskey <file>              Private key for server certificate
+        --tlsverify                  Enable TLS, verify client certificates
+        --tlscacert <file>           Client certificate CA for verification
+
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
@@ -63,6 +71,8 @@ _FLAGS = {
     "sd": ("store_dir", True), "store_dir": ("store_dir", True),
     "max_payload": ("max_payload", True),
     "user": ("user", True), "pass": ("password", True), "auth": ("token", True),
+    "tls": ("tls", False), "tlsverify": ("tlsverify", False), "tlscert": ("tlscert", True),
+    "tlskey": ("tlskey", True), "tlscacert": ("tlscacert", True),
     "h": ("help", False), "help": ("help", False),
     "v": ("version", False), "version": ("version", False),
 }
@@ -144,6 +154,14 @@ def build_options(flags: dict) -> ServerOptions:
         o.token = flags["token"]
     if flags.get("trace") or flags.get("debug_trace"):
         o.trace = True
+    # any --tls* flag replaces the file's tls block; --tls=false drops it
+    if flags.get("tls") is False:
+        o.tls = None
+    elif any(k in flags for k in ("tls", "tlsverify", "tlscert", "tlskey", "tlscacert")):
+        try:
+            o.tls = tls.from_flags(flags)
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
     if o.port < -1 or o.port > 65535:
         raise UsageError(f"invalid port {o.port}")
     return o
@@ -187,6 +205,8 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
                 o.auth_timeout = parse_duration(a["timeout"])
+        if "tls" in c:
+            o.tls = tls.parse_tls_block(c["tls"])
         js = c.get("jetstream")
         if isinstance(js, dict):
             o.jetstream = True
@@ -281,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
                   bool(flags.get("trace") or flags.get("debug_trace")))
     try:
         return asyncio.run(serve(opts, flags.get("pid")))
+    except ConfigError as e:  # e.g. a certificate that does not load
+        print(f"natslab server: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         logging.getLogger("natslab.server").critical("Error listening on port: %s", e)
         return 1
