@@ -170,6 +170,11 @@ class Client(asyncio.BufferedProtocol):
         if srv.auth_required:
             self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
 
+    def takes_async_info(self) -> bool:
+        """Does this client take INFO updates (protocol 1, and its first PING
+        answered, as nats-server requires)?"""
+        return self._connect_opts.get("protocol", 0) >= 1 and not self._connect_info_due
+
     def connection_lost(self, exc) -> None:
         self.closed = True
         self._cancel_timers()

@@ -16,6 +16,7 @@ from pathlib import Path
 from . import protocol as p
 from .auth import Authenticator
 from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient, plain_sink
+from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
 from .tls import TLSOptions
@@ -52,6 +53,8 @@ class ServerOptions:
     sync_always: bool = False
     sync_interval: float = 1.0
     tls: "TLSOptions | None" = None  # the tls {} block or --tls* flags (server/tls.py)
+    lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
+    lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
 
 
 def _server_id() -> str:
@@ -105,6 +108,7 @@ class Server:
         self.auth_required = self.auth.required
         # made here, so a certificate that does not load stops the start
         self.tls_context = o.tls.context() if o.tls is not None else None
+        self.ldm = False  # in lame duck mode (server/lameduck.py)
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
@@ -144,9 +148,13 @@ class Server:
             log.info("TLS required for client connections")
         log.info("Server is ready")
 
-    async def stop(self) -> None:
+    def stop_listening(self) -> None:
+        """Accept no more connections (lame duck mode, shutdown)."""
         if self._tcp is not None:
             self._tcp.close()
+
+    async def stop(self) -> None:
+        self.stop_listening()
         for c in list(self.clients.values()):
             c.close("Server Shutdown")
         if self.monitor is not None:
