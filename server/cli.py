@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import tls
+from . import tls, websocket
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .conf import ConfigError, parse_config, parse_duration
 from .server import NATS_VERSION, Server, ServerOptions
@@ -211,6 +211,8 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
                 o.auth_timeout = parse_duration(a["timeout"])
         if "tls" in c:
             o.tls = tls.parse_tls_block(c["tls"])
+        if "websocket" in c:
+            o.websocket = websocket.parse_websocket_block(c["websocket"])
         for key in ("lame_duck_duration", "lame_duck_grace_period"):
             if key in c:
                 try:

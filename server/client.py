@@ -145,6 +145,7 @@ class Client(asyncio.BufferedProtocol):
         self.close_reason = ""
         self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
         self.nonce = b""  # the INFO nonce an nkey user signs
+        self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -155,7 +156,7 @@ class Client(asyncio.BufferedProtocol):
         srv = self.server
         self.cid = srv.register(self)
         info = p.info_line(srv.client_info(self))
-        if srv.tls_context is not None and not self.closed:
+        if srv.tls_context is not None and self.ws is None and not self.closed:
             tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake
             return
         transport.write(info)

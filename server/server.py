@@ -20,6 +20,7 @@ from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
 from .tls import TLSOptions
+from .websocket import WebsocketListener, WebsocketOptions
 
 # The nats-server release whose behaviour natslab implements; clients gate
 # features on it (nats-py needs >= 2.9 for the named consumer-create API).
@@ -55,6 +56,7 @@ class ServerOptions:
     tls: "TLSOptions | None" = None  # the tls {} block or --tls* flags (server/tls.py)
     lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
     lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
+    websocket: "WebsocketOptions | None" = None  # the websocket {} block (server/websocket.py)
 
 
 def _server_id() -> str:
@@ -109,6 +111,7 @@ class Server:
         # made here, so a certificate that does not load stops the start
         self.tls_context = o.tls.context() if o.tls is not None else None
         self.ldm = False  # in lame duck mode (server/lameduck.py)
+        self.websocket = WebsocketListener(self, o.websocket) if o.websocket is not None and o.websocket.port else None
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
@@ -146,12 +149,16 @@ class Server:
         log.info("Listening for client connections on %s:%d", o.host, self.port)
         if self.tls_context is not None:
             log.info("TLS required for client connections")
+        if self.websocket is not None:
+            await self.websocket.start()
         log.info("Server is ready")
 
     def stop_listening(self) -> None:
         """Accept no more connections (lame duck mode, shutdown)."""
         if self._tcp is not None:
             self._tcp.close()
+        if self.websocket is not None:
+            self.websocket.close()
 
     async def stop(self) -> None:
         self.stop_listening()
@@ -169,6 +176,8 @@ class Server:
             except asyncio.TimeoutError:
                 pass
             self._tcp = None
+        if self.websocket is not None:
+            await self.websocket.wait_closed()
         self.logger.info("Server Exiting..")
 
     # -- clients ---------------------------------------------------------------
@@ -216,6 +225,8 @@ class Server:
             info["tls_required"] = True
             if self.opts.tls.verify:
                 info["tls_verify"] = True
+        if client.ws is not None:
+            client.ws.adjust_info(info)
         info["max_payload"] = self.opts.max_payload
         if self.jetstream is not None:
             info["jetstream"] = True
