@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import errors, streamconfig
+from . import errors, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
@@ -156,6 +156,7 @@ class JetStream:
         """STREAM.CREATE: returns (stream, created). Raises ApiError."""
         cfg = streamconfig.normalize(raw)
         streamconfig.check_replicas(cfg)
+        cfg = topoconfig.check_streams(cfg, self.streams)
         existing = self.streams.get(cfg["name"])
         if existing is not None:
             if _comparable(existing.config) != _comparable(cfg):
@@ -178,7 +179,9 @@ class JetStream:
         if st is None:
             raise errors.stream_not_found()
         cfg = streamconfig.normalize(raw)
+        cfg = topoconfig.check_streams(cfg, self.streams)
         cfg = streamconfig.check_update(st.config, cfg)
+        topoconfig.check_update(st.config, cfg)
         self.check_overlap(cfg, exclude=st.name)
         st.update_config(cfg)
         self.save_stream_meta(st)
