@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import errors, streamconfig, topoconfig
+from . import errors, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
@@ -91,6 +91,8 @@ class JetStream:
             self.server.unsubscribe_internal(self._api_sub)
             self._api_sub = None
         for st in list(self.streams.values()):
+            sourcing.stream_stopped(st)
+        for st in list(self.streams.values()):
             for c in list(st.consumers.values()):
                 c.save_state(sync=True)
             st.stop()
@@ -122,6 +124,9 @@ class JetStream:
                 self.logger.info("Restored stream %s: %d messages", cfg["name"], store.state().messages)
             except (CorruptStateError, KeyError, ValueError, OSError) as e:
                 self.logger.error("Could not restore stream from %s: %s", d, e)
+        # mirrors and sources once every origin is back
+        for st in list(self.streams.values()):
+            sourcing.stream_started(self, st)
 
     # -- stores ------------------------------------------------------------------
     def stream_dir(self, name: str) -> Path:
@@ -171,6 +176,7 @@ class JetStream:
         self.streams[st.name] = st
         self.save_stream_meta(st)
         st.start()
+        sourcing.stream_started(self, st)
         return st, True
 
     def update_stream(self, raw: dict) -> Stream:
@@ -185,6 +191,7 @@ class JetStream:
         self.check_overlap(cfg, exclude=st.name)
         st.update_config(cfg)
         self.save_stream_meta(st)
+        sourcing.stream_updated(st)
         return st
 
     def delete_stream(self, name: str) -> None:
@@ -193,6 +200,7 @@ class JetStream:
             raise errors.stream_not_found()
         for c in list(st.consumers.values()):
             c.delete(notify_stream=False)
+        sourcing.stream_stopped(st)
         st.stop()
         try:
             st.store.delete()

@@ -80,9 +80,6 @@ def normalize(raw: dict) -> dict:
         if cfg.get(flag):
             raise errors.stream_invalid_config(f"{what} is not supported by this server")
     topoconfig.normalize_sources(cfg)
-    for unsupported in ("mirror", "sources"):
-        if cfg.get(unsupported):
-            raise errors.stream_invalid_config(f"{unsupported} is not supported by this server")
     topoconfig.check_mirror(cfg)
     topoconfig.check_sources(cfg)
     subjects = cfg.get("subjects") or []
