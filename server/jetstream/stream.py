@@ -12,10 +12,11 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import errors, headers
+from . import errors, headers, transform
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
+from .republish import RePublisher
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
 from .store import Store, StoredMsg
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("natslab.jetstream")
 
 RUNTIME_FILE = "runtime.json"
+SOURCED, MIRRORED = 1, 2  # process_msg's ``sourced``: copied from a source / for a mirror
 _ERR_MAX_MSGS = "maximum messages exceeded"
 _ERR_MAX_BYTES = "maximum bytes exceeded"
 _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
@@ -57,6 +59,8 @@ class Stream(ExpiryMixin):
         self._ttl_timer = None
         self.closed = False
         self._direct = None  # the DIRECT.GET responder, made on first use
+        self.followers: list = []  # sourcing.Links that copy from this stream
+        self.links = None  # sourcing.Links: this stream's mirror or sources
 
     @property
     def config(self) -> dict:
@@ -80,6 +84,10 @@ class Stream(ExpiryMixin):
         self._discard_new = cfg["discard"] == "new" and (
             self._mm > 0 or self._mb > 0 or (self._per > 0 and bool(cfg.get("discard_new_per_subject"))))
         self._max_age = cfg["max_age"]
+        st = cfg.get("subject_transform")
+        self._itr = transform.new(st["src"], st["dest"]) if st else None
+        rp = cfg.get("republish")
+        self._republish = RePublisher(self, rp) if rp and rp.get("dest") else None
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -162,7 +170,14 @@ class Stream(ExpiryMixin):
         else:
             self.js.server.reply_run([(r, None, fail if stored else payload) for r, payload, stored in held])
 
-    def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+    def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes,
+                    sourced: int = 0, ts: int = 0) -> None:
+        """Store one message: a publish (``sourced`` 0), one copied from a
+        source (SOURCED) or for a mirror (MIRRORED, kept at the origin's
+        ``ts``; the mirror positioned the store at the origin's sequence).
+        Copied messages skip the publish-only checks, as nats-server's."""
+        if self._itr is not None:
+            subject = self._itr.match(subject) or subject
         if self._sealed:
             raise errors.stream_sealed()
         msg_id = ""
@@ -181,7 +196,7 @@ class Stream(ExpiryMixin):
             # read, checked and ordered as the real server's processJetStreamMsg
             # does; an empty value counts as no header
             value = headers.value
-            if value(hdr, b"Nats-Batch-Id"):
+            if not sourced and value(hdr, b"Nats-Batch-Id"):
                 # atomic batch publish (2.12) is not implemented: every
                 # stream behaves as one without allow_atomic
                 raise errors.atomic_publish_disabled()
@@ -195,7 +210,9 @@ class Stream(ExpiryMixin):
                 except ApiError:
                     ttl_err = True
                 if ttl and not self.config["allow_msg_ttl"]:
-                    raise errors.msg_ttl_disabled()
+                    if not sourced:
+                        raise errors.msg_ttl_disabled()
+                    ttl = 0  # copied as is, but this stream keeps no TTLs
             elss = value(hdr, b"Nats-Expected-Last-Subject-Sequence")
             on = value(hdr, b"Nats-Expected-Last-Subject-Sequence-Subject")
             if elss:
@@ -209,8 +226,10 @@ class Stream(ExpiryMixin):
                 last = self.store.state().last_seq
                 if headers.go_uint64(els) != last:
                     raise errors.wrong_last_sequence(last)
+            if not sourced and b"Nats-Stream-Source" in hdr and value(hdr, b"Nats-Stream-Source"):
+                raise errors.message_source_header_not_allowed()
             msg_id = value(hdr, b"Nats-Msg-Id")
-            if msg_id:
+            if msg_id and sourced != MIRRORED:  # a mirror keeps what its origin kept
                 dup = self._check_dup(msg_id)
                 if dup:
                     if reply and self._ack:
@@ -221,12 +240,15 @@ class Stream(ExpiryMixin):
                 raise errors.wrong_last_msg_id(self._last_msg_id)
             rollup = value(hdr, b"Nats-Rollup").lower()
             if rollup:
-                if not self.config["allow_rollup_hdrs"] or self.config["deny_purge"]:
+                allowed = self.config["allow_rollup_hdrs"] and not self.config["deny_purge"]
+                if not allowed and not sourced:
                     raise errors.stream_rollup_failed("rollup not permitted")
                 if rollup not in ("sub", "all"):
                     raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
+                if not allowed:
+                    rollup = ""  # a copied rollup applies only where rollups are allowed
         store = self.store
-        ts = time_ns()
+        ts = ts or time_ns()
         if self._interest and not self._has_interest(subject):
             seq = store.store_msg(subject, hdr, payload, ts)
             store.remove(seq)
@@ -242,6 +264,7 @@ class Stream(ExpiryMixin):
             hdr = headers.append(headers.remove(hdr, headers.TTL), [(headers.TTL, str(ttl))])
         if self._discard_new:
             self._check_discard_new(subject, store.msg_size(subject, hdr, payload), bool(rollup))
+        rp = self._republish.prepare(subject) if self._republish is not None else None
         seq = store.store_msg(subject, hdr, payload, ts)
         if msg_id or self._last_msg_id:
             self._record_id(msg_id, seq, ts)
@@ -256,6 +279,8 @@ class Stream(ExpiryMixin):
         if rollup:
             # the new message is the one kept (nats-server: a purge with keep 1)
             self._purge(subject if rollup == "sub" else None, 0, 1)
+        if rp is not None:
+            self._republish.send(rp, subject, seq, ts, hdr, payload)
         if reply and self._ack:
             self._reply(reply, b"%s%d}" % (self._pub_ack, seq))
         if self._max_age and self._age_timer is None:
@@ -263,6 +288,9 @@ class Stream(ExpiryMixin):
         if self.consumers:
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
+        if self.followers:
+            for link in self.followers:
+                link.origin_stored()
 
     def _last_seq_for(self, subject: str) -> int:
         if is_literal(subject):

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from . import errors
+from . import errors, topoconfig
 from .names import MAX_DESCRIPTION_LEN, MAX_NAME_LEN, byte_len, is_valid_asset_name
 from .shapes import NS, STREAM_CONFIG_KEYS
 from .subjects import collide, is_subset, is_valid
@@ -45,13 +45,14 @@ def normalize(raw: dict) -> dict:
         raise errors.stream_invalid_config("max age needs to be >= 100ms")
     cfg["max_age"] = max_age
     dup = cfg.get("duplicate_window") or 0
-    if dup == 0:
+    # a mirror or a stream with sources gets no default window
+    if dup == 0 and cfg.get("mirror") is None and not cfg.get("sources"):
         dup = max_age if max_age and max_age < DEFAULT_DUPLICATE_WINDOW else DEFAULT_DUPLICATE_WINDOW
     if dup < 0:
         raise errors.stream_invalid_config("duplicates window can not be negative")
     if max_age and dup > max_age:
         raise errors.stream_invalid_config("duplicates window can not be larger then max age")
-    if dup < NS // 10:
+    if 0 < dup < NS // 10:
         raise errors.stream_invalid_config("duplicates window needs to be >= 100ms")
     cfg["duplicate_window"] = dup
     if cfg.get("deny_purge") and cfg.get("allow_rollup_hdrs"):
@@ -70,17 +71,17 @@ def normalize(raw: dict) -> dict:
             cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False
     elif smt < 0:
         raise errors.stream_invalid_config("subject delete marker TTL must not be negative")
-    for unsupported in ("mirror", "sources", "subject_transform", "republish"):
-        if cfg.get(unsupported):
-            raise errors.stream_invalid_config(f"{unsupported.replace('_', ' ')} is not supported by this server")
     # 2.12+ stream features natslab does not implement: refused rather than
     # accepted and silently not honoured
     for flag, what in (("allow_atomic", "atomic publish"), ("allow_batched", "batched publish"),
                        ("allow_msg_counter", "message counters"), ("allow_msg_schedules", "message schedules")):
         if cfg.get(flag):
             raise errors.stream_invalid_config(f"{what} is not supported by this server")
+    topoconfig.normalize_sources(cfg)
+    topoconfig.check_mirror(cfg)
+    topoconfig.check_sources(cfg)
     subjects = cfg.get("subjects") or []
-    if not subjects:
+    if not subjects and cfg.get("mirror") is None and not cfg.get("sources"):
         subjects = [name]
     seen: set[str] = set()
     for i, subj in enumerate(subjects):
@@ -101,6 +102,7 @@ def normalize(raw: dict) -> dict:
                 raise errors.stream_invalid_config(f'subject "{subj}" overlaps with "{other}"')
         seen.add(subj)
     cfg["subjects"] = list(subjects)
+    topoconfig.check_transform_and_republish(cfg)
     for k in ("allow_direct", "mirror_direct", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs", "allow_msg_ttl"):
         cfg[k] = bool(cfg.get(k))
     cl = cfg.get("consumer_limits") or {}
