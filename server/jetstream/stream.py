@@ -12,7 +12,7 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import errors, headers
+from . import counters, errors, headers
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
@@ -80,6 +80,7 @@ class Stream(ExpiryMixin):
         self._discard_new = cfg["discard"] == "new" and (
             self._mm > 0 or self._mb > 0 or (self._per > 0 and bool(cfg.get("discard_new_per_subject"))))
         self._max_age = cfg["max_age"]
+        self._counter = bool(cfg.get("allow_msg_counter"))
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -166,6 +167,7 @@ class Stream(ExpiryMixin):
         ttl = 0
         ttl_err = False
         rollup = ""
+        incr = None
         # the size limits come first, before any header is looked at, as on
         # the real server (its inbound path checks them pre-emptively)
         hlen = len(hdr) if hdr else 0
@@ -182,6 +184,8 @@ class Stream(ExpiryMixin):
                 # atomic batch publish (2.12) is not implemented: every
                 # stream behaves as one without allow_atomic
                 raise errors.atomic_publish_disabled()
+            if hdr.find(counters.INCR) >= 0:
+                incr = counters.check_headers(self, hdr, payload)
             es = value(hdr, b"Nats-Expected-Stream")
             if es and es != self.name:
                 raise errors.expected_stream_mismatch()
@@ -206,6 +210,8 @@ class Stream(ExpiryMixin):
                 last = self.store.state().last_seq
                 if headers.go_uint64(els) != last:
                     raise errors.wrong_last_sequence(last)
+            if value(hdr, b"Nats-Stream-Source"):
+                raise errors.msg_source_hdr_not_allowed()  # only a stream's own sourcing sets it
             msg_id = value(hdr, b"Nats-Msg-Id")
             if msg_id:
                 dup = self._check_dup(msg_id)
@@ -222,6 +228,11 @@ class Stream(ExpiryMixin):
                     raise errors.stream_rollup_failed("rollup not permitted")
                 if rollup not in ("sub", "all"):
                     raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
+        if self._counter:
+            if incr is None:
+                raise errors.msg_incr_missing()
+            mp = self.js.server.opts.max_payload
+            payload, total = counters.apply(self, subject, hdr, incr, mp if mms < 0 else min(mp, mms))
         store = self.store
         ts = time_ns()
         if self._interest and not self._has_interest(subject):
@@ -254,7 +265,10 @@ class Stream(ExpiryMixin):
             # the new message is the one kept (nats-server: a purge with keep 1)
             self._purge(subject if rollup == "sub" else None, 0, 1)
         if reply and self._ack:  # self._reply, inlined on the hot path
-            ack = b"%s%d}" % (self._pub_ack, seq)
+            if self._counter:
+                ack = b'%s%d,"val":"%d"}' % (self._pub_ack, seq, total)
+            else:
+                ack = b"%s%d}" % (self._pub_ack, seq)
             if not store.hold(reply, ack, True):
                 self.js.server.reply_internal(reply, ack)
         if self._max_age and self._age_timer is None:

@@ -58,6 +58,16 @@ def normalize(raw: dict) -> dict:
     cfg["duplicate_window"] = dup
     if cfg.get("deny_purge") and cfg.get("allow_rollup_hdrs"):
         raise errors.stream_invalid_config("roll-ups require the purge permission")
+    if cfg.get("allow_msg_counter"):
+        # checked before a subject delete marker TTL turns on message TTLs, as nats-server does
+        if cfg["discard"] == "new":
+            raise errors.stream_invalid_config("counter stream cannot use discard new")
+        if cfg.get("allow_msg_ttl"):
+            raise errors.stream_invalid_config("counter stream cannot use message TTLs")
+        if cfg.get("allow_msg_schedules"):
+            raise errors.stream_invalid_config("counter stream cannot use message schedules")
+        if cfg["retention"] != "limits":
+            raise errors.stream_invalid_config("counter stream can only use limits retention")
     if cfg.get("discard_new_per_subject"):
         if cfg["discard"] != "new":
             raise errors.stream_invalid_config("discard new per subject requires discard new policy to be set")
@@ -78,7 +88,7 @@ def normalize(raw: dict) -> dict:
     # 2.12+ stream features natslab does not implement: refused rather than
     # accepted and silently not honoured
     for flag, what in (("allow_atomic", "atomic publish"), ("allow_batched", "batched publish"),
-                       ("allow_msg_counter", "message counters"), ("allow_msg_schedules", "message schedules")):
+                       ("allow_msg_schedules", "message schedules")):
         if cfg.get(flag):
             raise errors.stream_invalid_config(f"{what} is not supported by this server")
     subjects = cfg.get("subjects") or []
