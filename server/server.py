@@ -49,6 +49,11 @@ class ServerOptions:
     trace: bool = False
     sync_always: bool = False
     sync_interval: float = 1.0
+    # jetstream { limits { batch { ... } } }: atomic batch publish limits (nats-server's defaults)
+    batch_max_inflight_per_stream: int = 50
+    batch_max_inflight_total: int = 1000
+    batch_max_msgs: int = 1000
+    batch_timeout: float = 10.0
 
 
 def _server_id() -> str:
