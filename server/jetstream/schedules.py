@@ -256,6 +256,8 @@ class Scheduler:
             self._timer = None
 
     def on_stored(self, seq: int, subject: str, hdr: bytes | None, ts: int, arm: bool = True) -> None:
+        if not hdr and subject not in self.by_subject:
+            return
         """A message was stored: a schedule (re)sets its subject's; anything
         else on a schedule's subject replaces it; a produced message moves
         its scheduler's next run."""
@@ -275,6 +277,8 @@ class Scheduler:
             self._arm()
 
     def _set(self, subject: str, seq: int, at: int) -> None:
+        if self.by_subject.get(subject) == (seq, at):
+            return  # already on the heap
         self.by_subject[subject] = (seq, at)
         heapq.heappush(self._heap, (at, seq, subject))
 
@@ -303,9 +307,11 @@ class Scheduler:
         now = _now()
         due = []
         heap = self._heap
+        seen = set()
         while heap and heap[0][0] <= now:
             at, seq, subject = heapq.heappop(heap)
-            if self.by_subject.get(subject) == (seq, at):
+            if self.by_subject.get(subject) == (seq, at) and subject not in seen:
+                seen.add(subject)
                 due.append((seq, subject, at))
         for seq, subject, at in sorted(due):
             try:
@@ -357,9 +363,7 @@ class Scheduler:
         if not run[1]:
             self.by_subject.pop(subject, None)  # a one-off runs once
         else:
-            # until the produced message is stored, it is not due again
-            self.by_subject[subject] = (seq, run[0])
-            heapq.heappush(self._heap, (run[0], seq, subject))
+            self._set(subject, seq, run[0])  # (storing the produced message sets the same)
         process_scheduled(stream, target, out, body)
 
 
@@ -404,11 +408,11 @@ def _rfc3339nano(ns: int) -> str:
 
 
 # -- the stream's side ------------------------------------------------------------------
-def after_store(stream: "Stream", seq: int, subject: str, hdr: bytes, ts: int) -> None:
+def after_store(stream: "Stream", seq: int, subject: str, hdr: bytes | None, ts: int) -> None:
     """Called by the stream after it stored a message carrying headers: a
     produced one-off (Nats-Schedule-Next: purge) removes its schedule, and
     the scheduler hears of schedules set, replaced or moved."""
-    if hdr.find(NEXT) >= 0 and headers.value(hdr, NEXT) == "purge":
+    if hdr and hdr.find(NEXT) >= 0 and headers.value(hdr, NEXT) == "purge":
         scheduler = headers.value(hdr, SCHEDULER)
         if scheduler:
             stream._purge(scheduler, 0, 0)

@@ -296,7 +296,7 @@ class Stream(ExpiryMixin):
         if rollup:
             # the new message is the one kept (nats-server: a purge with keep 1)
             self._purge(subject if rollup == "sub" else None, 0, 1)
-        if self._scheduler is not None and hdr:
+        if self._scheduler is not None:
             schedules.after_store(self, seq, subject, hdr, ts)
         if reply and self._ack:  # self._reply, inlined on the hot path
             ack = b"%s%d%s" % (self._pub_ack, seq, ack_tail)
