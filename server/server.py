@@ -57,6 +57,11 @@ class ServerOptions:
     lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
     lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
     websocket: "WebsocketOptions | None" = None  # the websocket {} block (server/websocket.py)
+    # jetstream { limits { batch { ... } } }: atomic batch publish limits (nats-server's defaults)
+    batch_max_inflight_per_stream: int = 50
+    batch_max_inflight_total: int = 1000
+    batch_max_msgs: int = 1000
+    batch_timeout: float = 10.0
 
 
 def _server_id() -> str:

@@ -57,6 +57,16 @@ def normalize(raw: dict) -> dict:
     cfg["duplicate_window"] = dup
     if cfg.get("deny_purge") and cfg.get("allow_rollup_hdrs"):
         raise errors.stream_invalid_config("roll-ups require the purge permission")
+    if cfg.get("allow_msg_counter"):
+        # checked before a subject delete marker TTL turns on message TTLs, as nats-server does
+        if cfg["discard"] == "new":
+            raise errors.stream_invalid_config("counter stream cannot use discard new")
+        if cfg.get("allow_msg_ttl"):
+            raise errors.stream_invalid_config("counter stream cannot use message TTLs")
+        if cfg.get("allow_msg_schedules"):
+            raise errors.stream_invalid_config("counter stream cannot use message schedules")
+        if cfg["retention"] != "limits":
+            raise errors.stream_invalid_config("counter stream can only use limits retention")
     if cfg.get("discard_new_per_subject"):
         if cfg["discard"] != "new":
             raise errors.stream_invalid_config("discard new per subject requires discard new policy to be set")
@@ -71,10 +81,14 @@ def normalize(raw: dict) -> dict:
             cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False
     elif smt < 0:
         raise errors.stream_invalid_config("subject delete marker TTL must not be negative")
+    if cfg.get("allow_msg_schedules"):
+        if cfg["discard"] == "new":
+            raise errors.stream_invalid_config("message scheduling cannot use discard new")
+        if not cfg.get("allow_rollup_hdrs"):
+            cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False  # a schedule is a rollup of its subject
     # 2.12+ stream features natslab does not implement: refused rather than
     # accepted and silently not honoured
-    for flag, what in (("allow_atomic", "atomic publish"), ("allow_batched", "batched publish"),
-                       ("allow_msg_counter", "message counters"), ("allow_msg_schedules", "message schedules")):
+    for flag, what in (("allow_batched", "batched publish"),):
         if cfg.get(flag):
             raise errors.stream_invalid_config(f"{what} is not supported by this server")
     topoconfig.normalize_sources(cfg)
@@ -142,6 +156,8 @@ def check_update(old: dict, cfg: dict) -> dict:
         raise errors.stream_invalid_config("message TTL status can not be disabled")
     if bool(old.get("allow_msg_counter")) != bool(cfg.get("allow_msg_counter")):
         raise errors.stream_invalid_config("stream configuration update can not change message counter setting")
+    if old.get("allow_msg_schedules") and not cfg.get("allow_msg_schedules"):
+        raise errors.stream_invalid_config("message schedules can not be disabled")
     if cfg["sealed"]:
         cfg = dict(cfg, max_age=0, discard="new", deny_delete=True, deny_purge=True, allow_rollup_hdrs=False)
     md = dict(cfg.get("metadata") or {})
