@@ -294,7 +294,7 @@ def test_the_fast_pub_pattern_takes_what_clients_write():
     unusual to its general parser (the differential tests check both give
     nats-server's answers). What the official clients write must take the
     fast loop: nats-py puts two spaces before the size when there is no reply."""
-    from natslab.server.client import _PUB_RE
+    from natslab.server.parser import _PUB_RE
 
     assert _PUB_RE.match(b"PUB a.b  0\r\n").groups() == (b"a.b", None, b"0")  # nats-py, no reply
     assert _PUB_RE.match(b"PUB a.b _INBOX.x.1 12\r\n").groups() == (b"a.b", b"_INBOX.x.1", b"12")

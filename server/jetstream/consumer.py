@@ -143,7 +143,8 @@ class Consumer(DeliveryMixin, AckMixin):
             # as the real server: an ack-none consumer has no ack subject
             # (an ack sent anyway gets no responders)
             ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
-            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True, batch=self.on_acks))
+            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True,
+                                                     run=self.ack_runs((ack_prefix + ".").encode())))
         if not self.is_pull:
             self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.on_flow_control))
         self.start_delivery()
