@@ -43,6 +43,43 @@ class Subscription:
         self.msgs = 0
 
 
+# The CONNECT fields nats-server reads (ClientOpts) and their Go types; others
+# are ignored. Go's json matches the names without regard to case and leaves
+# a field alone for a null.
+_CONNECT_FIELDS = {
+    **dict.fromkeys(("echo", "verbose", "pedantic", "tls_required", "new_account", "headers", "no_responders"), bool),
+    **dict.fromkeys(("nkey", "jwt", "sig", "auth_token", "user", "pass", "name", "lang", "version", "account",
+                     "remote_account"), str),
+    "protocol": int,
+}
+_JSON_KINDS = {bool: "bool", str: "string", int: "number", float: "number", list: "array", dict: "object"}
+
+
+def connect_fields(opts: dict) -> tuple[dict, str]:
+    """The CONNECT options under their field names, and the error Go's json
+    would give for the first field of the wrong type ('' when none is)."""
+    out = {}
+    for k, v in opts.items():
+        name = k if k in _CONNECT_FIELDS else k.lower()
+        want = _CONNECT_FIELDS.get(name)
+        if want is None:
+            out[k] = v
+            continue
+        if v is None:
+            continue
+        got = type(v)
+        if want is int and got is int and -(1 << 63) <= v < (1 << 63):
+            pass
+        elif got is not want:
+            kind = _JSON_KINDS.get(got, "value")
+            if kind == "number" and want is int:
+                kind = "number " + json.dumps(v)
+            gotype = {bool: "bool", str: "string", int: "int"}[want]
+            return out, f"json: cannot unmarshal {kind} into Go struct field ClientOpts.{k} of type {gotype}"
+        out[name] = v
+    return out, ""
+
+
 class Client(Parser, asyncio.BufferedProtocol):
     """A NATS client connection (``kind`` "Client" in monitoring)."""
 
@@ -212,7 +249,14 @@ class Client(Parser, asyncio.BufferedProtocol):
             if not isinstance(opts, dict):
                 raise ValueError
         except ValueError:
-            self.close("bad CONNECT json")
+            self.close("Read Error")
+            return
+        opts, wrong = connect_fields(opts)
+        if wrong:
+            # nats-server's json.Unmarshal into ClientOpts fails: it logs the
+            # error and closes without a word (closed state: Read Error)
+            self.server.logger.error("%s:%d - cid:%d - %s", self.host, self.port, self.cid, wrong)
+            self.close("Read Error")
             return
         proto = opts.get("protocol", 0)
         if not isinstance(proto, int) or proto < 0 or proto > 1:
