@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import random
 import string
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +54,7 @@ class Consumer(DeliveryMixin, AckMixin):
         self.pending: dict[int, list[int]] = {}  # stream seq -> [consumer seq, timestamp ns]
         self.rdc: dict[int, int] = {}  # stream seq -> times redelivered
         self.rdq: list[int] = []  # redelivery queue (stream seqs, in order)
-        self.lss: list[int] | None = None  # last-per-subject skip list
+        self.lss: deque[int] | None = None  # last-per-subject skip list
         self.lss_resume = 0
         self.ldt = 0  # last delivery time (ns)
         self.lat = 0  # last ack time (ns)
@@ -110,7 +111,7 @@ class Consumer(DeliveryMixin, AckMixin):
                 lss = sorted(seqs)
                 sseq = lss[0] if lss else st.last_seq
                 if lss:
-                    self.lss, self.lss_resume = lss, st.last_seq
+                    self.lss, self.lss_resume = deque(lss), st.last_seq
         elif dp == "by_start_time":
             t = parse_rfc3339(cfg["opt_start_time"])
             sseq = st.last_seq + 1
@@ -372,7 +373,7 @@ class Consumer(DeliveryMixin, AckMixin):
             "store_ack_floor": self.sfloor,
             "pending": [[s, p[0], p[1]] for s, p in self.pending.items()],
             "redelivered": [[s, n] for s, n in self.rdc.items()],
-            "lss": self.lss,
+            "lss": list(self.lss) if self.lss is not None else None,
             "lss_resume": self.lss_resume,
         }
         try:
@@ -386,7 +387,8 @@ class Consumer(DeliveryMixin, AckMixin):
         self.sfloor = list(state.get("store_ack_floor") or state["ack_floor"])
         self.pending = {s: [d, t] for s, d, t in state["pending"]}
         self.rdc = {s: n for s, n in state["redelivered"]}
-        self.lss, self.lss_resume = state.get("lss"), state.get("lss_resume", 0)
+        lss = state.get("lss")
+        self.lss, self.lss_resume = (deque(lss) if lss is not None else None), state.get("lss_resume", 0)
         # anything acked-and-removed while we were down (workqueue / interest) is no longer pending
         store = self.stream.store
         first = store.state().first_seq
