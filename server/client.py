@@ -1,85 +1,28 @@
-"""One client connection: the protocol parse loop, per-client state, and the
+"""One client connection: per-client state, the protocol operations, and the
 outbound buffer with its slow-consumer limit.
 
-``data_received`` parses everything one socket read holds in a single pass and
-routes each message; deliveries to other clients are appended to their
-outbound lists and written once per read (see ``Server.flush_dirty``).
+Reading is ``parser.Parser``'s (a connection is one): everything one socket
+read holds is parsed in a single pass. Every message to this client, from
+the router or from a subsystem, goes through ``deliver_run`` (``deliver`` is
+a run of one): framed as MSG/HMSG onto the outbound list, which is joined and
+written once per read (see ``Server.flush_dirty``). Nothing outside this
+module touches ``out``, ``out_size`` or ``dirty``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 
 from . import protocol as p
 from .protocol import CRLF
 from . import tls
+from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
-from .subjects import EMPTY_RESULT, valid_subject
-
-# A PUB as clients write it: tokens between spaces (nats-py writes two before
-# the size when there is no reply), no trailing blanks. Anything else (tabs,
-# odd whitespace) does not match and goes to the general parser, so a match
-# is always the same parse; \S is the quickest class for the regex engine.
-_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
-# data_received parses a read of more than _READ_SLICE bytes in slices,
-# sending what each produced before the next: the first is a third of the
-# read, the next ones double in size up to _READ_SLICE_MAX. A client waiting
-# on a batch of requests works on the first replies while the rest are made
-# (with 64 KV operations in flight through nats-py, a first third did better
-# than a fixed 4 KB or 2 KB, or a half or a quarter).
-_READ_SLICE = 2 * 1024
-_READ_SLICE_MAX = 32 * 1024
-# Sockets are read into one buffer per server (asyncio.BufferedProtocol)
-# and each read copied out at its length. A plain Protocol gets a fresh
-# 256 KiB bytes from every recv, which glibc maps and unmaps (three system
-# calls and a page fault per read; a lone KV put paid them on every round
-# trip). 256 KiB is what asyncio reads at most at a time either way.
-READ_BUFFER_SIZE = 256 * 1024
-_ACK_RUNS: dict[bytes, tuple] = {}  # per ack prefix: the patterns of _ack_run
-
-
-def _ack_run(prefix: bytes) -> tuple:
-    """Patterns for a run of plain acks (no reply, empty payload) to v1 ack
-    subjects under ``prefix`` ("$JS.ACK.<stream>.<consumer>."): the whole
-    run, and each subject in it."""
-    r = _ACK_RUNS.get(prefix)
-    if r is None:
-        item = rb"PUB (%s\d{1,20}(?:\.\d{1,20}){4}) +0\r\n\r\n" % re.escape(prefix)
-        if len(_ACK_RUNS) >= 1024:
-            _ACK_RUNS.clear()
-        r = _ACK_RUNS[prefix] = (re.compile(rb"(?:%s)+" % item.replace(b"(", b"(?:", 1)), re.compile(item))
-    return r
-
-
-_GET_RUNS: dict[bytes, tuple] = {}  # per direct-get prefix: the patterns of _get_run
-
-
-def _get_run(prefix: bytes) -> tuple:
-    """Patterns for a run of body-less direct gets under ``prefix``
-    ("$JS.API.DIRECT.GET.<stream>.") as clients write them (single spaces):
-    the whole run, and each (subject, reply) in it. A subject or reply token
-    is at most 1024 bytes, so a line stays under the control-line limit
-    (longer ones are left to the parser loop, which gives its error)."""
-    r = _GET_RUNS.get(prefix)
-    if r is None:
-        pre = re.escape(prefix)
-        whole = rb"(?:PUB %s\S{1,1024} \S{1,1024} 0\r\n\r\n)+" % pre
-        item = rb"PUB (%s\S{1,1024}) (\S{1,1024}) 0\r\n\r\n" % pre
-        if len(_GET_RUNS) >= 1024:
-            _GET_RUNS.clear()
-        r = _GET_RUNS[prefix] = (re.compile(whole), re.compile(item))
-    return r
-
-
-# nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
-# or form feed is part of a token (bytes.split() would split on them too)
-_ARG_RE = re.compile(rb"[^ \t\r\n]+")
+from .subjects import valid_subject
 
 TRACE = 5  # logging level of -V protocol traces, shown as [TRC]
-_ARG_OPS = (b"SUB", b"PUB", b"HPUB", b"UNSUB")  # operations that must have arguments
 
 # payloads shorter than this are copied into their frame (one string in the
 # outbound list instead of three); longer ones are joined without the copy
@@ -101,7 +44,44 @@ class Subscription:
         self.msgs = 0
 
 
-class Client(asyncio.BufferedProtocol):
+# The CONNECT fields nats-server reads (ClientOpts) and their Go types; others
+# are ignored. Go's json matches the names without regard to case and leaves
+# a field alone for a null.
+_CONNECT_FIELDS = {
+    **dict.fromkeys(("echo", "verbose", "pedantic", "tls_required", "new_account", "headers", "no_responders"), bool),
+    **dict.fromkeys(("nkey", "jwt", "sig", "auth_token", "user", "pass", "name", "lang", "version", "account",
+                     "remote_account"), str),
+    "protocol": int,
+}
+_JSON_KINDS = {bool: "bool", str: "string", int: "number", float: "number", list: "array", dict: "object"}
+
+
+def connect_fields(opts: dict) -> tuple[dict, str]:
+    """The CONNECT options under their field names, and the error Go's json
+    would give for the first field of the wrong type ('' when none is)."""
+    out = {}
+    for k, v in opts.items():
+        name = k if k in _CONNECT_FIELDS else k.lower()
+        want = _CONNECT_FIELDS.get(name)
+        if want is None:
+            out[k] = v
+            continue
+        if v is None:
+            continue
+        got = type(v)
+        if want is int and got is int and -(1 << 63) <= v < (1 << 63):
+            pass
+        elif got is not want:
+            kind = _JSON_KINDS.get(got, "value")
+            if kind == "number" and want is int:
+                kind = "number " + json.dumps(v)
+            gotype = {bool: "bool", str: "string", int: "int"}[want]
+            return out, f"json: cannot unmarshal {kind} into Go struct field ClientOpts.{k} of type {gotype}"
+        out[name] = v
+    return out, ""
+
+
+class Client(Parser, asyncio.BufferedProtocol):
     """A NATS client connection (``kind`` "Client" in monitoring)."""
 
     internal = False
@@ -186,303 +166,6 @@ class Client(asyncio.BufferedProtocol):
         self._cancel_timers()
         self.server.unregister(self)
         self.resume_writing()
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.server.read_buffer
-
-    def buffer_updated(self, nbytes: int) -> None:
-        # the buffer is the server's, shared by every connection: copy this
-        # read out of it before anything else can read into it
-        self.data_received(self.server.read_buffer[:nbytes].tobytes())
-
-    def data_received(self, data: bytes) -> None:
-        if self.closed:
-            return
-        self.last_activity = time.time()
-        if self.buf:
-            data = self.buf + data
-            self.buf = b""
-        srv = self.server
-        srv.reading = True
-        try:
-            n = len(data)
-            if n <= _READ_SLICE:
-                self._parse(data)
-            else:
-                # a big read is parsed a slice at a time with what it produced
-                # sent in between, so a client with many requests in flight
-                # gets its first replies (and refills its window) while the
-                # rest is parsed; a command cut by a slice is finished by the next
-                # (inside a payload, the rest goes at once: a big message
-                # is not copied again for every slice)
-                i = 0
-                step = min(max(n // 3, 1024), _READ_SLICE_MAX)
-                while i < n and not self.closed:
-                    j = i + step if self.pending is None else n
-                    step = min(step * 2, _READ_SLICE_MAX)
-                    piece = data[i:j]
-                    if self.buf:
-                        piece = self.buf + piece
-                        self.buf = b""
-                    self._parse(piece)
-                    i = j
-                    if i < n:
-                        srv.reading = False
-                        srv.flush_dirty()
-                        srv.reading = True
-        finally:
-            srv.reading = False
-            srv.flush_dirty()
-            if srv.backed_up:
-                backed_up, srv.backed_up = srv.backed_up, []
-                others = [c for c in backed_up if c is not self]
-                if others:
-                    self.stall(others)
-
-    # -- parsing -----------------------------------------------------------
-    def _parse(self, data: bytes) -> None:
-        srv = self.server
-        n = len(data)
-        pos = 0
-        # the common case, a plain PUB from a connected non-verbose,
-        # non-pedantic client, is matched by one C-level regex and routed here
-        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
-        while pos < n and not self.closed:
-            pend = self.pending
-            if fast and pend is None:
-                pos = self._fast_pubs(data, pos, n)
-                if pos >= n or self.closed:
-                    break
-                pend = self.pending
-            if pend is not None:
-                subject, reply, hlen, total = pend
-                end = pos + total
-                if end + 2 > n:
-                    break
-                if data[end : end + 2] != b"\r\n":
-                    self.protocol_error(p.ERR_UNKNOWN_OP)
-                    return
-                self.pending = None
-                if hlen:
-                    hdr = data[pos : pos + hlen]
-                    payload = data[pos + hlen : end]
-                else:
-                    hdr = None
-                    payload = data[pos:end]
-                pos = end + 2
-                self.in_msgs += 1
-                self.in_bytes += total
-                if self.perms is not None and not self.perms.can_publish(subject):
-                    self.queue_out(violation("Publish", subject))
-                    continue
-                if self.verbose:
-                    self.queue_out(p.OK)
-                srv.route(self, subject, reply, hdr, payload)
-                continue
-            eol = data.find(b"\n", pos)
-            if eol < 0:
-                if n - pos > p.MAX_CONTROL_LINE:
-                    self.protocol_error(p.ERR_MAX_CONTROL_LINE)
-                    return
-                break
-            line = data[pos:eol]
-            pos = eol + 1
-            if len(line) > p.MAX_CONTROL_LINE:
-                self.protocol_error(p.ERR_MAX_CONTROL_LINE)
-                return
-            args = _ARG_RE.findall(line) if b"\x0b" in line or b"\x0c" in line else line.split()
-            if not args:
-                continue
-            op = args[0].upper()
-            if len(args) == 1 and op in _ARG_OPS and line.rstrip(b"\r") == args[0]:
-                # the keyword alone, not even a space after it: nats-server's
-                # parser stops at an unknown operation (with a space and no
-                # arguments it closes without a word, as the handlers do)
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-                return
-            if op == b"PUB":
-                self._op_pub(args, False)
-            elif op == b"HPUB":
-                self._op_pub(args, True)
-            elif op == b"MSG" or op == b"HMSG":
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-            elif op == b"PING":
-                self.queue_out(p.PONG)
-                if self._connect_info_due:
-                    # like nats-server: one more INFO after the first PONG
-                    self._connect_info_due = False
-                    self.queue_out(p.info_line(srv.client_info(self, connect_info=True)))
-            elif op == b"PONG":
-                self.pings_out = 0
-                if self._ping_sent_at:
-                    self.rtt = time.monotonic() - self._ping_sent_at
-                    self._ping_sent_at = 0.0
-            elif op == b"SUB":
-                self._op_sub(args)
-            elif op == b"UNSUB":
-                self._op_unsub(args)
-            elif op == b"CONNECT":
-                self._op_connect(line[len(args[0]) :].strip())
-                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
-            else:
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-        if pos < n and not self.closed:
-            self.buf = data[pos:]
-
-    def _fast_pubs(self, data: bytes, pos: int, n: int) -> int:
-        """Route a run of plain PUBs; return where the run ends. Anything
-        unusual (a partial line, an oversized payload, another op) is left to
-        the general loop, which gives the real server's errors."""
-        srv = self.server
-        route = srv.route
-        cache_get = srv._match_cache.get
-        index = srv.index
-        match_ack = index.match_ack
-        ack_prefix = ack_r = None  # the last ack's "$JS.ACK.<stream>.<consumer>." and its match
-        ack_gen = 0
-        internal = srv.internal_client
-        pub_match = _PUB_RE.match
-        max_payload = srv.opts.max_payload
-        max_line = p.MAX_CONTROL_LINE
-        msgs = nbytes = 0
-        routed = routed_bytes = 0  # (route counts those for the server itself)
-        batch_sub = None  # plain acks for one consumer, handed over together
-        batch: list[bytes] = []
-        while True:
-            m = pub_match(data, pos)
-            if m is None:
-                break
-            subject, reply, size = m.groups()
-            total = int(size)
-            start = m.end()
-            end = start + total
-            if total > max_payload or start - pos > max_line:
-                break
-            if end + 2 > n:
-                self.pending = (subject, reply or b"", 0, total)
-                pos = start
-                break
-            if data[end : end + 2] != b"\r\n":
-                break
-            pos = end + 2
-            msgs += 1
-            nbytes += total
-            r = cache_get(subject)
-            is_ack = False
-            if r is None:
-                if subject.startswith(b"$JS.ACK."):
-                    is_ack = True
-                    # acks are never cached (see match_ack); a run of them for
-                    # one consumer is matched once while the index stays as it was
-                    if (ack_prefix is not None and subject.startswith(ack_prefix) and subject.find(b"..") < 0
-                            and subject[-1] != 46 and index.inserts + index.removes == ack_gen):
-                        r = ack_r
-                    else:
-                        r = match_ack(subject)
-                        i = subject.find(b".", 8)  # "$JS.ACK.<stream>.<consumer>." as _match_ack cuts it
-                        j = subject.find(b".", i + 1) if i > 8 else -1
-                        ack_prefix = subject[: j + 1] if j > i + 1 else None
-                        ack_r, ack_gen = r, index.inserts + index.removes
-            elif r is EMPTY_RESULT and reply is None:
-                continue
-            if r is not None:
-                psubs, qgroups = r
-                if len(psubs) == 1 and not qgroups:
-                    sub = psubs[0]
-                    if sub.client is internal and sub.raw:
-                        # a stream's subject or a consumer's ack subject, with
-                        # nothing else listening: hand it over as the router
-                        # (and InternalClient.deliver) would, minus the trip
-                        sub.msgs += 1
-                        if (is_ack and reply is None and sub.batch is not None
-                                and (total == 0 or data[start:end] == b"+ACK")):
-                            if sub is not batch_sub:
-                                if batch:
-                                    self._ack_batch(batch_sub, batch)
-                                    batch = []
-                                batch_sub = sub
-                            batch.append(subject)
-                            if ack_prefix is not None and subject.startswith(ack_prefix):
-                                # the plain acks right behind it for the same
-                                # consumer (v1 subjects, as the memo above would
-                                # match them), taken in one go
-                                run = _ack_run(ack_prefix)
-                                m = run[0].match(data, pos)
-                                if m is not None:
-                                    more = run[1].findall(data, pos, m.end())
-                                    k = len(more)
-                                    batch += more
-                                    pos = m.end()
-                                    msgs += k
-                                    sub.msgs += k
-                            continue
-                        if batch:
-                            self._ack_batch(batch_sub, batch)
-                            batch = []
-                        if (total == 0 and reply is not None and sub.gets is not None
-                                and subject.startswith(b"$JS.API.DIRECT.GET.")):
-                            i = subject.find(b".", 19)
-                            if i > 19 and i + 1 < len(subject):
-                                # a KV get (DIRECT.GET.<stream>.<subject>, no
-                                # body), and the ones right behind it for the
-                                # same stream that reach the API alone: one run
-                                prefix = subject[: i + 1]
-                                items = [(subject, reply)]
-                                run = _get_run(prefix)
-                                m = run[0].match(data, pos)
-                                if m is not None:
-                                    more = run[1].findall(data, pos, m.end())
-                                    run_end = m.end()
-                                    for k, (s, rp) in enumerate(more):
-                                        r2 = cache_get(s)
-                                        if r2 is None or r2[0] != psubs or r2[1]:
-                                            # (a subject not matched yet, or
-                                            # with another listener: the loop's)
-                                            more = more[:k]
-                                            run_end = pos + sum(len(s) + len(rp) + 11 for s, rp in more)
-                                            break
-                                    items += more
-                                    pos = run_end
-                                    msgs += len(more)
-                                    sub.msgs += len(more)
-                                srv.current_publisher = self
-                                try:
-                                    sub.gets(prefix, items)
-                                except Exception:
-                                    srv.logger.exception("internal subscription %s failed", sub.subject.decode())
-                                if self.closed:
-                                    break
-                                continue
-                        srv.current_publisher = self
-                        try:
-                            sub.callback(subject, reply or b"", None, data[start:end])
-                        except Exception:
-                            srv.logger.exception("internal subscription %s failed", sub.subject.decode())
-                        if self.closed:
-                            break
-                        continue
-            if batch:
-                self._ack_batch(batch_sub, batch)
-                batch = []
-            routed += 1
-            routed_bytes += total
-            route(self, subject, reply or b"", None, data[start:end])
-            if self.closed:
-                break
-        if batch:
-            self._ack_batch(batch_sub, batch)
-        self.in_msgs += msgs
-        self.in_bytes += nbytes
-        srv.in_msgs += msgs - routed
-        srv.in_bytes += nbytes - routed_bytes
-        return pos
-
-    def _ack_batch(self, sub, subjects: list[bytes]) -> None:
-        self.server.current_publisher = self
-        try:
-            sub.batch(subjects)
-        except Exception:
-            self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
 
     def _require_connect(self) -> bool:
         if not self.connected and self.server.auth_required:
@@ -585,7 +268,14 @@ class Client(asyncio.BufferedProtocol):
             if not isinstance(opts, dict):
                 raise ValueError
         except ValueError:
-            self.close("bad CONNECT json")
+            self.close("Read Error")
+            return
+        opts, wrong = connect_fields(opts)
+        if wrong:
+            # nats-server's json.Unmarshal into ClientOpts fails: it logs the
+            # error and closes without a word (closed state: Read Error)
+            self.server.logger.error("%s:%d - cid:%d - %s", self.host, self.port, self.cid, wrong)
+            self.close("Read Error")
             return
         proto = opts.get("protocol", 0)
         if not isinstance(proto, int) or proto < 0 or proto > 1:
@@ -834,47 +524,6 @@ class Client(asyncio.BufferedProtocol):
     def pending_bytes(self) -> int:
         t = self.transport
         return (t.get_write_buffer_size() if t and not self.closed else 0) + self.out_size
-
-
-class InternalClient:
-    """The publisher/subscriber identity of the server's own subsystems
-    (JetStream). Deliveries call the subscription's callback synchronously."""
-
-    internal = True
-    echo = True
-    closed = False
-    headers = True
-    no_responders = False
-    cid = 0
-    name = "$SYSTEM"
-
-    def __init__(self, server):
-        self.server = server
-
-    def deliver(self, sub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        sub.msgs += 1
-        try:
-            if sub.raw:
-                sub.callback(subject, reply, hdr, payload)
-            else:
-                sub.callback(subject.decode(), reply.decode() if reply else "", hdr, payload)
-        except Exception:  # a bug in a subsystem must not take routing down
-            self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
-
-    def deliver_run(self, sub, msgs) -> None:
-        for subject, reply, hdr, payload in msgs:
-            self.deliver(sub, subject, reply, hdr, payload)
-
-
-class InternalSubscription(Subscription):
-    __slots__ = ("callback", "raw", "batch", "gets")
-
-    def __init__(self, client, subject: bytes, queue: bytes | None, callback):
-        super().__init__(client, subject, queue, b"")
-        self.callback = callback
-        self.raw = False  # callback gets bytes subject/reply (Server.subscribe_internal)
-        self.batch = None  # takes a run of plain acks at once (Server.subscribe_internal)
-        self.gets = None  # takes a run of direct gets at once (Server.subscribe_internal)
 
 
 class TracingClient(Client):

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from . import protocol as p
 from .auth import Authenticator
-from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient
+from .client import Client, Subscription, TracingClient
+from .internal import InternalClient, InternalSubscription, RunSpec
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
-from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
+from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex
 from .tls import TLSOptions
 from .websocket import WebsocketListener, WebsocketOptions
@@ -243,7 +244,7 @@ class Server:
         info["client_id"] = client.cid
         info["client_ip"] = client.host
         if self.jetstream is not None:
-            info["api_lvl"] = JS_API_LEVEL
+            info["api_lvl"] = self.jetstream.api_level
         if connect_info:
             info["connect_info"] = True
             info["remote_account"] = "$G"
@@ -273,23 +274,16 @@ class Server:
                 self.logger.exception("interest listener failed")
 
     def subscribe_internal(self, subject: str, callback, queue: str | None = None,
-                           raw: bool = False, batch=None, gets=None) -> InternalSubscription:
+                           raw: bool = False, run: RunSpec | None = None) -> InternalSubscription:
         """Subscribe a server subsystem: ``callback(subject, reply, hdr, payload)``
         runs synchronously during routing; reply is '' when there is none.
         With ``raw`` the subject and reply are passed as the bytes the router
         holds (b'' for no reply), saving a decode on hot paths. A raw
-        subscription's ``batch(subjects)``, if given, is handed a run of
-        consecutive plain acks (no reply, no headers, payload empty or
-        ``+ACK``) that one read of a client brought for it, in their order and
-        before anything that came after them (the parser's fast loop).
-        Likewise ``gets(prefix, [(subject, reply), ...])`` is handed a run of
-        direct gets by subject with no headers and no body for one stream
-        (subjects under ``prefix``, "$JS.API.DIRECT.GET.<stream>.") that
-        reach this subscription alone."""
+        subscription's ``run`` (see internal.RunSpec) takes runs of messages
+        that one read of a client brought for it at once."""
         sub = InternalSubscription(self.internal_client, subject.encode(), queue.encode() if queue else None, callback)
         sub.raw = raw
-        sub.batch = batch if raw else None
-        sub.gets = gets if raw else None
+        sub.run = run if raw else None
         self.index.insert(sub)
         return sub
 

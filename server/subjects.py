@@ -128,9 +128,12 @@ class SubjectIndex:
         self.cache: dict[bytes, tuple[tuple, tuple]] = {}
         # "_INBOX.<...>" prefix -> (result for any last token, last tokens that need a walk)
         self.prefix_cache: dict[bytes, tuple[tuple[tuple, tuple], frozenset]] = {}
-        # "$JS.ACK.<stream>.<consumer>" -> result for any tail, or None when
-        # some subscription names tail tokens (then the trie is walked)
-        self.ack_cache: dict[bytes, tuple[tuple, tuple] | None] = {}
+        # prefix -> what "<prefix>.<one or more tokens>" matches whatever the
+        # tokens, or None when some subscription names them (see tail_match)
+        self.tail_cache: dict[bytes, tuple[tuple, tuple] | None] = {}
+        # subjects starting with a key are matched by their first n tokens
+        # (see match_by_prefix) and not cached one by one
+        self.by_prefix: dict[bytes, int] = {}
         self.count = 0
         self.inserts = 0
         self.removes = 0
@@ -212,7 +215,7 @@ class SubjectIndex:
 
     def _evict(self, pattern: bytes) -> None:
         self.prefix_cache.clear()
-        self.ack_cache.clear()
+        self.tail_cache.clear()
         cache = self.cache
         if not cache:
             return
@@ -274,21 +277,15 @@ class SubjectIndex:
 
         return match
 
-    def match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
-        """``match_miss`` for a subject the router knows starts with ``$JS.ACK.``."""
-        self.misses += 1
-        return self._match_ack(subject)
-
     def _match_uncached(self, subject: bytes) -> tuple[tuple, tuple]:
         if subject.startswith(b"_INBOX."):
             # reply inboxes are mostly one-off; answer them from a cache keyed
             # by all but the last token, without churning the main cache
             return self._match_inbox(subject)
-        if subject.startswith(b"$JS.ACK."):
-            # ack subjects carry sequence numbers: each is seen once, and
-            # caching them would only push useful entries out; they are
-            # answered by stream and consumer instead
-            return self._match_ack(subject)
+        if self.by_prefix:
+            for start, ntok in self.by_prefix.items():
+                if subject.startswith(start):
+                    return self._match_by_prefix(subject, ntok)
         r = self._walk(subject)
         if len(self.cache) >= CACHE_MAX:
             # drop the oldest half; dicts keep insertion order
@@ -305,21 +302,36 @@ class SubjectIndex:
             _collect(self.root, tokens, 0, psubs, qgroups)
         return _result(psubs, qgroups)
 
-    def _match_ack(self, subject: bytes) -> tuple[tuple, tuple]:
-        i = subject.find(b".", 8)
-        j = subject.find(b".", i + 1) if i > 8 else -1
-        if j <= i + 1 or j + 1 >= len(subject) or subject.find(b"..") >= 0 or subject[-1:] == b".":
+    def route_by_prefix(self, start: bytes, tokens: int) -> None:
+        """Subjects beginning with ``start`` are one-off (a consumer's ack
+        subjects carry sequence numbers: each is seen once, and caching them
+        would only push useful entries out): match them by their first
+        ``tokens`` tokens instead, while what follows does not matter."""
+        self.by_prefix[start] = tokens
+        self.cache.clear()
+
+    def _match_by_prefix(self, subject: bytes, tokens: int) -> tuple[tuple, tuple]:
+        j = -1
+        for _ in range(tokens):
+            j = subject.find(b".", j + 1)
+            if j < 0:
+                return self._walk(subject)
+        if subject.find(b"..") >= 0 or subject[-1:] == b"." or subject[j - 1 : j] == b".":
             return self._walk(subject)
-        prefix = subject[:j]
-        cache = self.ack_cache
-        if prefix in cache:
-            r = cache[prefix]
-        else:
-            r = self._tail_entry(prefix)
-            if len(cache) >= CACHE_MAX:
-                cache.clear()
-            cache[prefix] = r
+        r = self.tail_match(subject[:j])
         return self._walk(subject) if r is None else r
+
+    def tail_match(self, prefix: bytes) -> tuple[tuple, tuple] | None:
+        """What ``prefix.<one or more tokens>`` matches whatever the tokens,
+        or None when that depends on them; kept until the index changes."""
+        cache = self.tail_cache
+        if prefix in cache:
+            return cache[prefix]
+        r = self._tail_entry(prefix)
+        if len(cache) >= CACHE_MAX:
+            cache.clear()
+        cache[prefix] = r
+        return r
 
     def _tail_entry(self, prefix: bytes) -> tuple[tuple, tuple] | None:
         """What ``prefix.<one or more tokens>`` matches whatever the tokens,

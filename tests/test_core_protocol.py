@@ -197,6 +197,34 @@ async def test_bad_connect_options(raw, connect, expect):
     assert await c.closed()
 
 
+@pytest.mark.parametrize("connect", [
+    '{"verbose":"yes"}', '{"verbose":false,"pedantic":1}', '{"verbose":false,"name":5}',
+    '{"verbose":false,"protocol":"1"}', '{"verbose":false,"protocol":1.5}', '{"verbose":false,"protocol":1.0}',
+    '{"verbose":false,"headers":"true"}', '{"verbose":false,"user":1}', '{"verbose":false,"lang":["a"]}',
+    '{"verbose":false,"no_responders":1}', '{"verbose":0}', '{"verbose":false,"Verbose":"x"}',
+])
+async def test_connect_with_a_wrong_json_type_closes_without_a_word(raw, connect):
+    # nats-server's json.Unmarshal into its ClientOpts fails: the connection
+    # is closed and nothing is sent (no -ERR, no PONG)
+    c = await raw(connect=None)
+    await c.send(f"CONNECT {connect}\r\nPING\r\n")
+    got = b""
+    while True:
+        data = await asyncio.wait_for(c.reader.read(65536), 3)
+        if not data:
+            break
+        got += data
+    assert got == b""
+
+
+@pytest.mark.parametrize("connect", ['{"verbose":false,"echo":null}', '{"verbose":false,"name":null,"protocol":null}',
+                                     '{"verbose":false,"unknown":[1]}', '{"VERBOSE":false,"Pedantic":false}'])
+async def test_connect_nulls_unknown_fields_and_any_case_are_taken(raw, connect):
+    c = await raw(connect=None)
+    await c.send(f"CONNECT {connect}\r\nPING\r\n")
+    assert await c.readline() == "PONG"  # (no +OK: verbose false, whatever its name's case)
+
+
 async def test_bad_client_does_not_disturb_others(server, raw):
     good = await connect(server.url)
     got = []
@@ -294,7 +322,7 @@ def test_the_fast_pub_pattern_takes_what_clients_write():
     unusual to its general parser (the differential tests check both give
     nats-server's answers). What the official clients write must take the
     fast loop: nats-py puts two spaces before the size when there is no reply."""
-    from natslab.server.client import _PUB_RE
+    from natslab.server.parser import _PUB_RE
 
     assert _PUB_RE.match(b"PUB a.b  0\r\n").groups() == (b"a.b", None, b"0")  # nats-py, no reply
     assert _PUB_RE.match(b"PUB a.b _INBOX.x.1 12\r\n").groups() == (b"a.b", b"_INBOX.x.1", b"12")

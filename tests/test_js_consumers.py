@@ -1155,3 +1155,56 @@ async def test_acks_read_together_keep_their_order(nc, js, server):
     assert (st.messages, st.first_seq) == (2, 5)
     # the consumer's own ack floor (where a reset starts over) moved too
     assert (await req(nc, "$JS.API.CONSUMER.RESET.MB.B"))["reset_seq"] == 4
+
+
+async def _lps_stream(js, c, name: str, n: int) -> None:
+    """A stream like a KV bucket with one revision: one message on each of n subjects."""
+    await js.add_stream(name=name, subjects=[f"{name}.>"], max_msgs_per_subject=1, storage="memory")
+    await c.send("".join(f"PUB {name}.k.{i} 1\r\nv\r\n" for i in range(n)))
+    await c.read_until_pong()
+    for _ in range(200):
+        if (await js.stream_info(name)).state.messages >= n:
+            break
+        await asyncio.sleep(0.05)
+
+
+async def test_last_per_subject_push_over_many_subjects(js, raw):
+    # what KV key listing and the Go and C clients' watchers do: deliver the
+    # last message of each of 10,000 subjects, counting down num_pending
+    n = 10_000
+    c = await raw()
+    await _lps_stream(js, c, "LPS", n)
+    await c.send("SUB dlps 1\r\n")
+    await c.read_until_pong()
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await js.add_consumer("LPS", api.ConsumerConfig(deliver_subject="dlps", deliver_policy="last_per_subject",
+                                                    ack_policy="none", filter_subject="LPS.>"))
+    pending = []
+    while len(pending) < n:
+        line = await c.readline(timeout=10)
+        if line.startswith("MSG "):
+            pending.append(int(line.split()[3].rsplit(".", 1)[1]))
+    assert pending == list(range(n - 1, -1, -1))
+    assert loop.time() - t0 < 10  # (nats-server: about 0.1 s; natslab once took 18 s)
+
+
+async def test_unsub_during_a_big_push_is_honoured_promptly(js, raw):
+    n = 10_000
+    c = await raw()
+    await _lps_stream(js, c, "LPU", n)
+    await c.send("SUB dlpu 1\r\n")
+    await c.read_until_pong()
+    await js.add_consumer("LPU", api.ConsumerConfig(deliver_subject="dlpu", deliver_policy="last_per_subject",
+                                                    ack_policy="none", filter_subject="LPU.>"))
+    line = await c.readline(timeout=10)
+    assert line.startswith("MSG LPU.k.0 1 ")
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await c.send("UNSUB 1\r\nPING\r\n")
+    while await c.readline(timeout=10) != "PONG":
+        pass
+    # the broker read the UNSUB while it was pushing (natslab once read it 6.5 s late)
+    assert loop.time() - t0 < 2
+    # and nothing comes for the subscription after it
+    assert not [x for x in await c.read_until_pong() if x.startswith("MSG ")]

@@ -10,6 +10,7 @@ import random
 import string
 from time import time_ns as _time_ns
 
+from ..internal import RunSpec
 from .consumerconfig import filters_of
 from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
 from .subjects import is_subset
@@ -49,6 +50,19 @@ class AckMixin:
             self._ptmr = None
 
     # -- the ack subject -----------------------------------------------------------------
+    def ack_runs(self, key: bytes) -> RunSpec:
+        """How the parser hands this consumer runs of plain acks (no reply,
+        an empty or +ACK body) under its ack subject prefix ``key``: all at
+        once, to on_acks."""
+
+        def starts(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
+            return key if reply is None and (not payload or payload == b"+ACK") else None
+
+        def handler(_key: bytes, items: list) -> None:
+            self.on_acks([subject for subject, _, _ in items])
+
+        return RunSpec(starts, handler, (b"", b"+ACK"), False)
+
     def on_ack(self, subject: bytes, reply: bytes, hdr, msg: bytes) -> None:
         """The ack subscription (raw: subject and reply arrive as bytes)."""
         if self.closed:

@@ -72,6 +72,22 @@ class _Req:
             raise errors.not_empty_request()
 
 
+DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
+_DG = len(DIRECT_GET_PREFIX)
+
+
+def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
+    """For a body-less ``DIRECT.GET.<stream>.<subject>`` request with a
+    reply (a KV get of nats.go, the nats CLI, nats-py): its
+    "$JS.API.DIRECT.GET.<stream>." prefix, which the requests of a run of
+    them for one stream share; None for anything else."""
+    if reply and not payload and subject.startswith(DIRECT_GET_PREFIX):
+        i = subject.find(b".", _DG)
+        if i > _DG and i + 1 < len(subject):
+            return subject[: i + 1]
+    return None
+
+
 class Api:
     def __init__(self, js: "JetStream"):
         self.js = js
@@ -116,15 +132,19 @@ class Api:
         if not reply:
             return
         try:
-            if not payload and hdr is None and subject.startswith(b"$JS.API.DIRECT.GET."):
-                # a get of a subject's newest message, as nats.go, the nats CLI
-                # and nats-py send KV gets: straight to the stream's responder
-                i = subject.find(b".", 19)
-                if i > 19 and i + 1 < len(subject):
-                    st = self.js.streams.get(subject[19:i].decode("utf-8", "surrogateescape"))
-                    if st is not None and st.config.get("allow_direct"):
-                        st.direct_get_run([(subject, reply)], i + 1)  # a run of one
-                        return
+            if not payload and hdr is None:
+                key = direct_get_key(subject, reply, payload)
+                if key is not None:
+                    # a get of a subject's newest message, as nats.go, the nats
+                    # CLI and nats-py send KV gets: a run of one
+                    self.on_direct_gets(key, [(subject, reply, payload)])
+                    return
+            self._request(subject, reply, hdr, payload)
+        except Exception:
+            log.exception("JetStream API request on %r failed", subject)
+
+    def _request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        try:
             # (a name that is not UTF-8 names no stream or consumer, as on nats-server)
             self._dispatch(subject.decode("utf-8", "surrogateescape"), reply.decode(), hdr, payload)
         except UnicodeDecodeError:
@@ -132,16 +152,16 @@ class Api:
         except Exception:
             log.exception("JetStream API request on %r failed", subject)
 
-    def on_direct_gets(self, prefix: bytes, items: list[tuple[bytes, bytes]]) -> None:
+    def on_direct_gets(self, prefix: bytes, items: list[tuple[bytes, bytes, bytes]]) -> None:
         """A run of body-less ``DIRECT.GET.<stream>.<subject>`` requests for
-        one stream (the parser's, see Server.subscribe_internal): each answered
-        as on_request answers it, in order."""
-        st = self.js.streams.get(prefix[19:-1].decode("utf-8", "surrogateescape"))
+        one stream (``prefix``: "$JS.API.DIRECT.GET.<stream>."), as (subject,
+        reply, payload): each answered as on_request answers it, in order."""
+        st = self.js.streams.get(prefix[_DG:-1].decode("utf-8", "surrogateescape"))
         if st is not None and st.config.get("allow_direct"):
             st.direct_get_run(items, len(prefix))
             return
-        for subject, reply in items:
-            self.on_request(subject, reply, None, b"")
+        for subject, reply, _ in items:
+            self._request(subject, reply, None, b"")
 
     def _no_responders(self, subject: str, reply: str) -> None:
         self.server.no_responders(subject.encode("utf-8", "surrogateescape"), reply.encode())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import random
 import string
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,7 +56,7 @@ class Consumer(DeliveryMixin, AckMixin):
         self.pending: dict[int, list[int]] = {}  # stream seq -> [consumer seq, timestamp ns]
         self.rdc: dict[int, int] = {}  # stream seq -> times redelivered
         self.rdq: list[int] = []  # redelivery queue (stream seqs, in order)
-        self.lss: list[int] | None = None  # last-per-subject skip list
+        self.lss: deque[int] | None = None  # last-per-subject skip list
         self.lss_resume = 0
         self.ldt = 0  # last delivery time (ns)
         self.lat = 0  # last ack time (ns)
@@ -113,7 +114,7 @@ class Consumer(DeliveryMixin, AckMixin):
                 lss = sorted(seqs)
                 sseq = lss[0] if lss else st.last_seq
                 if lss:
-                    self.lss, self.lss_resume = lss, st.last_seq
+                    self.lss, self.lss_resume = deque(lss), st.last_seq
         elif dp == "by_start_time":
             t = parse_rfc3339(cfg["opt_start_time"])
             sseq = st.last_seq + 1
@@ -146,7 +147,8 @@ class Consumer(DeliveryMixin, AckMixin):
             # as the real server: an ack-none consumer has no ack subject
             # (an ack sent anyway gets no responders)
             ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
-            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True, batch=self.on_acks))
+            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True,
+                                                     run=self.ack_runs((ack_prefix + ".").encode())))
         if not self.is_pull:
             self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.on_flow_control))
         self.start_delivery()
@@ -399,7 +401,7 @@ class Consumer(DeliveryMixin, AckMixin):
             "store_ack_floor": self.sfloor,
             "pending": [[s, p[0], p[1]] for s, p in self.pending.items()],
             "redelivered": [[s, n] for s, n in self.rdc.items()],
-            "lss": self.lss,
+            "lss": list(self.lss) if self.lss is not None else None,
             "lss_resume": self.lss_resume,
         }
         try:
@@ -413,7 +415,8 @@ class Consumer(DeliveryMixin, AckMixin):
         self.sfloor = list(state.get("store_ack_floor") or state["ack_floor"])
         self.pending = {s: [d, t] for s, d, t in state["pending"]}
         self.rdc = {s: n for s, n in state["redelivered"]}
-        self.lss, self.lss_resume = state.get("lss"), state.get("lss_resume", 0)
+        lss = state.get("lss")
+        self.lss, self.lss_resume = (deque(lss) if lss is not None else None), state.get("lss_resume", 0)
         # anything acked-and-removed while we were down (workqueue / interest) is no longer pending
         store = self.stream.store
         first = store.state().first_seq

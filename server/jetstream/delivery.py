@@ -180,6 +180,9 @@ class DeliveryMixin:
         np_sseq = -1
         np_key = None
         np = 0
+        lss_key = None  # the store as it was when lss_rest was counted
+        lss_rest = 0  # with a skip list: what is pending after it
+        lps_step = lps and len(self.filters) <= 1  # (overlapping filters count a subject twice)
         for _ in range(_BATCH_PER_TURN):
             if pull:
                 if not waiting:
@@ -203,17 +206,27 @@ class DeliveryMixin:
                     return
             self._lts = sm.ts
             seq = sm.seq
-            if lss0 or lps or self.lss is not None:
+            if self.lss is not None:
+                # num_pending(): the skip list left, and what follows it,
+                # counted again only when the store changes
+                key = (store._last, store.totals())
+                if key != lss_key:
+                    lss_rest, lss_key = self._count_from(self.lss_resume + 1, False), key
+                np_sseq = -1
+                npv = len(self.lss) + lss_rest
+            elif lss0 or (lps and not lps_step):
                 np_sseq = -1
                 npv = self.num_pending()
             else:
                 key = (store._last, store.totals())
                 sseq = self.sseq
                 if np_sseq == s0 and key == np_key and (sseq == s0 if dc > 1 else sseq == seq + 1 and dc == 1):
-                    if sseq != s0:
+                    # (last per subject: only this message's subject can
+                    # leave the count, if this was its last message)
+                    if sseq != s0 and (not lps or store.last_seq_for_subject(sm.subject) == seq):
                         np -= 1
                 else:
-                    np = self._count_from(sseq, False)
+                    np = self._count_from(sseq, lps)
                 np_sseq, np_key, npv = sseq, key, np
             ack_reply = f"{ack_prefix}{dc}.{seq}.{self.dseq}.{sm.ts}.{npv}"
             hdr, data = sm.hdr, sm.data
@@ -365,7 +378,7 @@ class DeliveryMixin:
             return None, -1
         if self.lss is not None:
             while self.lss:
-                seq = self.lss.pop(0)
+                seq = self.lss.popleft()
                 if not self.lss:
                     self.lss = None
                     self.sseq = self.lss_resume + 1

@@ -153,13 +153,13 @@ class DirectGet:
         else:
             self.stream.js.server.reply_internal(reply, sm.data, None if no_headers else self._headers(sm))
 
-    def last_by_subjects(self, items: list[tuple[bytes, bytes]], skip: int) -> None:
-        """last_by_subject for each (request subject, reply) of a run, in
+    def last_by_subjects(self, items: list[tuple[bytes, bytes, bytes]], skip: int) -> None:
+        """last_by_subject for each (request subject, reply, payload) of a run, in
         order, the message's subject taken from byte ``skip`` on."""
         load_last = self.stream.store.load_last
         headers_of = self._headers
         answers = []
-        for subject, reply in items:
+        for subject, reply, _ in items:
             sm = load_last(subject[skip:].decode("utf-8", "surrogateescape"))
             if sm is None:
                 answers.append((reply, NOT_FOUND, b""))

@@ -15,7 +15,7 @@ from . import errors, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
-from .shapes import now_ns
+from .shapes import API_LEVEL, now_ns
 from .store import Store
 from .stream import Stream
 
@@ -44,17 +44,23 @@ class JetStream:
         interval = getattr(opts, "sync_interval", 1.0)
         self.sync_interval = float(interval) if interval and interval > 0 else 1.0
         self._sync_timer = None
+        self.api_level = API_LEVEL  # INFO's api_lvl
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
-        from .api import Api  # the dispatcher needs the consumer module too
+        from ..internal import RunSpec
+        from .api import Api, direct_get_key  # the dispatcher needs the consumer module too
 
         self.logger.info(f'Store Directory: "{self.store_dir}"')
         self.streams_dir.mkdir(parents=True, exist_ok=True)
         self._restore()
         self.api = Api(self)
-        self._api_sub = self.server.subscribe_internal("$JS.API.>", self.api.on_request, raw=True,
-                                                       gets=self.api.on_direct_gets)
+        # a consumer's ack subjects ($JS.ACK.<stream>.<consumer>.<...>) carry
+        # sequence numbers: matched by stream and consumer, never cached one by one
+        self.server.index.route_by_prefix(b"$JS.ACK.", 4)
+        self._api_sub = self.server.subscribe_internal(
+            "$JS.API.>", self.api.on_request, raw=True,
+            run=RunSpec(direct_get_key, self.api.on_direct_gets, (b"",), True))
         self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
 

@@ -598,9 +598,9 @@ class Stream(ExpiryMixin):
         d["time"] = rfc3339(sm.ts)
         return d
 
-    def direct_get_run(self, items: list[tuple[bytes, bytes]], skip: int) -> None:
+    def direct_get_run(self, items: list[tuple[bytes, bytes, bytes]], skip: int) -> None:
         """``DIRECT.GET.<stream>.<subject>`` with no body and no headers, for
-        a run of requests: (request subject, reply), the message's subject
+        a run of requests: (request subject, reply, payload), the message's subject
         from byte ``skip`` on."""
         try:
             self._direct_get().last_by_subjects(items, skip)

@@ -1,0 +1,333 @@
+"""The NATS client protocol parser: socket reads in, protocol operations out.
+
+``Parser`` is the reading half of a client connection (``client.Client``
+derives from it): it parses everything one socket read holds in a single
+pass, routes each plain PUB through the server, and hands the other
+operations to the connection's ``_op_*`` handlers. It knows the NATS
+protocol only. A subsystem that wants the messages on subjects it owns in
+runs (a consumer's acks, direct gets) says so with a ``RunSpec`` on its
+internal subscription (see ``internal.py``): the parser gives it the run of
+PUBs that follow one of its messages in the same read, in one call.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from . import protocol as p
+from .permissions import violation
+from .subjects import EMPTY_RESULT
+
+# A PUB as clients write it: tokens between spaces (nats-py writes two before
+# the size when there is no reply), no trailing blanks. Anything else (tabs,
+# odd whitespace) does not match and goes to the general parser, so a match
+# is always the same parse; \S is the quickest class for the regex engine.
+_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
+# data_received parses a read of more than _READ_SLICE bytes in slices,
+# sending what each produced before the next: the first is a third of the
+# read, the next ones double in size up to _READ_SLICE_MAX. A client waiting
+# on a batch of requests works on the first replies while the rest are made
+# (with 64 KV operations in flight through nats-py, a first third did better
+# than a fixed 4 KB or 2 KB, or a half or a quarter).
+_READ_SLICE = 2 * 1024
+_READ_SLICE_MAX = 32 * 1024
+# Sockets are read into one buffer per server (asyncio.BufferedProtocol)
+# and each read copied out at its length. A plain Protocol gets a fresh
+# 256 KiB bytes from every recv, which glibc maps and unmaps (three system
+# calls and a page fault per read; a lone KV put paid them on every round
+# trip). 256 KiB is what asyncio reads at most at a time either way.
+READ_BUFFER_SIZE = 256 * 1024
+
+# nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
+# or form feed is part of a token (bytes.split() would split on them too)
+_ARG_RE = re.compile(rb"[^ \t\r\n]+")
+_ARG_OPS = (b"SUB", b"PUB", b"HPUB", b"UNSUB")  # operations that must have arguments
+
+
+class Parser:
+    """The protocol parse loop of a connection. It reads and sets the
+    connection's parse state (``buf``, ``pending``), reads its CONNECT
+    state (``connected``, ``verbose``, ``pedantic``, ``perms``) and calls its
+    operation handlers (``_op_pub``, ``_op_sub``, ``_op_unsub``,
+    ``_op_connect``, ``queue_out``, ``protocol_error``, ``stall``)."""
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.server.read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        # the buffer is the server's, shared by every connection: copy this
+        # read out of it before anything else can read into it
+        self.data_received(self.server.read_buffer[:nbytes].tobytes())
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_activity = time.time()
+        if self.buf:
+            data = self.buf + data
+            self.buf = b""
+        srv = self.server
+        srv.reading = True
+        try:
+            n = len(data)
+            if n <= _READ_SLICE:
+                self._parse(data)
+            else:
+                # a big read is parsed a slice at a time with what it produced
+                # sent in between, so a client with many requests in flight
+                # gets its first replies (and refills its window) while the
+                # rest is parsed; a command cut by a slice is finished by the next
+                # (inside a payload, the rest goes at once: a big message
+                # is not copied again for every slice)
+                i = 0
+                step = min(max(n // 3, 1024), _READ_SLICE_MAX)
+                while i < n and not self.closed:
+                    j = i + step if self.pending is None else n
+                    step = min(step * 2, _READ_SLICE_MAX)
+                    piece = data[i:j]
+                    if self.buf:
+                        piece = self.buf + piece
+                        self.buf = b""
+                    self._parse(piece)
+                    i = j
+                    if i < n:
+                        srv.reading = False
+                        srv.flush_dirty()
+                        srv.reading = True
+        finally:
+            srv.reading = False
+            srv.flush_dirty()
+            if srv.backed_up:
+                backed_up, srv.backed_up = srv.backed_up, []
+                others = [c for c in backed_up if c is not self]
+                if others:
+                    self.stall(others)
+
+    # -- parsing -----------------------------------------------------------
+    def _parse(self, data: bytes) -> None:
+        srv = self.server
+        n = len(data)
+        pos = 0
+        # the common case, a plain PUB from a connected non-verbose,
+        # non-pedantic client, is matched by one C-level regex and routed here
+        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
+        while pos < n and not self.closed:
+            pend = self.pending
+            if fast and pend is None:
+                pos = self._fast_pubs(data, pos, n)
+                if pos >= n or self.closed:
+                    break
+                pend = self.pending
+            if pend is not None:
+                subject, reply, hlen, total = pend
+                end = pos + total
+                if end + 2 > n:
+                    break
+                if data[end : end + 2] != b"\r\n":
+                    self.protocol_error(p.ERR_UNKNOWN_OP)
+                    return
+                self.pending = None
+                if hlen:
+                    hdr = data[pos : pos + hlen]
+                    payload = data[pos + hlen : end]
+                else:
+                    hdr = None
+                    payload = data[pos:end]
+                pos = end + 2
+                self.in_msgs += 1
+                self.in_bytes += total
+                if self.perms is not None and not self.perms.can_publish(subject):
+                    self.queue_out(violation("Publish", subject))
+                    continue
+                if self.verbose:
+                    self.queue_out(p.OK)
+                srv.route(self, subject, reply, hdr, payload)
+                continue
+            eol = data.find(b"\n", pos)
+            if eol < 0:
+                if n - pos > p.MAX_CONTROL_LINE:
+                    self.protocol_error(p.ERR_MAX_CONTROL_LINE)
+                    return
+                break
+            line = data[pos:eol]
+            pos = eol + 1
+            if len(line) > p.MAX_CONTROL_LINE:
+                self.protocol_error(p.ERR_MAX_CONTROL_LINE)
+                return
+            args = _ARG_RE.findall(line) if b"\x0b" in line or b"\x0c" in line else line.split()
+            if not args:
+                continue
+            op = args[0].upper()
+            if len(args) == 1 and op in _ARG_OPS and line.rstrip(b"\r") == args[0]:
+                # the keyword alone, not even a space after it: nats-server's
+                # parser stops at an unknown operation (with a space and no
+                # arguments it closes without a word, as the handlers do)
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+                return
+            if op == b"PUB":
+                self._op_pub(args, False)
+            elif op == b"HPUB":
+                self._op_pub(args, True)
+            elif op == b"MSG" or op == b"HMSG":
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+            elif op == b"PING":
+                self.queue_out(p.PONG)
+                if self._connect_info_due:
+                    # like nats-server: one more INFO after the first PONG
+                    self._connect_info_due = False
+                    self.queue_out(p.info_line(srv.client_info(self, connect_info=True)))
+            elif op == b"PONG":
+                self.pings_out = 0
+                if self._ping_sent_at:
+                    self.rtt = time.monotonic() - self._ping_sent_at
+                    self._ping_sent_at = 0.0
+            elif op == b"SUB":
+                self._op_sub(args)
+            elif op == b"UNSUB":
+                self._op_unsub(args)
+            elif op == b"CONNECT":
+                self._op_connect(line[len(args[0]) :].strip())
+                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
+            else:
+                self.protocol_error(p.ERR_UNKNOWN_OP)
+        if pos < n and not self.closed:
+            self.buf = data[pos:]
+
+    def _fast_pubs(self, data: bytes, pos: int, n: int) -> int:
+        """Route a run of plain PUBs; return where the run ends. Anything
+        unusual (a partial line, an oversized payload, another op) is left to
+        the general loop, which gives the real server's errors."""
+        srv = self.server
+        route = srv.route
+        cache_get = srv._match_cache.get
+        match_miss = srv.index.match_miss
+        internal = srv.internal_client
+        pub_match = _PUB_RE.match
+        max_payload = srv.opts.max_payload
+        max_line = p.MAX_CONTROL_LINE
+        msgs = nbytes = 0
+        routed = routed_bytes = 0  # (route counts those for the server itself)
+        while True:
+            m = pub_match(data, pos)
+            if m is None:
+                break
+            subject, reply, size = m.groups()
+            total = int(size)
+            start = m.end()
+            end = start + total
+            if total > max_payload or start - pos > max_line:
+                break
+            if end + 2 > n:
+                self.pending = (subject, reply or b"", 0, total)
+                pos = start
+                break
+            if data[end : end + 2] != b"\r\n":
+                break
+            pos = end + 2
+            msgs += 1
+            nbytes += total
+            r = cache_get(subject)
+            if r is None:
+                r = match_miss(subject)
+            elif r is EMPTY_RESULT and reply is None:
+                continue
+            psubs, qgroups = r
+            if len(psubs) == 1 and not qgroups:
+                sub = psubs[0]
+                if sub.client is internal and sub.raw:
+                    # a subsystem's subject (a stream's, a consumer's acks,
+                    # the API) with nothing else listening: handed over as the
+                    # router (and InternalClient.deliver) would, minus the trip
+                    sub.msgs += 1
+                    srv.current_publisher = self
+                    payload = data[start:end]
+                    run = sub.run
+                    key = run.key(subject, reply, payload) if run is not None else None
+                    try:
+                        if key is None:
+                            sub.callback(subject, reply or b"", None, payload)
+                        else:
+                            items = [(subject, reply or b"", payload)]
+                            pos = _take_run(srv.index, sub, key, run, data, pos, items)
+                            k = len(items) - 1
+                            msgs += k
+                            sub.msgs += k
+                            run.handler(key, items)
+                    except Exception:
+                        srv.logger.exception("internal subscription %s failed", sub.subject.decode())
+                    if self.closed:
+                        break
+                    continue
+            routed += 1
+            routed_bytes += total
+            route(self, subject, reply or b"", None, data[start:end])
+            if self.closed:
+                break
+        self.in_msgs += msgs
+        self.in_bytes += nbytes
+        srv.in_msgs += msgs - routed
+        srv.in_bytes += nbytes - routed_bytes
+        return pos
+
+
+def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...]) -> tuple:
+    """Patterns for the PUBs of a run under ``key`` as clients write them
+    (single spaces, no headers): the whole run, and each member in it
+    (groups: subject, the reply when ``with_reply``, the size line and body
+    when more than one body is allowed). Subject tokens are valid (none
+    empty) and short enough that a line stays under the control-line limit
+    (anything else is left to the parser loop)."""
+    k = (key, with_reply, payloads)
+    r = _RUNS.get(k)
+    if r is None:
+        tail = rb"(?:[^.\s]{1,256}\.){0,7}[^.\s]{1,256}"
+        reply = rb" (\S{1,1024})" if with_reply else b""
+        bodies = b"|".join(b"%d\r\n%s" % (len(b), re.escape(b)) for b in payloads)
+        body = b"(%s)" % bodies if len(payloads) > 1 else bodies
+        item = rb"PUB (%s%s)%s +%s\r\n" % (re.escape(key), tail, reply, body)
+        whole = rb"(?:%s)+" % item.replace(b"(", b"(?:").replace(b"(?:?:", b"(?:")
+        if len(_RUNS) >= 1024:
+            _RUNS.clear()
+        r = _RUNS[k] = (re.compile(whole), re.compile(item), {b"%d\r\n%s" % (len(b), b): b for b in payloads})
+    return r
+
+
+_RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies): the patterns of _run_patterns
+
+
+def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, items: list) -> int:
+    """Append to ``items`` the (subject, reply, payload) of the PUBs right at
+    ``pos`` that belong to the run under ``key``: of the shape ``run`` takes,
+    and reaching ``sub`` alone. Return where they end."""
+    whole, item, body_of = _run_patterns(key, run.reply, run.payloads)
+    m = whole.match(data, pos)
+    if m is None:
+        return pos
+    end = m.end()
+    alone = ((sub,), ())
+    if index.tail_match(key[:-1]) == alone:
+        # whatever follows key reaches sub alone: the run is taken whole
+        found = item.findall(data, pos, end)
+        if run.reply:
+            items += [(s, r, b"") for s, r in found]
+        elif len(body_of) > 1:
+            items += [(s, b"", body_of[b]) for s, b in found]
+        else:
+            body = run.payloads[0]
+            items += [(s, b"", body) for s in found]
+        return end
+    # where a member goes depends on its tokens: each is matched, up to the
+    # first that reaches someone else too
+    multi = len(body_of) > 1
+    while pos < end:
+        mm = item.match(data, pos)
+        s = mm.group(1)
+        if index.match(s) != alone:
+            break
+        if run.reply:
+            items.append((s, mm.group(2), b""))
+        else:
+            items.append((s, b"", body_of[mm.group(2)] if multi else run.payloads[0]))
+        pos = mm.end()
+    return pos
