@@ -48,7 +48,7 @@ class ServerOptions:
     users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}]
     trace: bool = False
     sync_always: bool = False
-    sync_interval: float = 1.0
+    sync_interval: float | None = None  # None: fsync before each PubAck (group commit); else lazy, every N s
 
 
 def _server_id() -> str:

@@ -43,7 +43,7 @@ from itertools import chain
 from pathlib import Path
 from zlib import crc32
 
-from .persist import CorruptStateError, fsync_dir
+from .persist import CorruptStateError, fsync_dir, make_dirs
 
 MAGIC = b"NLCS"
 VERSION = 1
@@ -173,7 +173,7 @@ class StateSlots:
             self._alog = 0
 
     def _open(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dir)
         new = False
         for i, name in enumerate(NAMES):
             if self._fds[i] < 0:
