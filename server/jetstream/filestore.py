@@ -426,9 +426,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         err, first = None, self._active.first + self._wbuf_idx
         try:
             self._write_all(self._wfd, data)
-            if self.group_commit:
+            if self.group_commit and held:
                 # one fsync for every record of this write-out, before any of
-                # their PubAcks (or deliveries) leave
+                # their PubAcks (and deliveries) leave; publishes that asked
+                # for no PubAck are fsynced by flush() as before
                 os.fdatasync(self._wfd)
         except OSError as e:
             err = e
