@@ -12,8 +12,8 @@ nats-py, is the bottleneck); a big file stream (1,000,000 x 128 B, 200,000 with
 --quick): publish time, disk used, start-to-ready after a clean restart (until
 $JS.API.STREAM.INFO answers with the full count) and RSS after the restart.
 
-Consumers (issue 4): nats-py pull fetch(256) + ack of every message; the same
-over a raw socket (pull requests of 256, two outstanding, an empty-payload ack
+Consumers (issue 4): nats-py pull fetch(256) + ack of every message, and with
+ack_sync (each ack confirmed before the next); the same (plain acks) over a raw socket (pull requests of 256, two outstanding, an empty-payload ack
 per message); push delivery (deliver_subject, ack none) to a raw subscriber;
 redelivery precision (ack_wait 1 s, how late after ack_wait a no_wait pull sees
 the message again; median of 5 trials, target within 50 ms).
@@ -596,6 +596,21 @@ async def consumers_phase(kind: str, b: Broker, q: dict, rnd: int) -> None:
     await wait_acked(kind, js, cs, "NPY", n)
     await psub.unsubscribe()
 
+    # nats-py pull + ack_sync: each ack confirmed before the next (natslab
+    # writes the consumer's state before it confirms, so a confirmed ack
+    # survives SIGKILL; nats-server confirms first)
+    n = q["pull_sync"]
+    psub = await js.pull_subscribe(f"cons{rnd}.x", durable="NPYS", stream=cs, pending_msgs_limit=100_000)
+    got = 0
+    with Cpu(pid) as c:
+        while got < n:
+            msgs = await psub.fetch(min(PULL_BATCH, n - got), timeout=10)
+            for m in msgs:
+                await m.ack_sync()
+            got += len(msgs)
+    record(kind, f"nats-py pull fetch({PULL_BATCH}) + ack_sync each", n / c.wall, cpu_us=c.per_op_us(n))
+    await psub.unsubscribe()
+
     # raw pull + ack
     n = q["pull_raw"]
     await js.add_consumer(cs, ConsumerConfig(durable_name="RAWP", ack_policy=AckPolicy.EXPLICIT))
@@ -702,10 +717,10 @@ def main() -> None:
     phases = set(args.only.split(","))
     if args.quick:
         q = dict(pub1=1_000, pub_async=10_000, get=1_000, raw=30_000, big=200_000,
-                 pull_npy=10_000, pull_raw=30_000, push=30_000, rdl=5)
+                 pull_npy=10_000, pull_sync=2_000, pull_raw=30_000, push=30_000, rdl=5)
     else:
         q = dict(pub1=5_000, pub_async=50_000, get=5_000, raw=200_000, big=1_000_000,
-                 pull_npy=50_000, pull_raw=200_000, push=200_000, rdl=5)
+                 pull_npy=50_000, pull_sync=10_000, pull_raw=200_000, push=200_000, rdl=5)
     if args.big:
         q["big"] = args.big
     print(f"counts: {q}", flush=True)
@@ -748,7 +763,8 @@ def main() -> None:
     print_report(f"JetStream streams ({SIZE} B messages; awaited: median of {AWAITED_ROUNDS} alternating "
                  f"rounds, the rest: best of {args.rounds} rounds; CPU = broker on-CPU time per op)", pub)
     print_report(f"big file stream ({q['big']:,} x {SIZE} B)", [m for m in ROWS if m.startswith("big file")])
-    cons = [f"nats-py pull fetch({PULL_BATCH}) + ack each", f"raw pull (batch {PULL_BATCH}, 2 outstanding) + ack each",
+    cons = [f"nats-py pull fetch({PULL_BATCH}) + ack each", f"nats-py pull fetch({PULL_BATCH}) + ack_sync each",
+            f"raw pull (batch {PULL_BATCH}, 2 outstanding) + ack each",
             "push delivery, ack none (raw subscriber)", "redelivery: median ms past ack_wait (1 s)",
             "redelivery: max ms past ack_wait"]
     print_report(f"JetStream consumers (best of {args.rounds} rounds; redelivery: first round)", cons)

@@ -61,7 +61,7 @@ class JetStreamView:
             "max_memory": _physical_memory() * 3 // 4,
             "max_storage": free * 3 // 4,
             "store_dir": store_dir,
-            "sync_interval": int(getattr(o, "sync_interval", 120.0) * NS),
+            "sync_interval": int((getattr(o, "sync_interval", None) or 1.0) * NS),
             "strict": True,
         }
 

@@ -53,7 +53,7 @@ class ServerOptions:
     users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}]
     trace: bool = False
     sync_always: bool = False
-    sync_interval: float = 1.0
+    sync_interval: float | None = None  # None: fsync before each PubAck (group commit); else lazy, every N s
     tls: "TLSOptions | None" = None  # the tls {} block or --tls* flags (server/tls.py)
     lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
     lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD

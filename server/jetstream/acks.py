@@ -73,8 +73,10 @@ class AckMixin:
                 return
             sseq, dseq, dc = t
             send_reply = sseq != 0
+            durable = False  # an ack (or term) whose answer waits until it is written
             if not msg or msg == b"+ACK" or msg == b"+OK":
                 send_reply = self.on_acks((subject,)) and send_reply
+                durable = True
             elif msg.startswith(b"+NXT"):
                 self.process_ack(sseq, dseq, dc)
                 if reply:
@@ -90,8 +92,12 @@ class AckMixin:
             elif msg.startswith(b"+TERM"):
                 reason = msg[5:].strip().decode(errors="replace")
                 send_reply = self.process_term(sseq, dseq, dc, reason) and send_reply
+                durable = True
             if reply and send_reply:
-                self.server.reply_internal(reply, b"")
+                if durable:
+                    self.reply_when_saved(reply, sseq, dseq)
+                else:
+                    self.server.reply_internal(reply, b"")
         except Exception:
             self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
 

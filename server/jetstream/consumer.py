@@ -16,6 +16,8 @@ from . import consumerconfig, errors
 from .acks import AckMixin
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
+from .consumerstate import NAMES as STATE_FILES
+from .consumerstate import StateSlots
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
@@ -27,8 +29,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("natslab.jetstream")
 
 META_FILE = "meta.json"  # config and creation time: written (fsynced) before CREATE is answered
-STATE_FILE = "state.json"  # delivery state: its loss resets only that, as on nats-server
-_SAVE_DELAY = 0.05  # coalesce state writes; an ack is on disk (OS) within 50 ms
+LEGACY_STATE_FILE = "state.json"  # earlier builds: config and delivery state in one file
+# the delivery state is in state.0 / state.1 (consumerstate.py): its loss resets only that, as on nats-server
+_SAVE_DELAY = 0.05  # coalesce state writes: a plain ack is written (to the OS) within 50 ms; see reply_when_saved
 
 
 def _gen_name() -> str:
@@ -62,6 +65,10 @@ class Consumer(DeliveryMixin, AckMixin):
         self.lat = 0  # last ack time (ns)
         self._save_handle = None
         self._config_saved = False
+        self._held_replies: list[bytes] = []  # ack replies waiting for the state they confirm
+        self._held_acks: list[tuple[int, int]] = []  # and their (stream seq, consumer seq)
+        self._saved_at = (0, 0, 0)  # (sseq, dseq, generation) when the state was last written
+        self._slots: StateSlots | None = None  # the state files, opened at the first write
         self._pause_src = None
         self._pause_ns = 0
         self._inactive_timer = None
@@ -167,6 +174,8 @@ class Consumer(DeliveryMixin, AckMixin):
         for t in (self._inactive_timer, self._pause_timer):
             if t:
                 t.cancel()
+        if self._slots is not None:
+            self._slots.close()
 
     def delete(self, notify_stream: bool = True) -> None:
         self.notify_waiting_deleted()
@@ -383,38 +392,86 @@ class Consumer(DeliveryMixin, AckMixin):
             write_json_atomic(d / META_FILE, {"config": self.config, "created": self.created})
             self._config_saved = True
 
-    def save_state(self, sync: bool = False) -> None:
+    def reply_when_saved(self, reply: bytes, sseq: int, dseq: int) -> None:
+        """Answer an ack that asked for an answer (``ack_sync``) once it is
+        written (to the OS: it survives SIGKILL). The answers to every such
+        ack of one read wait for one write: like a file store's PubAcks,
+        they are released by ``write_out``, which the server runs before it
+        next writes to any client."""
+        if self.state_dir() is None:
+            self.server.reply_internal(reply, b"")
+            return
+        if not self._held_replies:
+            self.server.write_behind(self)
+        self._held_replies.append(reply)
+        self._held_acks.append((sseq, dseq))
+
+    def write_out(self) -> None:
+        """Write the acks held (only they, to the ack log, when nothing was
+        delivered since the state was last written; else the whole state),
+        then send their answers. When nothing can be written they are not
+        sent: the acker's ack_sync times out, rather than confirming what a
+        crash would undo."""
+        replies, self._held_replies = self._held_replies, []
+        acks, self._held_acks = self._held_acks, []
+        if not replies or self.closed:
+            return
+        try:
+            if self._slots is not None and self._saved_at == (self.sseq, self.dseq, self._slots.generation):
+                self._slots.log_acks(acks)
+            else:
+                if self._save_handle is not None:
+                    self._save_handle.cancel()
+                    self._save_handle = None
+                self.write_state()
+        except OSError as e:
+            self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+            return
+        self.server.reply_run([(r, None, b"") for r in replies])
+
+    def save_state(self, sync: bool = False) -> bool:
+        """Write the delivery state (``sync``: fsynced); False when it could
+        not be written (logged)."""
         self._save_handle = None
+        try:
+            self.write_state(sync)
+        except OSError as e:
+            self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+            return False
+        return True
+
+    def write_state(self, sync: bool = False) -> None:
+        """``save_state`` that raises the OSError."""
         d = self.state_dir()
         if d is None:
             return
         if not self._config_saved:  # an ephemeral's, with its first state
-            try:
-                self.save_config()
-            except OSError as e:
-                self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
-                return
+            self.save_config()
         state = {
             "sseq": self.sseq,
             "dseq": self.dseq,
             "ack_floor": [self.adflr, self.asflr],
             "store_ack_floor": self.sfloor,
-            "pending": [[s, p[0], p[1]] for s, p in self.pending.items()],
-            "redelivered": [[s, n] for s, n in self.rdc.items()],
+            "pending": self.pending,
+            "redelivered": self.rdc,
             "lss": list(self.lss) if self.lss is not None else None,
             "lss_resume": self.lss_resume,
         }
-        try:
-            write_json_atomic(d / STATE_FILE, state, sync=sync)
-        except OSError as e:
-            self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+        if self._slots is None:
+            self._slots = StateSlots(d)
+        self._slots.write(state, sync=sync)
+        self._saved_at = (self.sseq, self.dseq, self._slots.generation)
 
     def load_state(self, state: dict) -> None:
         self.sseq, self.dseq = state["sseq"], state["dseq"]
         self.adflr, self.asflr = state["ack_floor"]
         self.sfloor = list(state.get("store_ack_floor") or state["ack_floor"])
-        self.pending = {s: [d, t] for s, d, t in state["pending"]}
-        self.rdc = {s: n for s, n in state["redelivered"]}
+        pending, rdc = state["pending"], state["redelivered"]
+        if isinstance(pending, list):  # the JSON state file of earlier builds
+            pending = {s: [d, t] for s, d, t in pending}
+            rdc = {s: n for s, n in rdc}
+        self.pending = {int(s): [int(d), int(t)] for s, (d, t) in pending.items()}
+        self.rdc = {int(s): int(n) for s, n in rdc.items()}
         lss = state.get("lss")
         self.lss, self.lss_resume = (deque(lss) if lss is not None else None), state.get("lss_resume", 0)
         # anything acked-and-removed while we were down (workqueue / interest) is no longer pending
@@ -500,7 +557,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
         # whose creation was confirmed survives a crash straight after)
         try:
             c.save_config()
-            c.save_state(sync=True)
+            c.write_state(sync=True)
         except OSError as e:
             d = c.state_dir()
             if d is not None:
@@ -537,15 +594,15 @@ def _cmp(cfg: dict) -> dict:
 def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
     """Each consumer from its directory: the config from meta.json (from
     state.json in the layout of earlier builds), the delivery state from
-    state.json. A missing or damaged state file resets the delivery state
-    only (as on nats-server; a damaged one is kept aside); a consumer whose
+    state.0 / state.1. Missing or damaged state resets the delivery state
+    only (as on nats-server; damaged files are kept aside); a consumer whose
     config cannot be read is reported and its files are left alone."""
     if not obs_dir.exists():
         return
     logger = stream.js.server.logger
     for d in sorted(obs_dir.iterdir()):
         try:
-            state = _read_state(d, logger, stream.name)
+            slots, state = _read_state(d, logger, stream.name)
             meta = read_json_checked(d / META_FILE, None)
             if meta is None:  # the layout of earlier builds: config and state in one file
                 if state is None or "config" not in state:
@@ -553,42 +610,58 @@ def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
                 meta = state
             c = Consumer(stream, d.name, meta["config"], meta["created"])
             c._config_saved = (d / META_FILE).exists()
-            if state is None:
-                c.select_start()
-                logger.warning("consumer %s > %s: no delivery state; starting over from %d",
-                               stream.name, d.name, c.sseq)
-            else:
+            c._slots = slots
+            if state is not None:
                 try:
                     c.load_state(state)
                 except (KeyError, ValueError, TypeError) as e:  # checksum fine, contents not
                     logger.error("consumer %s > %s: delivery state unusable (%r); starting over",
                                  stream.name, d.name, e)
-                    (d / STATE_FILE).rename(d / f"{STATE_FILE}.corrupt-{now_ns()}")
+                    _set_aside(d)
                     c = Consumer(stream, d.name, meta["config"], meta["created"])
-                    c._config_saved, state = (d / META_FILE).exists(), None
-                    c.select_start()
+                    c._config_saved, c._slots, state = (d / META_FILE).exists(), slots, None
+            if state is None:
+                c.select_start()
+                logger.warning("consumer %s > %s: no delivery state; starting over from %d",
+                               stream.name, d.name, c.sseq)
             stream.consumers[c.name] = c
             c.start()
-            if not c._config_saved or state is None:
-                c.save_state()  # meta.json for an earlier build's layout, a new state file
+            acks = state.get("acks") if state else None
+            for sseq, dseq in acks or ():  # answered acks since that state, again
+                c.process_ack(sseq, dseq, 0)
+            legacy = d / LEGACY_STATE_FILE
+            if not c._config_saved or state is None or legacy.exists() or acks:
+                # meta.json and state files for an earlier build's layout, or a new state
+                if c.save_state(sync=True):
+                    legacy.unlink(missing_ok=True)
         except (CorruptStateError, KeyError, ValueError, TypeError, OSError) as e:
             logger.error("could not restore consumer %s > %s: %s", stream.name, d.name, e)
 
 
-def _read_state(d: Path, logger, stream: str) -> dict | None:
-    """The delivery state in ``d``, None when missing or damaged (a damaged
-    file is renamed aside, never overwritten)."""
-    path = d / STATE_FILE
+def _read_state(d: Path, logger, stream: str) -> tuple[StateSlots, dict | None]:
+    """The delivery state in ``d`` (from the layout of earlier builds too),
+    None when missing or damaged (damaged files are renamed aside, never
+    overwritten)."""
+    slots = StateSlots(d)
     try:
-        state = read_json_checked(path, None)
-        if state is None or isinstance(state, dict) and {"sseq", "dseq", "ack_floor", "pending"} <= state.keys():
-            return state
-        raise CorruptStateError(f"{path}: not a consumer state")
+        state = slots.read()
+        if state is None:
+            state = read_json_checked(d / LEGACY_STATE_FILE, None)
+            if state is not None and not (isinstance(state, dict) and
+                                          {"sseq", "dseq", "ack_floor", "pending"} <= state.keys()):
+                raise CorruptStateError(f"{d / LEGACY_STATE_FILE}: not a consumer state")
+        return slots, state
     except (CorruptStateError, OSError) as e:
-        aside = path.with_name(f"{STATE_FILE}.corrupt-{now_ns()}")
-        logger.error("consumer %s > %s: %s; kept as %s, delivery state reset", stream, d.name, e, aside.name)
+        logger.error("consumer %s > %s: %s; kept aside, delivery state reset", stream, d.name, e)
+        _set_aside(d)
+        return StateSlots(d), None
+
+
+def _set_aside(d: Path) -> None:
+    """Rename the state files in ``d`` aside (``<name>.corrupt-<ns>``)."""
+    stamp = now_ns()
+    for name in (*STATE_FILES, LEGACY_STATE_FILE):
         try:
-            path.rename(aside)
-        except OSError:
+            (d / name).rename(d / f"{name}.corrupt-{stamp}")
+        except FileNotFoundError:
             pass
-        return None

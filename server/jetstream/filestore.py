@@ -14,11 +14,15 @@ runs before it next writes to any client; until then the stream's replies
 as errors if it failed (``on_written``). Reads and everything else that
 touches the block file write the buffer out first. Deletes wait the same way
 and go to the delete log with one write after the records; the floor record
-of a purge is written at once. fsync is periodic: JetStream's sync timer (``jetstream.py``) calls
-``flush()`` on every file store each ``sync_interval`` (1 s by default), which
-also runs space reclamation; a busy store also calls it itself every 1024
-writes when a second has passed. With ``sync_always`` (``jetstream {
-sync_interval: always }``) every write is fsynced as well.
+of a purge is written at once. By default (``group_commit``, set by JetStream
+unless a ``sync_interval`` is configured) each ``write_out`` ends with one
+fsync of the block before the replies it held go out, so an acknowledged
+message survives a power cut. Everything else is fsynced periodically:
+JetStream's sync timer (``jetstream.py``) calls ``flush()`` on every file
+store each ``sync_interval`` (1 s by default), which also runs space
+reclamation; a busy store also calls it itself every 1024 writes when a
+second has passed. With ``sync_always`` (``jetstream { sync_interval: always
+}``) every write is fsynced as well.
 
 Memory. Per message the index holds three 4-byte array slots (offset,
 charged size, subject id), one live-map byte, and an 8-byte sequence in the
@@ -78,15 +82,19 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     """A stream's messages under ``directory/msgs/``.
 
     ``first_seq`` only matters for a new store (an existing one keeps its
-    own). ``sync_always`` fsyncs every write; otherwise ``flush()`` does it.
+    own). ``sync_always`` fsyncs every write; ``group_commit`` every
+    ``write_out`` (before the replies held for it leave); otherwise
+    ``flush()`` does it.
     ``block_size`` is where a block file is sealed and a new one started.
     ``warnings`` lists damage found and repaired (also logged).
     """
 
-    def __init__(self, directory: Path, first_seq: int = 0, sync_always: bool = False, block_size: int = 8 * 1024 * 1024):
+    def __init__(self, directory: Path, first_seq: int = 0, sync_always: bool = False, block_size: int = 8 * 1024 * 1024,
+                 group_commit: bool = False):
         self.dir = Path(directory)
         self.msgs_dir = self.dir / "msgs"
         self.sync_always = sync_always
+        self.group_commit = group_commit
         self.block_size = max(block_size, 4096)
         self.warnings: list[str] = []
         self.read_only: str | None = None  # why the store cannot write (see filestore_recovery)
@@ -418,6 +426,11 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         err, first = None, self._active.first + self._wbuf_idx
         try:
             self._write_all(self._wfd, data)
+            if self.group_commit and held:
+                # one fsync for every record of this write-out, before any of
+                # their PubAcks (and deliveries) leave; publishes that asked
+                # for no PubAck are fsynced by flush() as before
+                os.fdatasync(self._wfd)
         except OSError as e:
             err = e
             self._forget_unwritten(e)

@@ -25,12 +25,12 @@ from itertools import compress
 
 from . import filestore_blocks as fb
 from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
-from .persist import fsync_dir
+from .persist import fsync_dir, make_dirs
 
 
 class Recovery:
     def _open(self, first_seq: int) -> None:
-        self.msgs_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.msgs_dir)
         for tmp in self.msgs_dir.glob("*.tmp"):
             tmp.unlink(missing_ok=True)
         nums = sorted(int(p.stem) for p in self.msgs_dir.glob("*.blk") if p.stem.isdigit())

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from . import errors, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
-from .persist import CorruptStateError, read_json_checked, write_json_atomic
+from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
 from .shapes import API_LEVEL, now_ns
 from .store import Store
 from .stream import Stream
@@ -41,7 +41,11 @@ class JetStream:
         self._api_sub = None
         opts = getattr(server, "opts", None)
         self.sync_always = bool(getattr(opts, "sync_always", False))
-        interval = getattr(opts, "sync_interval", 1.0)
+        interval = getattr(opts, "sync_interval", None)
+        # by default a PubAck leaves after the fsync that covers its message
+        # (group commit); a sync_interval set in the config (nats-server's
+        # own option) makes fsync lazy, every interval, as nats-server's is
+        self.group_commit = not self.sync_always and interval is None
         self.sync_interval = float(interval) if interval and interval > 0 else 1.0
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
@@ -52,7 +56,7 @@ class JetStream:
         from .api import Api, direct_get_key  # the dispatcher needs the consumer module too
 
         self.logger.info(f'Store Directory: "{self.store_dir}"')
-        self.streams_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.streams_dir)
         self._restore()
         self.api = Api(self)
         # a consumer's ack subjects ($JS.ACK.<stream>.<consumer>.<...>) carry
@@ -65,8 +69,9 @@ class JetStream:
         self.logger.info("JetStream started: %d streams", len(self.streams))
 
     # -- periodic fsync ----------------------------------------------------------
-    # The file store hands every record to the OS before acknowledging it, but
-    # only fsyncs in flush(); this timer makes a quiet store durable within
+    # The file store hands every record to the OS before acknowledging it and,
+    # by default, fsyncs it too (group commit); deletes and everything else
+    # are fsynced in flush(): this timer makes a quiet store durable within
     # sync_interval (the real server's default is 2 minutes; ours is 1 s).
     def _arm_sync_timer(self) -> None:
         loop = getattr(self.server, "loop", None)
@@ -147,7 +152,8 @@ class JetStream:
         if cfg["storage"] == "file":
             # FileStore keeps its blocks under directory/msgs/
             _migrate_nested_msgs(directory)
-            return FileStore(directory, first_seq=first, sync_always=self.sync_always)
+            return FileStore(directory, first_seq=first, sync_always=self.sync_always,
+                             group_commit=self.group_commit)
         return MemoryStore(first_seq=first)
 
     def save_stream_meta(self, st: Stream) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "write_json_atomic",
     "read_json_checked",
     "fsync_dir",
+    "make_dirs",
 ]
 
 MAGIC = b"natslab-state"
@@ -70,6 +71,26 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def make_dirs(directory: Path) -> None:
+    """``mkdir -p`` that makes each directory it creates durable (the
+    parent's entry fsynced), so a power cut cannot drop a stream's or a
+    consumer's directory with the files fsynced inside it."""
+    directory = Path(directory)
+    if directory.is_dir():
+        return
+    missing = []
+    d = directory
+    while not d.exists():
+        missing.append(d)
+        d = d.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            pass
+        fsync_dir(d.parent)
+
+
 def write_bytes_atomic(path: Path | str, body: bytes, *, sync: bool = True) -> None:
     """Replace ``path`` with a checksummed file holding ``body``, atomically.
 
@@ -78,7 +99,10 @@ def write_bytes_atomic(path: Path | str, body: bytes, *, sync: bool = True) -> N
     power cut. Parent directories are created when missing.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if sync:
+        make_dirs(path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     header = b"%s %d %s %d\n" % (MAGIC, VERSION, _digest(body).encode(), len(body))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
