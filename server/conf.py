@@ -104,55 +104,59 @@ class _Parser:
         self.i += 1
         return t
 
-    def parse_map(self, closing: str | None) -> ConfMap:
-        out = ConfMap()
+    def parse(self) -> ConfMap:
+        """The whole file. A loop with a stack of open blocks and arrays, not
+        a recursion, so nesting of any depth is read (as nats-server reads
+        it) rather than ending in a RecursionError."""
+        root = ConfMap()
+        stack: list[tuple[ConfMap | list, str | None]] = [(root, None)]
         while True:
+            into, closing = stack[-1]
             t = self.peek()
             if t is None:
                 if closing:
                     raise ConfigError(f"missing '{closing}'")
-                return out
+                return root
             if t[0] == "p" and t[1] == closing:
                 self.i += 1
-                return out
+                stack.pop()
+                continue
             if t[0] == "p" and t[1] == ",":
                 self.i += 1
                 continue
-            kind, key, line, col = self.next()
-            if kind == "p":
-                raise ConfigError(f"line {line}: unexpected '{key}'")
-            t = self.peek()
-            if t is not None and t[0] == "p" and t[1] in ":=":
-                self.i += 1
-            out[key] = self.parse_value()
-            out.pos[key] = (line, col)
+            if isinstance(into, ConfMap):
+                kind, key, line, col = self.next()
+                if kind == "p":
+                    raise ConfigError(f"line {line}: unexpected '{key}'")
+                t = self.peek()
+                if t is not None and t[0] == "p" and t[1] in ":=":
+                    self.i += 1
+                value, close = self.value()
+                into[key] = value
+                into.pos[key] = (line, col)
+            else:
+                value, close = self.value()
+                into.append(value)
+            if close:
+                stack.append((value, close))
 
-    def parse_value(self):
+    def value(self):
+        """The value starting here: (a scalar, None), or (an empty block or
+        array, its closing bracket) for ``parse`` to fill."""
         kind, v, line, _ = self.next()
         if kind == "p":
             if v == "{":
-                return self.parse_map("}")
+                return ConfMap(), "}"
             if v == "[":
-                items = []
-                while True:
-                    t = self.peek()
-                    if t is None:
-                        raise ConfigError("missing ']'")
-                    if t[0] == "p" and t[1] == "]":
-                        self.i += 1
-                        return items
-                    if t[0] == "p" and t[1] == ",":
-                        self.i += 1
-                        continue
-                    items.append(self.parse_value())
+                return [], "]"
             raise ConfigError(f"line {line}: unexpected '{v}'")
         if kind == "s":
-            return v
-        return _scalar(v)
+            return v, None
+        return _scalar(v), None
 
 
 def parse_config(text: str) -> ConfMap:
-    return _Parser(text).parse_map(None)
+    return _Parser(text).parse()
 
 
 def parse_duration(v) -> float:

@@ -195,6 +195,8 @@ BAD_CONFIGS = {
                  'c.conf:4:49: unknown field "qq"', 'c.conf:4:81: Unknown field "bogusp" parsing permissions',
                  "c.conf:4:111: Unknown field name \"nope\" parsing subject permissions, only 'allow' or 'deny' "
                  "are permitted", 'c.conf:4:128: unknown field "zz"'}),
+    # nesting of any depth is read (natslab's reader recursed: a traceback)
+    "deep": ("port: -1\n" + "a { " * 3000 + "}" * 3000 + "\n", {'c.conf:2:1: unknown field "a"'}),
     "jetstream-string": ("port: -1\njetstream: maybe\n",
                          {"c.conf:2:1: Expected 'enabled' or 'disabled' for string value, got 'maybe'"}),
     "user-and-token": ("port: -1\nauthorization { user: a, pass: b, token: t }\n",
