@@ -290,3 +290,23 @@ async def test_jetstream_disabled_in_the_file(server_kind, tmp_path):
         c.close()
     finally:
         srv.stop()
+
+
+async def test_config_logfile_pidfile_and_store_dir(server_kind, tmp_path):
+    """Top-level logfile, pidfile and store_dir, read by both servers (natslab
+    ignored them before its file was checked)."""
+    conf = tmp_path / "c.conf"
+    log, pid, store = tmp_path / "srv.log", tmp_path / "srv.pid", tmp_path / "data"
+    conf.write_text(f'logfile: "{log}"\npid_file: "{pid}"\nstore_dir: "{store}"\njetstream: enabled\n')
+    srv = ServerProcess(server_kind, tmp_path / "store")
+    srv.argv = lambda: binary(server_kind) + ["-a", "127.0.0.1", "-p", str(srv.port), "-c", str(conf)]
+    srv.start()
+    try:
+        assert pid.read_text().strip() == str(srv.proc.pid)
+        nc = await connect(srv.url)
+        await nc.jetstream().add_stream(name="S", subjects=["s"])
+        await nc.close()
+        assert (store / "jetstream").is_dir()
+        assert "Listening for client connections on 127.0.0.1:%d" % srv.port in log.read_text()
+    finally:
+        srv.stop()
