@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import sys
 import time
 from pathlib import Path
 
-from . import tls, websocket
+from . import confcheck, tls, websocket
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
-from .conf import ConfigError, parse_config, parse_duration
+from .conf import ConfigError, ConfMap, parse_config, parse_duration
 from .server import NATS_VERSION, Server, ServerOptions
 
 USAGE = """\
@@ -86,6 +87,11 @@ class UsageError(Exception):
     pass
 
 
+class ConfigFileError(Exception):
+    """The configuration file cannot be used: the server does not start
+    (exit status 1, as nats-server)."""
+
+
 def parse_args(argv: list[str]) -> dict:
     out: dict = {}
     i = 0
@@ -127,13 +133,23 @@ def build_options(flags: dict) -> ServerOptions:
     o = ServerOptions()
     conf: dict = {}
     if flags.get("config"):
+        path = flags["config"]
         try:
-            conf = parse_config(Path(flags["config"]).read_text())
+            text = Path(path).read_text()
         except OSError as e:
-            raise UsageError(f"cannot read configuration file: {e}") from None
+            why = (e.strerror or str(e))
+            raise ConfigFileError(f"open {path}: {why[:1].lower()}{why[1:]}") from None
+        try:
+            conf = confcheck.check(parse_config(text), path)
         except ConfigError as e:
-            raise UsageError(f"configuration file {flags['config']}: {e}") from None
-        _apply_config(o, conf)
+            if "\n" in str(e) or str(e).startswith(f"{path}:"):
+                raise ConfigFileError(str(e)) from None
+            raise ConfigFileError(f"configuration file {path}: {e}") from None
+        _apply_config(o, conf, path)
+        # what the file says of logging and the pid file, unless a flag says otherwise
+        for key, flag in (("debug", "debug"), ("trace", "trace"), ("logfile", "log"), ("pidfile", "pid")):
+            if key in conf:
+                flags.setdefault(flag, conf[key] if isinstance(conf[key], bool) else str(conf[key]))
     # command-line flags override the file, as with nats-server
     if "host" in flags:
         o.host = flags["host"]
@@ -171,9 +187,19 @@ def build_options(flags: dict) -> ServerOptions:
     return o
 
 
-def _apply_config(o: ServerOptions, c: dict) -> None:
+_BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's isBcrypt
+
+
+def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
+    """Apply a checked file (confcheck: natslab's key names)."""
+    def problem(block: ConfMap, key: str, what: str) -> ConfigFileError:
+        line, col = block.pos.get(key, (0, 0))
+        return ConfigFileError(f"{path}:{line}:{col}: {what}")
+
     try:
-        if "host" in c or "listen" in c:
+        if isinstance(c.get("listen"), int):  # a port alone
+            o.port = c["listen"]
+        elif "host" in c or "listen" in c:
             listen = str(c.get("listen", ""))
             if listen and ":" in listen:
                 h, _, pt = listen.rpartition(":")
@@ -185,7 +211,7 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
-        for key in ("http_port", "monitor_port", "http"):
+        for key in ("http_port", "http"):
             if key in c:
                 # nats-server takes a port, or "host:port" for http
                 v = str(c[key])
@@ -203,6 +229,26 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
             a = c["authorization"]
             if not isinstance(a, dict):
                 raise ConfigError("authorization must be a block")
+            # nats-server's checks, in its order (at the block's key)
+            if (a.get("user") or a.get("password")) and a.get("token"):
+                raise problem(c, "authorization", "Cannot have a user/pass and token")
+            if "users" in a:
+                if a.get("user"):
+                    raise problem(c, "authorization", "Can not have a single user/pass and a users array")
+                if a.get("token"):
+                    raise problem(c, "authorization", "Can not have a token and a users array")
+                seen = set()
+                for u in a["users"] if isinstance(a["users"], list) else ():
+                    name = u.get("user") if isinstance(u, dict) else None
+                    if name in seen:
+                        raise problem(c, "authorization", f'Duplicate user "{name}" detected')
+                    seen.add(name)
+            # bcrypt hashes need a bcrypt implementation natslab does not ship:
+            # refused here rather than started with logins that cannot succeed
+            for block in [a] + [u for u in a.get("users", []) if isinstance(u, ConfMap)]:
+                for key in ("password", "token"):
+                    if isinstance(block.get(key), str) and _BCRYPT.match(block[key]):
+                        raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
             o.user = a.get("user") or o.user
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token
@@ -227,9 +273,15 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
             raise ConfigError(f"lame duck grace period ({c.get('lame_duck_grace_period', '10s')}) should be "
                               f"strictly lower than lame duck duration ({c.get('lame_duck_duration', '2m0s')})")
+        if "store_dir" in c:
+            o.store_dir = str(c["store_dir"])
         js = c.get("jetstream")
         if isinstance(js, dict):
             o.jetstream = True
+            if "enabled" in js:
+                if not isinstance(js["enabled"], bool):
+                    raise problem(js, "enabled", f"Expected 'true' or 'false' for bool value, got '{js['enabled']}'")
+                o.jetstream = js["enabled"]
             if "store_dir" in js:
                 o.store_dir = str(js["store_dir"])
             si = js.get("sync_interval")
@@ -245,10 +297,15 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
                     setattr(o, attr, int(batch[key]))
             if batch.get("timeout"):
                 o.batch_timeout = parse_duration(batch["timeout"])
+        elif isinstance(js, str):
+            # as nats-server: "enabled" / "disabled" (any case), or nothing
+            if js.lower() not in ("enabled", "enable", "disabled", "disable"):
+                raise problem(c, "jetstream", f"Expected 'enabled' or 'disabled' for string value, got '{js}'")
+            o.jetstream = js.lower() in ("enabled", "enable")
         elif js is not None:
             o.jetstream = bool(js)
     except (TypeError, ValueError) as e:
-        raise UsageError(f"configuration: {e}") from None
+        raise ConfigFileError(f"configuration file {path}: {e}") from None
 
 
 class _NatsFormatter(logging.Formatter):
@@ -343,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"natslab server: {e}\n", file=sys.stderr)
         print(USAGE, file=sys.stderr)
         return 2
+    except ConfigFileError as e:
+        print(f"natslab server: {e}\n", file=sys.stderr)
+        return 1
     setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("debug_trace")),
                   bool(flags.get("trace") or flags.get("debug_trace")))
     try:

@@ -459,10 +459,10 @@ class Client(Parser, asyncio.BufferedProtocol):
     def slow_consumer(self) -> None:
         srv = self.server
         srv.slow_consumers += 1
-        srv.logger.warning(
-            "%s:%d - cid:%d - Slow Consumer Detected: WriteDeadline of 10s exceeded with %d chars pending",
-            self.host, self.port, self.cid, self.transport.get_write_buffer_size(),
-        )
+        # what happened, in nats-server's words (a notice, as there): the cut
+        # is made on pending bytes; natslab has no write deadline to exceed
+        srv.logger.info("%s:%d - cid:%d - Slow Consumer Detected: MaxPending of %d Exceeded",
+                        self.host, self.port, self.cid, srv.opts.max_pending)
         self.closed = True
         self.close_reason = "Slow Consumer (Pending Bytes)"
         # drop what the socket has not taken; the connection is cut

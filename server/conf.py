@@ -15,6 +15,15 @@ class ConfigError(ValueError):
     pass
 
 
+class ConfMap(dict):
+    """A block (or the whole file): a dict, plus where each key was written,
+    ``pos[key] = (line, column)`` (1-based, as nats-server reports them)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.pos: dict[str, tuple[int, int]] = {}
+
+
 _SIZE = {"k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
          "t": 1000**4, "tb": 1024**4}
 _TOKEN = re.compile(
@@ -29,25 +38,36 @@ _TOKEN = re.compile(
 
 
 def _tokens(text: str):
+    """(kind, text, line, column) per token; column 1-based."""
     pos = 0
     line = 1
+    line_start = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
             if text[pos:].strip() == "":
                 return
             raise ConfigError(f"line {line}: cannot parse near {text[pos:pos + 20]!r}")
-        line += text.count("\n", pos, m.end())
+        start = m.start(m.lastgroup) if m.lastgroup else m.end()
+        nl = text.rfind("\n", pos, start)
+        if nl >= 0:
+            line += text.count("\n", pos, start)
+            line_start = nl + 1
+        col = start - line_start + 1
+        nl = text.rfind("\n", start, m.end())
+        if nl >= 0:  # (a string or comment over several lines)
+            line += text.count("\n", start, m.end())
+            line_start = nl + 1
         pos = m.end()
         if m.group("comment") is not None:
             continue
         if m.group("punct") is not None:
-            yield ("p", m.group("punct"), line)
+            yield ("p", m.group("punct"), line, col)
         elif m.group("str") is not None:
             s = m.group("str")
-            yield ("s", s[1:-1].encode().decode("unicode_escape") if s[0] == '"' else s[1:-1], line)
+            yield ("s", s[1:-1].encode().decode("unicode_escape") if s[0] == '"' else s[1:-1], line, col)
         elif m.group("bare") is not None:
-            yield ("b", m.group("bare"), line)
+            yield ("b", m.group("bare"), line, col)
 
 
 def _scalar(v: str):
@@ -84,54 +104,59 @@ class _Parser:
         self.i += 1
         return t
 
-    def parse_map(self, closing: str | None) -> dict:
-        out: dict = {}
+    def parse(self) -> ConfMap:
+        """The whole file. A loop with a stack of open blocks and arrays, not
+        a recursion, so nesting of any depth is read (as nats-server reads
+        it) rather than ending in a RecursionError."""
+        root = ConfMap()
+        stack: list[tuple[ConfMap | list, str | None]] = [(root, None)]
         while True:
+            into, closing = stack[-1]
             t = self.peek()
             if t is None:
                 if closing:
                     raise ConfigError(f"missing '{closing}'")
-                return out
+                return root
             if t[0] == "p" and t[1] == closing:
                 self.i += 1
-                return out
+                stack.pop()
+                continue
             if t[0] == "p" and t[1] == ",":
                 self.i += 1
                 continue
-            kind, key, line = self.next()
-            if kind == "p":
-                raise ConfigError(f"line {line}: unexpected '{key}'")
-            t = self.peek()
-            if t is not None and t[0] == "p" and t[1] in ":=":
-                self.i += 1
-            out[key] = self.parse_value()
+            if isinstance(into, ConfMap):
+                kind, key, line, col = self.next()
+                if kind == "p":
+                    raise ConfigError(f"line {line}: unexpected '{key}'")
+                t = self.peek()
+                if t is not None and t[0] == "p" and t[1] in ":=":
+                    self.i += 1
+                value, close = self.value()
+                into[key] = value
+                into.pos[key] = (line, col)
+            else:
+                value, close = self.value()
+                into.append(value)
+            if close:
+                stack.append((value, close))
 
-    def parse_value(self):
-        kind, v, line = self.next()
+    def value(self):
+        """The value starting here: (a scalar, None), or (an empty block or
+        array, its closing bracket) for ``parse`` to fill."""
+        kind, v, line, _ = self.next()
         if kind == "p":
             if v == "{":
-                return self.parse_map("}")
+                return ConfMap(), "}"
             if v == "[":
-                items = []
-                while True:
-                    t = self.peek()
-                    if t is None:
-                        raise ConfigError("missing ']'")
-                    if t[0] == "p" and t[1] == "]":
-                        self.i += 1
-                        return items
-                    if t[0] == "p" and t[1] == ",":
-                        self.i += 1
-                        continue
-                    items.append(self.parse_value())
+                return [], "]"
             raise ConfigError(f"line {line}: unexpected '{v}'")
         if kind == "s":
-            return v
-        return _scalar(v)
+            return v, None
+        return _scalar(v), None
 
 
-def parse_config(text: str) -> dict:
-    return _Parser(text).parse_map(None)
+def parse_config(text: str) -> ConfMap:
+    return _Parser(text).parse()
 
 
 def parse_duration(v) -> float:

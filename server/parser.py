@@ -146,13 +146,13 @@ class Parser:
                 continue
             eol = data.find(b"\n", pos)
             if eol < 0:
-                if n - pos > p.MAX_CONTROL_LINE:
+                if n - pos > p.MAX_CONTROL_LINE and p.control_arg_len(data[pos:]) > p.MAX_CONTROL_LINE:
                     self.protocol_error(p.ERR_MAX_CONTROL_LINE)
                     return
                 break
             line = data[pos:eol]
             pos = eol + 1
-            if len(line) > p.MAX_CONTROL_LINE:
+            if len(line) > p.MAX_CONTROL_LINE and p.control_arg_len(line) > p.MAX_CONTROL_LINE:
                 self.protocol_error(p.ERR_MAX_CONTROL_LINE)
                 return
             args = _ARG_RE.findall(line) if b"\x0b" in line or b"\x0c" in line else line.split()

@@ -22,6 +22,20 @@ DEFAULT_PING_MAX = 2
 AUTH_TIMEOUT = 2.0
 
 
+def control_arg_len(line: bytes) -> int:
+    """How long nats-server reckons a control line to be against
+    max_control_line: its arguments only, without the operation's name, the
+    blanks after it and the CR before the LF (``line`` has no LF; it may be
+    the start of a line still being read)."""
+    i = 0
+    n = len(line)
+    while i < n and line[i] not in b" \t":
+        i += 1
+    while i < n and line[i] in b" \t":
+        i += 1
+    return n - i - (1 if line.endswith(b"\r") else 0)
+
+
 def err(text: str) -> bytes:
     return b"-ERR '" + text.encode() + b"'\r\n"
 

@@ -403,43 +403,67 @@ class SubjectIndex:
 
 
 def _collect(node: _Node, tokens: list[bytes], i: int, psubs: list, qgroups: dict) -> None:
+    """Add the subscriptions of ``node``'s subtree that match ``tokens[i:]``.
+
+    A loop, not a recursion, so a subject of any depth can be matched (a
+    subscription of a thousand ``*`` went past Python's recursion limit).
+    Where a node has both a ``*`` edge and the literal token, the ``*`` side
+    is walked first and the literal one put off on a stack: the order
+    subscriptions are found in is the depth-first one."""
     n = len(tokens)
+    later = None  # (node, tokens consumed) put off while a '*' branch is walked
     while True:
         if node.fwc is not None:
             _add(node.fwc, psubs, qgroups)
-        if node.pwc is not None:
-            if i + 1 == n:
-                _add(node.pwc, psubs, qgroups)
-            else:
-                _collect(node.pwc, tokens, i + 1, psubs, qgroups)
         nxt = node.nodes.get(tokens[i])
-        if nxt is None:
-            return
         i += 1
-        if i == n:
-            _add(nxt, psubs, qgroups)
+        if node.pwc is not None:
+            if nxt is not None:
+                if later is None:
+                    later = []
+                later.append((nxt, i))
+            node = node.pwc
+        elif nxt is not None:
+            node = nxt
+        elif later:
+            node, i = later.pop()
+        else:
             return
-        node = nxt
+        while i == n:  # the subject ends at node
+            _add(node, psubs, qgroups)
+            if not later:
+                return
+            node, i = later.pop()
 
 
 def _walk_prefix(node: _Node, tokens: list[bytes], i: int, psubs: list, qgroups: dict, frontier: list) -> None:
     """Like ``_collect`` for a subject that has one more token after
     ``tokens``: full-wildcard matches go to psubs/qgroups, and the nodes
-    reached after the last of ``tokens`` go to ``frontier``."""
+    reached after the last of ``tokens`` go to ``frontier`` (a loop too, in
+    the same depth-first order)."""
     n = len(tokens)
+    later: list[tuple[_Node, int]] = []
     while True:
         if i == n:
             frontier.append(node)
-            return
+            if not later:
+                return
+            node, i = later.pop()
+            continue
         if node.fwc is not None:
             _add(node.fwc, psubs, qgroups)
-        if node.pwc is not None:
-            _walk_prefix(node.pwc, tokens, i + 1, psubs, qgroups, frontier)
         nxt = node.nodes.get(tokens[i])
-        if nxt is None:
-            return
-        node = nxt
         i += 1
+        if node.pwc is not None:
+            if nxt is not None:
+                later.append((nxt, i))
+            node = node.pwc
+        elif nxt is not None:
+            node = nxt
+        elif later:
+            node, i = later.pop()
+        else:
+            return
 
 
 def _result(psubs: list, qgroups: dict) -> tuple[tuple, tuple]:

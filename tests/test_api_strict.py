@@ -231,6 +231,44 @@ async def test_malformed_json(setup):
     assert "error" not in r and r["reset_seq"] == 1
 
 
+def nested(open_: bytes, close: bytes, n: int, inner: bytes = b"") -> bytes:
+    return open_ * n + inner + close * n
+
+
+async def test_deeply_nested_bodies(setup):
+    """Any depth is read (Python's json stops near 1,000 levels): past Go's
+    10,000 it is Go's 'exceeded max depth' at the offending bracket, and
+    below that whatever is wrong near the top, as Go finds it."""
+    nc = setup
+    depth = "invalid JSON: exceeded max depth"
+    cases = [
+        ("STREAM.CREATE.N", b'{"name":"N","metadata":' + nested(b"[", b"]", 20000) + b"}", f"{depth} at offset 10023"),
+        ("STREAM.CREATE.N", b'{"name":"N","subjects":' + nested(b"[", b"]", 10000) + b"}", f"{depth} at offset 10023"),
+        ("STREAM.CREATE.N", b'{"name":"N","bogus":' + nested(b'{"a":', b"}", 20000, b"1") + b"}", f"{depth} at offset 50016"),
+        ("STREAM.NAMES", nested(b"[", b"]", 20000), f"{depth} at offset 10001"),
+        ("CONSUMER.RESET.U.C", nested(b"[", b"]", 20000), depth),
+        ("STREAM.CREATE.N", b'{"name":"N","metadata":' + nested(b"[", b"]", 5000) + b"}",
+         te("array", f"{SC}.metadata", "map[string]string")),
+        ("STREAM.CREATE.N", b'{"name":"N","subjects":' + nested(b"[", b"]", 9999) + b"}",
+         te_elem("array", f"{SC}.subjects.0", "string")),
+        ("STREAM.CREATE.N", b'{"name":"N","bogus":' + nested(b'{"a":', b"}", 9000, b"1") + b"}",
+         'invalid JSON: json: unknown field "bogus"'),
+        ("STREAM.CREATE.N", b'{"name":"N","subjects":["a",' + nested(b"[", b"]", 3000, b'"x\\"]]"') + b'],"max_msgs":"x"}',
+         te_elem("array", f"{SC}.subjects.1", "string")),
+        ("STREAM.CREATE.N", b'{"name":"N","placement":' + nested(b'{"tags":', b"}", 3000, b"1") + b"}",
+         te("object", f"{SC}.placement.tags", "[]string")),
+        ("STREAM.CREATE.N", b'{"name":"N","subjects":["n"]} ' + nested(b"[", b"]", 3000),
+         "invalid JSON: json: cannot unmarshal array into Go value of type server.StreamConfigRequest"),
+        ("CONSUMER.CREATE.U", b'{"stream_name":"U","config":{"durable_name":' + nested(b'{"a":', b"}", 2000, b"1") + b"}}",
+         te("object", "CreateConsumerRequest.config.durable_name", "string")),
+        ("CONSUMER.RESET.U.C", nested(b"[", b"]", 3000),
+         "invalid JSON: json: cannot unmarshal array into Go value of type server.JSApiConsumerResetRequest"),
+    ]
+    for subject, body, desc in cases:
+        assert err(await req(nc, subject, body)) == (10025, desc), (subject, body[:60])
+    assert (await req(nc, "STREAM.NAMES"))["streams"] == ["R", "U"]
+
+
 async def test_valid_bodies_still_accepted(setup):
     nc = setup
     # keys match case-insensitively; enums are canonicalized (discard is

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 
 import nats
 import pytest
@@ -101,11 +102,27 @@ async def test_slow_consumer_is_cut_and_others_served(tmp_path, server_kind):
         slow = await RawClient.open(srv)
         await slow.send("SUB firehose 1\r\n")
         await slow.read_until_pong()
+        # a subscriber that keeps reading is served all along
+        fast = await connect(srv.url)
+        got = 0
+        all_in = asyncio.Event()
+
+        async def count(msg):
+            nonlocal got
+            got += 1
+            if got == 400:
+                all_in.set()
+
+        await fast.subscribe("firehose", cb=count, pending_bytes_limit=64 * 1024 * 1024)
+        await _sub_ready(fast)
         pub = await connect(srv.url)
         payload = b"x" * 65536
         for _ in range(400):  # 25 MiB: far past 1 MiB pending plus socket buffers
             await pub.publish("firehose", payload)
         await pub.flush(timeout=10)
+        await asyncio.wait_for(all_in.wait(), 20)
+        assert fast.is_connected
+        await fast.close()
         # the slow client was disconnected: draining it ends in EOF, short of everything
         received = 0
         while True:
@@ -125,6 +142,11 @@ async def test_slow_consumer_is_cut_and_others_served(tmp_path, server_kind):
         await other.close()
     finally:
         srv.stop()
+    # the log says what happened, in nats-server's words
+    log = srv.log()
+    assert re.search(r"\[INF\] 127\.0\.0\.1:\d+ - cid:\d+ - Slow Consumer Detected: MaxPending of 1048576 Exceeded\n",
+                     log), log
+    assert "WriteDeadline" not in log
 
 
 FAST_PINGS = 'ping_interval: "1s"\nping_max: 1\n'

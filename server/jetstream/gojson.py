@@ -247,9 +247,13 @@ def _object_key(b: bytes, i: int) -> int:
     return i + 1
 
 
+MAX_NESTING_DEPTH = 10000  # Go's scanner: one more open array or object is a syntax error
+
+
 def _scan_value(b: bytes, i: int) -> int:
     """One JSON value starting at b[i] (no leading white space); returns the
-    index after it or raises _Syntax. Iterative: depth is not limited here."""
+    index after it or raises _Syntax. Iterative, so any depth is read; past
+    Go's 10,000 levels it is Go's 'exceeded max depth'."""
     n = len(b)
     stack: list[int] = []
     while True:
@@ -258,6 +262,8 @@ def _scan_value(b: bytes, i: int) -> int:
         if i >= n:
             _eof()
         c = b[i]
+        if (c == 0x7B or c == 0x5B) and len(stack) >= MAX_NESTING_DEPTH:
+            raise _Syntax("exceeded max depth", i + 1)
         if c == 0x7B:  # {
             i = _ws(b, i + 1)
             if i >= n:
@@ -344,6 +350,36 @@ def _unmarshal_syntax_error(b: bytes) -> str | None:
     except _Syntax as e:
         return "unexpected end of JSON input" if e.offset is None else e.msg
     return None
+
+
+_CONTAINER_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+
+
+def _shallow(s: str, start: int, limit: int = 64) -> str:
+    """``s`` with every array or object nested more than ``limit`` deep from
+    ``start`` emptied (``[]`` / ``{}``), for a valid value Python's json
+    cannot read. No request struct is more than a few levels deep and none
+    holds an arbitrary value, so whatever Go reports of such a body (a type
+    error, an unknown field) is about a value above the cut, which keeps its
+    kind: the message is the same."""
+    out = [s[:start]]
+    last = start
+    depth = 0
+    cut = -1
+    for m in _CONTAINER_TOKEN.finditer(s, start):
+        c = s[m.start()]
+        if c == "[" or c == "{":
+            depth += 1
+            if depth == limit + 1:
+                cut = m.start()
+        elif c == "]" or c == "}":
+            if depth == limit + 1:
+                out.append(s[last:cut])
+                out.append("[]" if s[cut] == "[" else "{}")
+                last = m.end()
+            depth -= 1
+    out.append(s[last:])
+    return "".join(out)
 
 
 # -- parsed values ----------------------------------------------------------------
@@ -717,8 +753,16 @@ def unmarshal_request(body: bytes, struct: Struct, strict: bool = True, stream: 
         start = i
         try:
             v, i = _DECODER.raw_decode(s, i)
-        except (ValueError, RecursionError):
-            raise GoJSONError(_decoder_syntax_error(body) or "unexpected EOF") from None
+        except (ValueError, RecursionError) as e:
+            msg = _decoder_syntax_error(body)
+            if msg or not isinstance(e, RecursionError):
+                raise GoJSONError(msg or "unexpected EOF") from None
+            # valid JSON, nested deeper than Python's json reads: what is
+            # wrong with it is found near the top (see _shallow)
+            s = _shallow(s, start)
+            body = s.encode("ascii") if ascii_body else s.encode("utf-8", "surrogateescape")
+            n = len(s)
+            v, i = _DECODER.raw_decode(s, start)
         if v is None:
             continue
         bstart = start if ascii_body else len(s[:start].encode("utf-8", "surrogateescape"))
