@@ -15,29 +15,19 @@ from pathlib import Path
 import pytest
 
 from conftest import nats_server_binary
-from natscli import GO_HINT, find_go, go_bin_dir, go_env
+from natscli import go_bin_dir, go_build
 
 SRC = Path(__file__).resolve().parent.parent / "interop" / "nats-go"
 
 
 def build() -> str:
-    go = find_go()
-    if not go:
-        pytest.skip(f"no Go toolchain for interop/nats-go: {GO_HINT}")
     files = sorted(p for p in SRC.iterdir() if p.suffix == ".go" or p.name in ("go.mod", "go.sum"))
     digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in files)).hexdigest()[:16]
-    target = go_bin_dir() / f"nats-go-check-{digest}"
-    if target.exists():
-        return str(target)
-    go_bin_dir().mkdir(parents=True, exist_ok=True)
-    try:
-        out = subprocess.run([go, "build", "-o", str(target), "."], cwd=SRC, env=go_env(go), capture_output=True,
-                             text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"building interop/nats-go failed ({e}): {GO_HINT}")
-    if out.returncode != 0:
-        pytest.skip(f"building interop/nats-go failed: {' / '.join(out.stderr.strip().splitlines()[-3:])}")
-    return str(target)
+    target = go_bin_dir() / "nats-go-check"
+    path, why = go_build("nats-go-check", ["build", "-o", str(target), "."], target, digest, cwd=SRC)
+    if not path:
+        pytest.skip(f"interop/nats-go not built: {why}")
+    return path
 
 
 def test_nats_go_transcripts_match(tmp_path):
