@@ -111,7 +111,34 @@ EXTRA_MASKS = [
     (re.compile(r"took [\d.]+s\b"), "took <dur>"),
     (re.compile(r"=[\d.]+s;"), "=<dur>;"),
 ]
-STEPS: list = STREAMS + CONSUMERS + KV + OBJECTS + CORE
+EXTRAS = [
+    ("stream", "find", "--subject", "s1.>"),
+    ("stream", "state", "S1"),
+    # (the table form orders subjects of equal count as a Go map iterates)
+    ("stream", "subjects", "S1", "--json"),
+    ("stream", "copy", "S1", "S2", "--subjects", "s2.>"),
+    ("stream", "gaps", "S1", "-f", "--no-progress"),
+    ("stream", "seal", "S2", "-f"),
+    ("stream", "info", "S2", "-j"),
+    ("stream", "rm", "S2", "-f"),
+    ("consumer", "state", "S1", "C1"),
+    ("consumer", "find", "S1", "--pull"),
+    ("consumer", "copy", "S1", "C1", "C3", "--description", "copied"),
+    ("consumer", "reset", "S1", "C3", "-f"),
+    ("consumer", "rm", "S1", "C3", "-f"),
+    ("kv", "create", "K", "c", "1"),
+    ("kv", "create", "K", "c", "2"),
+    ("kv", "update", "K", "c", "3", "7"),
+    ("kv", "update", "K", "c", "4", "1"),
+    ("kv", "revert", "K", "c", "7", "--force"),
+    ("kv", "get", "K", "c"),
+    ("kv", "info", "K"),
+    ("kv", "edit", "K", "--history", "3"),
+    ("kv", "compact", "K", "-f"),
+    ("kv", "del", "K", "-f"),
+    ("kv", "ls"),
+]
+STEPS: list = STREAMS + CONSUMERS + KV + OBJECTS + CORE + EXTRAS
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +298,32 @@ def test_stream_backup_restore(server, nats_cli, tmp_path, request):
     assert restore.returncode == 0, restore.stdout + restore.stderr
     info = run("stream", "info", "BK").stdout
     assert field(info, "Messages") == "5" and field(info, "Active Consumers") == "1"
+
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_extras(transcripts, kind):
+    """stream find/state/subjects/copy/gaps/seal, consumer state/find/copy/
+    reset, kv create/update/revert/info/edit/compact/del."""
+    t = transcripts[kind]
+    assert set(table(outputs(t, "nats stream find --subject s1.>")[0])) == {"Name", "S1"}
+    state = outputs(t, "nats stream state S1")[0]
+    assert (field(state, "Messages"), field(state, "Deleted Messages"), field(state, "Active Consumers")) == ("2", "3", "2")
+    assert json.loads(outputs(t, "nats stream subjects S1 --json")[0]) == {"s1.a": 1, "s1.c": 1}
+    copied = outputs(t, "nats stream copy S1 S2 --subjects s2.>")[0]
+    assert "Stream S2 was created" in copied and field(copied, "Subjects") == "s2.>"
+    assert "[exit" not in outputs(t, "nats stream gaps S1 -f --no-progress")[0]
+    sealed = json.loads(outputs(t, "nats stream info S2 -j")[0])["config"]
+    assert (sealed["sealed"], sealed["deny_delete"], sealed["deny_purge"], sealed["max_msgs"]) == (True, True, True, 50)
+    assert field(outputs(t, "nats consumer state S1 C1")[0], "Outstanding Acks") == "1 out of maximum 1,000"
+    assert outputs(t, "nats consumer find S1 --pull")[0].split() == ["C1", "C2"]
+    assert field(outputs(t, "nats consumer copy S1 C1 C3 --description copied")[0], "Description") == "copied"
+    assert field(outputs(t, "nats consumer reset S1 C3 -f")[0], "Unprocessed Messages") == "2"
+    assert outputs(t, "nats kv create K c 1")[0].strip() == "1"
+    assert "key exists" in outputs(t, "nats kv create K c 2")[0]
+    assert outputs(t, "nats kv update K c 3 7")[0].strip() == "3"
+    assert "key revision mismatch" in outputs(t, "nats kv update K c 4 1")[0]
+    got = outputs(t, "nats kv get K c")[0].splitlines()
+    assert got[0].startswith("K > c revision: 9 ") and [x for x in got[1:] if x] == ["1"]  # reverted to revision 7
+    assert field(outputs(t, "nats kv edit K --history 3")[0], "History Kept") == "3"
+    assert outputs(t, "nats kv ls")[-1].strip() == "No Key-Value buckets found"

@@ -117,7 +117,7 @@ class ConsumerForm(ModalForm):
             return
         from ...codegen import consumer_code
 
-        self.show_code(consumer_code(self.stream, config))
+        self.show_code(consumer_code(self.stream, config, edit=bool(self.existing)))
 
     def submit(self) -> None:
         config = self.build_config()

@@ -120,7 +120,7 @@ class StreamForm(ModalForm):
             return
         from ...codegen import stream_code
 
-        self.show_code(stream_code(config))
+        self.show_code(stream_code(config, edit=bool(self.existing)))
 
     def submit(self) -> None:
         config = self.build_config()
