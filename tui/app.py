@@ -232,7 +232,9 @@ class NatslabApp(App):
                 await asyncio.sleep(2)
         if self.client is None:
             return
-        if self.monitor_url is None:
+        if self.monitor_url is not None:  # the embedded broker's, or --monitor
+            self.set_header(monitor="http://127.0.0.1:8222" if self.stable_display else self.monitor_url)
+        else:
             from .client.monitor import default_monitor_url
 
             self.monitor_url = default_monitor_url(options.url)

@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     emb.add_argument("--port", type=int, default=4222, help="client port (default 4222, next free if taken)")
     emb.add_argument("--store-dir", type=Path, help="JetStream store directory (default: user data dir)")
     emb.add_argument("--memory", action="store_true", help="throwaway store, deleted on exit")
+    emb.add_argument("--monitor-port", type=int, default=8222, metavar="PORT",
+                     help="monitoring (HTTP) port of the embedded broker (default 8222, next free if taken; 0 = none)")
     rem = p.add_argument_group("existing server")
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
@@ -64,7 +66,9 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         return opts, None
     if args.memory and args.store_dir:
         raise ValueError("--memory and --store-dir exclude each other")
-    spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory)
+    if not 0 <= args.monitor_port <= 65535:
+        raise ValueError(f"--monitor-port {args.monitor_port}: a port is 0-65535 (0 = no monitoring)")
+    spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port)
     creds = ConnectOptions(user=args.user, password=args.password, token=args.token)
     return creds, spec
 

@@ -26,22 +26,25 @@ from ...widgets.live_table import LiveTable
 from ..base import LivePane
 from .form import ConsumerForm
 
+# The counters that move first (what is unacked, redelivered, still to come),
+# then the rest; what a narrow terminal cuts off is reachable with the arrows
+# (the table scrolls sideways) and in the details under the table.
 COLUMNS = [
-    ("Name", "name"), ("Kind", "kind"), ("Ack wait", "ack_wait"), ("Max dlv", "max_deliver"),
-    ("Filter", "filter"), ("Delivered c/s", "delivered"), ("Ack floor c/s", "ack_floor"),
-    ("Ack pend", "ack_pending"), ("Redlv", "redelivered"), ("Waiting", "waiting"),
-    ("Pending", "pending"), ("Rate", "rate"), ("State", "state"),
+    ("Name", "name"), ("Ack pend", "ack_pending"), ("Redlv", "redelivered"), ("Pending", "pending"),
+    ("Waiting", "waiting"), ("Delivered c/s", "delivered"), ("Ack floor c/s", "ack_floor"),
+    ("Rate", "rate"), ("State", "state"), ("Kind", "kind"), ("Ack wait", "ack_wait"),
+    ("Max dlv", "max_deliver"), ("Filter", "filter"),
 ]
 
 
 def consumer_row(c: ConsumerSummary, rate: str) -> tuple:
     return (
-        c.name, f"{'pull' if c.pull else 'push'}·{c.ack_policy}", fmt_duration(c.ack_wait),
-        "∞" if c.max_deliver in (-1, 0) else c.max_deliver, c.filter_subject or "-",
+        c.name, c.num_ack_pending, c.num_redelivered, c.num_pending, c.num_waiting,
         f"{c.delivered_consumer_seq}/{c.delivered_stream_seq}",
         f"{c.ack_floor_consumer_seq}/{c.ack_floor_stream_seq}",
-        c.num_ack_pending, c.num_redelivered, c.num_waiting, c.num_pending, rate,
-        "paused" if c.paused else "active",
+        rate, "paused" if c.paused else "active",
+        f"{'pull' if c.pull else 'push'}·{c.ack_policy}", fmt_duration(c.ack_wait),
+        "∞" if c.max_deliver in (-1, 0) else c.max_deliver, c.filter_subject or "-",
     )
 
 
@@ -155,7 +158,10 @@ class ConsumersPane(LivePane):
         elif not self.consumers:
             label.update(f"Consumers of {self.stream} — none yet; press n to create one")
         else:
-            label.update(f"Consumers of {self.stream} ({len(self.consumers)}) — n new · e edit · space pause/resume · d delete · f pull hand")
+            table = self.query_one(LiveTable)
+            more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+            label.update(f"Consumers of {self.stream} ({len(self.consumers)}){more} — n new · e edit · "
+                         "space pause/resume · d delete · f pull hand")
 
     @on(DataTable.RowHighlighted, "#consumers-table")
     def on_highlight(self, event: DataTable.RowHighlighted) -> None:

@@ -90,7 +90,7 @@ class PublishPane(Vertical):
                 yield Static("", id="pub-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Mode")
-                yield Select([("JetStream (wait for PubAck)", "js"), ("core (fire and forget)", "core")], value="js", allow_blank=False, id="pub-mode")
+                yield Select([("JetStream (PubAck)", "js"), ("core (no ack)", "core")], value="js", allow_blank=False, id="pub-mode")
         with Horizontal(id="pub-row2", classes="form-row"):
             with Vertical(classes="cell"):
                 yield Label("Headers (Key: value per line)")

@@ -25,17 +25,19 @@ if TYPE_CHECKING:
 
 # the stream form and the purge dialog are imported when first opened (first paint)
 
+# the counts before storage and retention, which the Info tab shows too:
+# an 80-column terminal cuts the table's end
 COLUMNS = [
-    ("Name", "name"), ("Subjects", "subjects"), ("Storage", "storage"), ("Retention", "retention"),
-    ("Messages", "messages"), ("Bytes", "bytes"), ("First seq", "first"), ("Last seq", "last"),
-    ("Consumers", "consumers"),
+    ("Name", "name"), ("Subjects", "subjects"), ("Messages", "messages"), ("Bytes", "bytes"),
+    ("First seq", "first"), ("Last seq", "last"), ("Consumers", "consumers"),
+    ("Storage", "storage"), ("Retention", "retention"),
 ]
 
 
 def stream_row(s: StreamSummary) -> tuple:
     return (
-        s.name, ", ".join(s.subjects) or "-", s.storage, s.retention, fmt_count(s.messages),
-        fmt_bytes(s.bytes), s.first_seq, s.last_seq, s.consumer_count,
+        s.name, ", ".join(s.subjects) or "-", fmt_count(s.messages), fmt_bytes(s.bytes),
+        s.first_seq, s.last_seq, s.consumer_count, s.storage, s.retention,
     )
 
 
