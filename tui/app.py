@@ -185,6 +185,17 @@ class NatslabApp(App):
         self.stylesheet.set_variables(self.get_css_variables())
         return problems
 
+    @property
+    def publish_history_path(self):
+        """The Publish pane's history file for this store; None for a throwaway (--memory) one."""
+        from .config import data_dir, publish_history_file
+
+        if self.broker_spec is not None:
+            if self.broker_spec.memory:
+                return None
+            return publish_history_file(str(self.broker_spec.store_dir or data_dir()))
+        return publish_history_file(self.connect_options.url)
+
     def set_header(self, **changes) -> None:
         self.header_info = replace(self.header_info, **changes)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import secrets
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -35,11 +36,14 @@ API = "$JS.API"
 class NatsClient(PullMixin, KvMixin, ObjectsMixin):
     """A connected nats-py client plus typed JetStream management calls."""
 
-    def __init__(self, nc: NATS, options: ConnectOptions):
+    def __init__(self, nc: NATS, options: ConnectOptions, inbox_prefix: str = "_INBOX"):
         self.nc = nc
         self.js = nc.jetstream()
         self.options = options
         self.timeout = 3.0
+        # every reply, watch and fetch inbox of this connection starts with it,
+        # so the app can tell its own traffic from other programs'
+        self.inbox_prefix = inbox_prefix
 
     # ---- connection -------------------------------------------------
     @classmethod
@@ -54,8 +58,10 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         async def _noop(*_a: Any) -> None:
             return None
 
+        inbox_prefix = f"_INBOX.natslab_{secrets.token_hex(4)}"
         kw: dict[str, Any] = dict(
             servers=[u.strip() for u in options.url.split(",") if u.strip()],
+            inbox_prefix=inbox_prefix,
             name=options.name,
             connect_timeout=options.connect_timeout,
             max_reconnect_attempts=options.max_reconnect_attempts,
@@ -79,7 +85,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             nc = await nats.connect(**kw)
         except Exception as exc:  # nats-py raises several unrelated types here
             raise NatsError(f"cannot connect to {options.url}: {_plain(exc)}") from exc
-        return cls(nc, options)
+        return cls(nc, options, inbox_prefix)
 
     async def close(self) -> None:
         if not self.nc.is_closed:
@@ -91,6 +97,26 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
     @property
     def connected(self) -> bool:
         return self.nc.is_connected
+
+    @property
+    def client_id(self) -> int | None:
+        """This connection's cid on the server it is connected to (from INFO)."""
+        return self.nc.client_id
+
+    def is_own_traffic(self, subject: str, reply: str, data: bytes) -> bool:
+        """A message the app itself caused: its $JS.API requests (reply to its
+        inbox), the answers to them and its watches and fetches (to its inbox),
+        and the server's audit advisory of each of its API calls."""
+        prefix = self.inbox_prefix + "."
+        if subject.startswith(prefix) or (reply or "").startswith(prefix):
+            return True
+        if subject == "$JS.EVENT.ADVISORY.API" and self.client_id is not None:
+            try:
+                client = json.loads(data).get("client") or {}
+            except (ValueError, AttributeError):
+                return False
+            return client.get("id") == self.client_id
+        return False
 
     def server_summary(self) -> ServerSummary:
         info = self.nc._server_info or {}
