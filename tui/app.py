@@ -55,11 +55,14 @@ class NatslabApp(App):
         remember_theme: bool = True,
         theme_name: str | None = None,
         monitor_url: str | None = None,
+        read_only: bool = False,
     ):
         super().__init__()
         if connect is None and broker is None:
             broker = BrokerSpec()
-        self.connect_options = connect or ConnectOptions()
+        self.connect_options = replace(connect or ConnectOptions(), read_only=read_only)
+        # browse everything, change nothing: the client refuses writes, the panes hide them
+        self.read_only = read_only
         self.broker_spec = broker
         self.embedded: EmbeddedBroker | None = None
         self.client: NatsClient | None = None
@@ -72,7 +75,7 @@ class NatslabApp(App):
         self.monitor_url = monitor_url
         self.pending_bucket: str | None = None
         self.user_theme_names: set[str] = set()
-        self.header_info = HeaderInfo(mode="embedded" if broker else "remote")
+        self.header_info = HeaderInfo(mode="embedded" if broker else "remote", read_only=read_only)
         self._shut_down = False
         self._started = False
         self.main_screen: MainScreen | None = None

@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
     rem.add_argument("--monitor", metavar="URL", help="monitoring endpoint for the Connections pane (default http://HOST:8222)")
+    p.add_argument("--read-only", action="store_true",
+                   help="browse everything, change nothing (no create, delete, purge, publish, fetch or ack)")
     auth = p.add_argument_group("credentials (override the context's)")
     auth.add_argument("--user", help="user name")
     auth.add_argument("--password", help="password for --user")
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .app import NatslabApp
 
-        app = NatslabApp(connect=options, broker=spec, monitor_url=args.monitor)
+        app = NatslabApp(connect=options, broker=spec, monitor_url=args.monitor, read_only=args.read_only)
         app.gc_paused_until_paint = True
         try:
             app.run()

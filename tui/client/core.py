@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 # while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
+# What --read-only still asks the JetStream API: reads, never a change.
+READ_ONLY_API = ("INFO", "STREAM.LIST", "STREAM.NAMES", "STREAM.INFO.", "STREAM.MSG.GET.",
+                 "CONSUMER.LIST.", "CONSUMER.NAMES.", "CONSUMER.INFO.")
 
 
 class NatsClient(PullMixin, KvMixin, ObjectsMixin):
@@ -99,6 +102,15 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         return self.nc.is_connected
 
     @property
+    def read_only(self) -> bool:
+        return self.options.read_only
+
+    def _writing(self, what: str) -> None:
+        """The one gate of --read-only: every call that changes something passes here."""
+        if self.options.read_only:
+            raise NatsError(f"read-only: {what} is not allowed (natslab was started with --read-only)")
+
+    @property
     def client_id(self) -> int | None:
         """This connection's cid on the server it is connected to (from INFO)."""
         return self.nc.client_id
@@ -140,6 +152,8 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     # ---- raw API ----------------------------------------------------
     async def _api(self, subject: str, payload: dict | None = None) -> dict:
+        if not subject.startswith(READ_ONLY_API):
+            self._writing(f"$JS.API.{subject}")
         data = json.dumps(payload).encode() if payload is not None else b""
         try:
             msg = await self.nc.request(f"{API}.{subject}", data, timeout=self.timeout)
@@ -249,6 +263,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     # ---- publishing and requests -------------------------------------
     async def publish(self, subject: str, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self._writing("publishing")
         try:
             await self.nc.publish(subject, data, headers=headers or None)
             await self.nc.flush(timeout=self.timeout)
@@ -265,6 +280,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         expected_last_seq: int | None = None,
         expected_stream: str | None = None,
     ) -> PubAckResult:
+        self._writing("publishing")
         hdrs = dict(headers or {})
         if msg_id:
             hdrs["Nats-Msg-Id"] = msg_id
@@ -287,6 +303,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     async def request(self, subject: str, data: bytes, headers: dict[str, str] | None, timeout: float):
         """Core request; returns (reply msg, round-trip seconds)."""
+        self._writing("sending a request (its responder may change something)")
         NoRespondersError, NatsTimeoutError = _nats_errors()
         start = time.perf_counter()
         try:
@@ -309,6 +326,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     async def start_responder(self, responder, on_request) -> None:
         """Subscribe a mock responder (see ``responders``); ``on_request`` only posts a message."""
+        self._writing("answering requests with a mock responder")
 
         async def cb(msg) -> None:
             try:

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Label, Static
 
 from ...client import ConsumerSummary, NatsError
@@ -24,6 +25,7 @@ from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
 from ..base import LivePane
+from .detail import consumer_info, raw_json
 from .form import ConsumerForm
 
 # The counters that move first (what is unacked, redelivered, still to come),
@@ -50,12 +52,14 @@ def consumer_row(c: ConsumerSummary, rate: str) -> tuple:
 
 class ConsumersPane(LivePane):
     POLL_SECONDS = 0.5
+    WRITE_ACTIONS = frozenset({"create", "edit", "toggle_pause", "delete"})
     BINDINGS = [
         Binding("n", "create", "New consumer", id="consumers.create"),
         Binding("e", "edit", "Edit", id="consumers.edit"),
         Binding("space", "toggle_pause", "Pause/resume", id="consumers.pause"),
         Binding("d,delete", "delete", "Delete", id="consumers.delete"),
         Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
+        Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
     ]
 
     stream: reactive[str | None] = reactive(None)
@@ -88,11 +92,13 @@ class ConsumersPane(LivePane):
         # per consumer: (time, delivered count incl. redeliveries) samples -> rates
         self._last: dict[str, tuple[float, int]] = {}
         self._rates: dict[str, deque[float]] = {}
+        self.raw = False  # J: the consumer's JSON as `nats consumer info -j` prints it
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
         yield LiveTable(COLUMNS, id="consumers-table")
-        yield Static("", id="consumer-config")
+        with VerticalScroll(id="consumer-detail"):
+            yield Static("", id="consumer-config")
 
     def watch_stream(self, stream: str | None) -> None:
         self.consumers.clear()
@@ -176,21 +182,16 @@ class ConsumersPane(LivePane):
             self.selected = key
             self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
 
-    def _config_text(self, c: ConsumerSummary | None) -> Text:
+    def _config_text(self, c: ConsumerSummary | None):
         if c is None:
             return Text("")
-        text = Text()
-        text.append(f"{c.name}: ", style="bold")
-        skip = {"name", "durable_name", "metadata"}
-        parts = []
-        for k, v in c.config.items():
-            if k in skip or v in (None, "", [], {}):
-                continue
-            if k in ("ack_wait", "inactive_threshold", "idle_heartbeat") and isinstance(v, int):
-                v = fmt_duration(v / 1e9)
-            parts.append(f"{k}={v}")
-        text.append(" · ".join(parts))
-        return text
+        if self.raw:
+            return raw_json(c.raw)
+        return consumer_info(c, stable=getattr(self.app, "stable_display", False))
+
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self._selection_changed()
 
     def select_consumer(self, name: str) -> None:
         table = self.query_one(LiveTable)

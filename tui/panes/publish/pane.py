@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 
 from ...client import NatsError, subject_error
 from ...format import parse_int
+from ..base import WritesGuard
 from .parse import parse_headers, render_template
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,9 @@ class PublishRequest:
     expected_stream: str | None
 
 
-class PublishPane(Vertical):
+class PublishPane(WritesGuard, Vertical):
+    WRITE_ACTIONS = frozenset({"publish"})
+    WRITE_BUTTONS = ("pub-send",)
     BINDINGS = [
         Binding("ctrl+s", "publish", "Publish", id="publish.send"),
         Binding("ctrl+x", "cancel", "Cancel run", id="publish.cancel"),
@@ -138,6 +141,7 @@ class PublishPane(Vertical):
     def on_mount(self) -> None:
         self.history_path: Path | None = getattr(self.app, "publish_history_path", None)
         self.history = load_history(self.history_path)
+        self.disable_writes()
         self._show_history()
         self.query_one("#pub-progress", ProgressBar).display = False
 

@@ -43,6 +43,7 @@ def stream_row(s: StreamSummary) -> tuple:
 
 class StreamsPane(LivePane):
     POLL_SECONDS = 1.0
+    WRITE_ACTIONS = frozenset({"create", "edit", "purge", "delete"})
     BINDINGS = [
         Binding("n", "create", "New stream", id="streams.create"),
         Binding("e", "edit", "Edit", id="streams.edit"),
@@ -50,6 +51,7 @@ class StreamsPane(LivePane):
         Binding("d,delete", "delete", "Delete", id="streams.delete"),
         Binding("m", "messages", "Messages", id="streams.messages"),
         Binding("i", "info", "Info", id="streams.info"),
+        Binding("J", "toggle_raw", "Raw JSON", id="streams.raw"),
     ]
 
     @dataclass
@@ -71,6 +73,7 @@ class StreamsPane(LivePane):
         self.streams: dict[str, StreamSummary] = {}
         self.selected: str | None = None
         self._pending_select: str | None = None
+        self.raw = False  # J: the Info tab shows the stream's JSON (`nats stream info -j`)
 
     def compose(self) -> ComposeResult:
         yield Label("Streams", id="streams-status", classes="pane-status")
@@ -148,7 +151,7 @@ class StreamsPane(LivePane):
     def _selection_changed(self) -> None:
         key = self.query_one(LiveTable).selected_key
         stable = getattr(self.app, "stable_display", False)
-        self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable)
+        self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable, raw=self.raw)
         if key != self.selected:
             self.selected = key
             for browser in self.query(MessageBrowser):
@@ -228,3 +231,8 @@ class StreamsPane(LivePane):
 
     def action_info(self) -> None:
         self.query_one("#stream-detail", TabbedContent).active = "stream-info-tab"
+
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self.action_info()
+        self._selection_changed()
