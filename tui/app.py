@@ -55,11 +55,14 @@ class NatslabApp(App):
         remember_theme: bool = True,
         theme_name: str | None = None,
         monitor_url: str | None = None,
+        read_only: bool = False,
     ):
         super().__init__()
         if connect is None and broker is None:
             broker = BrokerSpec()
-        self.connect_options = connect or ConnectOptions()
+        self.connect_options = replace(connect or ConnectOptions(), read_only=read_only)
+        # browse everything, change nothing: the client refuses writes, the panes hide them
+        self.read_only = read_only
         self.broker_spec = broker
         self.embedded: EmbeddedBroker | None = None
         self.client: NatsClient | None = None
@@ -72,7 +75,7 @@ class NatslabApp(App):
         self.monitor_url = monitor_url
         self.pending_bucket: str | None = None
         self.user_theme_names: set[str] = set()
-        self.header_info = HeaderInfo(mode="embedded" if broker else "remote")
+        self.header_info = HeaderInfo(mode="embedded" if broker else "remote", read_only=read_only)
         self._shut_down = False
         self._started = False
         self.main_screen: MainScreen | None = None
@@ -185,6 +188,17 @@ class NatslabApp(App):
         self.stylesheet.set_variables(self.get_css_variables())
         return problems
 
+    @property
+    def publish_history_path(self):
+        """The Publish pane's history file for this store; None for a throwaway (--memory) one."""
+        from .config import data_dir, publish_history_file
+
+        if self.broker_spec is not None:
+            if self.broker_spec.memory:
+                return None
+            return publish_history_file(str(self.broker_spec.store_dir or data_dir()))
+        return publish_history_file(self.connect_options.url)
+
     def set_header(self, **changes) -> None:
         self.header_info = replace(self.header_info, **changes)
         try:
@@ -232,7 +246,9 @@ class NatslabApp(App):
                 await asyncio.sleep(2)
         if self.client is None:
             return
-        if self.monitor_url is None:
+        if self.monitor_url is not None:  # the embedded broker's, or --monitor
+            self.set_header(monitor="http://127.0.0.1:8222" if self.stable_display else self.monitor_url)
+        else:
             from .client.monitor import default_monitor_url
 
             self.monitor_url = default_monitor_url(options.url)

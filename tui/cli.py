@@ -32,10 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     emb.add_argument("--port", type=int, default=4222, help="client port (default 4222, next free if taken)")
     emb.add_argument("--store-dir", type=Path, help="JetStream store directory (default: user data dir)")
     emb.add_argument("--memory", action="store_true", help="throwaway store, deleted on exit")
+    emb.add_argument("--monitor-port", type=int, default=8222, metavar="PORT",
+                     help="monitoring (HTTP) port of the embedded broker (default 8222, next free if taken; 0 = none)")
     rem = p.add_argument_group("existing server")
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
     rem.add_argument("--monitor", metavar="URL", help="monitoring endpoint for the Connections pane (default http://HOST:8222)")
+    p.add_argument("--read-only", action="store_true",
+                   help="browse everything, change nothing (no create, delete, purge, publish, fetch or ack)")
     auth = p.add_argument_group("credentials (override the context's)")
     auth.add_argument("--user", help="user name")
     auth.add_argument("--password", help="password for --user")
@@ -64,7 +68,9 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         return opts, None
     if args.memory and args.store_dir:
         raise ValueError("--memory and --store-dir exclude each other")
-    spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory)
+    if not 0 <= args.monitor_port <= 65535:
+        raise ValueError(f"--monitor-port {args.monitor_port}: a port is 0-65535 (0 = no monitoring)")
+    spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port)
     creds = ConnectOptions(user=args.user, password=args.password, token=args.token)
     return creds, spec
 
@@ -84,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .app import NatslabApp
 
-        app = NatslabApp(connect=options, broker=spec, monitor_url=args.monitor)
+        app = NatslabApp(connect=options, broker=spec, monitor_url=args.monitor, read_only=args.read_only)
         app.gc_paused_until_paint = True
         try:
             app.run()

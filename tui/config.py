@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,15 @@ def data_dir() -> Path:
 
 def config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def publish_history_file(store: str) -> Path:
+    """Where the Publish pane keeps its recent publishes for one store: an
+    embedded broker's store directory or a remote server's URL. Readable name
+    plus a hash, so two stores never share a file."""
+    readable = re.sub(r"[^A-Za-z0-9]+", "_", store).strip("_")[-40:]
+    digest = hashlib.sha1(store.encode()).hexdigest()[:10]
+    return data_dir() / "publish-history" / f"{readable}-{digest}.json"
 
 
 def user_themes_dir() -> Path:

@@ -183,3 +183,8 @@ async def answer(app: NatslabApp, pilot, yes: bool = True) -> str:
     await pilot.press("y" if yes else "escape")
     await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog), what="confirmation closed")
     return question
+
+
+def screen_text(app: NatslabApp) -> str:
+    """What the terminal shows, line by line."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())

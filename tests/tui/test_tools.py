@@ -219,7 +219,7 @@ async def test_connections_pane_lists_outside_client(make_app, broker, outside):
             return
         await wait_for(pilot, lambda: any(table.value(k, "name") == "outside" for k in table._order), what="outside listed")
         names = {table.value(k, "name") for k in table._order}
-        assert {"natslab", "outside"} <= names
+        assert {"natslab ◀ you", "outside"} <= names
 
 
 async def test_connections_pane_says_plainly_when_unreachable(make_app):

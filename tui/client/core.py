@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import secrets
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -30,16 +31,22 @@ if TYPE_CHECKING:
 # while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
+# What --read-only still asks the JetStream API: reads, never a change.
+READ_ONLY_API = ("INFO", "STREAM.LIST", "STREAM.NAMES", "STREAM.INFO.", "STREAM.MSG.GET.",
+                 "CONSUMER.LIST.", "CONSUMER.NAMES.", "CONSUMER.INFO.")
 
 
 class NatsClient(PullMixin, KvMixin, ObjectsMixin):
     """A connected nats-py client plus typed JetStream management calls."""
 
-    def __init__(self, nc: NATS, options: ConnectOptions):
+    def __init__(self, nc: NATS, options: ConnectOptions, inbox_prefix: str = "_INBOX"):
         self.nc = nc
         self.js = nc.jetstream()
         self.options = options
         self.timeout = 3.0
+        # every reply, watch and fetch inbox of this connection starts with it,
+        # so the app can tell its own traffic from other programs'
+        self.inbox_prefix = inbox_prefix
 
     # ---- connection -------------------------------------------------
     @classmethod
@@ -54,8 +61,10 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         async def _noop(*_a: Any) -> None:
             return None
 
+        inbox_prefix = f"_INBOX.natslab_{secrets.token_hex(4)}"
         kw: dict[str, Any] = dict(
             servers=[u.strip() for u in options.url.split(",") if u.strip()],
+            inbox_prefix=inbox_prefix,
             name=options.name,
             connect_timeout=options.connect_timeout,
             max_reconnect_attempts=options.max_reconnect_attempts,
@@ -79,7 +88,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             nc = await nats.connect(**kw)
         except Exception as exc:  # nats-py raises several unrelated types here
             raise NatsError(f"cannot connect to {options.url}: {_plain(exc)}") from exc
-        return cls(nc, options)
+        return cls(nc, options, inbox_prefix)
 
     async def close(self) -> None:
         if not self.nc.is_closed:
@@ -91,6 +100,35 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
     @property
     def connected(self) -> bool:
         return self.nc.is_connected
+
+    @property
+    def read_only(self) -> bool:
+        return self.options.read_only
+
+    def _writing(self, what: str) -> None:
+        """The one gate of --read-only: every call that changes something passes here."""
+        if self.options.read_only:
+            raise NatsError(f"read-only: {what} is not allowed (natslab was started with --read-only)")
+
+    @property
+    def client_id(self) -> int | None:
+        """This connection's cid on the server it is connected to (from INFO)."""
+        return self.nc.client_id
+
+    def is_own_traffic(self, subject: str, reply: str, data: bytes) -> bool:
+        """A message the app itself caused: its $JS.API requests (reply to its
+        inbox), the answers to them and its watches and fetches (to its inbox),
+        and the server's audit advisory of each of its API calls."""
+        prefix = self.inbox_prefix + "."
+        if subject.startswith(prefix) or (reply or "").startswith(prefix):
+            return True
+        if subject == "$JS.EVENT.ADVISORY.API" and self.client_id is not None:
+            try:
+                client = json.loads(data).get("client") or {}
+            except (ValueError, AttributeError):
+                return False
+            return client.get("id") == self.client_id
+        return False
 
     def server_summary(self) -> ServerSummary:
         info = self.nc._server_info or {}
@@ -114,6 +152,8 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     # ---- raw API ----------------------------------------------------
     async def _api(self, subject: str, payload: dict | None = None) -> dict:
+        if not subject.startswith(READ_ONLY_API):
+            self._writing(f"$JS.API.{subject}")
         data = json.dumps(payload).encode() if payload is not None else b""
         try:
             msg = await self.nc.request(f"{API}.{subject}", data, timeout=self.timeout)
@@ -223,6 +263,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     # ---- publishing and requests -------------------------------------
     async def publish(self, subject: str, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self._writing("publishing")
         try:
             await self.nc.publish(subject, data, headers=headers or None)
             await self.nc.flush(timeout=self.timeout)
@@ -239,6 +280,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         expected_last_seq: int | None = None,
         expected_stream: str | None = None,
     ) -> PubAckResult:
+        self._writing("publishing")
         hdrs = dict(headers or {})
         if msg_id:
             hdrs["Nats-Msg-Id"] = msg_id
@@ -261,6 +303,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     async def request(self, subject: str, data: bytes, headers: dict[str, str] | None, timeout: float):
         """Core request; returns (reply msg, round-trip seconds)."""
+        self._writing("sending a request (its responder may change something)")
         NoRespondersError, NatsTimeoutError = _nats_errors()
         start = time.perf_counter()
         try:
@@ -283,6 +326,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     async def start_responder(self, responder, on_request) -> None:
         """Subscribe a mock responder (see ``responders``); ``on_request`` only posts a message."""
+        self._writing("answering requests with a mock responder")
 
         async def cb(msg) -> None:
             try:

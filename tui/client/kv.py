@@ -58,6 +58,7 @@ class KvMixin:
         return [BucketSummary.from_stream(s) for s in await self.list_streams() if s.name.startswith("KV_")]
 
     async def create_bucket(self, name: str, history: int, ttl: float | None, max_value_size: int | None, storage: str) -> None:
+        self._writing(f"creating bucket {name}")
         from nats.js.api import KeyValueConfig, StorageType
 
         await self._call(self.js.create_key_value(KeyValueConfig(
@@ -66,6 +67,7 @@ class KvMixin:
         )))
 
     async def delete_bucket(self, name: str) -> None:
+        self._writing(f"deleting bucket {name}")
         await self._call(self.js.delete_key_value(name))
 
     async def kv_history(self, bucket: str, key: str, limit: int = 64) -> list[KvEntry]:
@@ -84,6 +86,7 @@ class KvMixin:
 
     async def kv_op(self, bucket: str, op: str, key: str, value: bytes = b"", revision: int | None = None) -> int | None:
         """put, create, update (needs revision), delete or purge one key."""
+        self._writing(f"{op} of key {key}")
         kv = await self._call(self.js.key_value(bucket))
         if op == "put":
             return await self._call(kv.put(key, value))

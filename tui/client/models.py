@@ -8,12 +8,32 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 
 def _ns_to_seconds(value: Any) -> float:
     return (value or 0) / 1e9
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 time from the API (nanoseconds, 'Z') as an aware datetime."""
+    if not isinstance(value, str) or not value or value.startswith("0001-"):
+        return None
+    text = value.rstrip("Z")
+    if "." in text:  # Python takes at most microseconds
+        head, frac = text.split(".", 1)
+        offset = ""
+        for sign in ("+", "-"):
+            if sign in frac:
+                frac, offset = frac.split(sign, 1)
+                offset = sign + offset
+        text = f"{head}.{frac[:6]}{offset}"
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -65,6 +85,7 @@ class StreamSummary:
     created: str
     config: dict = field(default_factory=dict, compare=False, hash=False)
     state: dict = field(default_factory=dict, compare=False, hash=False)
+    raw: dict = field(default_factory=dict, compare=False, hash=False)  # the API's JSON, for the -j view
 
     @classmethod
     def from_json(cls, data: dict) -> "StreamSummary":
@@ -84,6 +105,7 @@ class StreamSummary:
             created=data.get("created", ""),
             config=config,
             state=state,
+            raw=data,
         )
 
 
@@ -108,6 +130,11 @@ class ConsumerSummary:
     num_pending: int
     paused: bool
     config: dict = field(default_factory=dict, compare=False, hash=False)
+    last_delivery: datetime | None = None  # delivered.last_active
+    last_ack: datetime | None = None  # ack_floor.last_active
+    server_time: datetime | None = None  # the answer's ts: "ago" by the server's clock
+    created: datetime | None = None
+    raw: dict = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def from_json(cls, data: dict) -> "ConsumerSummary":
@@ -135,6 +162,11 @@ class ConsumerSummary:
             num_pending=data.get("num_pending", 0),
             paused=bool(data.get("paused")),
             config=config,
+            last_delivery=parse_time(delivered.get("last_active")),
+            last_ack=parse_time(ack_floor.get("last_active")),
+            server_time=parse_time(data.get("ts")),
+            created=parse_time(data.get("created")),
+            raw=data,
         )
 
 

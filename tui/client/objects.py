@@ -68,12 +68,14 @@ class ObjectsMixin:
         return [StoreSummary.from_stream(s) for s in await self.list_streams() if s.name.startswith("OBJ_")]
 
     async def create_object_store(self, name: str, storage: str = "file") -> None:
+        self._writing(f"creating object store {name}")
         from nats.js.api import ObjectStoreConfig, StorageType
 
         cfg = ObjectStoreConfig(storage=StorageType.MEMORY if storage == "memory" else StorageType.FILE)
         await self._call(self.js.create_object_store(name, config=cfg))
 
     async def delete_object_store(self, name: str) -> None:
+        self._writing(f"deleting object store {name}")
         await self._call(self.js.delete_object_store(name))
 
     async def list_objects(self, store: str) -> list[ObjectSummary]:
@@ -89,6 +91,7 @@ class ObjectsMixin:
         return [ObjectSummary.from_info(i) for i in infos]
 
     async def put_object(self, store: str, name: str, reader: CountingReader) -> ObjectSummary:
+        self._writing(f"putting object {name}")
         obs = await self._call(self.js.object_store(store))
         return ObjectSummary.from_info(await self._call(obs.put(name, reader)))
 
@@ -99,6 +102,7 @@ class ObjectsMixin:
         return ObjectSummary.from_info(result.info)
 
     async def delete_object(self, store: str, name: str) -> None:
+        self._writing(f"deleting object {name}")
         obs = await self._call(self.js.object_store(store))
         await self._call(obs.delete(name))
 

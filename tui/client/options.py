@@ -17,3 +17,5 @@ class ConnectOptions:
     connect_timeout: float = 2.0
     max_reconnect_attempts: int = -1
     reconnect_time_wait: float = 1.0
+    # --read-only: the client refuses every call that would change something
+    read_only: bool = False

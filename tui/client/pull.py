@@ -20,6 +20,7 @@ class PullMixin:
     # ---- the pull hand ----------------------------------------------
     async def fetch(self, stream: str, consumer: str, batch: int, timeout: float = 1.0) -> list[FetchedMessage]:
         """Fetch up to ``batch`` messages without acking them."""
+        self._writing("fetching (it moves the consumer's delivered sequence)")
         _, NatsTimeoutError = _nats_errors()
         info = await self.consumer_info(stream, consumer)
         if not info.pull:
@@ -60,6 +61,7 @@ class PullMixin:
         return out
 
     async def ack(self, fm: FetchedMessage) -> None:
+        self._writing("acking")
         try:
             await fm.msg.ack_sync(timeout=self.timeout)
         except Exception as exc:
@@ -79,6 +81,9 @@ class PullMixin:
     async def _fire(self, coro: Awaitable[None]) -> None:
         # nak/wpi/term are fire-and-forget in nats-py; flush so the server has
         # them before the next poll reads consumer state.
+        if self.read_only:
+            coro.close()  # never sent
+            self._writing("acting on a message")
         try:
             await coro
             await self.nc.flush(timeout=self.timeout)

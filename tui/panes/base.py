@@ -7,7 +7,7 @@ pane is hidden behind another tab.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -32,7 +32,28 @@ def is_showing(widget: Widget) -> bool:
     return True
 
 
-class LivePane(Vertical):
+class WritesGuard:
+    """Mixed into every pane: under --read-only its write actions vanish from the
+    keys and the footer and its write buttons are disabled. The client refuses
+    such calls anyway (``NatsClient._writing``); this keeps them out of sight."""
+
+    WRITE_ACTIONS: ClassVar[frozenset[str]] = frozenset()
+    WRITE_BUTTONS: ClassVar[tuple[str, ...]] = ()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.WRITE_ACTIONS and getattr(self.app, "read_only", False):
+            return False
+        return True
+
+    def disable_writes(self) -> None:
+        if getattr(self.app, "read_only", False):
+            for button_id in self.WRITE_BUTTONS:
+                for button in self.query(f"#{button_id}"):
+                    button.disabled = True
+                    button.tooltip = "read-only"
+
+
+class LivePane(WritesGuard, Vertical):
     """A pane that polls the broker every ``POLL_SECONDS`` while it is visible."""
 
     POLL_SECONDS = 1.0
@@ -44,6 +65,7 @@ class LivePane(Vertical):
         return client if client is not None and client.connected else None
 
     def on_mount(self) -> None:
+        self.disable_writes()
         self.schedule_poll(0.01)
 
     def schedule_poll(self, delay: float | None = None) -> None:

@@ -1,5 +1,10 @@
 """The header: embedded or remote, the URL for other programs, store dir,
-server version, JetStream usage and connection state."""
+server version, monitoring port, JetStream usage and connection state.
+
+Two lines that never wrap: when the terminal is narrow the less important
+parts shorten, then go (the store path first), so the connection state and
+the URL stay in sight at 80 columns.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import events
 from textual.reactive import reactive
 from textual.widgets import Static
 
@@ -25,6 +31,37 @@ class HeaderInfo:
     state: str = "starting"  # starting | connected | disconnected | failed
     detail: str = ""
     usage: AccountUsage | None = None
+    monitor: str = ""  # the monitoring endpoint's URL, when known
+    read_only: bool = False
+
+
+# A part of a line: its variants from longest to shortest ("" drops it), its
+# style, and its rank: the highest rank gives way first.
+Part = tuple[list[str], str, int]
+
+
+def fit(parts: list[Part], width: int) -> Text:
+    """One line of ``parts`` at most ``width`` cells wide, shortening the
+    highest-ranked parts first; cut with an ellipsis if even that is too long."""
+    chosen = [0] * len(parts)
+
+    def length() -> int:
+        return sum(len(p[0][i]) for p, i in zip(parts, chosen))
+
+    for rank in sorted({p[2] for p in parts}, reverse=True):
+        for n, (variants, _style, r) in enumerate(parts):
+            while r == rank and length() > width and chosen[n] < len(variants) - 1:
+                chosen[n] += 1
+    line = Text(no_wrap=True, overflow="ellipsis", end="")
+    for (variants, style, _r), i in zip(parts, chosen):
+        line.append(variants[i], style=style)
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def _short_path(path: str) -> str:
+    tail = path.rstrip("/").rsplit("/", 1)[-1]
+    return f"…/{tail}" if tail != path else path
 
 
 class StatusHeader(Static):
@@ -37,27 +74,43 @@ class StatusHeader(Static):
     def watch_info(self, info: HeaderInfo) -> None:
         for state in ("starting", "connected", "disconnected", "failed"):
             self.set_class(info.state == state, f"-{state}")
+        self.set_class(info.read_only, "-read-only")
         self.update(self._render_info(info))
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.update(self._render_info(self.info))
+
     def _render_info(self, info: HeaderInfo) -> Text:
-        line1 = Text()
-        line1.append(" natslab ", style="bold reverse")
-        line1.append(f"  {info.mode}  ", style="bold")
-        line1.append(info.url or "…", style="bold underline")
-        if info.store_dir:
-            line1.append(f"   store {info.store_dir}")
+        width = max(20, self.size.width or 200)
+        line1: list[Part] = [
+            ([" natslab "], "bold reverse", 0),
+            ([f"  {info.mode}  ", f" {info.mode} "], "bold", 1),
+        ]
+        if info.read_only:
+            line1.append(([" READ-ONLY ", " RO "], "bold reverse", 0))
+        line1.append(([info.url or "…"], "bold underline", 0))
         if info.version:
-            line1.append(f"   server {info.version}")
-        line2 = Text(" ")
+            line1.append(([f"   server {info.version}", f" {info.version}", ""], "", 3))
+        if info.monitor:
+            mon = info.monitor.removeprefix("http://")
+            port = mon.rsplit(":", 1)[-1]
+            line1.append(([f"   monitor {mon}", f"  monitor :{port}", f" m:{port}", ""], "", 2))
+        if info.store_dir:
+            line1.append(([f"   store {info.store_dir}", f"   store {_short_path(info.store_dir)}", ""], "", 4))
+
         state = {"connected": "● connected", "disconnected": "○ disconnected — reconnecting",
                  "starting": "◌ starting", "failed": "✕ not connected"}.get(info.state, info.state)
-        line2.append(state, style="bold")
+        line2: list[Part] = [([" " + state], "bold", 0)]
         if info.detail:
-            line2.append(f"  {info.detail}")
+            line2.append(([f"  {info.detail}"], "", 1))
         if info.usage is not None:
             u = info.usage
-            line2.append(
+            line2.append(([
                 f"   JetStream: {u.streams} streams · {u.consumers} consumers · "
-                f"storage {fmt_bytes(u.storage)} · memory {fmt_bytes(u.memory)}"
-            )
-        return Text("\n").join([line1, line2])
+                f"storage {fmt_bytes(u.storage)} · memory {fmt_bytes(u.memory)}",
+                f"   JS {u.streams} streams · {u.consumers} consumers · "
+                f"{fmt_bytes(u.storage)} file · {fmt_bytes(u.memory)} mem",
+                f"  JS {u.streams} str · {u.consumers} cons",
+                "",
+            ], "", 2))
+        return Text("\n", no_wrap=True, end="").join([fit(line1, width), fit(line2, width)])

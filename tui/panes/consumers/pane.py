@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Label, Static
 
 from ...client import ConsumerSummary, NatsError
@@ -24,35 +25,41 @@ from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
 from ..base import LivePane
+from .detail import consumer_info, raw_json
 from .form import ConsumerForm
 
+# The counters that move first (what is unacked, redelivered, still to come),
+# then the rest; what a narrow terminal cuts off is reachable with the arrows
+# (the table scrolls sideways) and in the details under the table.
 COLUMNS = [
-    ("Name", "name"), ("Kind", "kind"), ("Ack wait", "ack_wait"), ("Max dlv", "max_deliver"),
-    ("Filter", "filter"), ("Delivered c/s", "delivered"), ("Ack floor c/s", "ack_floor"),
-    ("Ack pend", "ack_pending"), ("Redlv", "redelivered"), ("Waiting", "waiting"),
-    ("Pending", "pending"), ("Rate", "rate"), ("State", "state"),
+    ("Name", "name"), ("Ack pend", "ack_pending"), ("Redlv", "redelivered"), ("Pending", "pending"),
+    ("Waiting", "waiting"), ("Delivered c/s", "delivered"), ("Ack floor c/s", "ack_floor"),
+    ("Rate", "rate"), ("State", "state"), ("Kind", "kind"), ("Ack wait", "ack_wait"),
+    ("Max dlv", "max_deliver"), ("Filter", "filter"),
 ]
 
 
 def consumer_row(c: ConsumerSummary, rate: str) -> tuple:
     return (
-        c.name, f"{'pull' if c.pull else 'push'}·{c.ack_policy}", fmt_duration(c.ack_wait),
-        "∞" if c.max_deliver in (-1, 0) else c.max_deliver, c.filter_subject or "-",
+        c.name, c.num_ack_pending, c.num_redelivered, c.num_pending, c.num_waiting,
         f"{c.delivered_consumer_seq}/{c.delivered_stream_seq}",
         f"{c.ack_floor_consumer_seq}/{c.ack_floor_stream_seq}",
-        c.num_ack_pending, c.num_redelivered, c.num_waiting, c.num_pending, rate,
-        "paused" if c.paused else "active",
+        rate, "paused" if c.paused else "active",
+        f"{'pull' if c.pull else 'push'}·{c.ack_policy}", fmt_duration(c.ack_wait),
+        "∞" if c.max_deliver in (-1, 0) else c.max_deliver, c.filter_subject or "-",
     )
 
 
 class ConsumersPane(LivePane):
     POLL_SECONDS = 0.5
+    WRITE_ACTIONS = frozenset({"create", "edit", "toggle_pause", "delete"})
     BINDINGS = [
         Binding("n", "create", "New consumer", id="consumers.create"),
         Binding("e", "edit", "Edit", id="consumers.edit"),
         Binding("space", "toggle_pause", "Pause/resume", id="consumers.pause"),
         Binding("d,delete", "delete", "Delete", id="consumers.delete"),
         Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
+        Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
     ]
 
     stream: reactive[str | None] = reactive(None)
@@ -85,11 +92,13 @@ class ConsumersPane(LivePane):
         # per consumer: (time, delivered count incl. redeliveries) samples -> rates
         self._last: dict[str, tuple[float, int]] = {}
         self._rates: dict[str, deque[float]] = {}
+        self.raw = False  # J: the consumer's JSON as `nats consumer info -j` prints it
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
         yield LiveTable(COLUMNS, id="consumers-table")
-        yield Static("", id="consumer-config")
+        with VerticalScroll(id="consumer-detail"):
+            yield Static("", id="consumer-config")
 
     def watch_stream(self, stream: str | None) -> None:
         self.consumers.clear()
@@ -155,7 +164,10 @@ class ConsumersPane(LivePane):
         elif not self.consumers:
             label.update(f"Consumers of {self.stream} — none yet; press n to create one")
         else:
-            label.update(f"Consumers of {self.stream} ({len(self.consumers)}) — n new · e edit · space pause/resume · d delete · f pull hand")
+            table = self.query_one(LiveTable)
+            more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+            label.update(f"Consumers of {self.stream} ({len(self.consumers)}){more} — n new · e edit · "
+                         "space pause/resume · d delete · f pull hand")
 
     @on(DataTable.RowHighlighted, "#consumers-table")
     def on_highlight(self, event: DataTable.RowHighlighted) -> None:
@@ -170,21 +182,16 @@ class ConsumersPane(LivePane):
             self.selected = key
             self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
 
-    def _config_text(self, c: ConsumerSummary | None) -> Text:
+    def _config_text(self, c: ConsumerSummary | None):
         if c is None:
             return Text("")
-        text = Text()
-        text.append(f"{c.name}: ", style="bold")
-        skip = {"name", "durable_name", "metadata"}
-        parts = []
-        for k, v in c.config.items():
-            if k in skip or v in (None, "", [], {}):
-                continue
-            if k in ("ack_wait", "inactive_threshold", "idle_heartbeat") and isinstance(v, int):
-                v = fmt_duration(v / 1e9)
-            parts.append(f"{k}={v}")
-        text.append(" · ".join(parts))
-        return text
+        if self.raw:
+            return raw_json(c.raw)
+        return consumer_info(c, stable=getattr(self.app, "stable_display", False))
+
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self._selection_changed()
 
     def select_consumer(self, name: str) -> None:
         table = self.query_one(LiveTable)

@@ -28,6 +28,8 @@ KEY_RE = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
 
 class KvPane(LivePane):
     POLL_SECONDS = 2.0
+    WRITE_ACTIONS = frozenset({"new_bucket", "delete_bucket"})
+    WRITE_BUTTONS = ("kv-put", "kv-create", "kv-update", "kv-delete", "kv-purge")
     BINDINGS = [
         Binding("n", "new_bucket", "New bucket", id="kv.new"),
         Binding("ctrl+d", "delete_bucket", "Delete bucket", id="kv.delete_bucket"),

@@ -25,6 +25,8 @@ from ..base import LivePane
 
 class ObjectsPane(LivePane):
     POLL_SECONDS = 2.0
+    WRITE_ACTIONS = frozenset({"delete_object"})
+    WRITE_BUTTONS = ("obj-create", "obj-drop", "obj-put")
     BINDINGS = [
         Binding("ctrl+d", "delete_object", "Delete object", id="objects.delete"),
     ]

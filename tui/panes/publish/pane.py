@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
@@ -21,31 +23,44 @@ from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Selec
 from textual.widgets.option_list import Option
 
 from ...client import NatsError, subject_error
-from ...config import data_dir
 from ...format import parse_int
+from ..base import WritesGuard
 from .parse import parse_headers, render_template
 
+log = logging.getLogger(__name__)
+
 HISTORY_KEEP = 50
+# A publish bigger than this is not remembered: recalling a megabyte into the
+# payload box is no help, and it would be written to disk on every publish.
+HISTORY_MAX_BYTES = 16 * 1024
 
 
-def history_path():
-    return data_dir() / "publish-history.json"
-
-
-def load_history() -> list[dict]:
-    try:
-        data = json.loads(history_path().read_text())
-        return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
-    except (OSError, ValueError):
+def load_history(path: Path | None) -> list[dict]:
+    if path is None:
         return []
-
-
-def save_history(entries: list[dict]) -> None:
     try:
-        history_path().parent.mkdir(parents=True, exist_ok=True)
-        history_path().write_text(json.dumps(entries[:HISTORY_KEEP], indent=1))
-    except OSError:
-        pass
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        log.warning("publish history %s not read: %s", path, exc)
+        return []
+    return [d for d in data if isinstance(d, dict)][:HISTORY_KEEP] if isinstance(data, list) else []
+
+
+def save_history(path: Path | None, entries: list[dict]) -> None:
+    """Keep the recent publishes of this store; None (a --memory broker) keeps them nowhere."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(entries[:HISTORY_KEEP], indent=1))
+    except OSError as exc:  # remembering is a convenience: say so in the log, go on
+        log.warning("publish history %s not written: %s", path, exc)
+
+
+def history_size(entry: dict) -> int:
+    return len(entry.get("payload", "").encode()) + len(entry.get("headers", "").encode())
 
 
 @dataclass
@@ -61,11 +76,14 @@ class PublishRequest:
     expected_stream: str | None
 
 
-class PublishPane(Vertical):
+class PublishPane(WritesGuard, Vertical):
+    WRITE_ACTIONS = frozenset({"publish"})
+    WRITE_BUTTONS = ("pub-send",)
     BINDINGS = [
         Binding("ctrl+s", "publish", "Publish", id="publish.send"),
         Binding("ctrl+x", "cancel", "Cancel run", id="publish.cancel"),
         Binding("ctrl+y", "copy_code", "Copy as code", id="publish.code"),
+        Binding("ctrl+l", "clear_payload", "Clear payload", id="publish.clear"),
     ]
 
     @dataclass
@@ -82,7 +100,7 @@ class PublishPane(Vertical):
         error: bool = False
 
     def compose(self) -> ComposeResult:
-        yield Label("Publish — ctrl+s publish · ctrl+x cancel a run · ctrl+y copy as code", classes="pane-status")
+        yield Label("Publish — ctrl+s publish · ctrl+x cancel a run · ctrl+y copy as code · ctrl+l clear payload", classes="pane-status")
         with Horizontal(id="pub-row1", classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
@@ -90,7 +108,7 @@ class PublishPane(Vertical):
                 yield Static("", id="pub-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Mode")
-                yield Select([("JetStream (wait for PubAck)", "js"), ("core (fire and forget)", "core")], value="js", allow_blank=False, id="pub-mode")
+                yield Select([("JetStream (PubAck)", "js"), ("core (no ack)", "core")], value="js", allow_blank=False, id="pub-mode")
         with Horizontal(id="pub-row2", classes="form-row"):
             with Vertical(classes="cell"):
                 yield Label("Headers (Key: value per line)")
@@ -114,13 +132,16 @@ class PublishPane(Vertical):
         with Horizontal(id="pub-actions"):
             yield Button("Publish", id="pub-send", variant="primary")
             yield Button("Cancel", id="pub-cancel", disabled=True)
+            yield Button("Clear payload", id="pub-clear")
             yield ProgressBar(id="pub-progress", show_eta=False)
         yield Static("", id="pub-result")
         yield Label("Recent publishes (enter to recall)", classes="pane-status")
         yield OptionList(id="pub-history")
 
     def on_mount(self) -> None:
-        self.history = load_history()
+        self.history_path: Path | None = getattr(self.app, "publish_history_path", None)
+        self.history = load_history(self.history_path)
+        self.disable_writes()
         self._show_history()
         self.query_one("#pub-progress", ProgressBar).display = False
 
@@ -200,14 +221,21 @@ class PublishPane(Vertical):
             return
         entry = {"subject": req.subject, "headers": self.query_one("#pub-headers", TextArea).text,
                  "payload": req.payload, "mode": "js" if req.jetstream else "core"}
-        self.history = [entry] + [h for h in self.history if h != entry]
-        save_history(self.history)
-        self._show_history()
+        if history_size(entry) <= HISTORY_MAX_BYTES:
+            self.history = ([entry] + [h for h in self.history if h != entry])[:HISTORY_KEEP]
+            save_history(self.history_path, self.history)
+            self._show_history()
         self.query_one("#pub-cancel", Button).disabled = False
         bar = self.query_one("#pub-progress", ProgressBar)
         bar.update(total=req.count, progress=0)
         bar.display = req.count > 1
         self.run_publish(req)
+
+    @on(Button.Pressed, "#pub-clear")
+    def action_clear_payload(self) -> None:
+        """A huge pasted payload goes in one key (selecting it all in the box is slow)."""
+        self.query_one("#pub-payload", TextArea).text = ""
+        self.query_one("#pub-payload", TextArea).focus()
 
     @on(Button.Pressed, "#pub-cancel")
     def action_cancel(self) -> None:

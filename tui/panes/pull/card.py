@@ -52,8 +52,9 @@ class HandCard(Vertical):
 
     def compose(self) -> ComposeResult:
         fm = self.fm
+        # tries first: it is what the hand is about, and a narrow card cuts the end
         yield Label(
-            Text(f"{fm.subject}   stream seq {fm.stream_seq} · consumer seq {fm.consumer_seq} · tries {fm.num_delivered}"),
+            Text(f"tries {fm.num_delivered} · {fm.subject} · stream seq {fm.stream_seq} · consumer seq {fm.consumer_seq}"),
             classes="card-head",
         )
         if fm.headers:

@@ -16,12 +16,15 @@ from textual.widgets import Button, Input, Label
 
 from ...client import DeliveryEvent, FetchedMessage, NatsError
 from ...format import parse_int
+from ..base import WritesGuard
 from .card import HandCard
 from .nak_delay import DEFAULT_NAK_DELAY, NakDelayDialog, show_delay
 from .timeline import DeliveryTimeline
 
 
-class PullHand(Vertical):
+class PullHand(WritesGuard, Vertical):
+    WRITE_ACTIONS = frozenset({"fetch"})
+    WRITE_BUTTONS = ("pull-fetch",)
     BINDINGS = [
         Binding("f", "fetch", "Fetch", id="pull.fetch"),
         Binding("c", "clear", "Clear settled", id="pull.clear"),
@@ -72,6 +75,8 @@ class PullHand(Vertical):
         self.watch(self.app, "client_generation", self._client_changed)
         self.set_interval(0.25, self._tick)
         self.query_one(DeliveryTimeline).redraw()
+        self.disable_writes()
+        self.set_status("")
 
     def focus_default(self) -> None:
         # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
@@ -124,6 +129,8 @@ class PullHand(Vertical):
         self.query_one(DeliveryTimeline).show_consumer(self.stream, self.consumer)
 
     def set_status(self, text: str) -> None:
+        if not text and getattr(self.app, "read_only", False):
+            text = "read-only: fetching would move the consumer, so the hand only watches"
         self.query_one("#pull-status", Label).update(text)
 
     # ---- fetching -----------------------------------------------------------

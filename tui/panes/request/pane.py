@@ -17,6 +17,7 @@ from textual.widgets import Button, DataTable, Input, Label, Select, Sparkline, 
 from ...client import NatsError, subject_error
 from ...client.responders import KINDS, MockResponder, responder_error
 from ...format import parse_duration, parse_int, render_payload
+from ..base import WritesGuard
 from ..publish.parse import parse_headers
 
 
@@ -25,7 +26,9 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-class RequestPane(Vertical):
+class RequestPane(WritesGuard, Vertical):
+    WRITE_ACTIONS = frozenset({"send"})
+    WRITE_BUTTONS = ("req-send", "mock-start")
     BINDINGS = [
         Binding("ctrl+s", "send", "Send request", id="request.send"),
         Binding("ctrl+y", "copy_code", "Copy as code", id="request.code"),
@@ -96,6 +99,7 @@ class RequestPane(Vertical):
         table.add_column("Subject", key="subject")
         table.add_column("Kind", key="kind")
         table.add_column("Requests", key="handled")
+        self.disable_writes()
 
     def _error(self, field_id: str, message: str | None) -> None:
         box = self.query_one(f"#{field_id}-error", Static)

@@ -34,9 +34,17 @@ def _value(key: str, value) -> str:
 class StreamInfoView(Static):
     """Config on the left, state on the right."""
 
-    def show(self, stream: StreamSummary | None, *, stable: bool = False) -> None:
+    def show(self, stream: StreamSummary | None, *, stable: bool = False, raw: bool = False) -> None:
         if stream is None:
             self.update(Text("Select a stream to see its config and state.", style="italic"))
+            return
+        if raw:  # as `nats stream info -j` prints it
+            import json
+
+            from rich.syntax import Syntax
+
+            self.update(Syntax(json.dumps(stream.raw, indent=2), "json", word_wrap=True,
+                               background_color="default"))
             return
         table = Table.grid(padding=(0, 2), expand=True)
         table.add_column(ratio=1)

@@ -55,7 +55,7 @@ class StreamForm(ModalForm):
         c = self.existing.config if self.existing else {}
         yield FormField("Name", Input(c.get("name", ""), placeholder="e.g. ORDERS", disabled=bool(self.existing), id="name"), field_id="name")
         yield FormField(
-            "Subjects (space or comma separated, wildcards allowed)",
+            "Subjects (space or comma separated, wildcards allowed; empty = the stream's name)",
             Input(" ".join(c.get("subjects") or []), placeholder="e.g. orders.>", id="subjects"),
             field_id="subjects",
         )
@@ -141,4 +141,7 @@ class StreamForm(ModalForm):
         except NatsError as exc:
             self.show_error(field_for_error(exc.description), f"server: {exc.description}")
             return
+        if not self.existing and not self.value("subjects"):
+            self.app.notify(f"No subjects given: {config['name']} stores what is published to the "
+                            f"subject {config['name']} (its name)", timeout=8)
         self.dismiss(config["name"])

@@ -25,22 +25,25 @@ if TYPE_CHECKING:
 
 # the stream form and the purge dialog are imported when first opened (first paint)
 
+# the counts before storage and retention, which the Info tab shows too:
+# an 80-column terminal cuts the table's end
 COLUMNS = [
-    ("Name", "name"), ("Subjects", "subjects"), ("Storage", "storage"), ("Retention", "retention"),
-    ("Messages", "messages"), ("Bytes", "bytes"), ("First seq", "first"), ("Last seq", "last"),
-    ("Consumers", "consumers"),
+    ("Name", "name"), ("Subjects", "subjects"), ("Messages", "messages"), ("Bytes", "bytes"),
+    ("First seq", "first"), ("Last seq", "last"), ("Consumers", "consumers"),
+    ("Storage", "storage"), ("Retention", "retention"),
 ]
 
 
 def stream_row(s: StreamSummary) -> tuple:
     return (
-        s.name, ", ".join(s.subjects) or "-", s.storage, s.retention, fmt_count(s.messages),
-        fmt_bytes(s.bytes), s.first_seq, s.last_seq, s.consumer_count,
+        s.name, ", ".join(s.subjects) or "-", fmt_count(s.messages), fmt_bytes(s.bytes),
+        s.first_seq, s.last_seq, s.consumer_count, s.storage, s.retention,
     )
 
 
 class StreamsPane(LivePane):
     POLL_SECONDS = 1.0
+    WRITE_ACTIONS = frozenset({"create", "edit", "purge", "delete"})
     BINDINGS = [
         Binding("n", "create", "New stream", id="streams.create"),
         Binding("e", "edit", "Edit", id="streams.edit"),
@@ -48,6 +51,7 @@ class StreamsPane(LivePane):
         Binding("d,delete", "delete", "Delete", id="streams.delete"),
         Binding("m", "messages", "Messages", id="streams.messages"),
         Binding("i", "info", "Info", id="streams.info"),
+        Binding("J", "toggle_raw", "Raw JSON", id="streams.raw"),
     ]
 
     @dataclass
@@ -69,6 +73,7 @@ class StreamsPane(LivePane):
         self.streams: dict[str, StreamSummary] = {}
         self.selected: str | None = None
         self._pending_select: str | None = None
+        self.raw = False  # J: the Info tab shows the stream's JSON (`nats stream info -j`)
 
     def compose(self) -> ComposeResult:
         yield Label("Streams", id="streams-status", classes="pane-status")
@@ -146,7 +151,7 @@ class StreamsPane(LivePane):
     def _selection_changed(self) -> None:
         key = self.query_one(LiveTable).selected_key
         stable = getattr(self.app, "stable_display", False)
-        self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable)
+        self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable, raw=self.raw)
         if key != self.selected:
             self.selected = key
             for browser in self.query(MessageBrowser):
@@ -226,3 +231,8 @@ class StreamsPane(LivePane):
 
     def action_info(self) -> None:
         self.query_one("#stream-detail", TabbedContent).active = "stream-info-tab"
+
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self.action_info()
+        self._selection_changed()

@@ -7,6 +7,7 @@ drown the event loop at 10k msg/s; the buffer keeps memory and the UI bounded.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from ...client import NatsError, subject_error
 from ...format import parse_int
 
 DEFAULT_CAP = 1000
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,6 +37,7 @@ class TailPane(Vertical):
     BINDINGS = [
         Binding("ctrl+space", "toggle_pause", "Pause/resume", id="tail.pause"),
         Binding("ctrl+l", "clear", "Clear", id="tail.clear"),
+        Binding("ctrl+o", "toggle_own", "Show/hide natslab's own", id="tail.own"),
     ]
 
     @dataclass
@@ -51,9 +54,13 @@ class TailPane(Vertical):
         self.paused = False
         self.received = 0
         self.dropped = 0
+        # the app's own polling ($JS.API requests, their replies, audit advisories)
+        # would flood a tail of '>': hidden unless asked for
+        self.hide_own = True
+        self.hidden = 0
 
     def compose(self) -> ComposeResult:
-        yield Label("Live tail — subscribe to a subject (wildcards allowed) · ctrl+space pause · ctrl+l clear", classes="pane-status", id="tail-status")
+        yield Label("Live tail — subscribe to a subject (wildcards allowed) · ctrl+space pause · ctrl+l clear · ctrl+o natslab's own traffic", classes="pane-status", id="tail-status")
         with Horizontal(classes="form-row", id="tail-bar"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
@@ -68,6 +75,7 @@ class TailPane(Vertical):
                 yield Label("", id="tail-cap-error", classes="inline-error")
             yield Button("Subscribe", id="tail-go", variant="primary")
             yield Button("Pause", id="tail-pause")
+            yield Button("Own: hidden", id="tail-own")
         yield RichLog(id="tail-log", max_lines=DEFAULT_CAP, wrap=False, markup=False, highlight=False)
 
     def on_mount(self) -> None:
@@ -109,11 +117,14 @@ class TailPane(Vertical):
         if self.sub is not None:
             try:
                 await self.sub.unsubscribe()
-            except Exception:
-                pass
+            except Exception as exc:  # nats-py: connection closed / draining; the sub is gone either way
+                log.debug("tail unsubscribe: %s", exc)
             self.sub = None
 
         async def on_msg(msg) -> None:
+            if self.hide_own and client.is_own_traffic(msg.subject, msg.reply, msg.data):
+                self.hidden += 1
+                return
             self.received += 1
             if len(self.buffer) == self.buffer.maxlen:
                 self.dropped += 1
@@ -132,7 +143,7 @@ class TailPane(Vertical):
             self._error("tail-subject", event.error)
             return
         self.sub, self.subject = event.sub, event.subject
-        self.received = self.dropped = 0
+        self.received = self.dropped = self.hidden = 0
         self._status()
 
     def _status(self) -> None:
@@ -140,7 +151,8 @@ class TailPane(Vertical):
         self.query_one("#tail-status", Label).update(
             f"Tailing {self.subject} — {state} · {self.received} received"
             + (f" · {len(self.buffer)} waiting" if self.paused else "")
-            + " · ctrl+space pause · ctrl+l clear"
+            + (f" · {self.hidden} of natslab's own hidden" if self.hide_own and self.hidden else "")
+            + " · ctrl+space pause · ctrl+l clear · ctrl+o own traffic"
         )
 
     def _drain(self) -> None:
@@ -167,6 +179,12 @@ class TailPane(Vertical):
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         self.query_one("#tail-pause", Button).label = "Resume" if self.paused else "Pause"
+        self._status()
+
+    @on(Button.Pressed, "#tail-own")
+    def action_toggle_own(self) -> None:
+        self.hide_own = not self.hide_own
+        self.query_one("#tail-own", Button).label = "Own: hidden" if self.hide_own else "Own: shown"
         self._status()
 
     def action_clear(self) -> None:

@@ -1,0 +1,138 @@
+"""Every pane at 80x24, the smallest terminal the workbench is laid out for:
+the header on two lines with the connection state, every tab, the numbers
+that matter in each pane. Same pinned display as ``test_snapshots``; update
+with ``pytest tests/tui/test_snapshots_80x24.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+import pytest
+
+from natslab.tui.app import NatslabApp
+from natslab.tui.client import ConnectOptions
+
+from .conftest import RealServer
+from .test_snapshots import finish, ready, seed, until
+
+SIZE = (80, 24)
+
+
+@pytest.fixture
+def monitored_server(tmp_path):
+    store = tmp_path / "ns-store"
+    store.mkdir()
+    srv = RealServer(store, monitor=True)
+    yield srv
+    srv.stop()
+
+
+def app_for(srv: RealServer) -> NatslabApp:
+    return NatslabApp(
+        connect=ConnectOptions(url=srv.url, connect_timeout=1, max_reconnect_attempts=2),
+        stable_display=True, display_url="nats://127.0.0.1:4222", display_version="2.x",
+        remember_theme=False, theme_name="natslab-dark", monitor_url=f"http://127.0.0.1:{srv.http_port}",
+    )
+
+
+async def show(pilot, area: str) -> None:
+    pilot.app.action_tab(area)
+    await until(pilot, lambda: len(pilot.app.screen.query(f"#{area}-pane")) > 0, what=f"{area} pane")
+    await pilot.pause(0.4)
+
+
+async def streams(pilot) -> None:
+    pilot.app.jump_to_stream("ORDERS")
+    await pilot.pause(0.3)
+
+
+async def consumers(pilot) -> None:
+    pilot.app.jump_to_consumer("ORDERS", "RDL")
+    pane = pilot.app.screen.query_one("ConsumersPane")
+    await until(pilot, lambda: len(pane.consumers) == 2 and pane.selected == "RDL")
+
+
+async def pull(pilot) -> None:
+    pilot.app.open_pull_hand("ORDERS", "RDL")
+    await pilot.pause(0.2)
+    pilot.app.screen.query_one("#pull-batch").value = "2"
+    await pilot.press("f")
+    await until(pilot, lambda: len(pilot.app.screen.query("HandCard")) == 2)
+
+
+async def publish(pilot) -> None:
+    await show(pilot, "publish")
+
+
+async def request(pilot) -> None:
+    await show(pilot, "request")
+
+
+async def kv(pilot) -> None:
+    app = pilot.app
+    app.jump_to_bucket("CONFIG")
+    await until(pilot, lambda: len(app.screen.query("KvPane")) > 0)
+    pane = app.screen.query_one("KvPane")
+    await until(pilot, lambda: len(pane.entries) == 1, what="entries")
+    history = app.screen.query_one("#kv-history")
+    await until(pilot, lambda: history.row_count == 2 and history.columns["time"].content_width >= 8, what="history")
+    await until(pilot, lambda: app.header_info.usage.consumers == 3, timeout=12, what="usage settled")  # RDL, WORKER, the watch
+
+
+async def objects(pilot) -> None:
+    await show(pilot, "objects")
+    pane = pilot.app.screen.query_one("ObjectsPane")
+    await until(pilot, lambda: pane.store == "FILES", what="store listed")
+
+
+async def tail(pilot) -> None:
+    await show(pilot, "tail")
+    app = pilot.app
+    app.screen.query_one("#tail-subject").value = "orders.>"
+    await pilot.press("enter")
+    pane = app.screen.query_one("TailPane")
+    await until(pilot, lambda: pane.subject == "orders.>", what="subscribed")
+    nc = await nats.connect(app.client.server_summary().client_url)
+    for i in range(3):
+        await nc.publish(f"orders.{'eu' if i % 2 else 'us'}", f'{{"order": {100 + i}}}'.encode())
+    await nc.flush()
+    await nc.close()
+    log = app.screen.query_one("#tail-log")
+    await until(pilot, lambda: len(log.lines) == 3, what="three lines")
+
+
+async def connections(pilot) -> None:
+    await show(pilot, "connections")
+    table = pilot.app.screen.query_one("#conn-table")
+    await until(pilot, lambda: table.row_count == 1, what="the app's connection listed")
+
+
+PANES = [streams, consumers, pull, publish, request, kv, objects, tail, connections]
+
+
+def prepare(url: str) -> None:
+    async def run() -> None:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        bucket = await js.create_key_value(bucket="CONFIG", history=5)
+        await bucket.put("region", b"eu")
+        await bucket.put("region", b"us")
+        await js.create_object_store("FILES")
+        await nc.close()
+
+    seed(url)
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("step", PANES, ids=[p.__name__ for p in PANES])
+def test_pane_at_80x24(snap_compare, monitored_server, step):
+    prepare(monitored_server.url)
+
+    async def run_before(pilot):
+        await ready(pilot, 4)
+        await step(pilot)
+        await finish(pilot)
+
+    assert snap_compare(app_for(monitored_server), terminal_size=SIZE, run_before=run_before)
