@@ -211,6 +211,8 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
                 o.auth_timeout = parse_duration(a["timeout"])
         if "tls" in c:
             o.tls = tls.parse_tls_block(c["tls"])
+        if "no_auth_user" in c:
+            o.no_auth_user = str(c["no_auth_user"])
         if "websocket" in c:
             o.websocket = websocket.parse_websocket_block(c["websocket"])
         for key in ("lame_duck_duration", "lame_duck_grace_period"):

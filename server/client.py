@@ -14,7 +14,7 @@ import re
 import time
 
 from . import protocol as p
-from . import tls
+from . import nkeys, tls
 from .permissions import violation
 from .subjects import EMPTY_RESULT, valid_subject
 
@@ -155,6 +155,8 @@ class Client(asyncio.BufferedProtocol):
         self.host, self.port = peer[0], peer[1]
         srv = self.server
         self.cid = srv.register(self)
+        if srv.auth.nonce_required:
+            self.nonce = nkeys.nonce().encode()
         info = p.info_line(srv.client_info(self))
         if srv.tls_context is not None and self.ws is None and not self.closed:
             tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake

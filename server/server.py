@@ -49,7 +49,8 @@ class ServerOptions:
     user: str | None = None
     password: str | None = None
     token: str | None = None
-    users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}]
+    users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}] or [{"nkey":..}]
+    no_auth_user: str = ""  # the user a client without credentials is (server/auth.py)
     trace: bool = False
     sync_always: bool = False
     sync_interval: float = 1.0
@@ -232,6 +233,8 @@ class Server:
             info["jetstream"] = True
         info["client_id"] = client.cid
         info["client_ip"] = client.host
+        if client.nonce and not connect_info:
+            info["nonce"] = client.nonce.decode()
         if self.jetstream is not None:
             info["api_lvl"] = JS_API_LEVEL
         if connect_info:
