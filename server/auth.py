@@ -81,7 +81,7 @@ class Authenticator:
                 entry = self.users.get(user)
                 if entry is None:
                     return False
-                if secrets.compare_digest(pw.encode(), str(entry.get("password", "")).encode()):
+                if secrets.compare_digest(pw.encode(), str(entry.get("password", entry.get("pass", ""))).encode()):
                     return entry
                 return False
         if o.token:

@@ -146,6 +146,7 @@ class Client(asyncio.BufferedProtocol):
         self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
+        self.account = None  # a configured Account (server/accounts.py); None: the global account
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -243,7 +244,7 @@ class Client(asyncio.BufferedProtocol):
         pos = 0
         # the common case, a plain PUB from a connected non-verbose,
         # non-pedantic client, is matched by one C-level regex and routed here
-        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
+        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None and self.account is None
         while pos < n and not self.closed:
             pend = self.pending
             if fast and pend is None:
@@ -320,7 +321,7 @@ class Client(asyncio.BufferedProtocol):
                 self._op_unsub(args)
             elif op == b"CONNECT":
                 self._op_connect(line[len(args[0]) :].strip())
-                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
+                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None and self.account is None
             else:
                 self.protocol_error(p.ERR_UNKNOWN_OP)
         if pos < n and not self.closed:
@@ -812,6 +813,7 @@ class InternalClient:
     internal = True
     echo = True
     closed = False
+    account = None
     headers = True
     no_responders = False
     cid = 0

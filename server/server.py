@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
+from .accounts import Accounts
 from .auth import Authenticator
 from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient, plain_sink
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
@@ -51,6 +52,7 @@ class ServerOptions:
     token: str | None = None
     users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}] or [{"nkey":..}]
     no_auth_user: str = ""  # the user a client without credentials is (server/auth.py)
+    accounts: dict = field(default_factory=dict)  # name -> AccountConfig (server/accounts.py)
     trace: bool = False
     sync_always: bool = False
     sync_interval: float = 1.0
@@ -107,6 +109,7 @@ class Server:
         self.slow_consumers = 0
         self.closed_conns: list[dict] = []
         o = self.opts
+        self.accounts = Accounts(self, o.accounts)
         self.auth = Authenticator(o)
         self.auth_required = self.auth.required
         # made here, so a certificate that does not load stops the start
@@ -239,22 +242,31 @@ class Server:
             info["api_lvl"] = JS_API_LEVEL
         if connect_info:
             info["connect_info"] = True
-            info["remote_account"] = "$G"
+            info["remote_account"] = client.account.name if client.account is not None else "$G"
         info["natslab"] = True
         return info
 
     def check_auth(self, opts: dict, client=None):
         """False when the credentials are wrong; otherwise the matched user's
         entry (a dict, possibly with ``permissions``) or True (server/auth.py)."""
-        return self.auth.check(client, opts)
+        entry = self.auth.check(client, opts)
+        if entry and client is not None and isinstance(entry, dict) and entry.get("account"):
+            client.account = self.accounts.get(entry["account"])  # (a configured account, not $G)
+        return entry
 
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:
+        if sub.client.account is not None:  # a configured account's own subject space
+            sub.client.account.index.insert(sub)
+            return
         self.index.insert(sub)
         if self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), True)
 
     def remove_sub(self, sub: Subscription) -> None:
+        if sub.client.account is not None:
+            sub.client.account.index.remove(sub)
+            return
         if self.index.remove(sub) and self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), False)
 
@@ -415,6 +427,9 @@ class Server:
 
     # -- routing (the hot path) ------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        if pub.account is not None:  # a client of a configured account (server/accounts.py)
+            self.accounts.route(pub, subject, reply, hdr, payload)
+            return
         # internal subscribers (JetStream) may ask who sent what they handle
         self.current_publisher = pub
         r = self._match_cache.get(subject)
