@@ -68,7 +68,10 @@ class Authenticator:
                     return False
                 return entry
         if self.users:
-            if self.tls_map:
+            # verify_and_map of the listener the client came in on
+            ws = getattr(client, "ws", None)
+            tls_map = (ws.opts.tls is not None and ws.opts.tls.map) if ws is not None else self.tls_map
+            if tls_map:
                 entry = tls.map_user(client.tls_state, self.users)
                 if entry is None:
                     return False
