@@ -322,3 +322,27 @@ def map_user(ssl_object, users: dict[str, dict]):
         if have is not None and sorted(have) == sorted(want):
             return u
     return None
+
+
+# OpenSSL's TLS 1.2 suite names -> Go's tls.CipherSuiteName (TLS 1.3 names agree)
+_GO_SUITES = {
+    "ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "ECDHE-RSA-AES256-GCM-SHA384": "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "ECDHE-RSA-CHACHA20-POLY1305": "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+}
+
+
+def connz_fields(ssl_object, first: bool) -> dict:
+    """/connz's tls_version, tls_cipher_suite and tls_first for a TLS connection."""
+    if ssl_object is None:
+        return {}
+    cipher = ssl_object.cipher()
+    d = {"tls_version": _version(ssl_object.version())}
+    if cipher:
+        d["tls_cipher_suite"] = _GO_SUITES.get(cipher[0], cipher[0])
+    if first:
+        d["tls_first"] = True
+    return d

@@ -244,3 +244,28 @@ def test_bad_tls_config_stops_the_server(tmp_path, pki):
                            capture_output=True, text=True, timeout=20)
         assert r.returncode != 0
         assert "TLS Server private key must be present and valid" in r.stdout + r.stderr
+
+
+async def test_connz_shows_tls(server_kind, tmp_path, pki, servers):
+    """/connz tells the TLS version and suite of each connection (and
+    tls_first for handshake_first), and the account and user with auth=1."""
+    import urllib.request
+
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n}}\n'
+            'accounts {\n  APP { users = [ {user: app, password: app} ] }\n}\n')
+    path = tmp_path / "tls.conf"
+    path.write_text(conf)
+    srv = TLSServer(server_kind, tmp_path / "store", http=True, extra=["-c", str(path)])
+    srv.start()
+    servers.append(srv)
+    nc = await connect(f"tls://app:app@127.0.0.1:{srv.port}", tls=pki.client_context())
+    await nc.flush()
+    body = await asyncio.to_thread(lambda: urllib.request.urlopen(
+        f"http://127.0.0.1:{srv.http_port}/connz?auth=1", timeout=5).read())
+    conns = json.loads(body)["connections"]
+    assert len(conns) == 1
+    c = conns[0]
+    assert c["type"] == "nats" and c["tls_version"] == "1.3" and c["tls_cipher_suite"].startswith("TLS_AES_")
+    assert "tls_first" not in c
+    assert c["authorized_user"] == "app" and c["account"] == "APP" and c["name_tag"] == "APP"
+    await nc.close()
