@@ -27,7 +27,7 @@ from .subjects import SubjectIndex, is_subset, subject_matches, valid_subject
 GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
 _RESERVED = ("$G", "$SYS")
-_ACCOUNT_KEYS = ("users", "imports", "exports")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream")
 
 
 @dataclass
@@ -36,6 +36,7 @@ class AccountConfig:
     users: list[dict] = field(default_factory=list)
     exports: list[dict] = field(default_factory=list)
     imports: list[dict] = field(default_factory=list)
+    jetstream: bool = False
 
 
 def parse_accounts(block, opts) -> dict[str, AccountConfig]:
@@ -58,6 +59,9 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
             if key not in _ACCOUNT_KEYS:
                 raise ConfigError(f'unknown field "{k}" in account {name} (natslab supports: users, imports, exports; '
                                   'per-account jetstream, limits and mappings are not supported)')
+            if key == "jetstream":
+                acc.jetstream = _jetstream_flag(v, name)
+                continue
             if not isinstance(v, list):
                 raise ConfigError(f"Expected {key} to be an array")
             setattr(acc, key, [x for x in v if isinstance(x, dict)])
@@ -79,6 +83,19 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
     return out
 
 
+def _jetstream_flag(v, account: str) -> bool:
+    """An account's ``jetstream``: enabled or disabled; limits are not
+    enforced by natslab, so a block with limits is refused, not ignored."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.lower() in ("enabled", "enable", "true", "disabled", "disable", "false"):
+        return v.lower() in ("enabled", "enable", "true")
+    if isinstance(v, dict) and not v:
+        return True
+    raise ConfigError(f"account {account}: per-account JetStream limits are not supported by natslab "
+                      "(use jetstream: enabled)")
+
+
 class Account:
     def __init__(self, name: str):
         self.name = name
@@ -87,7 +104,7 @@ class Account:
         self.service_exports: list[tuple[bytes, set | None]] = []
         self.importers: list[tuple["Account", bytes, bytes, bytes]] = []  # streams others take from here
         self.service_imports: list[tuple[bytes, "Account", bytes]] = []  # (local subject, exporter, its subject)
-        self.responses: dict[bytes, tuple["Account", bytes]] = {}  # _R_ reply -> (requester's account, reply)
+        self.responses: list = []  # the _R_ reply subscriptions waiting for an answer, oldest first
 
     def exports(self, kind: str, subject: bytes, importer: str) -> bool:
         for pattern, allowed in (self.stream_exports if kind == "stream" else self.service_exports):
@@ -128,6 +145,16 @@ class Accounts:
     def __init__(self, server, configs: dict[str, AccountConfig]):
         self.server = server
         self.by_name: dict[str, Account] = {n: Account(n) for n in configs}
+        # JetStream serves one subject space, the server's own index: the
+        # account with jetstream enabled, or $G when none has it
+        js = [c.name for c in configs.values() if c.jetstream]
+        if len(js) > 1:
+            raise ConfigError(f"natslab runs JetStream for one account only, not {', '.join(sorted(js))}")
+        self.home = self.by_name[js[0]] if js else None
+        self.global_account = None  # $G as an account of its own, once another one has the server's index
+        if self.home is not None:
+            self.home.index = server.index
+            self.global_account = Account(GLOBAL)
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for e in cfg.exports:
@@ -170,7 +197,9 @@ class Accounts:
                     raise ConfigError("Import Items should be a map with type entry")
 
     def get(self, name: str | None) -> Account | None:
-        return self.by_name.get(name) if name else None
+        """A client's account: a configured one, or $G (None while $G has
+        the server's index)."""
+        return self.by_name.get(name) if name else self.global_account
 
     # -- routing ---------------------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -181,24 +210,15 @@ class Accounts:
         srv.in_bytes += len(payload) + (len(hdr) if hdr else 0)
         acc = pub.account
         n = self._deliver(acc, pub, subject, reply, hdr, payload)
-        if acc.responses:
-            back = acc.responses.pop(subject, None)
-            if back is not None:  # an answer to a service request from another account
-                n += self._deliver(back[0], pub, back[1], b"", hdr, payload)
         for importer, pattern, prefix, to in acc.importers:
             if subject == pattern or subject_matches(pattern, subject):
                 mapped = prefix + b"." + subject if prefix else _map(subject, pattern, to)
                 n += self._deliver(importer, pub, mapped, reply, hdr, payload)
         for local, src, remote in acc.service_imports:
             if subject == local or subject_matches(local, subject):
-                r = b""
-                if reply:
-                    r = b"_R_." + secrets.token_urlsafe(9).encode()
-                    if len(src.responses) >= MAX_RESPONSES:
-                        del src.responses[next(iter(src.responses))]
-                    src.responses[r] = (acc, reply)
+                r = self._response(src, acc, reply) if reply else b""
                 n += self._deliver(src, pub, _map(subject, local, remote), r, hdr, payload)
-        if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None:
+        if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc is not self.home:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:
             hdr503 = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
@@ -207,6 +227,36 @@ class Accounts:
                 if sub.client is pub:
                     pub.deliver(sub, reply, b"", hdr503, b"")
                     break
+
+    def _response(self, src: Account, acc: Account, reply: bytes) -> bytes:
+        """A ``_R_.`` reply subject in the exporting account whose first
+        message goes to ``reply`` in the requesting account. It is a real
+        subscription in the exporter's index, so an answer finds it by
+        whatever path it takes (a client's PUB, JetStream's replies)."""
+        from .client import InternalSubscription
+
+        srv = self.server
+        r = b"_R_." + secrets.token_urlsafe(9).encode()
+
+        def answer(subject, _reply, hdr, payload):
+            self._drop(src, sub)
+            self._deliver(acc, srv.internal_client, reply, b"", hdr, payload)
+
+        sub = InternalSubscription(srv.internal_client, r, None, answer)
+        sub.raw = True
+        src.index.insert(sub)
+        src.responses.append(sub)
+        if len(src.responses) > MAX_RESPONSES:
+            self._drop(src, src.responses[0])
+        return r
+
+    @staticmethod
+    def _drop(src: Account, sub) -> None:
+        try:
+            src.responses.remove(sub)
+        except ValueError:
+            return  # answered already
+        src.index.remove(sub)
 
     def _js_not_enabled(self, acc: Account, pub, subject: bytes, reply: bytes) -> int:
         """A JetStream API request from an account without JetStream (only

@@ -250,22 +250,25 @@ class Server:
         """False when the credentials are wrong; otherwise the matched user's
         entry (a dict, possibly with ``permissions``) or True (server/auth.py)."""
         entry = self.auth.check(client, opts)
-        if entry and client is not None and isinstance(entry, dict) and entry.get("account"):
-            client.account = self.accounts.get(entry["account"])  # (a configured account, not $G)
+        if entry and client is not None:
+            # a configured account, or $G when another account has the server's index
+            client.account = self.accounts.get(entry.get("account") if isinstance(entry, dict) else None)
         return entry
 
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:
-        if sub.client.account is not None:  # a configured account's own subject space
-            sub.client.account.index.insert(sub)
+        acc = sub.client.account
+        if acc is not None and acc.index is not self.index:  # a configured account's own subject space
+            acc.index.insert(sub)
             return
         self.index.insert(sub)
         if self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), True)
 
     def remove_sub(self, sub: Subscription) -> None:
-        if sub.client.account is not None:
-            sub.client.account.index.remove(sub)
+        acc = sub.client.account
+        if acc is not None and acc.index is not self.index:
+            acc.index.remove(sub)
             return
         if self.index.remove(sub) and self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), False)

@@ -265,3 +265,57 @@ async def test_jetstream_not_enabled_for_account(shared):
     with pytest.raises(NoRespondersError):
         await a.request("$JS.API.DIRECT.GET.X", b'{"seq":1}', timeout=2)
     await a.close()
+
+
+JS_ACCOUNTS = """
+authorization { users = [ {user: g, password: g} ] }
+accounts {
+  JS {
+    jetstream: enabled
+    users = [ {user: js, password: js} ]
+    exports = [ {service: "$JS.API.>"}, {service: "$KV.>"} ]
+  }
+  OTHER {
+    users = [ {user: o, password: o} ]
+    imports = [
+      {service: {account: JS, subject: "$JS.API.>"}}
+      {service: {account: JS, subject: "$KV.>"}}
+    ]
+  }
+}
+"""
+
+
+async def test_jetstream_account_and_kv_across_accounts(server_kind, tmp_path):
+    """jetstream: enabled in one account: its users have JetStream, $G then
+    has none (10039, as nats-server); another account reaches its KV bucket
+    through service imports of $JS.API.> and $KV.> (reads, writes, PubAcks
+    and direct gets all answered across)."""
+    srv = start(server_kind, tmp_path, JS_ACCOUNTS)
+    try:
+        owner = await connect(srv.url.replace("nats://", "nats://js:js@"))
+        kv = await owner.jetstream().create_key_value(bucket="shared")
+        await kv.put("k", b"v1")
+        other = await connect(srv.url.replace("nats://", "nats://o:o@"))
+        kv2 = await other.jetstream().key_value("shared")
+        assert (await kv2.get("k")).value == b"v1"
+        rev = await kv2.put("k", b"v2")
+        assert rev == 2
+        assert (await kv.get("k")).value == b"v2"
+        info = await other.jetstream().stream_info("KV_shared")
+        assert info.state.messages == 1 and info.state.last_seq == 2
+        g = await connect(srv.url.replace("nats://", "nats://g:g@"))
+        r = json.loads((await g.request("$JS.API.INFO", b"", timeout=2)).data)
+        assert r["error"]["err_code"] == 10039
+        for nc in (owner, other, g):
+            await nc.close()
+    finally:
+        srv.stop()
+
+
+def test_jetstream_in_two_accounts_is_refused(tmp_path):
+    path = tmp_path / "two.conf"
+    path.write_text("accounts {\n  A { jetstream: enabled }\n  B { jetstream: enabled }\n}\n")
+    r = subprocess.run([sys.executable, "-m", "natslab.server", "-p", "-1", "-js", "-c", str(path)],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode != 0 and "natslab runs JetStream for one account only, not A, B" in r.stderr

@@ -5,6 +5,7 @@ signs with too)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -19,6 +20,17 @@ nkeys = pytest.importorskip("nkeys")
 
 from natslab.server.ed25519 import verify  # noqa: E402
 from natslab.server import nkeys as our_nkeys  # noqa: E402
+
+
+async def eventually(cond, timeout: float = 3.0) -> bool:
+    """cond() once it holds (nats-py runs error_cb in a task of its own, so
+    an -ERR can be reported a moment after the flush that brought it)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
 
 
 def new_user() -> tuple[str, str]:
@@ -108,7 +120,7 @@ async def test_nkey_users(server_kind, tmp_path):
         assert (await nc.request("help", b"?", timeout=2)).data == b"ok"
         await nc.publish("foo", b"denied")
         await nc.flush()
-        assert any("permissions violation for publish" in e.lower() for e in errors)
+        assert await eventually(lambda: any("permissions violation for publish" in e.lower() for e in errors))
         plain = await connect(srv.url, user="plain", password="pw")
         await plain.close()
 
@@ -165,7 +177,7 @@ async def test_no_auth_user(server_kind, tmp_path):
         assert (await sub.next_msg(timeout=2)).data == b"as foo"
         await anon.publish("bar", b"denied")
         await anon.flush()
-        assert any('permissions violation for publish to "bar"' in e.lower() for e in errors)
+        assert await eventually(lambda: any('permissions violation for publish to "bar"' in e.lower() for e in errors))
         bar = await connect(srv.url, user="bar", password="bar")
         await bar.publish("bar", b"fine")
         await bar.flush()

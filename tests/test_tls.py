@@ -17,6 +17,17 @@ from conftest import ServerProcess, connect
 from pki import make_pki
 
 
+async def eventually(cond, timeout: float = 3.0) -> bool:
+    """cond() once it holds (nats-py runs error_cb in a task of its own, so
+    an -ERR can be reported a moment after the flush that brought it)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
 class TLSServer(ServerProcess):
     """A broker whose port speaks TLS first (handshake_first): ready once a
     handshake brings INFO."""
@@ -213,7 +224,7 @@ async def test_verify_and_map(server_kind, tmp_path, pki, servers):
     await alice2.publish("bob.x", b"denied")
     await alice2.flush()
     await asyncio.sleep(0.2)
-    assert any("permissions violation for publish" in e.lower() for e in errors)
+    assert await eventually(lambda: any("permissions violation for publish" in e.lower() for e in errors))
     svc = await connect(url, tls=pki.client_context(pki.client("svc", dns="svc.example.com")))
     await roundtrip(svc)
     bob = await connect(url, tls=pki.client_context(pki.client("bob", org="natslab")))
