@@ -144,6 +144,7 @@ class Client(asyncio.BufferedProtocol):
         self._stall_timer = None
         self.close_reason = ""
         self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
+        self.tls_first = False  # ...and it came before INFO (handshake_first)
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
         self.account = None  # a configured Account (server/accounts.py); None: the global account

@@ -80,8 +80,7 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool =
         d["type"] = "websocket"
     st = getattr(c, "tls_state", None)
     if st is not None:
-        o = c.server.opts
-        d.update(tls.connz_fields(st, ws is None and o.tls is not None and o.tls.handshake_first))
+        d.update(tls.connz_fields(st, getattr(c, "tls_first", False)))
     account = getattr(c, "account", None)
     if auth:
         if getattr(c, "user", ""):

@@ -280,3 +280,31 @@ async def test_connz_shows_tls(server_kind, tmp_path, pki, servers):
     assert "tls_first" not in c
     assert c["authorized_user"] == "app" and c["account"] == "APP" and c["name_tag"] == "APP"
     await nc.close()
+
+
+async def test_handshake_first_auto(server_kind, tmp_path, pki, servers):
+    """handshake_first: auto: a TLS-first client and one that waits for INFO
+    (which comes in plain text after the fallback delay, then TLS) are both
+    served on the same port; /connz tells which came first."""
+    import urllib.request
+
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  handshake_first: auto\n}}\n')
+    path = tmp_path / "tls.conf"
+    path.write_text(conf)
+    srv = TLSServer(server_kind, tmp_path / "store", http=True, extra=["-c", str(path)])
+    srv.start()
+    servers.append(srv)
+    first = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), tls_handshake_first=True,
+                          name="first")
+    later = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), name="later")
+    assert later._server_info["tls_required"] is True
+    await roundtrip(first)
+    await roundtrip(later)
+    body = await asyncio.to_thread(lambda: urllib.request.urlopen(
+        f"http://127.0.0.1:{srv.http_port}/connz", timeout=5).read())
+    conns = {c["name"]: c for c in json.loads(body)["connections"]}
+    assert conns["first"].get("tls_first") is True and "tls_first" not in conns["later"]
+    assert conns["later"]["tls_version"] == "1.3"
+    await first.close()
+    await later.close()
