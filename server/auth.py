@@ -1,16 +1,21 @@
 """Who a connecting client is: the checks nats-server makes on CONNECT.
 
-In nats-server's order: a user named by its TLS client certificate (``verify_and_map``), a user and
-password (or ``no_auth_user`` for a client that sends no credentials), a
-token. ``check`` gives the matched user's entry (a dict, possibly with
+In nats-server's order: an nkey user (the client signs the nonce its INFO
+carried; server/ed25519.py checks the signature), a user named by its TLS
+client certificate (``verify_and_map``), a user and password, a token. A
+client that sends no credentials at all is taken as ``no_auth_user`` when
+one is configured. ``check`` gives the matched user's entry (a dict, possibly with
 ``permissions``), True for a token, or False.
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 
-from . import tls
+from . import nkeys, tls
+from .conf import ConfigError
+from .ed25519 import verify
 
 
 class Authenticator:
@@ -22,22 +27,51 @@ class Authenticator:
                 self.users[str(u["user"])] = u
         if opts.user:
             self.users.setdefault(opts.user, {"user": opts.user, "password": opts.password or ""})
+        self.nkeys: dict[str, dict] = {}
+        for u in opts.users:
+            if u.get("nkey") is not None:
+                key = str(u["nkey"])
+                if not nkeys.is_user_key(key):
+                    raise ConfigError("Not a valid public nkey for a user")
+                self.nkeys[key] = u
         self.tls_map = opts.tls is not None and opts.tls.map
-        self.no_auth_user = getattr(opts, "no_auth_user", "") or ""
+        self.no_auth_user = opts.no_auth_user
+        if self.no_auth_user:
+            if not self.users and not self.nkeys:
+                raise ConfigError(f'no_auth_user: "{self.no_auth_user}" present, but users/nkeys are not defined')
+            if self.no_auth_user not in self.users and self.no_auth_user not in self.nkeys:
+                raise ConfigError(f'no_auth_user: "{self.no_auth_user}" not present as user or nkey in '
+                                  'authorization block or account configuration')
 
     @property
     def required(self) -> bool:
         """Must a client authenticate? (With no_auth_user it still must, but
         INFO says auth_required only when there is no such default user.)"""
-        return bool(self.opts.token or self.users)
+        return bool(self.opts.token or self.users or self.nkeys)
+
+    @property
+    def nonce_required(self) -> bool:
+        return bool(self.nkeys)
 
     def check(self, client, c: dict):
         o = self.opts
         user = str(c.get("user") or "")
         pw = str(c.get("pass") or "")
-        sent_nothing = not user and not pw and not c.get("auth_token")
+        nkey = str(c.get("nkey") or "")
+        sent_nothing = not user and not pw and not c.get("auth_token") and not nkey
+        if self.nkeys:
+            if sent_nothing and self.no_auth_user in self.nkeys:
+                return self.nkeys[self.no_auth_user]
+            if nkey:
+                entry = self.nkeys.get(nkey)
+                if entry is None or not _signed(nkey, client.nonce, str(c.get("sig") or "")):
+                    return False
+                return entry
         if self.users:
-            if self.tls_map:
+            # verify_and_map of the listener the client came in on
+            ws = getattr(client, "ws", None)
+            tls_map = (ws.opts.tls is not None and ws.opts.tls.map) if ws is not None else self.tls_map
+            if tls_map:
                 entry = tls.map_user(client.tls_state, self.users)
                 if entry is None:
                     return False
@@ -50,9 +84,21 @@ class Authenticator:
                 entry = self.users.get(user)
                 if entry is None:
                     return False
-                if secrets.compare_digest(pw.encode(), str(entry.get("password", "")).encode()):
+                if secrets.compare_digest(pw.encode(), str(entry.get("password", entry.get("pass", ""))).encode()):
                     return entry
                 return False
         if o.token:
             return secrets.compare_digest(str(c.get("auth_token") or "").encode(), o.token.encode())
         return False
+
+
+def _signed(public_key: str, nonce: bytes, sig: str) -> bool:
+    """Does ``sig`` (base64, URL-safe or standard, as nats-server takes it)
+    sign ``nonce`` with the key of the user nkey ``public_key``?"""
+    try:
+        raw = nkeys.decode_public_key(public_key)
+        s = sig.strip()
+        sig_bytes = base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+    except (nkeys.InvalidKey, ValueError):
+        return False
+    return bool(nonce) and verify(raw, nonce, sig_bytes)

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import confcheck, tls, websocket
+from . import accounts, confcheck, tls, websocket
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .conf import ConfigError, ConfMap, parse_config, parse_duration
 from .server import NATS_VERSION, Server, ServerOptions
@@ -257,6 +257,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 o.auth_timeout = parse_duration(a["timeout"])
         if "tls" in c:
             o.tls = tls.parse_tls_block(c["tls"])
+        if "accounts" in c:
+            o.accounts = accounts.parse_accounts(c["accounts"], o)
+        if "no_auth_user" in c:
+            o.no_auth_user = str(c["no_auth_user"])
         if "websocket" in c:
             o.websocket = websocket.parse_websocket_block(c["websocket"])
         for key in ("lame_duck_duration", "lame_duck_grace_period"):

@@ -17,7 +17,7 @@ import time
 
 from . import protocol as p
 from .protocol import CRLF
-from . import tls
+from . import nkeys, tls
 from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
 from .subjects import valid_subject
@@ -129,8 +129,10 @@ class Client(Parser, asyncio.BufferedProtocol):
         self._stall_timer = None
         self.close_reason = ""
         self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
+        self.tls_first = False  # ...and it came before INFO (handshake_first)
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
+        self.account = None  # a configured Account (server/accounts.py); None: the global account
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -140,6 +142,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.host, self.port = peer[0], peer[1]
         srv = self.server
         self.cid = srv.register(self)
+        if srv.auth.nonce_required:
+            self.nonce = nkeys.nonce().encode()
         info = p.info_line(srv.client_info(self))
         if srv.tls_context is not None and self.ws is None and not self.closed:
             tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake

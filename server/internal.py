@@ -42,6 +42,7 @@ class InternalClient:
     internal = True
     echo = True
     closed = False
+    account = None
     headers = True
     no_responders = False
     cid = 0

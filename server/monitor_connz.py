@@ -9,6 +9,7 @@ import time
 from .monitor_format import (
     DEFAULT_LIMIT, NS, BadRequest, go_duration, go_number, go_time, page, q_bool, q_int, to_json, uptime,
 )
+from . import tls
 from .subjects import subject_matches, valid_literal_subject
 
 # sort option -> (key on a Client, descending); as nats-server orders them
@@ -74,10 +75,20 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool =
     for key in ("name", "lang", "version"):
         if getattr(c, key, ""):
             d[key] = getattr(c, key)
+    ws = getattr(c, "ws", None)
+    if ws is not None:
+        d["type"] = "websocket"
+    st = getattr(c, "tls_state", None)
+    if st is not None:
+        d.update(tls.connz_fields(st, getattr(c, "tls_first", False)))
+    account = getattr(c, "account", None)
     if auth:
         if getattr(c, "user", ""):
             d["authorized_user"] = c.user
-        d["name_tag"] = "$G"  # what nats-server 2.15 prints for the global account
+        if account is not None:
+            d["account"] = account.name
+        # what nats-server 2.15 prints for the global account, or the account's name
+        d["name_tag"] = account.name if account is not None else "$G"
     if subs == "list" and c.subs:
         d["subscriptions_list"] = [s.subject.decode(errors="replace") for s in c.subs.values()]
     elif subs == "detail" and c.subs:

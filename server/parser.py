@@ -111,7 +111,7 @@ class Parser:
         pos = 0
         # the common case, a plain PUB from a connected non-verbose,
         # non-pedantic client, is matched by one C-level regex and routed here
-        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
+        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None and self.account is None
         while pos < n and not self.closed:
             pend = self.pending
             if fast and pend is None:
@@ -188,7 +188,7 @@ class Parser:
                 self._op_unsub(args)
             elif op == b"CONNECT":
                 self._op_connect(line[len(args[0]) :].strip())
-                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None
+                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None and self.account is None
             else:
                 self.protocol_error(p.ERR_UNKNOWN_OP)
         if pos < n and not self.closed:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
+from .accounts import Accounts
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, InternalSubscription, RunSpec
@@ -50,7 +51,9 @@ class ServerOptions:
     user: str | None = None
     password: str | None = None
     token: str | None = None
-    users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}]
+    users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}] or [{"nkey":..}]
+    no_auth_user: str = ""  # the user a client without credentials is (server/auth.py)
+    accounts: dict = field(default_factory=dict)  # name -> AccountConfig (server/accounts.py)
     trace: bool = False
     sync_always: bool = False
     sync_interval: float | None = None  # None: fsync before each PubAck (group commit); else lazy, every N s
@@ -114,6 +117,7 @@ class Server:
         self.slow_consumers = 0
         self.closed_conns: list[dict] = []
         o = self.opts
+        self.accounts = Accounts(self, o.accounts)
         self.auth = Authenticator(o)
         self.auth_required = self.auth.required
         # made here, so a certificate that does not load stops the start
@@ -243,26 +247,40 @@ class Server:
             info["jetstream"] = True
         info["client_id"] = client.cid
         info["client_ip"] = client.host
+        if client.nonce and not connect_info:
+            info["nonce"] = client.nonce.decode()
         if self.jetstream is not None:
             info["api_lvl"] = self.jetstream.api_level
         if connect_info:
             info["connect_info"] = True
-            info["remote_account"] = "$G"
+            info["remote_account"] = client.account.name if client.account is not None else "$G"
         info["natslab"] = True
         return info
 
     def check_auth(self, opts: dict, client=None):
         """False when the credentials are wrong; otherwise the matched user's
         entry (a dict, possibly with ``permissions``) or True (server/auth.py)."""
-        return self.auth.check(client, opts)
+        entry = self.auth.check(client, opts)
+        if entry and client is not None:
+            # a configured account, or $G when another account has the server's index
+            client.account = self.accounts.get(entry.get("account") if isinstance(entry, dict) else None)
+        return entry
 
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:
+        acc = sub.client.account
+        if acc is not None and acc.index is not self.index:  # a configured account's own subject space
+            acc.index.insert(sub)
+            return
         self.index.insert(sub)
         if self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), True)
 
     def remove_sub(self, sub: Subscription) -> None:
+        acc = sub.client.account
+        if acc is not None and acc.index is not self.index:
+            acc.index.remove(sub)
+            return
         if self.index.remove(sub) and self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), False)
 
@@ -407,6 +425,9 @@ class Server:
 
     # -- routing (the hot path) ------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        if pub.account is not None:  # a client of a configured account (server/accounts.py)
+            self.accounts.route(pub, subject, reply, hdr, payload)
+            return
         # internal subscribers (JetStream) may ask who sent what they handle
         self.current_publisher = pub
         r = self._match_cache.get(subject)

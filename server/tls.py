@@ -15,6 +15,7 @@ nats-server's order).
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 from .conf import ConfigError, parse_duration
 
 TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
+HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
 CLOSED_TLS = "TLS Handshake Failure"  # close reason (connz)
 
 # the keys of a tls {} block natslab knows; nats-server knows more
@@ -40,6 +42,7 @@ class TLSOptions:
     map: bool = False  # verify_and_map: the client certificate names the user
     timeout: float = TLS_TIMEOUT
     handshake_first: bool = False
+    fallback: float = 0.0  # handshake_first "auto" or a delay: plain INFO to a client silent that long
     min_version: str = ""
 
     def context(self) -> ssl.SSLContext:
@@ -109,10 +112,14 @@ def parse_tls_block(block) -> TLSOptions:
                 t.handshake_first = v
             elif isinstance(v, str) and v.lower() in ("true", "on", "false", "off"):
                 t.handshake_first = v.lower() in ("true", "on")
+            elif isinstance(v, str) and v.lower() in ("auto", "auto_fallback"):
+                t.handshake_first, t.fallback = True, HANDSHAKE_FIRST_FALLBACK
             elif isinstance(v, str):
-                # "auto" or a fallback delay: nats-server then also takes
-                # plain clients that wait for INFO; natslab does not (README)
-                raise ConfigError(f"field {key!r}'s value {v!r} is not supported by natslab (true or false only)")
+                try:
+                    t.fallback = parse_duration(v)
+                except ConfigError:
+                    raise ConfigError(f'field "{key}"\'s value "{v}" is invalid') from None
+                t.handshake_first = True
             else:
                 raise ConfigError(f"field {key!r} should be a boolean or a string")
         elif k == "min_version":
@@ -143,12 +150,30 @@ def start(client, ctx: ssl.SSLContext, opts: TLSOptions, info: bytes) -> None:
     it is done; a failed handshake closes the connection."""
     transport = client.transport
     transport.pause_reading()
+    loop = client.server.loop
+    if opts.handshake_first and opts.fallback > 0:
+        loop.call_later(opts.fallback, _fallback, client, transport, ctx, opts, info)
+        return
     if not opts.handshake_first:
         transport.write(info)
-    client.server.loop.create_task(_handshake(client, transport, ctx, opts, info))
+    loop.create_task(_handshake(client, transport, ctx, opts, info, opts.handshake_first))
 
 
-async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes) -> None:
+def _fallback(client, transport, ctx, opts: TLSOptions, info: bytes) -> None:
+    """handshake_first with a fallback delay: a client that has sent
+    something by now starts TLS first; a silent one waits for INFO, gets it
+    in plain text and upgrades after it (nats-server's fallback). The socket
+    is only polled: reading stays paused, nothing is consumed."""
+    if client.closed or transport.is_closing():
+        return
+    sock = transport.get_extra_info("socket")
+    first = bool(sock is not None and select.select([sock.fileno()], [], [], 0)[0])
+    if not first:
+        transport.write(info)
+    client.server.loop.create_task(_handshake(client, transport, ctx, opts, info, first))
+
+
+async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes, first: bool) -> None:
     srv = client.server
     log = srv.logger
     log.debug("%s:%d - cid:%d - Starting TLS client connection handshake", client.host, client.port, client.cid)
@@ -178,7 +203,8 @@ async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes) -> N
     new.set_write_buffer_limits(high=transport.get_write_buffer_limits()[1])
     client.transport = new
     client.tls_state = obj
-    if opts.handshake_first:
+    client.tls_first = first
+    if first:
         new.write(info)
     client.tls_ready()
     shim.hand_over(new)
@@ -322,3 +348,27 @@ def map_user(ssl_object, users: dict[str, dict]):
         if have is not None and sorted(have) == sorted(want):
             return u
     return None
+
+
+# OpenSSL's TLS 1.2 suite names -> Go's tls.CipherSuiteName (TLS 1.3 names agree)
+_GO_SUITES = {
+    "ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "ECDHE-RSA-AES256-GCM-SHA384": "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "ECDHE-RSA-CHACHA20-POLY1305": "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+}
+
+
+def connz_fields(ssl_object, first: bool) -> dict:
+    """/connz's tls_version, tls_cipher_suite and tls_first for a TLS connection."""
+    if ssl_object is None:
+        return {}
+    cipher = ssl_object.cipher()
+    d = {"tls_version": _version(ssl_object.version())}
+    if cipher:
+        d["tls_cipher_suite"] = _GO_SUITES.get(cipher[0], cipher[0])
+    if first:
+        d["tls_first"] = True
+    return d

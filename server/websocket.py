@@ -394,6 +394,7 @@ class WSConnection(asyncio.Protocol):
 
         client = (TracingClient if srv.opts.trace else Client)(srv)
         client.ws = lst
+        client.tls_state = self.transport.get_extra_info("ssl_object")  # (wss: for verify_and_map)
         self.client = client
         client.connection_made(WSTransport(self))
 

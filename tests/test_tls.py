@@ -17,6 +17,17 @@ from conftest import ServerProcess, connect
 from pki import make_pki
 
 
+async def eventually(cond, timeout: float = 3.0) -> bool:
+    """cond() once it holds (nats-py runs error_cb in a task of its own, so
+    an -ERR can be reported a moment after the flush that brought it)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
 class TLSServer(ServerProcess):
     """A broker whose port speaks TLS first (handshake_first): ready once a
     handshake brings INFO."""
@@ -213,7 +224,7 @@ async def test_verify_and_map(server_kind, tmp_path, pki, servers):
     await alice2.publish("bob.x", b"denied")
     await alice2.flush()
     await asyncio.sleep(0.2)
-    assert any("permissions violation for publish" in e.lower() for e in errors)
+    assert await eventually(lambda: any("permissions violation for publish" in e.lower() for e in errors))
     svc = await connect(url, tls=pki.client_context(pki.client("svc", dns="svc.example.com")))
     await roundtrip(svc)
     bob = await connect(url, tls=pki.client_context(pki.client("bob", org="natslab")))
@@ -244,3 +255,56 @@ def test_bad_tls_config_stops_the_server(tmp_path, pki):
                            capture_output=True, text=True, timeout=20)
         assert r.returncode != 0
         assert "TLS Server private key must be present and valid" in r.stdout + r.stderr
+
+
+async def test_connz_shows_tls(server_kind, tmp_path, pki, servers):
+    """/connz tells the TLS version and suite of each connection (and
+    tls_first for handshake_first), and the account and user with auth=1."""
+    import urllib.request
+
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n}}\n'
+            'accounts {\n  APP { users = [ {user: app, password: app} ] }\n}\n')
+    path = tmp_path / "tls.conf"
+    path.write_text(conf)
+    srv = TLSServer(server_kind, tmp_path / "store", http=True, extra=["-c", str(path)])
+    srv.start()
+    servers.append(srv)
+    nc = await connect(f"tls://app:app@127.0.0.1:{srv.port}", tls=pki.client_context())
+    await nc.flush()
+    body = await asyncio.to_thread(lambda: urllib.request.urlopen(
+        f"http://127.0.0.1:{srv.http_port}/connz?auth=1", timeout=5).read())
+    conns = json.loads(body)["connections"]
+    assert len(conns) == 1
+    c = conns[0]
+    assert c["type"] == "nats" and c["tls_version"] == "1.3" and c["tls_cipher_suite"].startswith("TLS_AES_")
+    assert "tls_first" not in c
+    assert c["authorized_user"] == "app" and c["account"] == "APP" and c["name_tag"] == "APP"
+    await nc.close()
+
+
+async def test_handshake_first_auto(server_kind, tmp_path, pki, servers):
+    """handshake_first: auto: a TLS-first client and one that waits for INFO
+    (which comes in plain text after the fallback delay, then TLS) are both
+    served on the same port; /connz tells which came first."""
+    import urllib.request
+
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  handshake_first: auto\n}}\n')
+    path = tmp_path / "tls.conf"
+    path.write_text(conf)
+    srv = TLSServer(server_kind, tmp_path / "store", http=True, extra=["-c", str(path)])
+    srv.start()
+    servers.append(srv)
+    first = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), tls_handshake_first=True,
+                          name="first")
+    later = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), name="later")
+    assert later._server_info["tls_required"] is True
+    await roundtrip(first)
+    await roundtrip(later)
+    body = await asyncio.to_thread(lambda: urllib.request.urlopen(
+        f"http://127.0.0.1:{srv.http_port}/connz", timeout=5).read())
+    conns = {c["name"]: c for c in json.loads(body)["connections"]}
+    assert conns["first"].get("tls_first") is True and "tls_first" not in conns["later"]
+    assert conns["later"]["tls_version"] == "1.3"
+    await first.close()
+    await later.close()

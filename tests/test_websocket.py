@@ -268,3 +268,24 @@ async def test_auth_over_websocket(server_kind, tmp_path):
         await ok.close()
     finally:
         srv.stop()
+
+
+async def test_wss_verify_and_map(server_kind, tmp_path):
+    """A websocket tls {} block with verify_and_map: the client certificate
+    names the user on the websocket port too."""
+    pki = make_pki(tmp_path / "pki")
+    srv = start(server_kind, tmp_path, f'  tls {{\n    cert_file: "{pki.server_cert}"\n'
+                                        f'    key_file: "{pki.server_key}"\n    ca_file: "{pki.ca}"\n'
+                                        '    verify_and_map: true\n  }\n',
+                top='authorization { users = [ {user: "dana@example.com"}, {user: other, password: x} ] }\n')
+    try:
+        ws = await connect(f"wss://127.0.0.1:{srv.ws_port}",
+                           tls=pki.client_context(pki.client("dana", email="dana@example.com")))
+        await ws.flush()
+        await ws.close()
+        with pytest.raises(Exception) as ei:
+            await connect(f"wss://127.0.0.1:{srv.ws_port}",
+                          tls=pki.client_context(pki.client("erin", email="erin@example.com")))
+        assert "authorization violation" in str(ei.value).lower()
+    finally:
+        srv.stop()

@@ -4,6 +4,7 @@ servers: same transcript. Needs node and the interop packages
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,15 +16,19 @@ from test_websocket import start
 JS_DIR = Path(__file__).resolve().parent.parent / "interop" / "nats-js"
 
 
-def run_ws_js(ws_url: str, tcp_url: str) -> list[str]:
+def run_ws_js(ws_url: str, tcp_url: str, env: dict | None = None) -> list[str]:
     r = subprocess.run(["node", "--experimental-websocket", "ws.mjs", ws_url, tcp_url], cwd=JS_DIR,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})})
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not (JS_DIR / "node_modules" / "@nats-io" / "nats-core").is_dir(),
-                    reason="node or interop/nats-js/node_modules missing (npm ci)")
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None or not (JS_DIR / "node_modules" / "@nats-io" / "nats-core").is_dir(),
+    reason="node or interop/nats-js/node_modules missing (npm ci)")
+
+
+@needs_node
 def test_nats_js_wsconnect(tmp_path):
     transcripts = {}
     for kind in ("natslab", "nats-server"):
@@ -37,3 +42,96 @@ def test_nats_js_wsconnect(tmp_path):
     assert [ln.split("\t")[0] for ln in lines] == ["info", "tcp-to-ws", "ws-to-tcp-big", "request",
                                                    "no-responders", "kv", "drain"]
     assert all("error" not in ln for ln in lines), lines
+
+
+PROD_LIKE = """
+tls {{
+  cert_file: "{cert}"
+  key_file: "{key}"
+}}
+websocket {{
+  port: {ws_port}
+  tls {{
+    cert_file: "{cert}"
+    key_file: "{key}"
+  }}
+  compression: true
+}}
+accounts {{
+  APP {{
+    users = [ {{user: app, password: app-secret}} ]
+    exports = [ {{service: "app.status"}} ]
+  }}
+  OPS {{
+    users = [ {{user: ops, password: ops-secret}} ]
+    imports = [ {{service: {{account: APP, subject: "app.status"}}, to: "status"}} ]
+  }}
+}}
+"""
+
+
+@needs_node
+def test_prod_like_config(tmp_path):
+    """natslab server -c prod-like.conf: TLS on the client port, wss with
+    compression, two accounts with a service import. nats.js connects over
+    wss (and TLS TCP) as an account user: core traffic works, the account has
+    no JetStream (10039 on both servers); an OPS client reaches APP's service
+    through its import while APP's traffic stays invisible to OPS."""
+    import asyncio
+
+    from conftest import connect, free_port
+    from pki import make_pki
+    from test_websocket import WSServer
+
+    pki = make_pki(tmp_path / "pki")
+    transcripts = {}
+    for kind in ("natslab", "nats-server"):
+        d = tmp_path / kind
+        d.mkdir()
+        ws_port = free_port()
+        conf = d / "prod-like.conf"
+        conf.write_text(PROD_LIKE.format(cert=pki.server_cert, key=pki.server_key, ws_port=ws_port))
+        srv = WSServer(kind, d / "store", extra=["-c", str(conf)])
+        srv.ws_port = ws_port
+        srv.start()
+        try:
+            transcripts[kind] = run_ws_js(f"wss://127.0.0.1:{ws_port}", f"tls://127.0.0.1:{srv.port}",
+                                          {"NATS_USER": "app", "NATS_PASS": "app-secret", "NATS_CA": str(pki.ca),
+                                           "NODE_EXTRA_CA_CERTS": str(pki.ca)})
+
+            async def across():
+                ctx = pki.client_context()
+                app = await connect(f"tls://app:app-secret@127.0.0.1:{srv.port}", tls=ctx)
+                ops = await connect(f"wss://ops:ops-secret@127.0.0.1:{ws_port}", tls=ctx)
+
+                async def status(m):
+                    await m.respond(b"green")
+
+                await app.subscribe("app.status", cb=status)
+                await app.flush()
+                spy = await ops.subscribe(">")
+                await ops.flush()
+                answer = (await ops.request("status", b"", timeout=3)).data
+                await app.publish("app.private", b"x")
+                await app.flush()
+                seen = []
+                try:
+                    while True:
+                        seen.append((await spy.next_msg(timeout=0.5)).subject)
+                except asyncio.TimeoutError:
+                    pass
+                await app.close()
+                await ops.close()
+                return answer, seen
+
+            answer, seen = asyncio.run(across())
+            # OPS sees its own request and the reply to it, never APP's subjects
+            assert answer == b"green"
+            assert seen and "status" in seen and not any(s.startswith("app.") for s in seen), seen
+        finally:
+            srv.stop()
+    lines = transcripts["natslab"]
+    assert lines == transcripts["nats-server"]
+    steps = dict(ln.split("\t", 1) for ln in lines)
+    assert steps["request"] == '"PING"' and '"hdr":"1"' in steps["tcp-to-ws"]
+    assert "JetStream not enabled for account" in steps["kv"]

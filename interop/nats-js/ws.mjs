@@ -28,8 +28,12 @@ async function step(name, fn) {
   }
 }
 
-const ws = await wsconnect({ servers: wsUrl, maxReconnectAttempts: 0 });
-const tcp = await connect({ servers: tcpUrl, maxReconnectAttempts: 0 });
+// NATS_USER/NATS_PASS: credentials for both connections; NATS_CA: the CA
+// file of a TLS client port (wss:// trusts NODE_EXTRA_CA_CERTS)
+const auth = process.env.NATS_USER ? { user: process.env.NATS_USER, pass: process.env.NATS_PASS } : {};
+const tls = process.env.NATS_CA ? { tls: { caFile: process.env.NATS_CA } } : {};
+const ws = await wsconnect({ servers: wsUrl, maxReconnectAttempts: 0, ...auth });
+const tcp = await connect({ servers: tcpUrl, maxReconnectAttempts: 0, ...auth, ...tls });
 const info = ws.info;
 emit("info", { proto: info.proto, headers: info.headers, jetstream: info.jetstream, max_payload: info.max_payload,
                tls_required: info.tls_required ?? null });

@@ -1,0 +1,297 @@
+"""Accounts from the config file: separate subject spaces, joined only where
+one account exports a stream or a service and another imports it.
+
+As in nats-server, each ``accounts { NAME { users, exports, imports } }``
+entry is its own subject space: a user of account A never sees what a user
+of B publishes, unless A exports the subject and B imports it. Users of the
+``authorization {}`` block (and every client when no accounts are
+configured) are in the global account ``$G``, which is the server's own
+subject index and JetStream's home; configured accounts have their own index
+here. A message published in an account goes to that account's
+subscriptions, to every account that imports it as a stream (under a
+``prefix`` or renamed ``to``), and to the exporter of a service it was
+imported from (the reply is replaced by a ``_R_.`` subject the exporter
+answers on, which brings the answer back to the requester's reply subject).
+Every delivery goes through ``Client.deliver``, the one delivery path.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from dataclasses import dataclass, field
+
+from .conf import ConfigError
+from .subjects import SubjectIndex, is_subset, subject_matches, valid_subject
+
+GLOBAL = "$G"
+MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
+_RESERVED = ("$G", "$SYS")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream")
+
+
+@dataclass
+class AccountConfig:
+    name: str
+    users: list[dict] = field(default_factory=list)
+    exports: list[dict] = field(default_factory=list)
+    imports: list[dict] = field(default_factory=list)
+    jetstream: bool = False
+
+
+def parse_accounts(block, opts) -> dict[str, AccountConfig]:
+    """The ``accounts {}`` block, checked as nats-server's parseAccounts
+    checks it; the account users join ``opts.users`` with their account."""
+    if isinstance(block, list):
+        block = {str(n): {} for n in block}
+    if not isinstance(block, dict):
+        raise ConfigError("Expected map entries for accounts")
+    out: dict[str, AccountConfig] = {}
+    seen = {str(u.get("user") or u.get("nkey")) for u in opts.users}
+    for name, spec in block.items():
+        if not isinstance(spec, dict):
+            raise ConfigError("Expected map entries for accounts")
+        if name in _RESERVED:
+            raise ConfigError(f'"{name}" is a Reserved Account')
+        acc = AccountConfig(name)
+        for k, v in spec.items():
+            key = k.lower()
+            if key not in _ACCOUNT_KEYS:
+                raise ConfigError(f'unknown field "{k}" in account {name} (natslab supports: users, imports, exports; '
+                                  'per-account jetstream, limits and mappings are not supported)')
+            if key == "jetstream":
+                acc.jetstream = _jetstream_flag(v, name)
+                continue
+            if not isinstance(v, list):
+                raise ConfigError(f"Expected {key} to be an array")
+            setattr(acc, key, [x for x in v if isinstance(x, dict)])
+        if acc.users and opts.user:
+            raise ConfigError("Can not have a single user/pass and accounts")
+        if acc.users and opts.token:
+            raise ConfigError("Can not have a token and accounts")
+        for u in acc.users:
+            ident = str(u.get("user") or u.get("nkey") or "")
+            if ident in seen:
+                kind = "nkey" if u.get("nkey") else "user"
+                raise ConfigError(f'Duplicate {kind} "{ident}" detected')
+            seen.add(ident)
+            u["account"] = name
+            if "pass" in u and "password" not in u:
+                u["password"] = u["pass"]
+            opts.users.append(u)
+        out[name] = acc
+    return out
+
+
+def _jetstream_flag(v, account: str) -> bool:
+    """An account's ``jetstream``: enabled or disabled; limits are not
+    enforced by natslab, so a block with limits is refused, not ignored."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.lower() in ("enabled", "enable", "true", "disabled", "disable", "false"):
+        return v.lower() in ("enabled", "enable", "true")
+    if isinstance(v, dict) and not v:
+        return True
+    raise ConfigError(f"account {account}: per-account JetStream limits are not supported by natslab "
+                      "(use jetstream: enabled)")
+
+
+class Account:
+    def __init__(self, name: str):
+        self.name = name
+        self.index = SubjectIndex()
+        self.stream_exports: list[tuple[bytes, set | None]] = []  # (subject, accounts allowed or None: all)
+        self.service_exports: list[tuple[bytes, set | None]] = []
+        self.importers: list[tuple["Account", bytes, bytes, bytes]] = []  # streams others take from here
+        self.service_imports: list[tuple[bytes, "Account", bytes]] = []  # (local subject, exporter, its subject)
+        self.responses: list = []  # the _R_ reply subscriptions waiting for an answer, oldest first
+
+    def exports(self, kind: str, subject: bytes, importer: str) -> bool:
+        for pattern, allowed in (self.stream_exports if kind == "stream" else self.service_exports):
+            if (allowed is None or importer in allowed) and (pattern == subject or subject_matches(pattern, subject)
+                                                             or is_subset(subject, pattern)):
+                return True
+        return False
+
+
+def _map(subject: bytes, pattern: bytes, to: bytes) -> bytes:
+    """``subject`` (matching ``pattern``) renamed to ``to``: literal to
+    literal, or the same wildcard pattern renamed token by token."""
+    if not to or to == pattern:
+        return subject
+    if b"*" not in pattern and b">" not in pattern:
+        return to
+    pt, tt, st = pattern.split(b"."), to.split(b"."), subject.split(b".")
+    if len(pt) != len(tt):
+        return subject
+    out = []
+    for i, (p, t) in enumerate(zip(pt, tt)):
+        if p == b">":
+            out.append(b".".join(st[i:]))
+            break
+        out.append(st[i] if p == b"*" else t)
+    return b".".join(out)
+
+
+def _subject(spec, what: str) -> tuple[str, str]:
+    if not isinstance(spec, dict) or not spec.get("account") or not spec.get("subject"):
+        raise ConfigError("Expect an account name and a subject")
+    return str(spec["account"]), str(spec["subject"])
+
+
+class Accounts:
+    """The configured accounts of a server, and routing inside them."""
+
+    def __init__(self, server, configs: dict[str, AccountConfig]):
+        self.server = server
+        self.by_name: dict[str, Account] = {n: Account(n) for n in configs}
+        # JetStream serves one subject space, the server's own index: the
+        # account with jetstream enabled, or $G when none has it
+        js = [c.name for c in configs.values() if c.jetstream]
+        if len(js) > 1:
+            raise ConfigError(f"natslab runs JetStream for one account only, not {', '.join(sorted(js))}")
+        self.home = self.by_name[js[0]] if js else None
+        self.global_account = None  # $G as an account of its own, once another one has the server's index
+        if self.home is not None:
+            self.home.index = server.index
+            self.global_account = Account(GLOBAL)
+        for cfg in configs.values():
+            acc = self.by_name[cfg.name]
+            for e in cfg.exports:
+                kind = "stream" if "stream" in e else "service" if "service" in e else None
+                if kind is None:
+                    raise ConfigError("Export Items should be a map with type entry")
+                names = e.get("accounts")
+                for n in names or []:
+                    if n not in self.by_name:
+                        raise ConfigError(f'"{n}" account not defined for {kind} export')
+                subj = str(e[kind])
+                if not valid_subject(subj.encode()):
+                    raise ConfigError(f'Error adding {kind} export "{subj}": subject is not valid')
+                target = acc.stream_exports if kind == "stream" else acc.service_exports
+                target.append((subj.encode(), set(names) if names else None))
+        for cfg in configs.values():
+            acc = self.by_name[cfg.name]
+            for i in cfg.imports:
+                if "stream" in i:
+                    src_name, subj = _subject(i["stream"], "stream")
+                    src = self.by_name.get(src_name)
+                    if src is None:
+                        raise ConfigError(f'"{src_name}" account not defined for stream import')
+                    if i.get("prefix") and i.get("to"):
+                        raise ConfigError("Stream import can not have a 'prefix' and a 'to' property")
+                    if not src.exports("stream", subj.encode(), acc.name):
+                        raise ConfigError(f'Error adding stream import "{subj}": stream import not authorized')
+                    prefix = str(i.get("prefix") or "").rstrip(".").encode()
+                    src.importers.append((acc, subj.encode(), prefix, str(i.get("to") or "").encode()))
+                elif "service" in i:
+                    src_name, subj = _subject(i["service"], "service")
+                    src = self.by_name.get(src_name)
+                    if src is None:
+                        raise ConfigError(f'"{src_name}" account not defined for service import')
+                    if not src.exports("service", subj.encode(), acc.name):
+                        raise ConfigError(f'Error adding service import "{subj}": service import not authorized')
+                    local = str(i.get("to") or subj).encode()
+                    acc.service_imports.append((local, src, subj.encode()))
+                else:
+                    raise ConfigError("Import Items should be a map with type entry")
+
+    def get(self, name: str | None) -> Account | None:
+        """A client's account: a configured one, or $G (None while $G has
+        the server's index)."""
+        return self.by_name.get(name) if name else self.global_account
+
+    # -- routing ---------------------------------------------------------------
+    def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """A message a client of a configured account published."""
+        srv = self.server
+        srv.current_publisher = pub
+        srv.in_msgs += 1
+        srv.in_bytes += len(payload) + (len(hdr) if hdr else 0)
+        acc = pub.account
+        n = self._deliver(acc, pub, subject, reply, hdr, payload)
+        for importer, pattern, prefix, to in acc.importers:
+            if subject == pattern or subject_matches(pattern, subject):
+                mapped = prefix + b"." + subject if prefix else _map(subject, pattern, to)
+                n += self._deliver(importer, pub, mapped, reply, hdr, payload)
+        for local, src, remote in acc.service_imports:
+            if subject == local or subject_matches(local, subject):
+                r = self._response(src, acc, reply) if reply else b""
+                n += self._deliver(src, pub, _map(subject, local, remote), r, hdr, payload)
+        if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc is not self.home:
+            n = self._js_not_enabled(acc, pub, subject, reply)
+        if not n and reply and pub.no_responders:
+            hdr503 = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
+            psubs, qgroups = acc.index.match(reply)
+            for sub in list(psubs) + [s for g in qgroups for s in g]:
+                if sub.client is pub:
+                    pub.deliver(sub, reply, b"", hdr503, b"")
+                    break
+
+    def _response(self, src: Account, acc: Account, reply: bytes) -> bytes:
+        """A ``_R_.`` reply subject in the exporting account whose first
+        message goes to ``reply`` in the requesting account. It is a real
+        subscription in the exporter's index, so an answer finds it by
+        whatever path it takes (a client's PUB, JetStream's replies)."""
+        from .client import InternalSubscription
+
+        srv = self.server
+        r = b"_R_." + secrets.token_urlsafe(9).encode()
+
+        def answer(subject, _reply, hdr, payload):
+            self._drop(src, sub)
+            self._deliver(acc, srv.internal_client, reply, b"", hdr, payload)
+
+        sub = InternalSubscription(srv.internal_client, r, None, answer)
+        sub.raw = True
+        src.index.insert(sub)
+        src.responses.append(sub)
+        if len(src.responses) > MAX_RESPONSES:
+            self._drop(src, src.responses[0])
+        return r
+
+    @staticmethod
+    def _drop(src: Account, sub) -> None:
+        try:
+            src.responses.remove(sub)
+        except ValueError:
+            return  # answered already
+        src.index.remove(sub)
+
+    def _js_not_enabled(self, acc: Account, pub, subject: bytes, reply: bytes) -> int:
+        """A JetStream API request from an account without JetStream (only
+        the global account has it in natslab): the API's answer, 10039 "JetStream
+        not enabled for account", as nats-server gives it."""
+        from .jetstream.shapes import api_response
+
+        api = self.server.jetstream.api
+        tokens = subject[len(b"$JS.API."):].decode("utf-8", "replace").split(".")
+        for n in (3, 2, 1):
+            route = api.routes.get(".".join(tokens[:n]))
+            if route is not None:
+                break
+        else:
+            return 0  # silence (and no responders for direct gets and pulls), as on the real server
+        rtype = route[1]
+        body = {"error": {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}}
+        body.update(api.error_extras.get(rtype, {}))
+        return self._deliver(acc, self.server.internal_client, reply, b"", None, api_response(rtype, body)) or 1
+
+    @staticmethod
+    def _deliver(acc: Account, pub, subject: bytes, reply: bytes, hdr, payload) -> int:
+        """Deliver in one account: every plain subscription, one member of
+        each queue group (the publisher's own only when it echoes)."""
+        psubs, qgroups = acc.index.match(subject)
+        n = 0
+        for sub in psubs:
+            if sub.client is pub and not pub.echo:
+                continue
+            sub.client.deliver(sub, subject, reply, hdr, payload)
+            n += 1
+        for group in qgroups:
+            members = [s for s in group if s.client is not pub or pub.echo]
+            if members:
+                sub = members[0] if len(members) == 1 else random.choice(members)
+                sub.client.deliver(sub, subject, reply, hdr, payload)
+                n += 1
+        return n
