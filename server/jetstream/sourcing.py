@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from . import errors, headers, transform
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
+from .subjects import match
 from .topoconfig import source_iname
 
 if TYPE_CHECKING:
@@ -120,9 +121,16 @@ class Link:
         self.origin_stored()
 
     def _detach(self) -> None:
-        if self.origin is not None and self in self.origin.followers:
-            self.origin.followers.remove(self)
+        origin = self.origin
         self.origin = None
+        if origin is not None and self in origin.followers:
+            origin.followers.remove(self)
+            if not origin.closed:
+                origin.check_interest_all()  # what only this link held goes
+
+    def wants(self, subject: str) -> bool:
+        """Does this link copy ``subject`` (its filters)?"""
+        return not self.filters or any(match(f, subject) for f in self.filters)
 
     def origin_gone(self) -> None:
         self._detach()
