@@ -269,3 +269,36 @@ async def test_snapshots_move_between_natslab_and_nats_server(tmp_path):
     finally:
         a.stop()
         b.stop()
+
+
+async def test_snapshot_waits_for_the_receiver_itself(nc, js):
+    """nats.go (and so `nats backup stream`) asks with a deliver subject under
+    its request-mux wildcard and subscribes to it only after the answer: the
+    chunks must wait for that subscription, not go to the wildcard."""
+    await js.add_stream(name="W", subjects=["w"])
+    for i in range(20):
+        await js.publish("w", b"%d" % i)
+    stray = []
+
+    async def mux(m):
+        stray.append(m)
+    await nc.subscribe("_INBOX.snapmux.*", cb=mux)
+    await nc.flush()
+    r = await req(nc, "$JS.API.STREAM.SNAPSHOT.W", {"deliver_subject": "_INBOX.snapmux.deliver"})
+    assert "error" not in r
+    await asyncio.sleep(0.3)
+    got, done = [], asyncio.Event()
+
+    async def cb(m):
+        got.append(m)
+        if m.reply:
+            await nc.publish(m.reply, b"")
+        if not m.data:
+            done.set()
+    await nc.subscribe("_INBOX.snapmux.deliver", cb=cb)
+    await asyncio.wait_for(done.wait(), 5)
+    assert b"".join(m.data for m in got).startswith(b"\xff\x06\x00\x00S2sTwO")
+    assert len(stray) == len(got)  # the wildcard saw them too, but only once the receiver was there
+    await js.delete_stream("W")
+    rr = await restore(nc, "W", r["config"], r["state"], b"".join(m.data for m in got))
+    assert rr["state"]["messages"] == 20

@@ -210,7 +210,10 @@ class _SnapshotSender:
     async def _run(self) -> None:
         srv = self.js.server
         deadline = srv.loop.time() + INTEREST_WAIT
-        while not srv.has_interest(self.deliver) and srv.loop.time() < deadline:
+        # interest in exactly the deliver subject (nats-server's sublist
+        # notification): a client's request mux (_INBOX.x.*) that happens to
+        # match is not the receiver, which subscribes once it has the answer
+        while not srv.has_interest(self.deliver, literal_only=True) and srv.loop.time() < deadline:
             await asyncio.sleep(0.02)
         ack = f"$JS.SNAPSHOT.ACK.{self.stream}.{_nuid()}"
         sub = srv.subscribe_internal(ack + ".>", self._on_ack)
@@ -225,7 +228,7 @@ class _SnapshotSender:
                     except asyncio.TimeoutError:
                         end_hdr = b"NATS/1.0 408 No Flow Response\r\n\r\n"
                         return
-                if not srv.has_interest(self.deliver):
+                if not srv.has_interest(self.deliver, literal_only=True):
                     end_hdr = b"NATS/1.0 408 No Interest\r\n\r\n"
                     return
                 part = data[pos:pos + size]
