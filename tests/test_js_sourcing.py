@@ -382,3 +382,32 @@ async def test_mirror_and_sources_catch_up_after_restart(server, how):
     assert (si.state.first_seq, si.state.last_seq) == (1, 5)
     assert (await js.stream_info("S")).config.sources[0].name == "O"
     await nc.close()
+
+
+async def test_sourcing_from_workqueue_and_interest_streams(js):
+    """A source's consumer on its origin holds interest and never acks: a
+    workqueue keeps what was sourced, an interest stream keeps what the
+    source matches until the source goes, and both count it as a consumer."""
+    await js.add_stream(name="WQ", subjects=["wq.>"], retention="workqueue", storage="memory")
+    await js.add_stream(name="IN", subjects=["in.>"], retention="interest", storage="memory")
+    for _ in range(3):
+        await js.publish("wq.a", b"w")
+        await js.publish("wq.b", b"w")
+        await js.publish("in.a", b"i")
+    assert (await js.stream_info("IN")).state.messages == 0  # no interest yet: dropped
+    await js.add_stream(name="SW", storage="memory", sources=[api.StreamSource(name="WQ", filter_subject="wq.a")])
+    await js.add_stream(name="SI", storage="memory", sources=[api.StreamSource(name="IN")])
+    assert await count_is(js, "SW", 3)
+    wq, inn = await js.stream_info("WQ"), await js.stream_info("IN")
+    assert (wq.state.messages, wq.state.consumer_count, inn.state.messages, inn.state.consumer_count) == (6, 1, 0, 1)
+    await js.publish("in.a", b"i2")
+    await js.publish("wq.a", b"w2")
+    assert await count_is(js, "SI", 1) and await count_is(js, "SW", 4)
+    assert (await js.stream_info("IN")).state.messages == 1
+    assert (await js.stream_info("WQ")).state.messages == 7
+    # the sourcing consumer does not make a workqueue's filters clash
+    await js.add_consumer("WQ", api.ConsumerConfig(durable_name="c", filter_subject="wq.a"))
+    await js.delete_stream("SI")
+    await js.publish("in.a", b"i3")
+    st = (await js.stream_info("IN")).state
+    assert (st.messages, st.first_seq, st.last_seq, st.consumer_count) == (0, 6, 5, 0)

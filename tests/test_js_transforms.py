@@ -196,3 +196,35 @@ async def test_kv_republish(nc, js):
     assert msg.data == b""
     assert (msg.headers["Nats-Sequence"], msg.headers["Nats-Msg-Size"], msg.headers["Nats-Stream"]) == (
         "1", "12", "KV_TEST_UPDATE_HEADERS")
+
+
+@pytest.mark.parametrize("how", ["restart", "kill"])
+async def test_transform_and_republish_survive_restart(server, how):
+    from conftest import connect
+
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="P", subjects=["p.>"],
+                        subject_transform=api.SubjectTransform(src="p.*", dest="q.{{wildcard(1)}}"),
+                        republish=api.RePublish(src="q.*", dest="out.{{wildcard(1)}}", headers_only=True))
+    await js.publish("p.a", b"before")
+    cfg = (await req(nc, "$JS.API.STREAM.INFO.P"))["config"]
+    await asyncio.sleep(1.5)  # past the file store's sync interval
+    await nc.close()
+    if how == "kill":
+        server.kill()
+        server.start()
+    else:
+        server.restart()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    assert (await req(nc, "$JS.API.STREAM.INFO.P"))["config"] == cfg
+    sub = await nc.subscribe("out.>")
+    await nc.flush()
+    await nc.flush()
+    await js.publish("p.a", b"after!")
+    msg = await sub.next_msg(timeout=2)
+    assert (msg.subject, msg.data, msg.headers["Nats-Subject"], msg.headers["Nats-Sequence"],
+            msg.headers["Nats-Last-Sequence"], msg.headers["Nats-Msg-Size"]) == ("out.a", b"", "q.a", "2", "1", "6")
+    assert [(await js.get_msg("P", s)).subject for s in (1, 2)] == ["q.a", "q.a"]
+    await nc.close()

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import consumerconfig, directget, errors, gojson, headers, sourcing, streamconfig
+from . import consumerconfig, directget, errors, gojson, headers, snapshot, sourcing, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
@@ -125,6 +125,7 @@ class Api:
             "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
             "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
         }
+        snapshot.register(self)  # STREAM.SNAPSHOT / STREAM.RESTORE
 
     # -- dispatch ---------------------------------------------------------------
     def on_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:

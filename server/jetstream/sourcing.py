@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from . import errors, headers, transform
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
+from .subjects import match
 from .topoconfig import source_iname
 
 if TYPE_CHECKING:
@@ -120,9 +121,16 @@ class Link:
         self.origin_stored()
 
     def _detach(self) -> None:
-        if self.origin is not None and self in self.origin.followers:
-            self.origin.followers.remove(self)
+        origin = self.origin
         self.origin = None
+        if origin is not None and self in origin.followers:
+            origin.followers.remove(self)
+            if not origin.closed:
+                origin.check_interest_all()  # what only this link held goes
+
+    def wants(self, subject: str) -> bool:
+        """Does this link copy ``subject`` (its filters)?"""
+        return not self.filters or any(match(f, subject) for f in self.filters)
 
     def origin_gone(self) -> None:
         self._detach()
@@ -254,17 +262,9 @@ class Link:
     def _position(self, seq: int) -> bool:
         """Make the mirror's next sequence ``seq`` (gaps where the origin has
         none); False if it is already past it."""
-        store = self.target.store
-        st = store.state()
-        if seq <= st.last_seq:
+        if seq <= self.target.store.state().last_seq:
             return False
-        if seq > st.last_seq + 1:
-            if not st.messages:
-                store.compact(seq)
-            else:
-                # interior gaps, one by one (a mirror's gaps are those of its origin)
-                for _ in range(seq - st.last_seq - 1):
-                    store.remove(store.store_msg("_mirror.gap", None, b"", 0))
+        skip_to(self.target.store, seq)
         return True
 
     # -- info ------------------------------------------------------------------
@@ -281,6 +281,20 @@ class Link:
         if self.cfg.get("subject_transforms"):
             d["subject_transforms"] = [dict(t) for t in self.cfg["subject_transforms"]]
         return d
+
+
+def skip_to(store, seq: int) -> None:
+    """Make ``seq`` the store's next sequence, leaving what lies between as
+    deleted (a mirror's gaps, a restored stream's): the floor moves when the
+    store holds nothing, else the gaps are made one by one."""
+    st = store.state()
+    if seq <= st.last_seq + 1:
+        return
+    if not st.messages:
+        store.compact(seq)
+        return
+    for _ in range(seq - st.last_seq - 1):
+        store.remove(store.store_msg("_gap", None, b"", 0))
 
 
 class Links:

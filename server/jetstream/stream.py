@@ -343,7 +343,10 @@ class Stream(ExpiryMixin):
         return sm.seq if sm else 0
 
     def _has_interest(self, subject: str) -> bool:
-        return any(c.filter_matches(subject) for c in self.consumers.values())
+        # a mirror or source copying from here holds interest too (nats-server's
+        # sourcing consumer never acks: what it matches stays while it exists)
+        return (any(c.filter_matches(subject) for c in self.consumers.values())
+                or any(link.wants(subject) for link in self.followers))
 
     def _check_discard_new(self, subject: str, size: int, rollup: bool = False) -> None:
         """discard new, as the real stores check it before storing: a subject
@@ -511,13 +514,15 @@ class Stream(ExpiryMixin):
             for c in self.consumers.values():
                 if c.needs(seq, subject):
                     return
+            if any(link.wants(subject) for link in self.followers):
+                return
         self.remove_msg(seq)
 
     def check_interest_all(self) -> None:
         """Interest retention after a consumer went away or acked in bulk."""
         if self.config["retention"] != "interest":
             return
-        if not self.consumers:
+        if not self.consumers and not self.followers:
             # no interest left at all: nats-server purges the stream
             self.store.purge()
             return
@@ -525,7 +530,8 @@ class Stream(ExpiryMixin):
             sm = self.store.load(seq)
             if sm is None:
                 continue
-            if not any(c.needs(seq, sm.subject) for c in self.consumers.values()):
+            if not any(c.needs(seq, sm.subject) for c in self.consumers.values()) and not any(
+                    link.wants(sm.subject) for link in self.followers):
                 self.remove_msg(seq)
 
     # -- stream API ------------------------------------------------------------
@@ -533,7 +539,10 @@ class Stream(ExpiryMixin):
         st = self.store.state()
         subjects = self.store.subjects_state(subjects_filter) if subjects_filter else None
         deleted = self.store.deleted() if deleted_details else None
-        return stream_state(st, len(self.consumers), subjects, deleted)
+        n = len(self.consumers)
+        if self.followers and self.config["retention"] != "limits":
+            n += len(self.followers)  # sourcing consumers count where they hold messages
+        return stream_state(st, n, subjects, deleted)
 
     def purge(self, req: dict) -> int:
         if self.config["sealed"]:
