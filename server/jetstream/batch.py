@@ -12,12 +12,13 @@ Otherwise all of it is stored in one go and the commit is answered with one
 PubAck carrying ``batch`` and ``count``.
 
 Staged messages live in memory: a server that dies before the commit has
-stored nothing of the batch. The commit stores its records in one step, which
-the file store writes with one ``os.write`` (its write-behind buffer) before
-the PubAck goes out; should a crash still cut a commit short (a block filled
-up mid-batch, ``sync_interval: always``), ``recover`` takes the unacknowledged
-partial batch off the tail at the next start (nats-server, which stages
-batches on disk, completes it instead: either way no partial batch is seen).
+stored nothing of the batch. The commit stores all its records in one turn of
+the event loop, before the PubAck goes out; the file store usually writes
+them with one ``os.write``, but a read in between (a counter's last value, a
+rollup, a full block) writes out what it has so far, so a crash can still cut
+a commit short on disk. ``recover`` takes such an unacknowledged partial
+batch off the tail at the next start (nats-server, which stages batches on
+disk, completes it instead: either way no partial batch is ever seen).
 
 The checks, limits, errors and their order follow nats-server's
 processJetStreamAtomicBatchMsg and checkMsgHeadersPreClusteredProposal."""
