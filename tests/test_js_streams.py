@@ -467,8 +467,7 @@ async def test_atomic_batch_headers_refused_without_allow_atomic(nc, js):
 
 @pytest.mark.parametrize("field, value", [("mirror", {"name": "O"}), ("sources", [{"name": "O"}]),
                                           ("republish", {"src": ">", "dest": "r.>"}),
-                                          ("subject_transform", {"src": "x.>", "dest": "y.>"}),
-                                          ("allow_batched", True)])
+                                          ("subject_transform", {"src": "x.>", "dest": "y.>"})])
 async def test_unimplemented_stream_features_are_refused(server, nc, field, value):
     """Documented difference (README): nats-server implements these; natslab
     refuses them with an error instead of accepting and ignoring them."""

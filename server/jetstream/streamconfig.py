@@ -90,11 +90,6 @@ def normalize(raw: dict) -> dict:
     for unsupported in ("mirror", "sources", "subject_transform", "republish"):
         if cfg.get(unsupported):
             raise errors.stream_invalid_config(f"{unsupported.replace('_', ' ')} is not supported by this server")
-    # 2.12+ stream features natslab does not implement: refused rather than
-    # accepted and silently not honoured
-    for flag, what in (("allow_batched", "batched publish"),):
-        if cfg.get(flag):
-            raise errors.stream_invalid_config(f"{what} is not supported by this server")
     subjects = cfg.get("subjects") or []
     if not subjects:
         subjects = [name]
