@@ -61,11 +61,12 @@ class ServerOptions:
     lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
     lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
     websocket: "WebsocketOptions | None" = None  # the websocket {} block (server/websocket.py)
-    # jetstream { limits { batch { ... } } }: atomic batch publish limits (nats-server's defaults)
-    batch_max_inflight_per_stream: int = 50
-    batch_max_inflight_total: int = 1000
-    batch_max_msgs: int = 1000
-    batch_timeout: float = 10.0
+    # jetstream { limits { batch { ... } } }: batch publish limits; 0 keeps nats-server's
+    # defaults, which differ for atomic (jetstream/batch.py) and fast (fastbatch.py) batches
+    batch_max_inflight_per_stream: int = 0
+    batch_max_inflight_total: int = 0
+    batch_max_msgs: int = 0
+    batch_timeout: float = 0.0
 
 
 def _server_id() -> str:

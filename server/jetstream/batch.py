@@ -12,12 +12,13 @@ Otherwise all of it is stored in one go and the commit is answered with one
 PubAck carrying ``batch`` and ``count``.
 
 Staged messages live in memory: a server that dies before the commit has
-stored nothing of the batch. The commit stores its records in one step, which
-the file store writes with one ``os.write`` (its write-behind buffer) before
-the PubAck goes out; should a crash still cut a commit short (a block filled
-up mid-batch, ``sync_interval: always``), ``recover`` takes the unacknowledged
-partial batch off the tail at the next start (nats-server, which stages
-batches on disk, completes it instead: either way no partial batch is seen).
+stored nothing of the batch. The commit stores all its records in one turn of
+the event loop, before the PubAck goes out; the file store usually writes
+them with one ``os.write``, but a read in between (a counter's last value, a
+rollup, a full block) writes out what it has so far, so a crash can still cut
+a commit short on disk. ``recover`` takes such an unacknowledged partial
+batch off the tail at the next start (nats-server, which stages batches on
+disk, completes it instead: either way no partial batch is ever seen).
 
 The checks, limits, errors and their order follow nats-server's
 processJetStreamAtomicBatchMsg and checkMsgHeadersPreClusteredProposal."""
@@ -42,6 +43,11 @@ BATCH_ID = b"Nats-Batch-Id"
 BATCH_SEQ = b"Nats-Batch-Sequence"
 BATCH_COMMIT = b"Nats-Batch-Commit"
 MAX_ID_LEN = 64
+# nats-server's defaults; jetstream { limits { batch { ... } } } overrides them
+MAX_MSGS = 1000
+MAX_INFLIGHT_PER_STREAM = 50
+MAX_INFLIGHT_TOTAL = 1000
+TIMEOUT = 10.0
 API_LEVEL = 5
 ADV_ABANDONED = "$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED"
 
@@ -65,7 +71,7 @@ class _Batch:
         self.timer = None
 
 
-class _Staged:
+class Staged:
     """What a batch's earlier messages change, for the checks of the later
     ones (nats-server's batchStagedDiff)."""
     __slots__ = ("msg_ids", "counter", "inflight", "expected", "msgs", "bytes")
@@ -103,7 +109,7 @@ class AtomicBatches:
             commit_invalid = True
         else:
             commit_invalid = False
-        max_msgs = opts.batch_max_msgs
+        max_msgs = opts.batch_max_msgs or MAX_MSGS
         b = self.open.get(batch_id)
         if b is None:
             if seq != 1:
@@ -112,7 +118,8 @@ class AtomicBatches:
                 raise errors.atomic_publish_incomplete()
             js = stream.js
             total = _inflight_total.get(js, 0)
-            if len(self.open) + 1 > opts.batch_max_inflight_per_stream or total + 1 > opts.batch_max_inflight_total:
+            if (len(self.open) + 1 > (opts.batch_max_inflight_per_stream or MAX_INFLIGHT_PER_STREAM)
+                    or total + 1 > (opts.batch_max_inflight_total or MAX_INFLIGHT_TOTAL)):
                 raise errors.atomic_publish_too_many_inflight()
             b = self.open[batch_id] = _Batch()
             _inflight_total[js] = total + 1
@@ -135,7 +142,7 @@ class AtomicBatches:
         if b.timer is not None:
             b.timer.cancel()
         if not commit:
-            b.timer = stream.js.server.loop.call_later(opts.batch_timeout, self._timed_out, batch_id)
+            b.timer = stream.js.server.loop.call_later(opts.batch_timeout or TIMEOUT, self._timed_out, batch_id)
             if reply and stream._ack:
                 stream._reply(reply, b"", False)  # staged: an empty answer
             return
@@ -179,13 +186,13 @@ class AtomicBatches:
     # -- the commit -------------------------------------------------------------
     def _commit(self, batch_id: str, msgs: list, reply: bytes, eob: bool) -> None:
         stream = self.stream
-        staged = _Staged()
+        staged = Staged()
         checked = []
         try:
             for i, (subject, hdr, payload) in enumerate(msgs):
                 if hdr and headers.value(hdr, b"Nats-Expected-Last-Msg-Id"):
                     raise errors.atomic_publish_unsupported_header("Nats-Expected-Last-Msg-Id")
-                checked.append(self._check(staged, i, subject, hdr, payload))
+                checked.append(check_message(stream, staged, i, subject, hdr, payload))
         except ApiError:
             # the whole batch is refused (nats-server sends no advisory here)
             raise
@@ -198,102 +205,105 @@ class AtomicBatches:
                 hdr = headers.append(hdr, [("Nats-Batch-Commit", "1")])
             stream.store_checked(subject, reply if last else b"", hdr, payload, msg_id, ttl, False, rollup, tail)
 
-    def _check(self, staged: _Staged, index: int, subject: str, hdr: bytes | None, payload: bytes) -> tuple:
-        """One message of a batch at its commit: the checks processJetStreamMsg
-        would make, with the batch's earlier messages counted as stored.
-        Returns what ``store_checked`` needs."""
-        stream = self.stream
-        cfg = stream.config
-        value = headers.value
-        incr = None
-        msg_id = ""
-        ttl = 0
-        rollup = ""
-        has_schedule = False
-        if hdr:
-            if hdr.find(counters.INCR) >= 0:
-                incr = counters.check_headers(stream, hdr, payload)
-            es = value(hdr, b"Nats-Expected-Stream")
-            if es and es != stream.name:
-                raise errors.expected_stream_mismatch()
-            ttl_hdr = value(hdr, b"Nats-TTL")
-            if ttl_hdr:
-                try:
-                    ttl = parse_ttl(ttl_hdr)
-                    bad = False
-                except ApiError:
-                    bad = True
-                if ttl or bad:
-                    if not cfg["allow_msg_ttl"]:
-                        raise errors.msg_ttl_disabled()
-                    if bad:
-                        raise errors.msg_ttl_invalid()
-            msg_id = value(hdr, b"Nats-Msg-Id")
-            if msg_id:
-                if msg_id in staged.msg_ids or stream._check_dup(msg_id):
-                    raise errors.atomic_publish_duplicate_msg()
-                staged.msg_ids.add(msg_id)
-            if value(hdr, b"Nats-Stream-Source"):
-                raise errors.message_source_header_not_allowed()
-        if stream._counter:
-            if incr is None:
-                raise errors.msg_incr_missing()
-            payload, total = counters.apply(stream, subject, hdr, incr, stream.max_counter_size(), staged.counter)
-            staged.counter[subject] = total
-        if hdr:
-            els = value(hdr, b"Nats-Expected-Last-Sequence")
-            if els:
-                expect = stream.store.state().last_seq + index
-                if headers.go_uint64(els) != expect:
-                    raise errors.wrong_last_sequence(expect)
-                if staged.inflight:  # only the batch's first message may expect a sequence
-                    raise errors.wrong_last_sequence_constant()
-            elss = value(hdr, b"Nats-Expected-Last-Subject-Sequence")
-            on = value(hdr, b"Nats-Expected-Last-Subject-Sequence-Subject")
-            if elss:
-                subj = on or subject
-                if subj in staged.inflight:  # already written to in this batch
-                    raise errors.wrong_last_sequence_constant()
-                want = headers.go_uint64(elss)
-                if subj in staged.expected:
-                    last = staged.expected[subj]
-                else:
-                    last = staged.expected[subj] = stream._last_seq_for(subj)
-                if want != last:
-                    raise errors.wrong_last_sequence(last)
-            elif on:
-                raise errors.expected_last_seq_per_subject_invalid()
-            hdr, has_schedule = schedules.check_publish(stream, subject, hdr, staged.inflight)
-            rollup = value(hdr, b"Nats-Rollup").lower()
-            if rollup:
-                if not cfg["allow_rollup_hdrs"] or cfg["deny_purge"]:
-                    raise errors.stream_rollup_failed("rollup not permitted")
-                if rollup == "sub":
-                    if subject in staged.inflight:
-                        raise errors.stream_rollup_failed("batch rollup sub invalid")
-                elif rollup == "all":
-                    if staged.inflight:
-                        raise errors.stream_rollup_failed("batch rollup all invalid")
-                else:
-                    raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
-        ops, _ = staged.inflight.get(subject, (0, False))
-        staged.inflight[subject] = (ops + 1, has_schedule)
-        size = stream.store.msg_size(subject, hdr, payload)
-        staged.msgs += 1
-        staged.bytes += size
-        if cfg["discard"] == "new":
-            mm, mb = cfg["max_msgs"], cfg["max_bytes"]
-            if mm > 0 or mb > 0:
-                msgs, nbytes, _ = stream.store.totals()
-                if mm > 0 and msgs + staged.msgs > mm:
-                    raise errors.stream_store_failed("maximum messages exceeded")
-                if mb > 0 and nbytes + staged.bytes > mb:
-                    raise errors.stream_store_failed("maximum bytes exceeded")
-            per = cfg["max_msgs_per_subject"]
-            if cfg.get("discard_new_per_subject") and per > 0 and not (hdr and value(hdr, b"Nats-Rollup")):
-                if stream.store.subject_count(subject) + ops + 1 > per:
-                    raise errors.stream_store_failed("maximum messages per subject exceeded")
-        return subject, hdr, payload, msg_id, ttl, rollup
+
+def check_message(stream: "Stream", staged: Staged, index: int, subject: str, hdr: bytes | None,
+                  payload: bytes) -> tuple:
+    """One message of a batch (an atomic one at its commit, a fast one as it
+    comes): the checks processJetStreamMsg would make, with the batch's
+    earlier messages counted as stored (nats-server's
+    checkMsgHeadersPreClusteredProposal). Returns what ``store_checked``
+    needs: (subject, hdr, payload, msg id, ttl, rollup)."""
+    cfg = stream.config
+    value = headers.value
+    incr = None
+    msg_id = ""
+    ttl = 0
+    rollup = ""
+    has_schedule = False
+    if hdr:
+        if hdr.find(counters.INCR) >= 0:
+            incr = counters.check_headers(stream, hdr, payload)
+        es = value(hdr, b"Nats-Expected-Stream")
+        if es and es != stream.name:
+            raise errors.expected_stream_mismatch()
+        ttl_hdr = value(hdr, b"Nats-TTL")
+        if ttl_hdr:
+            try:
+                ttl = parse_ttl(ttl_hdr)
+                bad = False
+            except ApiError:
+                bad = True
+            if ttl or bad:
+                if not cfg["allow_msg_ttl"]:
+                    raise errors.msg_ttl_disabled()
+                if bad:
+                    raise errors.msg_ttl_invalid()
+        msg_id = value(hdr, b"Nats-Msg-Id")
+        if msg_id:
+            if msg_id in staged.msg_ids or stream._check_dup(msg_id):
+                raise errors.atomic_publish_duplicate_msg()
+            staged.msg_ids.add(msg_id)
+        if value(hdr, b"Nats-Stream-Source"):
+            raise errors.message_source_header_not_allowed()
+    if stream._counter:
+        if incr is None:
+            raise errors.msg_incr_missing()
+        payload, total = counters.apply(stream, subject, hdr, incr, stream.max_counter_size(), staged.counter)
+        staged.counter[subject] = total
+    if hdr:
+        els = value(hdr, b"Nats-Expected-Last-Sequence")
+        if els:
+            expect = stream.store.state().last_seq + index
+            if headers.go_uint64(els) != expect:
+                raise errors.wrong_last_sequence(expect)
+            if staged.inflight:  # only the batch's first message may expect a sequence
+                raise errors.wrong_last_sequence_constant()
+        elss = value(hdr, b"Nats-Expected-Last-Subject-Sequence")
+        on = value(hdr, b"Nats-Expected-Last-Subject-Sequence-Subject")
+        if elss:
+            subj = on or subject
+            if subj in staged.inflight:  # already written to in this batch
+                raise errors.wrong_last_sequence_constant()
+            want = headers.go_uint64(elss)
+            if subj in staged.expected:
+                last = staged.expected[subj]
+            else:
+                last = staged.expected[subj] = stream._last_seq_for(subj)
+            if want != last:
+                raise errors.wrong_last_sequence(last)
+        elif on:
+            raise errors.expected_last_seq_per_subject_invalid()
+        hdr, has_schedule = schedules.check_publish(stream, subject, hdr, staged.inflight)
+        rollup = value(hdr, b"Nats-Rollup").lower()
+        if rollup:
+            if not cfg["allow_rollup_hdrs"] or cfg["deny_purge"]:
+                raise errors.stream_rollup_failed("rollup not permitted")
+            if rollup == "sub":
+                if subject in staged.inflight:
+                    raise errors.stream_rollup_failed("batch rollup sub invalid")
+            elif rollup == "all":
+                if staged.inflight:
+                    raise errors.stream_rollup_failed("batch rollup all invalid")
+            else:
+                raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
+    ops, _ = staged.inflight.get(subject, (0, False))
+    staged.inflight[subject] = (ops + 1, has_schedule)
+    size = stream.store.msg_size(subject, hdr, payload)
+    staged.msgs += 1
+    staged.bytes += size
+    if cfg["discard"] == "new":
+        mm, mb = cfg["max_msgs"], cfg["max_bytes"]
+        if mm > 0 or mb > 0:
+            msgs, nbytes, _ = stream.store.totals()
+            if mm > 0 and msgs + staged.msgs > mm:
+                raise errors.stream_store_failed("maximum messages exceeded")
+            if mb > 0 and nbytes + staged.bytes > mb:
+                raise errors.stream_store_failed("maximum bytes exceeded")
+        per = cfg["max_msgs_per_subject"]
+        if cfg.get("discard_new_per_subject") and per > 0 and not (hdr and value(hdr, b"Nats-Rollup")):
+            if stream.store.subject_count(subject) + ops + 1 > per:
+                raise errors.stream_store_failed("maximum messages per subject exceeded")
+    return subject, hdr, payload, msg_id, ttl, rollup
 
 
 def recover(stream: "Stream") -> None:

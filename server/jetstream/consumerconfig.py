@@ -203,8 +203,7 @@ def valid_group_name(group: str) -> bool:
 
 
 def _check_priority(cfg: dict) -> None:
-    """Priority groups (2.11): overflow and pinned_client are served;
-    prioritized (2.12) is refused rather than accepted and not enforced."""
+    """Priority groups: overflow, pinned_client (2.11) and prioritized (2.12)."""
     policy = cfg.get("priority_policy") or "none"
     if policy == "none":
         cfg.pop("priority_policy", None)
@@ -223,8 +222,6 @@ def _check_priority(cfg: dict) -> None:
             raise errors.consumer_empty_group_name()
         if not _GROUP_NAME.fullmatch(g):
             raise errors.consumer_invalid_group_name()
-    if policy == "prioritized":
-        raise errors.stream_invalid_config("prioritized priority policy is not supported by this server")
     if policy == "pinned_client" and not cfg.get("priority_timeout"):
         cfg["priority_timeout"] = PINNED_TTL_DEFAULT
 

@@ -12,7 +12,7 @@ import random
 import string
 from collections import deque
 
-from . import gojson, headers
+from . import gojson, headers, priorities
 from .acks import TERM_UNACKED_DELETED
 from .shapes import NS, format_go_duration as _go_dur, now_ns
 
@@ -31,7 +31,7 @@ _CRLF = b"\r\n"
 
 class WaitingRequest:
     __slots__ = ("reply", "n", "d", "b", "no_wait", "expires", "hb", "hbt", "tok", "min_pending", "min_ack_pending",
-                 "group", "pin")
+                 "group", "pin", "priority")
 
     def __init__(self, reply, n, b, no_wait, expires, hb, hbt):
         self.reply, self.n, self.d, self.b = reply, n, 0, b
@@ -41,6 +41,7 @@ class WaitingRequest:
         self.min_pending = self.min_ack_pending = 0
         # pinned_client priority: the request's group and pin id ('' for none)
         self.group = self.pin = ""
+        self.priority = 0  # prioritized priority: the request's (priorities.py)
 
 
 ADV_PINNED = "$JS.EVENT.ADVISORY.CONSUMER.PINNED"
@@ -271,6 +272,8 @@ class DeliveryMixin:
         match = srv.index.match
         if self.is_pull:
             dests = {}
+            if len(waiting) > 1 and cfg.get("priority_policy") == "prioritized":
+                return 0  # not round robin: next_waiting orders them
             for wr in waiting:
                 if wr.b or wr.min_pending or wr.min_ack_pending or (wr.expires and now >= wr.expires):
                     return 0
@@ -523,7 +526,11 @@ class DeliveryMixin:
                             hb / NS if hb > 0 else 0.0, now + hb / NS if hb > 0 else 0.0)
         wr.min_pending, wr.min_ack_pending = min_pending, min_ack_pending
         wr.group, wr.pin = group, pin
-        self.waiting.append(wr)
+        if cfg.get("priority_policy") == "prioritized":
+            wr.priority = priorities.request_priority(d)
+            priorities.enqueue(self.waiting, wr)
+        else:
+            self.waiting.append(wr)
         self._touch_pull()
         self.signal()
 
@@ -659,7 +666,10 @@ class DeliveryMixin:
             wr.n -= 1
             self.waiting.popleft()
             if wr.n > 0:
-                self.waiting.append(wr)  # round robin between waiting requests
+                if self.config.get("priority_policy") == "prioritized":
+                    priorities.enqueue(self.waiting, wr)  # behind its equals
+                else:
+                    self.waiting.append(wr)  # round robin between waiting requests
             return wr
         return None
 

@@ -12,7 +12,7 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import batch, counters, errors, headers, schedules, transform
+from . import batch, counters, errors, fastbatch, headers, schedules, transform
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
@@ -62,6 +62,7 @@ class Stream(ExpiryMixin):
         self.followers: list = []  # sourcing.Links that copy from this stream
         self.links = None  # sourcing.Links: this stream's mirror or sources
         self._batches: batch.AtomicBatches | None = None  # open atomic batches, made on first use
+        self._fast: fastbatch.FastBatches | None = None  # open fast batches, made on first use
         self._scheduler: schedules.Scheduler | None = None  # with allow_msg_schedules
 
     @property
@@ -118,8 +119,9 @@ class Stream(ExpiryMixin):
         for t in (self._age_timer, self._ttl_timer):
             if t:
                 t.cancel()
-        if self._batches is not None:
-            self._batches.drop_all()
+        for batches in (self._batches, self._fast):
+            if batches is not None:
+                batches.drop_all()
         if self._scheduler is not None:
             self._scheduler.stop()
         for c in list(self.consumers.values()):
@@ -137,6 +139,8 @@ class Stream(ExpiryMixin):
         self._arm_age_timer()
         if self._batches is not None and not cfg.get("allow_atomic"):
             self._batches.drop_all()
+        if self._fast is not None and not cfg.get("allow_batched"):
+            self._fast.drop_all()
         self._start_scheduler()
 
     # -- publish path --------------------------------------------------------
@@ -210,6 +214,10 @@ class Stream(ExpiryMixin):
             raise errors.stream_msg_too_big()
         if hlen > 65535:
             raise errors.header_too_big()
+        if reply.endswith(fastbatch.SUFFIX):  # the reply names a fast batch
+            if self._fast is None:
+                self._fast = fastbatch.FastBatches(self)
+            return self._fast.on_message(subject, reply, hdr, payload)
         if hdr and hdr.find(b"Nats-") >= 0:  # every header looked at here is a Nats-* one
             # read, checked and ordered as the real server's processJetStreamMsg
             # does; an empty value counts as no header
@@ -285,10 +293,11 @@ class Stream(ExpiryMixin):
 
     def store_checked(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes, msg_id: str = "",
                       ttl: int = 0, ttl_err: bool = False, rollup: str = "", ack_tail: bytes = b"}",
-                      ts: int = 0) -> None:
+                      ts: int = 0) -> int:
         """Store a message whose headers were checked (by ``process_msg``, or
-        for a whole atomic batch by ``batch``), and answer ``reply`` with the
-        PubAck, ``ack_tail`` ending it (the counter value, the batch)."""
+        by ``batch`` and ``fastbatch``), and answer ``reply`` with the PubAck,
+        ``ack_tail`` ending it (the counter value, the batch). Returns the
+        message's sequence."""
         store = self.store
         ts = ts or time_ns()
         if self._interest and not self._has_interest(subject):
@@ -297,7 +306,7 @@ class Stream(ExpiryMixin):
             self._record_id(msg_id, seq, ts)
             if reply and self._ack:
                 self._reply(reply, b"%s%d%s" % (self._pub_ack, seq, ack_tail))
-            return
+            return seq
         if ttl_err:
             raise errors.msg_ttl_invalid()
         if ttl > 0 and self._smt > 0 and self._per != 1 and ttl < self._smt // NS:
@@ -335,6 +344,7 @@ class Stream(ExpiryMixin):
         if self.followers:
             for link in self.followers:
                 link.origin_stored()
+        return seq
 
     def _last_seq_for(self, subject: str) -> int:
         if is_literal(subject):

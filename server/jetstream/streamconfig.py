@@ -86,11 +86,6 @@ def normalize(raw: dict) -> dict:
             raise errors.stream_invalid_config("message scheduling cannot use discard new")
         if not cfg.get("allow_rollup_hdrs"):
             cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False  # a schedule is a rollup of its subject
-    # 2.12+ stream features natslab does not implement: refused rather than
-    # accepted and silently not honoured
-    for flag, what in (("allow_batched", "batched publish"),):
-        if cfg.get(flag):
-            raise errors.stream_invalid_config(f"{what} is not supported by this server")
     topoconfig.normalize_sources(cfg)
     topoconfig.check_mirror(cfg)
     topoconfig.check_sources(cfg)
