@@ -233,7 +233,7 @@ class Accounts:
         message goes to ``reply`` in the requesting account. It is a real
         subscription in the exporter's index, so an answer finds it by
         whatever path it takes (a client's PUB, JetStream's replies)."""
-        from .client import InternalSubscription
+        from .internal import InternalSubscription
 
         srv = self.server
         r = b"_R_." + secrets.token_urlsafe(9).encode()
