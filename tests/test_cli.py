@@ -225,9 +225,7 @@ UNSUPPORTED = {
     # nats-server takes each of these; natslab does not do what they ask, and says so
     "jetstream { domain: ABC }": '"jetstream.domain" is not supported by natslab',
     "jetstream { max_mem: 1G, max_file: 10G }": '"jetstream.max_mem" is not supported by natslab',
-    "accounts { A: { users: [{user: a, password: b}] } }": '"accounts" is not supported by natslab',
     'write_deadline: "5s"': '"write_deadline" is not supported by natslab',
-    'lame_duck_duration: "30s"': '"lame_duck_duration" is not supported by natslab',
     "max_control_line: 8192": '"max_control_line" is not supported by natslab',
     'mappings { "a.b": "c.d" }': '"mappings" is not supported by natslab',
     "authorization { default_permissions: { publish: x } }": '"authorization.default_permissions" is not supported by natslab',
