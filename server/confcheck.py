@@ -64,14 +64,22 @@ AUTHORIZATION = Block(
               "proxy_required")},
     {"users": USER})
 
+JETSTREAM_BATCH = Block(
+    {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"), **_alias("timeout")})
+
+JETSTREAM_LIMITS = Block(
+    {**_alias("batch"), **_known("max_ack_pending", "max_ha_assets", "max_request_batch", "duplicate_window")},
+    {"batch": JETSTREAM_BATCH})
+
 JETSTREAM = Block(
     {**_alias("store_dir", "store", "storedir"), **_alias("sync_interval", "sync"),
-     **_alias("enabled", "enable"),
+     **_alias("enabled", "enable"), **_alias("limits"),
      **_known("strict", "max_memory_store", "max_mem_store", "max_mem", "max_file_store", "max_file", "domain",
               "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
-              "extension_hint", "limits", "tpm", "unique_tag", "max_outstanding_catchup", "max_buffered_size",
+              "extension_hint", "tpm", "unique_tag", "max_outstanding_catchup", "max_buffered_size",
               "max_buffered_msgs", "request_queue_limit", "info_queue_limit", "meta_compact", "meta_compact_size",
-              "meta_compact_sync", "max_concurrent_io")})
+              "meta_compact_sync", "max_concurrent_io")},
+    {"limits": JETSTREAM_LIMITS})
 
 TOP = Block(
     {**_alias("listen"), **_alias("port"), **_alias("host", "net"), **_alias("server_name"),
@@ -79,18 +87,20 @@ TOP = Block(
      **_alias("max_connections", "max_conn"), **_alias("ping_interval"), **_alias("ping_max"),
      **_alias("authorization"), **_alias("jetstream"), **_alias("store_dir", "storedir"),
      **_alias("debug"), **_alias("trace"), **_alias("logfile", "log_file"), **_alias("pidfile", "pid_file"),
+     # (these two blocks check their own keys: tls.py, websocket.py)
+     **_alias("tls"), **_alias("websocket", "ws"),
+     **_alias("lame_duck_duration"), **_alias("lame_duck_grace_period"),
      **_known("client_advertise", "trace_verbose", "trace_headers", "logtime", "logtime_utc", "mappings", "maps",
               "disable_sublist_cache", "no_sublist_cache", "accounts", "default_sentinel", "https", "https_port",
               "http_base_path", "cluster", "gateway", "leaf", "leafnodes", "logfile_size_limit", "log_size_limit",
               "logfile_max_num", "log_max_num", "syslog", "remote_syslog", "ports_file_dir", "prof_port",
               "prof_block_rate", "max_control_line", "proxy_protocol", "max_traced_msg_len", "max_subscriptions",
-              "max_subs", "max_sub_tokens", "max_subscription_tokens", "tls", "ocsp", "allow_non_tls",
-              "write_deadline", "write_timeout", "lame_duck_duration", "lame_duck_grace_period", "operator",
+              "max_subs", "max_sub_tokens", "max_subscription_tokens", "ocsp", "allow_non_tls",
+              "write_deadline", "write_timeout", "operator",
               "operators", "roots", "root", "root_operators", "root_operator", "resolver", "account_resolver",
               "accounts_resolver", "resolver_tls", "resolver_preload", "resolver_pinned_accounts", "no_auth_user",
               "system_account", "system", "no_system_account", "no_system", "no_sys_acc", "no_header_support",
-              "trusted", "trusted_keys", "connect_error_reports", "reconnect_error_reports", "websocket", "ws",
-              "mqtt", "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
+              "trusted", "trusted_keys", "connect_error_reports", "reconnect_error_reports", "mqtt", "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
               "no_fast_producer_stall", "max_closed_clients", "proxies",
               # the parser's include directive, read here as a key
               "include")},

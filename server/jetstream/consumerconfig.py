@@ -64,7 +64,10 @@ def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
         cfg["inactive_threshold"] = DEFAULT_INACTIVE_THRESHOLD
     _check(cfg, stream_cfg)
     md = {k: v for k, v in (cfg.get("metadata") or {}).items() if k not in ("_nats.ver", "_nats.level")}
-    md["_nats.req.level"] = "1" if cfg.get("pause_until") else "0"
+    # Go's zero time (what nats.go and the nats CLI send when not pausing) is
+    # no pause, so it asks for no API level (nats-server: !PauseUntil.IsZero())
+    pu = cfg.get("pause_until")
+    md["_nats.req.level"] = "1" if pu and not str(pu).startswith("0001-01-01T00:00:00") else "0"
     cfg["metadata"] = md
     return cfg
 

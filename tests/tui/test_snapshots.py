@@ -98,7 +98,7 @@ def test_message_browser_json(snap_compare, nats_server_url):
         browser = pilot.app.screen.query_one("#browser-list")
         await until(pilot, lambda: browser.row_count == 4)
         browser.move_cursor(row=1)
-        await pilot.press("j")
+        await pilot.press("J")
         await finish(pilot)
 
     assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
