@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from . import accounts, confcheck, tls, websocket
-from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .conf import ConfigError, ConfMap, parse_config, parse_duration
+from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
 
 USAGE = """\
@@ -187,6 +187,73 @@ def build_options(flags: dict) -> ServerOptions:
     return o
 
 
+def _go_type(v) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int64"
+    if isinstance(v, float):
+        return "float64"
+    return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__
+
+
+def _valid_subject(s: str) -> bool:
+    """nats-server's IsValidSubject (what a permission may name)."""
+    if not s:
+        return False
+    tokens = s.split(".")
+    for i, t in enumerate(tokens):
+        if not t or any(c in t for c in " \t\n\r\f") or (t == ">" and i != len(tokens) - 1):
+            return False
+    return True
+
+
+def _perm_subjects_problem(v, queue: bool) -> str | None:
+    """parsePermSubjects: a subject or a list of them, each valid (for
+    subscribe also "subject queue")."""
+    if isinstance(v, str):
+        subjects = [v]
+    elif isinstance(v, list):
+        if not all(isinstance(x, str) for x in v):
+            return "Subject in permissions array cannot be cast to string"
+        subjects = v
+    else:
+        return f"Expected subject permissions to be a subject, or array of subjects, got {_go_type(v)}"
+    for subj in subjects:
+        if _valid_subject(subj):
+            continue
+        parts = subj.split()
+        if not queue or len(parts) != 2 or not _valid_subject(parts[0]):
+            return f'subject "{parts[0] if queue and len(parts) == 2 else subj}" is not a valid subject'
+        if not _valid_subject(parts[1]):
+            return f'queue "{parts[1]}" is not a valid queue'
+    return None
+
+
+def _check_permissions(perms: ConfMap, problem) -> None:
+    """A user's publish/subscribe permissions, refused as nats-server refuses
+    them. Where nats-server names no place (a value given directly), neither
+    does this; a list element nats-server places at the element is placed
+    at its key here."""
+    for key in ("publish", "subscribe"):
+        v = perms.get(key)
+        if v is None:
+            continue
+        queue = key == "subscribe"
+        if isinstance(v, ConfMap):
+            for k in ("allow", "deny"):
+                if k in v:
+                    why = _perm_subjects_problem(v[k], queue)
+                    if why:
+                        raise problem(v, k, why)
+            continue
+        why = _perm_subjects_problem(v, queue)
+        if why:
+            if why.startswith("Subject in permissions array"):
+                raise problem(perms, key, why)
+            raise ConfigFileError(why)
+
+
 _BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's isBcrypt
 
 
@@ -249,12 +316,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 for key in ("password", "token"):
                     if isinstance(block.get(key), str) and _BCRYPT.match(block[key]):
                         raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
+            for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
+                perms = u.get("permissions") if isinstance(u, ConfMap) else None
+                if isinstance(perms, ConfMap):
+                    _check_permissions(perms, problem)
             o.user = a.get("user") or o.user
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
                 o.auth_timeout = parse_duration(a["timeout"])
+        if "store_dir" in c:
+            o.store_dir = str(c["store_dir"])
         if "tls" in c:
             o.tls = tls.parse_tls_block(c["tls"])
         if "accounts" in c:
@@ -277,8 +350,6 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
             raise ConfigError(f"lame duck grace period ({c.get('lame_duck_grace_period', '10s')}) should be "
                               f"strictly lower than lame duck duration ({c.get('lame_duck_duration', '2m0s')})")
-        if "store_dir" in c:
-            o.store_dir = str(c["store_dir"])
         js = c.get("jetstream")
         if isinstance(js, dict):
             o.jetstream = True

@@ -64,14 +64,12 @@ AUTHORIZATION = Block(
               "proxy_required")},
     {"users": USER})
 
-# jetstream { limits { batch { ... } } }: the atomic batch publish limits
-BATCH_LIMITS = Block(
-    {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"),
-     **_alias("timeout")})
+JETSTREAM_BATCH = Block(
+    {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"), **_alias("timeout")})
 
 JETSTREAM_LIMITS = Block(
     {**_alias("batch"), **_known("max_ack_pending", "max_ha_assets", "max_request_batch", "duplicate_window")},
-    {"batch": BATCH_LIMITS})
+    {"batch": JETSTREAM_BATCH})
 
 JETSTREAM = Block(
     {**_alias("store_dir", "store", "storedir"), **_alias("sync_interval", "sync"),

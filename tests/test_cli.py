@@ -205,6 +205,20 @@ BAD_CONFIGS = {
                         {"c.conf:2:1: Can not have a token and a users array"}),
     "user-and-users": ("port: -1\nauthorization { user: t, users: [{user: a, password: b}] }\n",
                        {"c.conf:2:1: Can not have a single user/pass and a users array"}),
+    # a user's permissions, checked as nats-server checks them (a value given
+    # directly is named without a place, as nats-server names it)
+    "perm-type": ('port: -1\nauthorization { users: [{user: a, password: b, permissions: {publish: 1}}] }\n',
+                  {"Expected subject permissions to be a subject, or array of subjects, got int64"}),
+    "perm-bool": ('port: -1\nauthorization { users: [{user: a, password: b, permissions: {subscribe: true}}] }\n',
+                  {"Expected subject permissions to be a subject, or array of subjects, got bool"}),
+    "perm-allow-type": ('port: -1\nauthorization { users: [{user: a, password: b, permissions: {publish: {allow: 1}}}] }\n',
+                        {"c.conf:2:72: Expected subject permissions to be a subject, or array of subjects, got int64"}),
+    "perm-subject": ('port: -1\nauthorization { users: [{user: a, password: b, permissions: {publish: ["a", "b c"]}}] }\n',
+                     {'subject "b c" is not a valid subject'}),
+    "perm-deny-subject": ('port: -1\nauthorization { users: [{user: a, password: b, permissions: {publish: {deny: "a.>.b"}}}] }\n',
+                          {'c.conf:2:72: subject "a.>.b" is not a valid subject'}),
+    "perm-queue": ('port: -1\nauthorization { users: [{user: a, password: b, permissions: {subscribe: "q a..b"}}] }\n',
+                   {'queue "a..b" is not a valid queue'}),
     "duplicate-user": ("port: -1\nauthorization { users: [{user: a, password: b}, {user: a, password: c}] }\n",
                        {'c.conf:2:1: Duplicate user "a" detected'}),
 }
@@ -221,11 +235,23 @@ def test_config_errors_are_nats_servers(server_kind, tmp_path, case):
     assert refusal(server_kind, conf) == (1, want)
 
 
+def test_permission_subjects_must_be_strings(server_kind, tmp_path):
+    """A list element that is not a string: nats-server's message (it names
+    the element's place, natslab the key's: the column is not compared)."""
+    conf = tmp_path / "c.conf"
+    conf.write_text("port: -1\nauthorization { users: [{user: a, password: b, permissions: {publish: "
+                    + "[" * 300 + '"x"' + "]" * 300 + "}}] }\n")
+    status, lines = refusal(server_kind, conf)
+    assert status == 1 and [ln.split(": ", 1)[1] for ln in lines] == ["Subject in permissions array cannot be cast to string"]
+    assert all(ln.startswith("c.conf:2:") for ln in lines)
+
+
 UNSUPPORTED = {
     # nats-server takes each of these; natslab does not do what they ask, and says so
     "jetstream { domain: ABC }": '"jetstream.domain" is not supported by natslab',
     "jetstream { max_mem: 1G, max_file: 10G }": '"jetstream.max_mem" is not supported by natslab',
     'write_deadline: "5s"': '"write_deadline" is not supported by natslab',
+    "jetstream { limits { max_ack_pending: 100 } }": '"jetstream.limits.max_ack_pending" is not supported by natslab',
     "max_control_line: 8192": '"max_control_line" is not supported by natslab',
     'mappings { "a.b": "c.d" }': '"mappings" is not supported by natslab',
     "authorization { default_permissions: { publish: x } }": '"authorization.default_permissions" is not supported by natslab',
