@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from . import consumerconfig, errors
 from .acks import AckMixin
+from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
-from .persist import CorruptStateError, read_json_checked, write_json_atomic
+from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
 from .subjects import collide, match
@@ -364,6 +365,19 @@ class Consumer(DeliveryMixin, AckMixin):
             return None
         return self.stream.js.stream_dir(self.stream.name) / "obs" / self.name
 
+    def create_store(self) -> None:
+        """Make the consumer's directory before it exists for anyone: a name
+        the file system refuses (a NUL, more than 255 bytes) is the real
+        server's store-creation error, not a consumer that cannot be saved."""
+        d = self.state_dir()
+        if d is None:
+            return
+        try:
+            make_dirs(d)  # (durable: a power cut must not drop it with the files fsynced in it)
+        except (OSError, ValueError) as e:
+            self.server.logger.error("could not create the store of consumer %s > %r: %s", self.stream.name, self.name, e)
+            raise errors.consumer_store_failed() from None
+
     def schedule_save(self) -> None:
         if self._save_handle is None and not self.closed and self.state_dir() is not None:
             self._save_handle = self.server.loop.call_later(_SAVE_DELAY, self.save_state)
@@ -476,7 +490,10 @@ class Consumer(DeliveryMixin, AckMixin):
 def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None, subject_filter: str | None,
                     durable_api: bool, action: str) -> Consumer:
     """CONSUMER.CREATE / DURABLE.CREATE semantics; raises ApiError."""
-    if subject_name is not None and any(c in subject_name for c in "/\\"):
+    # the name the request asks for: the subject's, or on the legacy
+    # ephemeral subject (no name token) the config's
+    asked = subject_name if subject_name is not None else raw_cfg.get("name") or ""
+    if isinstance(asked, str) and has_path_separators(asked):
         raise errors.consumer_name_path_separators()
     durable = raw_cfg.get("durable_name") or ""
     if durable_api:
@@ -507,7 +524,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
             raise errors.consumer_already_exists()
         if _cmp(existing.config) == _cmp(cfg):
             return existing
-        consumerconfig.check_update(existing.config, cfg)
+        consumerconfig.check_update(existing.config, cfg, stream.js.server.has_interest)
         if scfg["retention"] == "workqueue":
             _check_wq_unique(stream, name, cfg)
         existing.update_config(cfg)
@@ -523,11 +540,14 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
         if cfg["deliver_policy"] != "all":
             raise errors.wq_not_deliver_all()
         _check_wq_unique(stream, name, cfg)
+    if cfg.get("durable_name") and byte_len(name) > MAX_NAME_LEN:
+        raise errors.consumer_name_too_long(MAX_NAME_LEN)
     if not name:
         name = _gen_name()
         while name in stream.consumers:
             name = _gen_name()
     c = Consumer(stream, name, cfg, now_ns())
+    c.create_store()
     c.select_start()
     if c.durable:
         # on disk before the CREATE is answered, as a stream is (a durable
