@@ -15,6 +15,7 @@ from . import consumerconfig, errors
 from .acks import AckMixin
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
+from .consumerstate import ACK_LOG
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
 from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
@@ -547,6 +548,17 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
         while name in stream.consumers:
             name = _gen_name()
     c = Consumer(stream, name, cfg, now_ns())
+    d = c.state_dir()
+    try:
+        earlier = d is not None and d.is_dir()
+    except (OSError, ValueError):  # a name the file system refuses: create_store answers it
+        earlier = False
+    if earlier:
+        # the files of a consumer that could not be restored: kept, never
+        # overwritten (nor its state taken for this one's)
+        stream.js.server.logger.warning("consumer %s > %s: files of an earlier consumer kept aside",
+                                        stream.name, name)
+        _set_aside(d, with_config=True)
     c.create_store()
     c.select_start()
     if c.durable:
@@ -654,10 +666,10 @@ def _read_state(d: Path, logger, stream: str) -> tuple[StateSlots, dict | None]:
         return StateSlots(d), None
 
 
-def _set_aside(d: Path) -> None:
-    """Rename the state files in ``d`` aside (``<name>.corrupt-<ns>``)."""
+def _set_aside(d: Path, with_config: bool = False) -> None:
+    """Rename the state files in ``d`` (and the config) aside (``<name>.corrupt-<ns>``)."""
     stamp = now_ns()
-    for name in (*STATE_FILES, LEGACY_STATE_FILE):
+    for name in (*STATE_FILES, ACK_LOG, LEGACY_STATE_FILE) + ((META_FILE,) if with_config else ()):
         try:
             (d / name).rename(d / f"{name}.corrupt-{stamp}")
         except FileNotFoundError:
