@@ -178,3 +178,30 @@ async def test_consumer_state_of_earlier_builds_is_read(tmp_path):
         assert sorted(p.name for p in d.iterdir()) == ["acks.log", "meta.json", "state.0", "state.1"]
     finally:
         srv.stop()
+
+
+async def test_unreadable_consumer_config_is_kept(tmp_path):
+    """natslab: a consumer whose meta.json is garbled is not restored (and
+    said so); its files are left alone, and creating it again keeps them
+    aside instead of overwriting them or taking their state."""
+    srv = ServerProcess("natslab", tmp_path / "store")
+    srv.start()
+    try:
+        await _consumer_with_progress(srv)
+        srv.stop()
+        d = consumer_dir(srv, "S", "D")
+        (d / "meta.json").write_bytes(b"garbage")
+        srv.start()
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        assert "D" not in {c.name for c in await js.consumers_info("S")}
+        assert (d / "meta.json").read_bytes() == b"garbage"
+        await js.add_consumer("S", ConsumerConfig(durable_name="D", ack_policy=AckPolicy.EXPLICIT))
+        await nc.close()
+        kept = sorted(p.name.split(".corrupt-")[0] for p in d.iterdir() if ".corrupt-" in p.name)
+        assert kept == ["acks.log", "meta.json", "state.0", "state.1"]
+        srv.restart()
+        await _check_reset(srv)  # the new consumer, from the start
+    finally:
+        srv.stop()
+    assert "could not restore consumer S > D" in srv.log()

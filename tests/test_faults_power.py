@@ -122,3 +122,33 @@ async def test_power_cut_with_lazy_sync_interval_loses_acknowledged(tmp_path, mo
         lost += (await _check_image(image, acked, consumers))[0]
     print(f"\npower cuts (sync_interval 60 s): {len(images)} cuts, lost {lost} acked messages")
     assert lost > 0
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("setting, group_commit, always, interval",
+                         [(None, True, False, 1.0), ('"2m"', False, False, 120.0), ("always", False, True, 1.0)])
+async def test_sync_interval_from_the_config_file(tmp_path, setting, group_commit, always, interval):
+    """nats-server's `jetstream { sync_interval }` decides: unset, a PubAck
+    waits for its fsync; a duration, fsync every interval; always, every write."""
+    from natslab.server.cli import build_options
+    from natslab.server.server import Server
+
+    conf = tmp_path / "srv.conf"
+    line = f"sync_interval: {setting}" if setting else ""
+    conf.write_text(f'port: -1\njetstream {{ store_dir: "{tmp_path / "store"}"\n{line} }}\n')
+    o = build_options({"config": str(conf)})
+    o.port = 0
+    srv = Server(o)
+    await srv.start()
+    try:
+        nc = await connect(f"nats://127.0.0.1:{srv.port}")
+        js = nc.jetstream()
+        await js.add_stream(name="Q", subjects=["q"])
+        await js.publish("q", b"x")
+        store = srv.jetstream.streams["Q"].store
+        assert (store.group_commit, store.sync_always, srv.jetstream.sync_interval) == (group_commit, always, interval)
+        await nc.close()
+    finally:
+        await srv.stop()

@@ -16,9 +16,10 @@ from . import consumerconfig, errors
 from .acks import AckMixin
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
+from .consumerstate import ACK_LOG
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
-from .persist import CorruptStateError, read_json_checked, write_json_atomic
+from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
 from .subjects import collide, match
@@ -375,7 +376,7 @@ class Consumer(DeliveryMixin, AckMixin):
         if d is None:
             return
         try:
-            d.mkdir(parents=True, exist_ok=True)
+            make_dirs(d)  # (durable: a power cut must not drop it with the files fsynced in it)
         except (OSError, ValueError) as e:
             self.server.logger.error("could not create the store of consumer %s > %r: %s", self.stream.name, self.name, e)
             raise errors.consumer_store_failed() from None
@@ -550,6 +551,17 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
         while name in stream.consumers:
             name = _gen_name()
     c = Consumer(stream, name, cfg, now_ns())
+    d = c.state_dir()
+    try:
+        earlier = d is not None and d.is_dir()
+    except (OSError, ValueError):  # a name the file system refuses: create_store answers it
+        earlier = False
+    if earlier:
+        # the files of a consumer that could not be restored: kept, never
+        # overwritten (nor its state taken for this one's)
+        stream.js.server.logger.warning("consumer %s > %s: files of an earlier consumer kept aside",
+                                        stream.name, name)
+        _set_aside(d, with_config=True)
     c.create_store()
     c.select_start()
     if c.durable:
@@ -657,10 +669,10 @@ def _read_state(d: Path, logger, stream: str) -> tuple[StateSlots, dict | None]:
         return StateSlots(d), None
 
 
-def _set_aside(d: Path) -> None:
-    """Rename the state files in ``d`` aside (``<name>.corrupt-<ns>``)."""
+def _set_aside(d: Path, with_config: bool = False) -> None:
+    """Rename the state files in ``d`` (and the config) aside (``<name>.corrupt-<ns>``)."""
     stamp = now_ns()
-    for name in (*STATE_FILES, LEGACY_STATE_FILE):
+    for name in (*STATE_FILES, ACK_LOG, LEGACY_STATE_FILE) + ((META_FILE,) if with_config else ()):
         try:
             (d / name).rename(d / f"{name}.corrupt-{stamp}")
         except FileNotFoundError:
