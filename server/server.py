@@ -17,6 +17,7 @@ from . import protocol as p
 from .auth import Authenticator
 from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
+from .msgtrace import MsgTrace
 from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
 from .tls import TLSOptions
@@ -91,6 +92,7 @@ class Server:
         # the connection whose message is being routed right now; internal
         # callbacks read it (e.g. to honour the requester's no_responders)
         self.current_publisher = self.internal_client
+        self.msg_trace = MsgTrace(self)  # messages with a Nats-Trace-Dest header (Server.route)
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
         self._writers: list = []  # stores with buffered records (write_behind)
@@ -422,6 +424,8 @@ class Server:
         if not pub.internal:
             self.in_msgs += 1
             self.in_bytes += len(payload) + (len(hdr) if hdr else 0)
+        if hdr is not None and b"Nats-Trace-Dest:" in hdr and self.msg_trace.route(pub, subject, reply, hdr, payload, r):
+            return  # traced (server/msgtrace.py)
         if not psubs and not qgroups:
             if reply and pub.no_responders:
                 self._no_responders(pub, subject, reply)
