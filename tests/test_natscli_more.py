@@ -306,7 +306,7 @@ def test_stream_backup_restore(server, nats_cli, tmp_path, request):
     assert run("stream", "add", "BK", "--subjects", "bk.>", "--defaults").returncode == 0
     assert run("pub", "bk.a", "m{{Count}}", "--count", "5").returncode == 0
     assert run("consumer", "add", "BK", "C", "--pull", "--defaults").returncode == 0
-    backup = run("stream", "backup", "BK", str(tmp_path / "bk"), "--no-progress")
+    backup = run("--timeout", "2s", "stream", "backup", "BK", str(tmp_path / "bk"), "--no-progress")
     assert backup.returncode == 0, backup.stdout + backup.stderr
     assert run("stream", "rm", "BK", "-f").returncode == 0
     restore = run("stream", "restore", str(tmp_path / "bk"), "--no-progress")
