@@ -343,3 +343,39 @@ def test_extras(transcripts, kind):
     assert field(outputs(t, "nats kv edit K --history 3")[0], "History Kept") == "3"
     assert outputs(t, "nats kv ls")[-1].strip() == "No Key-Value buckets found"
 
+
+
+EVENTS = [
+    Bg("events", ("events", "--js-advisory", "--no-srv-advisory", "--short"), ready="Listening for Advisories"),
+    ("stream", "add", "EV", "--subjects", "ev.>", "--defaults"),
+    ("consumer", "add", "EV", "C", "--pull", "--defaults"),
+    ("consumer", "rm", "EV", "C", "-f"),
+    ("stream", "rm", "EV", "-f"),
+    Sleep(0.5),
+    Collect("events", timeout=0.5),
+]
+
+
+def test_events(nats_cli, tmp_path):
+    """`nats events --js-advisory`: the API audit and the stream and consumer
+    advisories, line for line on both servers."""
+    servers = {kind: ServerProcess(kind, tmp_path / kind / "store") for kind in SERVER_KINDS}
+    for srv in servers.values():
+        srv.start()
+    try:
+        t = replay_both(nats_cli, servers, EVENTS, tmp_path)
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    # nats-server sends an action advisory and the API audit from different
+    # goroutines, so their order varies: the events are compared as a set
+    for kind in SERVER_KINDS:
+        t[kind] = [(c, "\n".join(sorted(x.splitlines(), key=lambda line: line.split(" ", 1)[-1])) if c == "bg events" else x)
+                   for c, x in t[kind]]
+    diffs = differences(t)
+    assert not diffs, diffs
+    for kind in SERVER_KINDS:
+        lines = [line.split(" ", 1)[1] for line in outputs(t[kind], "bg events")[0].splitlines() if line[:1].isdigit()]
+        assert "[Stream Create] EV" in lines and "[Consumer Create] EV > C" in lines
+        assert "[Consumer Delete] EV > C" in lines and "[Stream Delete] EV" in lines
+        assert "[JS API] $JS.API.STREAM.CREATE.EV $G" in lines
