@@ -19,6 +19,7 @@ from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, InternalSubscription, RunSpec
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
+from .msgtrace import MsgTrace
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex
 from .tls import TLSOptions
@@ -96,6 +97,7 @@ class Server:
         # the connection whose message is being routed right now; internal
         # callbacks read it (e.g. to honour the requester's no_responders)
         self.current_publisher = self.internal_client
+        self.msg_trace = MsgTrace(self)  # messages with a Nats-Trace-Dest header (Server.route)
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
         self._writers: list = []  # stores with buffered records (write_behind)
@@ -438,6 +440,8 @@ class Server:
         if not pub.internal:
             self.in_msgs += 1
             self.in_bytes += len(payload) + (len(hdr) if hdr else 0)
+        if hdr is not None and b"Nats-Trace-Dest:" in hdr and self.msg_trace.route(pub, subject, reply, hdr, payload, r):
+            return  # traced (server/msgtrace.py)
         if not psubs and not qgroups:
             if reply and pub.no_responders:
                 self._no_responders(pub, subject, reply)

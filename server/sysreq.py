@@ -1,7 +1,8 @@
 """The `$SYS.REQ.*` requests nats-server answers for any connection, not only
 the system account's: today `$SYS.REQ.USER.INFO`, which `nats account info`
 (and nats.go's tooling) asks to show who the connection is. natslab has one
-account, `$G`, as a nats-server without accounts does.
+account, `$G`, as a nats-server without accounts does. `server_block` is the
+"server" part of these answers and of message-trace events.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ USER_INFO = "$SYS.REQ.USER.INFO"
 # nats-server's ServerInfo.Flags: JetStream enabled (1), binary stream
 # snapshots (2), accounts with msg trace (4), as 2.15 sets them with -js
 FLAGS_JETSTREAM = 7
+# nats-server 2.15's defaults; natslab implements none of these toggles
+FEATURE_FLAGS = {"js_ack_fc_v2": False, "js_api_reply_v2": False, "js_raft_delete_range": True, "js_snapshot_sources": False}
 
 
 class SysRequests:
@@ -27,7 +30,7 @@ class SysRequests:
         self.seq += 1
         js = srv.jetstream is not None
         return {"name": srv.server_name, "host": srv.opts.host, "id": srv.server_id, "ver": srv.version,
-                "jetstream": js, "flags": FLAGS_JETSTREAM if js else 0, "seq": self.seq,
+                "feature_flags": dict(FEATURE_FLAGS), "jetstream": js, "flags": FLAGS_JETSTREAM if js else 0, "seq": self.seq,
                 "time": rfc3339(time.time_ns())}
 
     def user_info(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:

@@ -374,6 +374,7 @@ MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "<date>"),
     (re.compile(r"\b\d\d:\d\d:\d\d\b"), "<time>"),
     (re.compile(r"\bN[A-Z2-7]{55}\b"), "<server-id>"),
+    (re.compile(r"_INBOX\.[A-Za-z0-9]+(\.[A-Za-z0-9]+)*"), "_INBOX.<nuid>"),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
     (re.compile(r"(Client ID:) \d+"), r"\1 <cid>"),
     (re.compile(r"(rtt|RTT:?|rtt time) [\d.]+[µnm]?s"), r"\1 <dur>"),

@@ -96,6 +96,14 @@ CORE = [
     ("req", "svc.echo", "hi"),
     ("req", "svc.none", "hi", "--timeout", "500ms"),
     ("server", "check", "connection"),
+    ("trace", "core.x", "traced"),  # nobody listens
+    ("trace", "s1.c", "traced", "--timeout", "3s"),  # a stream takes it (trace-only: not stored)
+    # --raw: the data alone (the CLI prints headers in Go map order); it
+    # says nothing when subscribed, so give it a moment
+    Bg("watcher", ("sub", "core.>", "--count", "1", "--raw")),
+    Sleep(1.0),
+    ("trace", "core.x", "delivered", "--deliver"),
+    Collect("watcher"),
     ("context", "add", "lab", "--server", "{url}", "--description", "the lab"),
     ("context", "ls"),
     ("--context", "lab", "stream", "ls", "--names"),
@@ -110,6 +118,7 @@ EXTRA_MASKS = [
     (re.compile(r" in [\d.]+[µnm]?s\b"), " in <dur>"),
     (re.compile(r"took [\d.]+s\b"), "took <dur>"),
     (re.compile(r"=[\d.]+s;"), "=<dur>;"),
+    (re.compile(r"cid:\d+"), "cid:<cid>"),  # `nats trace` shows client ids
 ]
 EXTRAS = [
     ("stream", "find", "--subject", "s1.>"),
@@ -277,6 +286,12 @@ def test_core_and_context(transcripts, kind):
     assert table(outputs(t, "nats context ls")[0])["lab"] == ["the lab"]
     assert outputs(t, "nats --context lab stream ls --names")[0].split() == ["KV_K", "OBJ_O", "S1"]
     assert outputs(t, "nats --context lab kv get K seed --raw")[0].strip() == "0"
+    # nats trace: nobody listening; a stream (trace-only: reported, not stored); delivered with --deliver
+    assert "--X No active interest" in outputs(t, "nats trace core.x traced")[0]
+    traced = outputs(t, "nats trace s1.c traced --timeout 3s")[0]
+    assert '--J JetStream action:"stored" stream:"S1" subject:"s1.c"' in traced
+    assert '--C Client "NATS CLI Version v0.5.0"' in outputs(t, "nats trace core.x delivered --deliver")[0]
+    assert "delivered" in outputs(t, "bg watcher")[0].splitlines()
     assert outputs(t, "nats context rm lab -f")[0] == ""
 
 
@@ -291,7 +306,7 @@ def test_stream_backup_restore(server, nats_cli, tmp_path, request):
     assert run("stream", "add", "BK", "--subjects", "bk.>", "--defaults").returncode == 0
     assert run("pub", "bk.a", "m{{Count}}", "--count", "5").returncode == 0
     assert run("consumer", "add", "BK", "C", "--pull", "--defaults").returncode == 0
-    backup = run("stream", "backup", "BK", str(tmp_path / "bk"), "--no-progress")
+    backup = run("--timeout", "2s", "stream", "backup", "BK", str(tmp_path / "bk"), "--no-progress")
     assert backup.returncode == 0, backup.stdout + backup.stderr
     assert run("stream", "rm", "BK", "-f").returncode == 0
     restore = run("stream", "restore", str(tmp_path / "bk"), "--no-progress")
@@ -327,3 +342,40 @@ def test_extras(transcripts, kind):
     assert got[0].startswith("K > c revision: 9 ") and [x for x in got[1:] if x] == ["1"]  # reverted to revision 7
     assert field(outputs(t, "nats kv edit K --history 3")[0], "History Kept") == "3"
     assert outputs(t, "nats kv ls")[-1].strip() == "No Key-Value buckets found"
+
+
+
+EVENTS = [
+    Bg("events", ("events", "--js-advisory", "--no-srv-advisory", "--short"), ready="Listening for Advisories"),
+    ("stream", "add", "EV", "--subjects", "ev.>", "--defaults"),
+    ("consumer", "add", "EV", "C", "--pull", "--defaults"),
+    ("consumer", "rm", "EV", "C", "-f"),
+    ("stream", "rm", "EV", "-f"),
+    Sleep(0.5),
+    Collect("events", timeout=0.5),
+]
+
+
+def test_events(nats_cli, tmp_path):
+    """`nats events --js-advisory`: the API audit and the stream and consumer
+    advisories, line for line on both servers."""
+    servers = {kind: ServerProcess(kind, tmp_path / kind / "store") for kind in SERVER_KINDS}
+    for srv in servers.values():
+        srv.start()
+    try:
+        t = replay_both(nats_cli, servers, EVENTS, tmp_path)
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    # nats-server sends an action advisory and the API audit from different
+    # goroutines, so their order varies: the events are compared as a set
+    for kind in SERVER_KINDS:
+        t[kind] = [(c, "\n".join(sorted(x.splitlines(), key=lambda line: line.split(" ", 1)[-1])) if c == "bg events" else x)
+                   for c, x in t[kind]]
+    diffs = differences(t)
+    assert not diffs, diffs
+    for kind in SERVER_KINDS:
+        lines = [line.split(" ", 1)[1] for line in outputs(t[kind], "bg events")[0].splitlines() if line[:1].isdigit()]
+        assert "[Stream Create] EV" in lines and "[Consumer Create] EV > C" in lines
+        assert "[Consumer Delete] EV > C" in lines and "[Stream Delete] EV" in lines
+        assert "[JS API] $JS.API.STREAM.CREATE.EV $G" in lines

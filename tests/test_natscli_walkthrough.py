@@ -2,10 +2,10 @@
 v0.5.0 against natslab's broker and nats-server side by side.
 
 Every command of the seed that touches the broker runs with the same
-arguments on both servers at once (two threads, so the seed's 6 s and 12 s
-waits are paid once); the outputs are compared line by line after masking
-only what must differ (clock times, ages, round-trip times, server names,
-ids and versions). The seed's own figures (222 B, 98 B, tries 2,
+arguments on both servers at once (two threads, so the seed's waits are
+paid once, and the TTL stream's 12 s run while RDL's ack waits do); the
+outputs are compared line by line after masking only what must differ
+(clock times, ages, round-trip times, server names, ids and versions). The seed's own figures (222 B, 98 B, tries 2,
 num_redelivered 1, First Sequence 3 with Last Sequence 2, ...) are asserted
 on each server's transcript.
 
@@ -48,6 +48,14 @@ ORDERS = [
     ("consumer", "next", "ORDERS", "RDL", "--count", "1", "--no-ack"),
 ]
 STEPS: list = ORDERS + [
+    # limits: max-age (its 12 s run while RDL's ack waits do)
+    ("stream", "add", "TTL", "--subjects", "ttl.>", "--storage", "file", "--retention", "limits",
+     "--discard", "old", "--max-age", "8s", "--max-msgs", "100", "--defaults"),
+    ("pub", "ttl.a", "m1"),
+    ("pub", "ttl.b", "m2"),
+    ("pub", "ttl.c", "m3"),
+    ("stream", "info", "TTL"),
+    Mark("ttl"),
     Sleep(6.0),  # past the 4 s ack wait
     ("consumer", "info", "ORDERS", "RDL"),
     ("consumer", "next", "ORDERS", "RDL", "--count", "1", "--no-ack"),
@@ -56,14 +64,6 @@ STEPS: list = ORDERS + [
     Sleep(4.5),  # the second delivery's ack wait runs out too
     ("consumer", "next", "ORDERS", "RDL", "--count", "1"),
     ("consumer", "info", "ORDERS", "RDL"),
-    # limits: max-age
-    ("stream", "add", "TTL", "--subjects", "ttl.>", "--storage", "file", "--retention", "limits",
-     "--discard", "old", "--max-age", "8s", "--max-msgs", "100", "--defaults"),
-    ("pub", "ttl.a", "m1"),
-    ("pub", "ttl.b", "m2"),
-    ("pub", "ttl.c", "m3"),
-    ("stream", "info", "TTL"),
-    Mark("ttl"),
     # limits: max-msgs 2, discard old (memory: the account's 46 B)
     ("stream", "add", "LIMITED", "--subjects", "lim.>", "--storage", "memory", "--retention", "limits",
      "--discard", "old", "--max-msgs", "2", "--defaults"),

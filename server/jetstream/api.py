@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import consumerconfig, directget, errors, gojson, headers, snapshot, sourcing, streamconfig
+from . import advisories, consumerconfig, directget, errors, gojson, headers, snapshot, sourcing, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
@@ -206,6 +206,8 @@ class Api:
         if (nargs >= 0 and len(args) != nargs) or (nargs < 0 and len(args) < -nargs):
             return
         req = _Req(subject, args, reply, hdr, payload)
+        requester = self.server.current_publisher  # answering it publishes, which changes that
+        audited = True
         try:
             # consumer create and pause decode their body first (a bad body
             # wins over a too-high Required-Api-Level); the others check first
@@ -216,6 +218,8 @@ class Api:
             # MSG.GET is answered outside the API layer and not counted
             if rtype != "stream_msg_get_response":
                 self.js.api_total += 1
+            else:
+                audited = False  # nor audited
         except (ApiError, OSError) as e:
             if isinstance(e, OSError):
                 # the store could not write (a full disk): the request is
@@ -228,7 +232,10 @@ class Api:
             body = {"error": e.to_dict()}
             body.update(self.error_extras.get(rtype, {}))
         if body is not None:
-            self.server.publish_internal(reply, "", None, api_response(rtype, body))
+            response = api_response(rtype, body)
+            self.server.publish_internal(reply, "", None, response)
+            if audited:
+                advisories.api_audit(self.js, requester, subject, payload, response)
 
     @staticmethod
     def _check_api_level(req: _Req) -> None:
@@ -277,11 +284,13 @@ class Api:
         if body.get("name", "") != req.tokens[0]:
             raise errors.stream_name_mismatch()
         st = self.js.update_stream(body)
+        advisories.stream_action(self.js, st.name, "modify")
         return self._stream_info(st, cluster=False)
 
     def stream_delete(self, req: _Req) -> dict:
         req.require_empty()
         self.js.delete_stream(req.tokens[0])
+        advisories.stream_action(self.js, req.tokens[0], "delete")
         return {"success": True}
 
     def stream_info(self, req: _Req) -> dict:

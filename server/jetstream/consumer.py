@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import consumerconfig, errors
+from . import advisories, consumerconfig, errors
 from .acks import AckMixin
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
@@ -190,6 +190,8 @@ class Consumer(DeliveryMixin, AckMixin):
             import shutil
 
             shutil.rmtree(d, ignore_errors=True)
+        # on its own (the API, inactivity) or with its stream, as nats-server announces both
+        advisories.consumer_action(self.stream.js, self.stream.name, self.name, "delete")
         if notify_stream:
             self.stream.check_interest_all()
 
@@ -580,6 +582,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
     stream.consumers[name] = c
     c.start()
     c.schedule_save()
+    advisories.consumer_action(stream.js, stream.name, name, "create")
     return c
 
 

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import errors, sourcing, streamconfig, topoconfig
+from . import advisories, errors, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
@@ -217,6 +217,7 @@ class JetStream:
         self.streams[st.name] = st
         st.start()
         sourcing.stream_started(self, st)
+        advisories.stream_action(self, st.name, "create")
         return st, True
 
     def _set_aside_meta(self, d: Path) -> None:

@@ -144,8 +144,10 @@ class Stream(ExpiryMixin):
         self._start_scheduler()
 
     # -- publish path --------------------------------------------------------
-    def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        """The stream's subscription (raw: subject and reply arrive as bytes)."""
+    def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> str | None:
+        """The stream's subscription (raw: subject and reply arrive as bytes).
+        Returns why the message was not stored, if it was refused (a message
+        trace reports it)."""
         if subject == self._subj_b:
             subj = self._subj_s  # one str for a run on one subject (the stores keep it, not copies)
         else:
@@ -154,18 +156,26 @@ class Stream(ExpiryMixin):
             except UnicodeDecodeError:
                 # not a subject nats-server stores either: it answers no responders
                 self.js.server.no_responders(subject, reply)
-                return
+                return "invalid subject"
             self._subj_b, self._subj_s = subject, subj
         try:
             self.process_msg(subj, reply, hdr, payload)
         except ApiError as e:
             if reply and self._ack:
                 self._reply(reply, self._pub_error(e), False)
+            return e.description
         except OSError as e:  # the store could not write (it has said so): the publisher hears why
             if reply and self._ack:
                 self._reply(reply, self._pub_error(errors.stream_store_failed(str(e))), False)
-        except Exception:  # never let a bug escape into message routing
+            return str(e)
+        except Exception as e:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
+            return str(e)
+        return None
+
+    def drops_unwanted(self, subject: str) -> bool:
+        """An interest stream drops a message no consumer wants on arrival."""
+        return bool(self._interest) and not self._has_interest(subject)
 
     def _pub_error(self, e: ApiError) -> bytes:
         return dumps({"error": e.to_dict(), "stream": self.name, "seq": 0}).encode()

@@ -1,0 +1,79 @@
+"""The JetStream advisories about the API and the assets it changes, as
+nats-server publishes them (what `nats events --js-advisory` shows):
+
+- `$JS.EVENT.ADVISORY.API` (api_audit) for every API answer the API counts
+  in `api.total`: the requester, the request and the response;
+- `$JS.EVENT.ADVISORY.STREAM.CREATED|UPDATED|DELETED.<stream>`
+  (stream_action: create, modify, delete);
+- `$JS.EVENT.ADVISORY.CONSUMER.CREATED|DELETED.<stream>.<consumer>`
+  (consumer_action: create, delete, also for the consumers of a stream
+  being deleted; an update of a consumer sends none).
+
+Each is built only when a client listens on its subject. The delivery
+advisories (naks, terms, max deliveries, pins) live with the acks and
+deliveries that cause them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+
+from .shapes import dumps, rfc3339
+
+API_AUDIT = "$JS.EVENT.ADVISORY.API"
+_NUID_CHARS = string.ascii_letters + string.digits
+
+
+def _id() -> str:
+    """A 22-character id like the nuid nats-server gives each advisory."""
+    return "".join(secrets.choice(_NUID_CHARS) for _ in range(22))
+
+
+def _publish(server, subject: str, body: dict) -> None:
+    server.publish_internal(subject, "", None, dumps(body).encode())
+
+
+def stream_action(js, stream: str, action: str) -> None:
+    verb = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
+    subject = f"$JS.EVENT.ADVISORY.STREAM.{verb}.{stream}"
+    if js.server.has_interest(subject):
+        _publish(js.server, subject, {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": _id(),
+                                      "timestamp": rfc3339(time.time_ns()), "stream": stream, "action": action})
+
+
+def consumer_action(js, stream: str, consumer: str, action: str) -> None:
+    verb = {"create": "CREATED", "delete": "DELETED"}[action]
+    subject = f"$JS.EVENT.ADVISORY.CONSUMER.{verb}.{stream}.{consumer}"
+    if js.server.has_interest(subject):
+        _publish(js.server, subject, {"type": "io.nats.jetstream.advisory.v1.consumer_action", "id": _id(),
+                                      "timestamp": rfc3339(time.time_ns()), "stream": stream, "consumer": consumer,
+                                      "action": action})
+
+
+def client_info(server, client) -> dict:
+    """nats-server's ClientInfo for a connection, as advisories carry it."""
+    info = {"start": rfc3339(int(client.start * 1e9)), "host": client.host, "id": client.cid, "acc": "$G"}
+    if getattr(client, "user", ""):
+        info["user"] = client.user
+    if client.name:
+        info["name"] = client.name
+    if client.lang:
+        info["lang"] = client.lang
+    if client.version:
+        info["ver"] = client.version
+    info.update({"rtt": int((client.rtt or 0) * 1e9), "server": server.server_name, "kind": "Client", "client_type": "nats"})
+    return info
+
+
+def api_audit(js, client, subject: str, request: bytes, response: bytes) -> None:
+    server = js.server
+    if client is None or client.internal or not server.has_interest(API_AUDIT):
+        return
+    body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": _id(), "timestamp": rfc3339(time.time_ns()),
+            "server": server.server_name, "client": client_info(server, client), "subject": subject}
+    if request:
+        body["request"] = request.decode("utf-8", "replace")
+    body["response"] = response.decode("utf-8", "replace")
+    _publish(server, API_AUDIT, body)

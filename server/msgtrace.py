@@ -1,0 +1,157 @@
+"""Message tracing, as nats-server 2.11+ does it for `nats trace`: a message
+published with a `Nats-Trace-Dest: <subject>` header is routed as usual and
+the server then publishes, to that subject, one JSON event describing what
+became of it: where it came in ("in"), each client subscription it went out
+to ("eg", with the queue group), and each stream that took it ("js": stored,
+`nointerest` for an interest stream nobody wants it for, or the error).
+With `Nats-Trace-Only` true (1, true or on, any case) the message goes
+nowhere and only the event is sent. A stream stores a traced message with
+its `Nats-Trace-Dest` set to "trace disabled", so a replay is not traced.
+
+Single server, one account: no routes, gateways, leaf nodes or imports to
+report, so no hop headers. Server.route hands a message here only when its
+headers name a trace destination; everything else keeps the fast path.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+
+from .subjects import valid_literal_subject
+
+DEST = b"Nats-Trace-Dest:"
+TRACE_ONLY = "Nats-Trace-Only"
+KIND_CLIENT = 0  # nats-server's ClientKind CLIENT
+_DEST_LINE = re.compile(rb"(\r\nNats-Trace-Dest:)[^\r]*")
+
+
+def has_trace_header(hdr: bytes) -> bool:
+    return b"\r\n" + DEST in hdr
+
+
+def _headers(hdr: bytes) -> dict[str, list[str]]:
+    """Every header and all its values, as the trace event's request shows them."""
+    out: dict[str, list[str]] = {}
+    for line in hdr.decode("utf-8", "replace").split("\r\n")[1:]:
+        k, sep, v = line.partition(":")
+        if sep and k:
+            out.setdefault(k, []).append(v.strip())
+    return out
+
+
+def _now() -> str:
+    from .jetstream.shapes import rfc3339  # (JetStream is imported only when it is on)
+
+    return rfc3339(time.time_ns())
+
+
+class MsgTrace:
+    def __init__(self, server):
+        self.server = server
+
+    def route(self, pub, subject: bytes, reply: bytes, hdr: bytes, payload: bytes, match) -> bool:
+        """Route a message whose headers name a trace destination, with its
+        event; False when it is not traced after all (no destination), so
+        the caller routes it the plain way."""
+        if pub.internal:
+            return False
+        headers = _headers(hdr)
+        dest = (headers.get("Nats-Trace-Dest") or [""])[0]
+        if not dest:
+            return False
+        only = (headers.get(TRACE_ONLY) or [""])[0].strip().lower() in ("1", "true", "on")
+        if not valid_literal_subject(dest):
+            return only  # nats-server drops a trace-only message it cannot report on
+        srv = self.server
+        ingress = {"type": "in", "ts": _now(), "kind": KIND_CLIENT, "cid": pub.cid}
+        if pub.name:
+            ingress["name"] = pub.name
+        ingress.update({"acc": "$G", "subj": subject.decode("utf-8", "replace")})
+        js_events: list[dict] = []
+        egress: list[dict] = []
+        msg = ((subject, reply, hdr, payload),)
+        n = 0
+        psubs, qgroups = match
+        for sub in psubs:
+            c = sub.client
+            if c is pub and not c.echo:
+                continue
+            if c.internal:
+                n += self._internal(sub, subject, reply, hdr, payload, only, js_events)
+                continue
+            egress.append(self._egress(sub, None))
+            if not only:
+                c.deliver_run(sub, msg)
+            n += 1
+        for group in qgroups:
+            sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
+            if sub.client is pub and not pub.echo:
+                others = [s for s in group if s.client is not pub]
+                if not others:
+                    continue
+                sub = random.choice(others)
+            if sub.client.internal:
+                n += self._internal(sub, subject, reply, hdr, payload, only, js_events)
+                continue
+            egress.append(self._egress(sub, sub.queue))
+            if not only:
+                sub.client.deliver_run(sub, msg)
+            n += 1
+        if not n and reply and pub.no_responders and not only:
+            srv._no_responders(pub, subject, reply)
+        sysreq = srv.sys_requests
+        event = {"server": sysreq.server_block(),
+                 "request": {"header": headers, "msgsize": len(hdr) + len(payload)},
+                 "events": [ingress, *js_events, *egress]}
+        srv.publish_internal(dest, "", None, json.dumps(event, separators=(",", ":")).encode())
+        return True
+
+    @staticmethod
+    def _egress(sub, queue: bytes | None) -> dict:
+        c = sub.client
+        e = {"type": "eg", "ts": _now(), "kind": KIND_CLIENT, "cid": c.cid}
+        if c.name:
+            e["name"] = c.name
+        e["sub"] = sub.subject.decode()
+        if queue:
+            e["queue"] = queue.decode()
+        return e
+
+    def _internal(self, sub, subject: bytes, reply: bytes, hdr: bytes, payload: bytes, only: bool, events: list) -> int:
+        """A subsystem's subscription: a stream's is reported ("js") and
+        given the message with its trace turned off unless trace-only; any
+        other (the JetStream API) just gets it, unless trace-only."""
+        stream = self._stream_of(sub)
+        if stream is None:
+            if not only:
+                sub.client.deliver_run(sub, ((subject, reply, hdr, payload),))
+            return 1
+        subj = subject.decode("utf-8", "replace")
+        e = {"type": "js", "ts": _now(), "stream": stream.name}
+        if stream.drops_unwanted(subj):
+            e.update(subject=subj, nointerest=True)
+            if not only:
+                sub.client.deliver_run(sub, ((subject, reply, _DEST_LINE.sub(rb"\1 trace disabled", hdr), payload),))
+        elif only:
+            e["subject"] = subj
+        else:
+            sub.msgs += 1
+            error = sub.callback(subject, reply, _DEST_LINE.sub(rb"\1 trace disabled", hdr), payload)
+            if error:
+                e["error"] = error
+            else:
+                e["subject"] = subj
+        events.append(e)
+        return 1
+
+    @staticmethod
+    def _stream_of(sub):
+        owner = getattr(sub.callback, "__self__", None)
+        try:
+            from .jetstream.stream import Stream
+        except ImportError:
+            return None
+        return owner if isinstance(owner, Stream) else None

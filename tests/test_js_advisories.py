@@ -1,0 +1,107 @@
+"""JetStream's API audit and asset advisories ($JS.EVENT.ADVISORY.API,
+STREAM.CREATED/UPDATED/DELETED, CONSUMER.CREATED/DELETED), what `nats events
+--js-advisory` shows, on both servers: which requests are audited and with
+what, which changes are announced (the consumers of a deleted stream too),
+and that a consumer update is not."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from conftest import connect
+
+
+def masked(subject: str, body: dict) -> tuple:
+    """An advisory without what differs between servers and runs."""
+    body = {k: v for k, v in body.items() if k not in ("id", "timestamp", "server")}
+    if "client" in body:
+        c = dict(body["client"])
+        assert isinstance(c.pop("start"), str) and isinstance(c.pop("rtt"), int) and isinstance(c.pop("id"), int)
+        c.pop("server")
+        body["client"] = c
+    if "response" in body:
+        resp = json.loads(body["response"])
+        body["response"] = {k: v for k, v in resp.items() if k in ("type", "error", "success")}
+    return subject, body
+
+
+async def test_api_audit_and_asset_advisories(server):
+    nc = await connect(server.url, name="auditor")
+    try:
+        events = await nc.subscribe("$JS.EVENT.ADVISORY.>")
+        await nc.flush()
+        await nc.flush()
+
+        async def api(subject: str, body: dict | None = None) -> dict:
+            data = json.dumps(body).encode() if body is not None else b""
+            return json.loads((await nc.request("$JS.API." + subject, data, timeout=3)).data)
+
+        await api("STREAM.CREATE.X", {"name": "X", "subjects": ["x.>"], "allow_direct": True})
+        await api("STREAM.UPDATE.X", {"name": "X", "subjects": ["x.>"], "allow_direct": True, "max_msgs": 5})
+        await nc.request("x.a", b"m", timeout=3)
+        await api("STREAM.MSG.GET.X", {"seq": 1})  # answered, not audited
+        await api("STREAM.MSG.GET.X", {"seq": 9})  # an error: audited
+        await nc.request("$JS.API.DIRECT.GET.X", b'{"seq":1}', timeout=3)  # never audited
+        await api("CONSUMER.CREATE.X.C", {"stream_name": "X", "config": {"durable_name": "C", "ack_policy": "explicit"}})
+        await api("CONSUMER.CREATE.X.C", {"stream_name": "X", "config": {"durable_name": "C", "ack_policy": "explicit",
+                                                                          "max_deliver": 3}})  # an update: no advisory
+        await api("CONSUMER.CREATE.X.E", {"stream_name": "X", "config": {"name": "E", "ack_policy": "none",
+                                                                          "inactive_threshold": 300_000_000}})
+        await asyncio.sleep(1.5)  # E goes for inactivity: CONSUMER.DELETED
+        await api("CONSUMER.DELETE.X.C")
+        await api("CONSUMER.CREATE.X.D", {"stream_name": "X", "config": {"durable_name": "D", "ack_policy": "explicit"}})
+        await api("STREAM.DELETE.X")  # D goes with it, announced
+        await api("STREAM.INFO.NOPE")
+        await nc.flush()
+        await asyncio.sleep(0.3)
+        got = []
+        while events.pending_msgs:
+            m = await events.next_msg(1)
+            got.append(masked(m.subject, json.loads(m.data)))
+    finally:
+        await nc.close()
+
+    audits = [b for s, b in got if s == "$JS.EVENT.ADVISORY.API"]
+    assets = [(s, b) for s, b in got if s != "$JS.EVENT.ADVISORY.API"]
+    assert [a["subject"] for a in audits] == [
+        "$JS.API.STREAM.CREATE.X", "$JS.API.STREAM.UPDATE.X", "$JS.API.STREAM.MSG.GET.X",
+        "$JS.API.CONSUMER.CREATE.X.C", "$JS.API.CONSUMER.CREATE.X.C", "$JS.API.CONSUMER.CREATE.X.E",
+        "$JS.API.CONSUMER.DELETE.X.C", "$JS.API.CONSUMER.CREATE.X.D", "$JS.API.STREAM.DELETE.X",
+        "$JS.API.STREAM.INFO.NOPE"]
+    client = {"host": "127.0.0.1", "acc": "$G", "name": "auditor", "lang": "python3", "ver": audits[0]["client"]["ver"],
+              "kind": "Client", "client_type": "nats"}
+    assert all(a["type"] == "io.nats.jetstream.advisory.v1.api_audit" and a["client"] == client for a in audits)
+    assert audits[0]["request"] == json.dumps({"name": "X", "subjects": ["x.>"], "allow_direct": True})
+    assert audits[0]["response"] == {"type": "io.nats.jetstream.api.v1.stream_create_response"}
+    assert audits[2]["response"]["error"]["err_code"] == 10037
+    assert "request" not in audits[6] and audits[6]["response"] == {"type": "io.nats.jetstream.api.v1.consumer_delete_response",
+                                                                    "success": True}
+    assert audits[9]["response"]["error"]["err_code"] == 10059
+    stream = "io.nats.jetstream.advisory.v1.stream_action"
+    consumer = "io.nats.jetstream.advisory.v1.consumer_action"
+    assert assets == [
+        ("$JS.EVENT.ADVISORY.STREAM.CREATED.X", {"type": stream, "stream": "X", "action": "create"}),
+        ("$JS.EVENT.ADVISORY.STREAM.UPDATED.X", {"type": stream, "stream": "X", "action": "modify"}),
+        ("$JS.EVENT.ADVISORY.CONSUMER.CREATED.X.C", {"type": consumer, "stream": "X", "consumer": "C", "action": "create"}),
+        ("$JS.EVENT.ADVISORY.CONSUMER.CREATED.X.E", {"type": consumer, "stream": "X", "consumer": "E", "action": "create"}),
+        ("$JS.EVENT.ADVISORY.CONSUMER.DELETED.X.E", {"type": consumer, "stream": "X", "consumer": "E", "action": "delete"}),
+        ("$JS.EVENT.ADVISORY.CONSUMER.DELETED.X.C", {"type": consumer, "stream": "X", "consumer": "C", "action": "delete"}),
+        ("$JS.EVENT.ADVISORY.CONSUMER.CREATED.X.D", {"type": consumer, "stream": "X", "consumer": "D", "action": "create"}),
+        ("$JS.EVENT.ADVISORY.CONSUMER.DELETED.X.D", {"type": consumer, "stream": "X", "consumer": "D", "action": "delete"}),
+        ("$JS.EVENT.ADVISORY.STREAM.DELETED.X", {"type": stream, "stream": "X", "action": "delete"}),
+    ]
+
+
+async def test_nothing_built_without_a_listener(server):
+    """No listener, no advisory: the same API calls, then a late subscriber
+    sees nothing of them."""
+    nc = await connect(server.url)
+    try:
+        await nc.request("$JS.API.STREAM.CREATE.Y", json.dumps({"name": "Y", "subjects": ["y"]}).encode(), timeout=3)
+        late = await nc.subscribe("$JS.EVENT.ADVISORY.>")
+        await nc.flush()
+        await asyncio.sleep(0.2)
+        assert late.pending_msgs == 0
+    finally:
+        await nc.close()
