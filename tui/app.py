@@ -22,7 +22,7 @@ from .broker import BrokerSpec, EmbeddedBroker
 from .client import ConnectOptions, NatsError
 from .commands import NatslabCommands
 from .config import load_settings, save_setting, user_themes_dir
-from .panes.registry import tab_bindings
+from .panes.registry import style_sheets, tab_bindings
 from .screens.main import MainScreen
 from .widgets.status_header import HeaderInfo, StatusHeader
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # loaded on first use, after the first frame
 
 
 class NatslabApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = style_sheets()
     TITLE = "natslab"
     COMMANDS = App.COMMANDS | {NatslabCommands}
     BINDINGS = [
@@ -201,16 +201,13 @@ class NatslabApp(App):
 
     def set_header(self, **changes) -> None:
         self.header_info = replace(self.header_info, **changes)
-        try:
-            self.screen.query_one(StatusHeader).info = self.header_info
-        except Exception:
-            pass
+        if self.main_screen is not None and self.main_screen.is_mounted:
+            self.main_screen.query_one(StatusHeader).info = self.header_info
+        # (before that, the header takes header_info when it mounts)
 
     def show_banner(self, message: str | None) -> None:
-        try:
-            self.screen.show_banner(message)  # type: ignore[attr-defined]
-        except Exception:
-            pass
+        if self.main_screen is not None and self.main_screen.is_mounted:
+            self.main_screen.show_banner(message)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def start_connection(self) -> None:
@@ -284,59 +281,27 @@ class NatslabApp(App):
 
     # ---- global actions ---------------------------------------------------
     def action_tab(self, tab: str) -> None:
-        try:
-            self.screen.show_area(tab)  # type: ignore[attr-defined]
-        except Exception:
-            pass
+        if self.main_screen is not None:
+            self.main_screen.show_area(tab)
 
     def action_help(self) -> None:
-        rows = []
-        seen = set()
-        for key, active in self.screen.active_bindings.items():
-            b = active.binding
-            if not b.description or (b.description, key) in seen:
-                continue
-            seen.add((b.description, key))
-            where = type(active.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere")
-            rows.append((bool(b.id), b.key_display or key, b.description, where))
-        # natslab's own keys (they all have ids) first, generic widget keys after
-        rows.sort(key=lambda r: not r[0])
         from .screens.help import HelpScreen
 
-        self.push_screen(HelpScreen([r[1:] for r in rows]))
+        self.push_screen(HelpScreen.for_bindings(self.screen.active_bindings))
 
+    # Where the palette, the demos and the panes send the user: the main
+    # screen knows the panes (from the registry) and mounts one if it must.
     def jump_to_stream(self, name: str, show: bool = True) -> None:
-        from .panes.streams import StreamsPane
-
-        if show:
-            self.action_tab("streams")
-        self.screen.query_one(StreamsPane).select_stream(name)
+        self.main_screen.jump_to_stream(name, show)
 
     def jump_to_consumer(self, stream: str, consumer: str, show: bool = True) -> None:
-        from .panes.consumers import ConsumersPane
-
-        self.jump_to_stream(stream, show=False)
-        if show:
-            self.action_tab("consumers")
-        pane = self.screen.query_one(ConsumersPane)
-        pane.stream = stream
-        pane.select_consumer(consumer)
+        self.main_screen.jump_to_consumer(stream, consumer, show)
 
     def open_pull_hand(self, stream: str, consumer: str) -> None:
-        from .panes.pull import PullHand
-
-        hand = self.screen.query_one(PullHand)
-        hand.set_target(stream, consumer, True)
-        self.action_tab("pull")
-        hand.focus_default()
+        self.main_screen.open_pull_hand(stream, consumer)
 
     def jump_to_bucket(self, bucket: str) -> None:
-        from .panes.kv import KvPane
-
-        self.pending_bucket = bucket  # the KV pane may not be mounted yet
-        self.action_tab("kv")
-        for pane in self.screen.query(KvPane):
-            pane.select_bucket(bucket)
+        self.main_screen.jump_to_bucket(bucket)
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_demo

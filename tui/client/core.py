@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import secrets
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from .errors import NatsError, _nats_errors, _plain
+from .errors import NatsError, _nats_errors, _plain, quietly
 from .options import ConnectOptions
 from .kv import KvMixin
 from .pull import PullMixin
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
+log = logging.getLogger(__name__)
 # What --read-only still asks the JetStream API: reads, never a change.
 READ_ONLY_API = ("INFO", "STREAM.LIST", "STREAM.NAMES", "STREAM.INFO.", "STREAM.MSG.GET.",
                  "CONSUMER.LIST.", "CONSUMER.NAMES.", "CONSUMER.INFO.")
@@ -92,10 +94,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     async def close(self) -> None:
         if not self.nc.is_closed:
-            try:
-                await asyncio.wait_for(self.nc.close(), 3)
-            except Exception:
-                pass
+            await quietly(asyncio.wait_for(self.nc.close(), 3), "close the connection")
 
     @property
     def connected(self) -> bool:
@@ -331,17 +330,14 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         async def cb(msg) -> None:
             try:
                 await responder.handle(msg, on_request)
-            except Exception:
-                pass  # a mock must never take the app down
+            except Exception as exc:  # a mock must never take the app down; it says why in the log
+                log.warning("mock responder on %s failed: %s", responder.subject, exc)
 
         responder.sub = await self.subscribe(responder.subject, cb)
 
     async def stop_responder(self, responder) -> None:
         if responder.sub is not None:
-            try:
-                await responder.sub.unsubscribe()
-            except Exception:
-                pass
+            await quietly(responder.sub.unsubscribe(), f"stop the mock on {responder.subject}")
             responder.sub = None
 
 def _stored(stream: str, m: dict) -> StoredMessage:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Label
@@ -41,23 +41,16 @@ class ConnectionsPane(LivePane):
         yield Label("Connections", id="conn-status", classes="pane-status")
         yield LiveTable(COLUMNS, id="conn-table")
 
-    def poll(self) -> None:
-        self.refresh_connz()
-
-    @work(exclusive=True, group="connz", exit_on_error=False)
-    async def refresh_connz(self) -> None:
+    async def fetch(self, client) -> None:
+        url = getattr(self.app, "monitor_url", None)
+        if not url:
+            self.post_message(self.Polled([], "no monitoring URL known (start with --monitor http://host:8222)"))
+            return
         try:
-            url = getattr(self.app, "monitor_url", None)
-            if not url:
-                self.post_message(self.Polled([], "no monitoring URL known (start with --monitor http://host:8222)"))
-                return
-            try:
-                self.post_message(self.Polled(await fetch_connz(url)))
-            except MonitorUnreachable as exc:
-                self.post_message(self.Polled([], f"monitoring endpoint not reachable — {exc}. "
-                                                  "Start nats-server with -m 8222, or pass --monitor URL."))
-        finally:
-            self.schedule_poll()
+            self.post_message(self.Polled(await fetch_connz(url)))
+        except MonitorUnreachable as exc:  # HTTP, not NATS: said here rather than in poll_failed
+            self.post_message(self.Polled([], f"monitoring endpoint not reachable — {exc}. "
+                                              "Start nats-server with -m 8222, or pass --monitor URL."))
 
     @on(Polled)
     def show(self, event: Polled) -> None:

@@ -104,22 +104,11 @@ class StreamsPane(LivePane):
         if event.pane.id == "stream-messages-tab":
             await self.mount_browser()
 
-    def poll(self) -> None:
-        self.refresh_streams()
+    async def fetch(self, client) -> None:
+        self.post_message(self.Polled(await client.list_streams()))
 
-    @work(exclusive=True, group="streams-poll", exit_on_error=False)
-    async def refresh_streams(self) -> None:
-        try:
-            client = self.client
-            if client is not None:
-                try:
-                    streams = await client.list_streams()
-                except NatsError as exc:
-                    self.post_message(self.Polled([], str(exc)))
-                else:
-                    self.post_message(self.Polled(streams))
-        finally:
-            self.schedule_poll()
+    def poll_failed(self, error: NatsError) -> None:
+        self.post_message(self.Polled([], str(error)))
 
     @on(Polled)
     def show_streams(self, event: Polled) -> None:
