@@ -243,18 +243,27 @@ class NatslabApp(App):
                 await asyncio.sleep(2)
         if self.client is None:
             return
-        if self.monitor_url is not None:  # the embedded broker's, or --monitor
-            self.set_header(monitor="http://127.0.0.1:8222" if self.stable_display else self.monitor_url)
-        else:
-            from .client.monitor import default_monitor_url
+        from .client.monitor import default_monitor_url, monitor_urls
 
+        if self.monitor_url is not None:  # the embedded broker's, or --monitor
+            urls = monitor_urls(self.monitor_url)
+            shown = urls[0] + (f" +{len(urls) - 1}" if len(urls) > 1 else "") if urls else ""
+            self.set_header(monitor="http://127.0.0.1:8222" if self.stable_display else shown)
+        else:
             self.monitor_url = default_monitor_url(options.url)
-        summary = self.client.server_summary()
-        self.set_header(state="connected", detail="", version=self.display_version or summary.version,
-                        url=self.display_url or summary.client_url)
+        self.set_header(state="connected", detail="", **self._server_header())
         self.show_banner(None)
         self.client_generation += 1
         self.poll_usage()
+
+    def _server_header(self) -> dict:
+        """What the header says about the server the client is on right now
+        (after a reconnect that may be another node of the cluster)."""
+        summary = self.client.server_summary()
+        return dict(version=self.display_version or summary.version,
+                    url=self.display_url or summary.client_url,
+                    server_name=summary.server_name if summary.cluster else "",
+                    cluster=summary.cluster, domain=summary.domain)
 
     async def _on_disconnect(self) -> None:
         if not self._shut_down:
@@ -262,12 +271,15 @@ class NatslabApp(App):
             self.show_banner("Connection lost — reconnecting… (the panes resume by themselves)")
 
     async def _on_reconnect(self) -> None:
-        self.set_header(state="connected", detail="")
+        self.set_header(state="connected", detail="", **self._server_header())
         self.show_banner(None)
         self.client_generation += 1
 
     @work(exclusive=True, group="usage", exit_on_error=False)
     async def poll_usage(self) -> None:
+        from .client.monitor import MonitorUnreachable, fetch_meta_leader
+
+        rounds = 0
         while not self._shut_down:
             client = self.client
             if client is not None and client.connected:
@@ -277,6 +289,13 @@ class NatslabApp(App):
                     self.set_header(detail=f"JetStream: {exc}")
                 else:
                     self.set_header(usage=usage, detail="")
+                # the meta leader is only in the monitoring port's /jsz: every 3 s, on a cluster
+                if self.header_info.cluster and self.monitor_url and rounds % 3 == 0:
+                    try:
+                        self.set_header(meta_leader=await fetch_meta_leader(self.monitor_url))
+                    except MonitorUnreachable:
+                        self.set_header(meta_leader="?")
+            rounds += 1
             await asyncio.sleep(1.0)
 
     # ---- global actions ---------------------------------------------------

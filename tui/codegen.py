@@ -53,6 +53,10 @@ def stream_code(config: dict) -> str:
         cli += ["--max-age", _dur(config["max_age"])]
     if config.get("duplicate_window"):
         cli += ["--dupe-window", _dur(config["duplicate_window"])]
+    if (config.get("num_replicas") or 1) > 1:
+        cli += ["--replicas", str(config["num_replicas"])]
+    for tag in (config.get("placement") or {}).get("tags") or []:
+        cli += ["--tag", tag]
     cli.append("--defaults")
     args = [f"name={config['name']!r}", f"subjects={list(config.get('subjects') or [])!r}",
             f"storage={config.get('storage', 'file')!r}", f"retention={config.get('retention', 'limits')!r}",
@@ -63,6 +67,8 @@ def stream_code(config: dict) -> str:
     for key in ("max_age", "duplicate_window"):
         if config.get(key):
             args.append(f"{key}={config[key] / 1e9:g}")
+    if (config.get("num_replicas") or 1) > 1:
+        args.append(f"num_replicas={config['num_replicas']}")
     return f"$ {shlex.join(cli)}\nawait nc.jetstream().add_stream({', '.join(args)})"
 
 

@@ -114,6 +114,10 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         """This connection's cid on the server it is connected to (from INFO)."""
         return self.nc.client_id
 
+    @property
+    def server_id(self) -> str:
+        return (self.nc._server_info or {}).get("server_id", "")
+
     def is_own_traffic(self, subject: str, reply: str, data: bytes) -> bool:
         """A message the app itself caused: its $JS.API requests (reply to its
         inbox), the answers to them and its watches and fetches (to its inbox),
@@ -138,6 +142,8 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             version=info.get("version", "?"),
             jetstream=bool(info.get("jetstream")),
             client_url=client_url,
+            cluster=info.get("cluster", "") or "",
+            domain=info.get("domain", "") or "",
         )
 
     async def _call(self, awaitable):
@@ -150,12 +156,12 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             raise _plain(exc) from exc
 
     # ---- raw API ----------------------------------------------------
-    async def _api(self, subject: str, payload: dict | None = None) -> dict:
+    async def _api(self, subject: str, payload: dict | None = None, timeout: float | None = None) -> dict:
         if not subject.startswith(READ_ONLY_API):
             self._writing(f"$JS.API.{subject}")
         data = json.dumps(payload).encode() if payload is not None else b""
         try:
-            msg = await self.nc.request(f"{API}.{subject}", data, timeout=self.timeout)
+            msg = await self.nc.request(f"{API}.{subject}", data, timeout=timeout or self.timeout)
         except Exception as exc:
             raise _plain(exc) from exc
         try:
@@ -172,16 +178,26 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         return AccountUsage.from_json(await self._api("INFO"))
 
     # ---- streams ----------------------------------------------------
+    # On a cluster the meta leader gathers a list from every stream's leader
+    # and waits a few seconds for those that do not answer (a node is down)
+    # before it names them as missing: a list may take that long.
+    LIST_TIMEOUT = 8.0
+
     async def list_streams(self) -> list[StreamSummary]:
         streams: list[StreamSummary] = []
+        unreachable: dict[str, str] = {}
         offset = 0
         while True:
-            resp = await self._api("STREAM.LIST", {"offset": offset})
+            resp = await self._api("STREAM.LIST", {"offset": offset}, timeout=self.LIST_TIMEOUT)
             page = resp.get("streams") or []
             streams.extend(StreamSummary.from_json(s) for s in page)
+            unreachable.update({name: "no answer from its leader" for name in resp.get("missing") or []})
+            unreachable.update(resp.get("offline") or {})
             offset += len(page)
             if not page or offset >= resp.get("total", 0):
-                return streams
+                listed = {s.name for s in streams}
+                return streams + [StreamSummary.unreachable(name, why)
+                                  for name, why in unreachable.items() if name not in listed]
 
     async def stream_info(self, name: str) -> StreamSummary:
         return StreamSummary.from_json(await self._api(f"STREAM.INFO.{name}"))
@@ -230,7 +246,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         consumers: list[ConsumerSummary] = []
         offset = 0
         while True:
-            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset})
+            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset}, timeout=self.LIST_TIMEOUT)
             page = resp.get("consumers") or []
             consumers.extend(ConsumerSummary.from_json(c) for c in page)
             offset += len(page)

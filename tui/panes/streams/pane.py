@@ -35,6 +35,8 @@ COLUMNS = [
 
 
 def stream_row(s: StreamSummary) -> tuple:
+    if s.offline:  # never "0 messages": nothing is known while its servers are gone
+        return (s.name, "-", "offline", "-", "-", "-", "-", "-", "-")
     return (
         s.name, ", ".join(s.subjects) or "-", fmt_count(s.messages), fmt_bytes(s.bytes),
         s.first_seq, s.last_seq, s.consumer_count, s.storage, s.retention,
