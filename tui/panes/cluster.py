@@ -19,7 +19,7 @@ def replica_state(replica: dict) -> tuple[str, str]:
         words += f", lag {replica['lag']:,}"
     active = (replica.get("active") or 0) / 1e9
     if active and not replica.get("current"):
-        words += f", last seen {fmt_duration(active)} ago"
+        words += f", last seen {active:.1f}s ago" if active < 60 else f", last seen {fmt_duration(round(active))} ago"
     return words, "" if replica.get("current") else "bold"
 
 
