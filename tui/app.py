@@ -22,7 +22,7 @@ from .broker import BrokerSpec, EmbeddedBroker
 from .client import ConnectOptions, NatsError
 from .commands import NatslabCommands
 from .config import load_settings, save_setting, user_themes_dir
-from .panes.registry import tab_bindings
+from .panes.registry import style_sheets, tab_bindings
 from .screens.main import MainScreen
 from .widgets.status_header import HeaderInfo, StatusHeader
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # loaded on first use, after the first frame
 
 
 class NatslabApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = style_sheets()
     TITLE = "natslab"
     COMMANDS = App.COMMANDS | {NatslabCommands}
     BINDINGS = [
@@ -201,16 +201,13 @@ class NatslabApp(App):
 
     def set_header(self, **changes) -> None:
         self.header_info = replace(self.header_info, **changes)
-        try:
-            self.screen.query_one(StatusHeader).info = self.header_info
-        except Exception:
-            pass
+        if self.main_screen is not None and self.main_screen.is_mounted:
+            self.main_screen.query_one(StatusHeader).info = self.header_info
+        # (before that, the header takes header_info when it mounts)
 
     def show_banner(self, message: str | None) -> None:
-        try:
-            self.screen.show_banner(message)  # type: ignore[attr-defined]
-        except Exception:
-            pass
+        if self.main_screen is not None and self.main_screen.is_mounted:
+            self.main_screen.show_banner(message)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def start_connection(self) -> None:
@@ -246,18 +243,27 @@ class NatslabApp(App):
                 await asyncio.sleep(2)
         if self.client is None:
             return
-        if self.monitor_url is not None:  # the embedded broker's, or --monitor
-            self.set_header(monitor="http://127.0.0.1:8222" if self.stable_display else self.monitor_url)
-        else:
-            from .client.monitor import default_monitor_url
+        from .client.monitor import default_monitor_url, monitor_urls
 
+        if self.monitor_url is not None:  # the embedded broker's, or --monitor
+            urls = monitor_urls(self.monitor_url)
+            shown = urls[0] + (f" +{len(urls) - 1}" if len(urls) > 1 else "") if urls else ""
+            self.set_header(monitor="http://127.0.0.1:8222" if self.stable_display else shown)
+        else:
             self.monitor_url = default_monitor_url(options.url)
-        summary = self.client.server_summary()
-        self.set_header(state="connected", detail="", version=self.display_version or summary.version,
-                        url=self.display_url or summary.client_url)
+        self.set_header(state="connected", detail="", **self._server_header())
         self.show_banner(None)
         self.client_generation += 1
         self.poll_usage()
+
+    def _server_header(self) -> dict:
+        """What the header says about the server the client is on right now
+        (after a reconnect that may be another node of the cluster)."""
+        summary = self.client.server_summary()
+        return dict(version=self.display_version or summary.version,
+                    url=self.display_url or summary.client_url,
+                    server_name=summary.server_name if summary.cluster else "",
+                    cluster=summary.cluster, domain=summary.domain)
 
     async def _on_disconnect(self) -> None:
         if not self._shut_down:
@@ -265,12 +271,15 @@ class NatslabApp(App):
             self.show_banner("Connection lost — reconnecting… (the panes resume by themselves)")
 
     async def _on_reconnect(self) -> None:
-        self.set_header(state="connected", detail="")
+        self.set_header(state="connected", detail="", **self._server_header())
         self.show_banner(None)
         self.client_generation += 1
 
     @work(exclusive=True, group="usage", exit_on_error=False)
     async def poll_usage(self) -> None:
+        from .client.monitor import MonitorUnreachable, fetch_meta_leader
+
+        rounds = 0
         while not self._shut_down:
             client = self.client
             if client is not None and client.connected:
@@ -280,63 +289,38 @@ class NatslabApp(App):
                     self.set_header(detail=f"JetStream: {exc}")
                 else:
                     self.set_header(usage=usage, detail="")
+                # the meta leader is only in the monitoring port's /jsz: every 3 s, on a cluster
+                if self.header_info.cluster and self.monitor_url and rounds % 3 == 0:
+                    try:
+                        self.set_header(meta_leader=await fetch_meta_leader(self.monitor_url))
+                    except MonitorUnreachable:
+                        self.set_header(meta_leader="?")
+            rounds += 1
             await asyncio.sleep(1.0)
 
     # ---- global actions ---------------------------------------------------
     def action_tab(self, tab: str) -> None:
-        try:
-            self.screen.show_area(tab)  # type: ignore[attr-defined]
-        except Exception:
-            pass
+        if self.main_screen is not None:
+            self.main_screen.show_area(tab)
 
     def action_help(self) -> None:
-        rows = []
-        seen = set()
-        for key, active in self.screen.active_bindings.items():
-            b = active.binding
-            if not b.description or (b.description, key) in seen:
-                continue
-            seen.add((b.description, key))
-            where = type(active.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere")
-            rows.append((bool(b.id), b.key_display or key, b.description, where))
-        # natslab's own keys (they all have ids) first, generic widget keys after
-        rows.sort(key=lambda r: not r[0])
         from .screens.help import HelpScreen
 
-        self.push_screen(HelpScreen([r[1:] for r in rows]))
+        self.push_screen(HelpScreen.for_bindings(self.screen.active_bindings))
 
+    # Where the palette, the demos and the panes send the user: the main
+    # screen knows the panes (from the registry) and mounts one if it must.
     def jump_to_stream(self, name: str, show: bool = True) -> None:
-        from .panes.streams import StreamsPane
-
-        if show:
-            self.action_tab("streams")
-        self.screen.query_one(StreamsPane).select_stream(name)
+        self.main_screen.jump_to_stream(name, show)
 
     def jump_to_consumer(self, stream: str, consumer: str, show: bool = True) -> None:
-        from .panes.consumers import ConsumersPane
-
-        self.jump_to_stream(stream, show=False)
-        if show:
-            self.action_tab("consumers")
-        pane = self.screen.query_one(ConsumersPane)
-        pane.stream = stream
-        pane.select_consumer(consumer)
+        self.main_screen.jump_to_consumer(stream, consumer, show)
 
     def open_pull_hand(self, stream: str, consumer: str) -> None:
-        from .panes.pull import PullHand
-
-        hand = self.screen.query_one(PullHand)
-        hand.set_target(stream, consumer, True)
-        self.action_tab("pull")
-        hand.focus_default()
+        self.main_screen.open_pull_hand(stream, consumer)
 
     def jump_to_bucket(self, bucket: str) -> None:
-        from .panes.kv import KvPane
-
-        self.pending_bucket = bucket  # the KV pane may not be mounted yet
-        self.action_tab("kv")
-        for pane in self.screen.query(KvPane):
-            pane.select_bucket(bucket)
+        self.main_screen.jump_to_bucket(bucket)
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_demo

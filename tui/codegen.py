@@ -108,6 +108,10 @@ def stream_code(config: dict, edit: bool = False) -> str:
         cli += ["--max-age", "0s"]
     if config.get("duplicate_window"):
         cli += ["--dupe-window", _dur(config["duplicate_window"])]
+    if (config.get("num_replicas") or 1) > 1:
+        cli += ["--replicas", str(config["num_replicas"])]
+    for tag in (config.get("placement") or {}).get("tags") or []:
+        cli += ["--tag", tag]
     # the CLI turns direct get on by default; the form's stream has what its config says
     cli.append("--allow-direct" if config.get("allow_direct") else "--no-allow-direct")
     cli.append("-f" if edit else "--defaults")
@@ -120,6 +124,8 @@ def stream_code(config: dict, edit: bool = False) -> str:
     for key in ("max_age", "duplicate_window"):
         if config.get(key):
             args.append(f"{key}={config[key] / 1e9:g}")
+    if (config.get("num_replicas") or 1) > 1:
+        args.append(f"num_replicas={config['num_replicas']}")
     call = "update_stream" if edit else "add_stream"
     return f"$ {shlex.join(cli)}\nawait nc.jetstream().{call}({', '.join(args)})"
 

@@ -6,6 +6,8 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from .client import NatsError
+
 
 class NatslabCommands(Provider):
     """Commands built from what the broker has right now."""
@@ -28,20 +30,20 @@ class NatslabCommands(Provider):
         if client is not None and client.connected:
             try:
                 streams = await client.list_streams()
-            except Exception:
+            except NatsError:  # the palette still offers the rest
                 streams = []
             for s in streams:
                 out.append((f"Stream: {s.name}", f"{', '.join(s.subjects)} · {s.messages} msgs", partial(app.jump_to_stream, s.name)))
                 if s.consumer_count and len(streams) <= 50:
                     try:
                         consumers = await client.list_consumers(s.name)
-                    except Exception:
+                    except NatsError:
                         consumers = []
                     for c in consumers:
                         out.append((f"Consumer: {s.name} › {c.name}", "open in consumers pane", partial(app.jump_to_consumer, s.name, c.name)))
             try:
                 buckets = await client.list_kv_buckets()
-            except Exception:
+            except NatsError:
                 buckets = []
             for b in buckets:
                 out.append((f"Bucket: {b}", "open in the KV browser", partial(app.jump_to_bucket, b)))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import secrets
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from .errors import NatsError, _nats_errors, _plain
+from .errors import NatsError, _nats_errors, _plain, quietly
 from .options import ConnectOptions
 from .kv import KvMixin
 from .pull import PullMixin
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
+log = logging.getLogger(__name__)
 # What --read-only still asks the JetStream API: reads, never a change.
 READ_ONLY_API = ("INFO", "STREAM.LIST", "STREAM.NAMES", "STREAM.INFO.", "STREAM.MSG.GET.",
                  "CONSUMER.LIST.", "CONSUMER.NAMES.", "CONSUMER.INFO.")
@@ -92,10 +94,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
 
     async def close(self) -> None:
         if not self.nc.is_closed:
-            try:
-                await asyncio.wait_for(self.nc.close(), 3)
-            except Exception:
-                pass
+            await quietly(asyncio.wait_for(self.nc.close(), 3), "close the connection")
 
     @property
     def connected(self) -> bool:
@@ -114,6 +113,10 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
     def client_id(self) -> int | None:
         """This connection's cid on the server it is connected to (from INFO)."""
         return self.nc.client_id
+
+    @property
+    def server_id(self) -> str:
+        return (self.nc._server_info or {}).get("server_id", "")
 
     def is_own_traffic(self, subject: str, reply: str, data: bytes) -> bool:
         """A message the app itself caused: its $JS.API requests (reply to its
@@ -139,6 +142,8 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             version=info.get("version", "?"),
             jetstream=bool(info.get("jetstream")),
             client_url=client_url,
+            cluster=info.get("cluster", "") or "",
+            domain=info.get("domain", "") or "",
         )
 
     async def _call(self, awaitable):
@@ -151,12 +156,12 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             raise _plain(exc) from exc
 
     # ---- raw API ----------------------------------------------------
-    async def _api(self, subject: str, payload: dict | None = None) -> dict:
+    async def _api(self, subject: str, payload: dict | None = None, timeout: float | None = None) -> dict:
         if not subject.startswith(READ_ONLY_API):
             self._writing(f"$JS.API.{subject}")
         data = json.dumps(payload).encode() if payload is not None else b""
         try:
-            msg = await self.nc.request(f"{API}.{subject}", data, timeout=self.timeout)
+            msg = await self.nc.request(f"{API}.{subject}", data, timeout=timeout or self.timeout)
         except Exception as exc:
             raise _plain(exc) from exc
         try:
@@ -173,16 +178,26 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         return AccountUsage.from_json(await self._api("INFO"))
 
     # ---- streams ----------------------------------------------------
+    # On a cluster the meta leader gathers a list from every stream's leader
+    # and waits a few seconds for those that do not answer (a node is down)
+    # before it names them as missing: a list may take that long.
+    LIST_TIMEOUT = 8.0
+
     async def list_streams(self) -> list[StreamSummary]:
         streams: list[StreamSummary] = []
+        unreachable: dict[str, str] = {}
         offset = 0
         while True:
-            resp = await self._api("STREAM.LIST", {"offset": offset})
+            resp = await self._api("STREAM.LIST", {"offset": offset}, timeout=self.LIST_TIMEOUT)
             page = resp.get("streams") or []
             streams.extend(StreamSummary.from_json(s) for s in page)
+            unreachable.update({name: "no answer from its leader" for name in resp.get("missing") or []})
+            unreachable.update(resp.get("offline") or {})
             offset += len(page)
             if not page or offset >= resp.get("total", 0):
-                return streams
+                listed = {s.name for s in streams}
+                return streams + [StreamSummary.unreachable(name, why)
+                                  for name, why in unreachable.items() if name not in listed]
 
     async def stream_info(self, name: str) -> StreamSummary:
         return StreamSummary.from_json(await self._api(f"STREAM.INFO.{name}"))
@@ -231,7 +246,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         consumers: list[ConsumerSummary] = []
         offset = 0
         while True:
-            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset})
+            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset}, timeout=self.LIST_TIMEOUT)
             page = resp.get("consumers") or []
             consumers.extend(ConsumerSummary.from_json(c) for c in page)
             offset += len(page)
@@ -331,17 +346,14 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         async def cb(msg) -> None:
             try:
                 await responder.handle(msg, on_request)
-            except Exception:
-                pass  # a mock must never take the app down
+            except Exception as exc:  # a mock must never take the app down; it says why in the log
+                log.warning("mock responder on %s failed: %s", responder.subject, exc)
 
         responder.sub = await self.subscribe(responder.subject, cb)
 
     async def stop_responder(self, responder) -> None:
         if responder.sub is not None:
-            try:
-                await responder.sub.unsubscribe()
-            except Exception:
-                pass
+            await quietly(responder.sub.unsubscribe(), f"stop the mock on {responder.subject}")
             responder.sub = None
 
 def _stored(stream: str, m: dict) -> StoredMessage:

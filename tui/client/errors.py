@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+
+log = logging.getLogger(__name__)
 
 
 class NatsError(Exception):
@@ -16,6 +19,18 @@ class NatsError(Exception):
 
     def __str__(self) -> str:
         return self.description
+
+
+async def quietly(awaitable, what: str) -> None:
+    """Await a clean-up (unsubscribe, stop a watcher, close) whose failure
+    changes nothing: the connection is closing or the subscription is gone.
+    nats-py's own errors and a timeout are logged, anything else propagates."""
+    from nats.errors import Error as NatsPyError
+
+    try:
+        await awaitable
+    except (NatsPyError, asyncio.TimeoutError) as exc:
+        log.debug("%s: %s", what, exc)
 
 
 def _nats_errors():

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import AsyncIterator
 
+from .errors import quietly
 from .models import StreamSummary
 
 
@@ -109,7 +110,4 @@ class KvMixin:
                 if entry is not None:
                     yield KvEntry.from_nats(entry)
         finally:
-            try:
-                await watcher.stop()
-            except Exception:
-                pass
+            await quietly(watcher.stop(), f"stop the watch of bucket {bucket}")

@@ -44,6 +44,8 @@ class ServerSummary:
     version: str
     jetstream: bool
     client_url: str
+    cluster: str = ""  # the cluster's name when the server is one of a cluster
+    domain: str = ""  # the JetStream domain, when one is set
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,16 @@ class StreamSummary:
     config: dict = field(default_factory=dict, compare=False, hash=False)
     state: dict = field(default_factory=dict, compare=False, hash=False)
     raw: dict = field(default_factory=dict, compare=False, hash=False)  # the API's JSON, for the -j view
+    # on a cluster: {"name", "leader", "replicas": [{"name", "current", "active", "lag", "offline"}]}
+    cluster: dict = field(default_factory=dict, compare=False, hash=False)
+    offline: str = ""  # why the stream could not be read (its leader is gone), as STREAM.LIST says
+
+    @classmethod
+    def unreachable(cls, name: str, reason: str) -> "StreamSummary":
+        """A stream STREAM.LIST names as missing or offline: no state to show, only that."""
+        return cls(name=name, subjects=(), storage="", retention="", messages=0, bytes=0, first_seq=0,
+                   last_seq=0, consumer_count=0, num_subjects=0, created="", offline=reason or "offline",
+                   raw={"config": {"name": name}, "offline": reason or "offline"})
 
     @classmethod
     def from_json(cls, data: dict) -> "StreamSummary":
@@ -106,6 +118,7 @@ class StreamSummary:
             config=config,
             state=state,
             raw=data,
+            cluster=data.get("cluster") or {},
         )
 
 
@@ -135,6 +148,7 @@ class ConsumerSummary:
     server_time: datetime | None = None  # the answer's ts: "ago" by the server's clock
     created: datetime | None = None
     raw: dict = field(default_factory=dict, compare=False, hash=False)
+    cluster: dict = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def from_json(cls, data: dict) -> "ConsumerSummary":
@@ -167,6 +181,7 @@ class ConsumerSummary:
             server_time=parse_time(data.get("ts")),
             created=parse_time(data.get("created")),
             raw=data,
+            cluster=data.get("cluster") or {},
         )
 
 

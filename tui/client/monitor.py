@@ -29,15 +29,16 @@ class Connection:
     pending_bytes: int
     idle: str
     uptime: str
+    server_id: str = ""  # the server this connection is on (from /connz's server_id)
 
     @classmethod
-    def from_json(cls, c: dict) -> "Connection":
+    def from_json(cls, c: dict, server_id: str = "") -> "Connection":
         return cls(
             cid=c.get("cid", 0), name=c.get("name", ""), lang=c.get("lang", ""), version=c.get("version", ""),
             address=f"{c.get('ip', '')}:{c.get('port', '')}", subscriptions=c.get("subscriptions", 0),
             in_msgs=c.get("in_msgs", 0), out_msgs=c.get("out_msgs", 0), in_bytes=c.get("in_bytes", 0),
             out_bytes=c.get("out_bytes", 0), pending_bytes=c.get("pending_bytes", 0),
-            idle=c.get("idle", ""), uptime=c.get("uptime", ""),
+            idle=c.get("idle", ""), uptime=c.get("uptime", ""), server_id=server_id,
         )
 
 
@@ -60,9 +61,41 @@ def _get(url: str, timeout: float) -> dict:
         raise MonitorUnreachable(f"{url}: {reason}") from None
 
 
-async def fetch_connz(base_url: str, timeout: float = 1.5) -> list[Connection]:
-    data = await asyncio.to_thread(_get, f"{base_url.rstrip('/')}/connz?subs=0", timeout)
-    return [Connection.from_json(c) for c in data.get("connections") or []]
+async def fetch_connz(base_urls: str, timeout: float = 1.5) -> list[Connection]:
+    """Connections of every server given (one URL, or several comma separated:
+    a cluster's nodes); a node that does not answer is skipped unless none does."""
+    out: list[Connection] = []
+    problems = []
+    for base in monitor_urls(base_urls):
+        try:
+            data = await asyncio.to_thread(_get, f"{base}/connz?subs=0", timeout)
+        except MonitorUnreachable as exc:
+            problems.append(str(exc))
+            continue
+        server = data.get("server_id", "")
+        out.extend(Connection.from_json(c, server) for c in data.get("connections") or [])
+    if problems and not out and len(problems) == len(monitor_urls(base_urls)):
+        raise MonitorUnreachable("; ".join(problems))
+    return out
+
+
+def monitor_urls(value: str | None) -> list[str]:
+    """--monitor takes one URL or several, comma separated (one per cluster node)."""
+    return [u.strip().rstrip("/") for u in (value or "").split(",") if u.strip()]
+
+
+async def fetch_meta_leader(base_urls: str, timeout: float = 1.5) -> str:
+    """The JetStream meta leader's name from the first node whose /jsz answers;
+    '' when the server is not clustered."""
+    problems = []
+    for base in monitor_urls(base_urls):
+        try:
+            data = await asyncio.to_thread(_get, f"{base}/jsz", timeout)
+        except MonitorUnreachable as exc:
+            problems.append(str(exc))
+            continue
+        return (data.get("meta_cluster") or {}).get("leader", "") or ""
+    raise MonitorUnreachable("; ".join(problems) or "no monitoring URL")
 
 
 async def fetch_varz(base_url: str, timeout: float = 1.5) -> dict:

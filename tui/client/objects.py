@@ -6,6 +6,7 @@ import io
 from dataclasses import dataclass
 from typing import AsyncIterator
 
+from .errors import quietly
 from .models import StreamSummary
 
 
@@ -114,10 +115,7 @@ class ObjectsMixin:
                 if info is not None:
                     yield ObjectSummary.from_info(info)
         finally:
-            try:
-                await watcher.stop()
-            except Exception:
-                pass
+            await quietly(watcher.stop(), f"stop the watch of object store {store}")
 
 
 async def _raise(exc: Exception):

@@ -8,7 +8,7 @@ import json
 import time
 from typing import Awaitable, Callable
 
-from .errors import NatsError, _nats_errors, _plain
+from .errors import NatsError, _nats_errors, _plain, quietly
 from .models import DeliveryEvent, FetchedMessage
 
 ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER"
@@ -34,10 +34,7 @@ class PullMixin:
         except Exception as exc:
             raise _plain(exc) from exc
         finally:
-            try:
-                await psub.unsubscribe()
-            except Exception:
-                pass
+            await quietly(psub.unsubscribe(), "unsubscribe the pull hand's fetch")
         now = time.monotonic()
         out = []
         for m in msgs:

@@ -1,17 +1,22 @@
 """What every live pane shares: access to the client and a self-re-arming poll.
 
-A poll never starts while the previous one runs: the worker re-arms a single
-timer when it finishes (poll, render, re-arm), and nothing polls while the
-pane is hidden behind another tab.
+A poll never starts while the previous one runs: one worker skeleton
+(``LivePane.poll``) awaits the pane's ``fetch``, reports a failure through
+``poll_failed`` and re-arms a single timer when it finishes (poll, render,
+re-arm); nothing polls while the pane is hidden behind another tab.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import work
 from textual.containers import Vertical
+from textual.dom import NoScreen
 from textual.timer import Timer
 from textual.widget import Widget
+
+from ..client import NatsError
 
 if TYPE_CHECKING:
     from ..client import NatsClient
@@ -22,7 +27,7 @@ def is_showing(widget: Widget) -> bool:
     try:
         if widget.app.screen is not widget.screen:
             return False
-    except Exception:
+    except NoScreen:  # not on a screen (being mounted or removed)
         return False
     node = widget
     while node is not None and isinstance(node, Widget):
@@ -80,6 +85,22 @@ class LivePane(WritesGuard, Vertical):
             return
         self.poll()
 
-    def poll(self) -> None:
-        """Start the pane's poll worker; the worker calls ``schedule_poll`` when done."""
-        self.schedule_poll()
+    @work(exclusive=True, group="live-poll", exit_on_error=False)
+    async def poll(self) -> None:
+        """The one poll worker: ``fetch`` reads and posts what it found; a
+        broker error goes to ``poll_failed``; the next poll is armed after it."""
+        try:
+            client = self.client
+            if client is not None:
+                try:
+                    await self.fetch(client)
+                except NatsError as exc:
+                    self.poll_failed(exc)
+        finally:
+            self.schedule_poll()
+
+    async def fetch(self, client: NatsClient) -> None:
+        """Read what the pane shows and post it to the pane as a message."""
+
+    def poll_failed(self, error: NatsError) -> None:
+        """Say that the last poll failed (the next one is armed regardless)."""

@@ -30,6 +30,11 @@ class PaneSpec:
     def pane_id(self) -> str:
         return f"{self.area}-pane"
 
+    @property
+    def styles(self) -> str:
+        """The pane's style sheet, beside its code (relative to natslab.tui)."""
+        return f"panes/{self.area}/{self.area}.tcss"
+
     def build(self) -> Widget:
         return getattr(import_module(self.module, "natslab.tui"), self.cls)(id=self.pane_id)
 
@@ -56,6 +61,11 @@ def digit(spec: PaneSpec) -> str:
 def tab_label(spec: PaneSpec, wide: bool = True) -> str:
     """``1 Streams``: the key that shows the tab, then its title."""
     return f"[b]{digit(spec)}[/b] {spec.title if wide else spec.short}"
+
+
+def style_sheets() -> list[str]:
+    """The app's style sheet, then the help screen's and every pane's."""
+    return ["app.tcss", "screens/help.tcss", *(spec.styles for spec in PANES)]
 
 
 def tab_bindings() -> list[Binding]:

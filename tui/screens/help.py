@@ -24,6 +24,22 @@ class HelpScreen(ModalScreen):
         super().__init__()
         self.bindings = bindings
 
+    @classmethod
+    def for_bindings(cls, active: dict) -> "HelpScreen":
+        """The keys active where ``?`` was pressed (Screen.active_bindings):
+        natslab's own (they all have ids) first, generic widget keys after."""
+        rows = []
+        seen = set()
+        for key, found in active.items():
+            b = found.binding
+            if not b.description or (b.description, key) in seen:
+                continue
+            seen.add((b.description, key))
+            where = type(found.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere")
+            rows.append((bool(b.id), b.key_display or key, b.description, where))
+        rows.sort(key=lambda r: not r[0])
+        return cls([r[1:] for r in rows])
+
     def compose(self) -> ComposeResult:
         table = Table(show_header=True, header_style="bold", expand=True, box=None)
         table.add_column("Key", no_wrap=True)

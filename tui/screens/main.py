@@ -96,6 +96,50 @@ class MainScreen(Screen):
         found = self.query(f"#{BY_AREA[area].pane_id}")
         return found.first() if found else None
 
+    # ---- navigation: the palette, the demos and the panes send the user here
+    def jump_to_stream(self, name: str, show: bool = True) -> None:
+        if show:
+            self.show_area("streams")
+        self.pane("streams").select_stream(name)
+
+    def with_pane(self, area: str, use) -> None:
+        """Call ``use(pane)`` now, or once the area's pane is mounted."""
+        pane = self.pane(area)
+        if pane is not None:
+            use(pane)
+            return
+
+        async def when_mounted() -> None:
+            await self.materialize(area)
+            use(self.pane(area))
+
+        self.run_worker(when_mounted(), group=f"mount-{area}", exit_on_error=False)
+
+    def jump_to_consumer(self, stream: str, consumer: str, show: bool = True) -> None:
+        self.jump_to_stream(stream, show=False)
+        if show:
+            self.show_area("consumers")
+
+        def select(pane) -> None:
+            pane.stream = stream
+            pane.select_consumer(consumer)
+
+        self.with_pane("consumers", select)
+
+    def open_pull_hand(self, stream: str, consumer: str) -> None:
+        def open_on(hand) -> None:
+            hand.set_target(stream, consumer, True)
+            self.show_area("pull")
+            hand.focus_default()
+
+        self.with_pane("pull", open_on)
+
+    def jump_to_bucket(self, bucket: str) -> None:
+        self.app.pending_bucket = bucket  # the KV pane may not be mounted yet: it picks this up
+        self.show_area("kv")
+        if (pane := self.pane("kv")) is not None:
+            pane.select_bucket(bucket)
+
     # ---- the keyboard model (k9s / lazygit): Esc leaves a text field, j/k move
     def action_leave_input(self) -> None:
         focused = self.focused

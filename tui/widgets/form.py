@@ -13,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select, Static
@@ -112,7 +113,7 @@ class ModalForm(ModalScreen):
             try:
                 self.query_one(f"#field-{field_id}", FormField).set_error(message)
                 return
-            except Exception:
+            except NoMatches:  # an error about a field this form does not have
                 pass
         self.show_form_error(message)
 

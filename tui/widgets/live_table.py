@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
 
 
 class LiveTable(DataTable):
@@ -74,7 +75,7 @@ class LiveTable(DataTable):
             return None
         try:
             return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except Exception:
+        except CellDoesNotExist:
             return None
 
     def value(self, row_key: str, col: str) -> str | None:

@@ -33,6 +33,10 @@ class HeaderInfo:
     usage: AccountUsage | None = None
     monitor: str = ""  # the monitoring endpoint's URL, when known
     read_only: bool = False
+    server_name: str = ""  # on a cluster: the node the client is on
+    cluster: str = ""
+    meta_leader: str = ""  # the JetStream meta leader (from /jsz), "?" when not known
+    domain: str = ""
 
 
 # A part of a line: its variants from longest to shortest ("" drops it), its
@@ -89,6 +93,11 @@ class StatusHeader(Static):
         if info.read_only:
             line1.append(([" READ-ONLY ", " RO "], "bold reverse", 0))
         line1.append(([info.url or "…"], "bold underline", 0))
+        if info.cluster:
+            line1.append(([f"   {info.server_name} in cluster {info.cluster}", f"  {info.server_name}@{info.cluster}"],
+                          "bold", 1))
+        if info.domain:
+            line1.append(([f"   domain {info.domain}", f" dom {info.domain}"], "", 2))
         if info.version:
             line1.append(([f"   server {info.version}", f" {info.version}", ""], "", 3))
         if info.monitor:
@@ -101,6 +110,8 @@ class StatusHeader(Static):
         state = {"connected": "● connected", "disconnected": "○ disconnected — reconnecting",
                  "starting": "◌ starting", "failed": "✕ not connected"}.get(info.state, info.state)
         line2: list[Part] = [([" " + state], "bold", 0)]
+        if info.meta_leader:
+            line2.append(([f"   meta leader {info.meta_leader}", f"  leader {info.meta_leader}"], "bold", 1))
         if info.detail:
             line2.append(([f"  {info.detail}"], "", 1))
         if info.usage is not None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Label
 
-from ...client.monitor import Connection, MonitorUnreachable, fetch_connz
+from ...client.monitor import Connection, MonitorUnreachable, fetch_connz, monitor_urls
 from ...format import fmt_bytes, fmt_count
 from ...widgets.live_table import LiveTable
 from ..base import LivePane
@@ -35,29 +35,22 @@ class ConnectionsPane(LivePane):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        self._last: dict[int, tuple[float, int, int]] = {}
+        self._last: dict[tuple[str, int], tuple[float, int, int]] = {}
 
     def compose(self) -> ComposeResult:
         yield Label("Connections", id="conn-status", classes="pane-status")
         yield LiveTable(COLUMNS, id="conn-table")
 
-    def poll(self) -> None:
-        self.refresh_connz()
-
-    @work(exclusive=True, group="connz", exit_on_error=False)
-    async def refresh_connz(self) -> None:
+    async def fetch(self, client) -> None:
+        url = getattr(self.app, "monitor_url", None)
+        if not url:
+            self.post_message(self.Polled([], "no monitoring URL known (start with --monitor http://host:8222)"))
+            return
         try:
-            url = getattr(self.app, "monitor_url", None)
-            if not url:
-                self.post_message(self.Polled([], "no monitoring URL known (start with --monitor http://host:8222)"))
-                return
-            try:
-                self.post_message(self.Polled(await fetch_connz(url)))
-            except MonitorUnreachable as exc:
-                self.post_message(self.Polled([], f"monitoring endpoint not reachable — {exc}. "
-                                                  "Start nats-server with -m 8222, or pass --monitor URL."))
-        finally:
-            self.schedule_poll()
+            self.post_message(self.Polled(await fetch_connz(url)))
+        except MonitorUnreachable as exc:  # HTTP, not NATS: said here rather than in poll_failed
+            self.post_message(self.Polled([], f"monitoring endpoint not reachable — {exc}. "
+                                              "Start nats-server with -m 8222, or pass --monitor URL."))
 
     @on(Polled)
     def show(self, event: Polled) -> None:
@@ -71,22 +64,26 @@ class ConnectionsPane(LivePane):
         stable = getattr(self.app, "stable_display", False)
         rows = {}
         client = getattr(self.app, "client", None)
-        me = client.client_id if client is not None else None
+        me = (client.client_id, client.server_id) if client is not None else None
+        several = len({c.server_id for c in event.connections}) > 1
         for c in event.connections:
-            last = self._last.get(c.cid)
+            last = self._last.get((c.server_id, c.cid))
             in_rate = out_rate = ""
             if last and now > last[0]:
                 in_rate = f"{(c.in_msgs - last[1]) / (now - last[0]):.0f}"
                 out_rate = f"{(c.out_msgs - last[2]) / (now - last[0]):.0f}"
-            self._last[c.cid] = (now, c.in_msgs, c.out_msgs)
+            self._last[(c.server_id, c.cid)] = (now, c.in_msgs, c.out_msgs)
             counters = (fmt_count(c.in_msgs), fmt_count(c.out_msgs), in_rate, out_rate,
                         fmt_bytes(c.in_bytes), fmt_bytes(c.out_bytes), fmt_bytes(c.pending_bytes))
             if stable:  # pictures: the app's own polls move these with timing
                 counters = ("-",) * len(counters)
-            rows[str(c.cid)] = (
-                "-" if stable else c.cid, f"{c.name or '-'} ◀ you" if c.cid == me else c.name or "-", c.lang, c.version, "-" if stable else c.address, c.subscriptions,
+            you = me is not None and c.cid == me[0] and (not c.server_id or c.server_id == me[1])
+            rows[f"{c.server_id[:8]}:{c.cid}" if several else str(c.cid)] = (
+                "-" if stable else c.cid, f"{c.name or '-'} ◀ you" if you else c.name or "-", c.lang, c.version, "-" if stable else c.address, c.subscriptions,
                 *counters, "-" if stable else c.idle,
             )
         table.sync(rows)
-        url = "http://127.0.0.1:8222" if stable else getattr(self.app, "monitor_url", "")
-        status.update(f"Connections ({len(rows)}) from {url}/connz — refreshed every second")
+        urls = monitor_urls(getattr(self.app, "monitor_url", ""))
+        source = (f"{urls[0]}/connz" if len(urls) == 1 else f"/connz of {len(urls)} servers") if not stable \
+            else "http://127.0.0.1:8222/connz"
+        status.update(f"Connections ({len(rows)}) from {source} — refreshed every second")

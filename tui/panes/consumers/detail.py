@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ...client import ConsumerSummary
 from ...format import fmt_duration
+from ..cluster import cluster_table
 
 NS = 1_000_000_000
 
@@ -87,5 +88,6 @@ def consumer_info(c: ConsumerSummary, *, stable: bool = False) -> Group:
     columns.add_column(ratio=2)
     columns.add_column(ratio=3)
     columns.add_row(Text("Configuration:", style="bold underline"), Text("State:", style="bold underline"))
-    columns.add_row(config, state)
+    cluster = cluster_table(c.cluster)
+    columns.add_row(config, Group(cluster, state) if cluster is not None else state)
     return Group(title, columns)

@@ -22,6 +22,7 @@ ERROR_FIELDS = [
     (r"ack policy|ack_policy|acknowledg", "ack_policy"),
     (r"max deliver", "max_deliver"),
     (r"max ack pending", "max_ack_pending"),
+    (r"replica", "num_replicas"),
     (r"deliver policy|start seq|start time", "deliver_policy"),
     (r"durable|consumer name|name", "name"),
 ]
@@ -60,6 +61,7 @@ class ConsumerForm(ModalForm):
         yield FormField("Filter subject (empty = whole stream)", Input(c.get("filter_subject", ""), id="filter_subject"), field_id="filter_subject")
         yield FormField("Deliver policy", Select([(p, p) for p in ("all", "new", "last", "last_per_subject")], value=c.get("deliver_policy", "all"), allow_blank=False, id="deliver_policy", disabled=fixed), field_id="deliver_policy")
         yield FormField("Max ack pending", Input(str(c.get("max_ack_pending", 1000)), id="max_ack_pending"), field_id="max_ack_pending")
+        yield FormField("Replicas (empty = as many as the stream)", Input(str(c.get("num_replicas") or ""), id="num_replicas"), field_id="num_replicas")
 
     def build_config(self) -> dict | None:
         ok = True
@@ -94,6 +96,15 @@ class ConsumerForm(ModalForm):
             config["max_ack_pending"] = parse_int(self.value("max_ack_pending"), "max ack pending", minimum=-1) or 1000
         except ValueError as exc:
             self.show_error("max_ack_pending", str(exc))
+            ok = False
+        try:
+            replicas = parse_int(self.value("num_replicas"), "replicas", minimum=0)
+            if replicas:
+                config["num_replicas"] = replicas
+            else:
+                config.pop("num_replicas", None)
+        except ValueError as exc:
+            self.show_error("num_replicas", str(exc))
             ok = False
         flt = self.value("filter_subject")
         if flt and (err := subject_error(flt, wildcards=True)) is not None:

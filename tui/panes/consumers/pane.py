@@ -92,6 +92,7 @@ class ConsumersPane(LivePane):
         # per consumer: (time, delivered count incl. redeliveries) samples -> rates
         self._last: dict[str, tuple[float, int]] = {}
         self._rates: dict[str, deque[float]] = {}
+        self._polled_stream: str | None = None
         self.raw = False  # J: the consumer's JSON as `nats consumer info -j` prints it
 
     def compose(self) -> ComposeResult:
@@ -109,22 +110,14 @@ class ConsumersPane(LivePane):
         self._update_status()
         self.schedule_poll(0.01)
 
-    def poll(self) -> None:
-        self.refresh_consumers()
+    async def fetch(self, client) -> None:
+        self._polled_stream = stream = self.stream
+        if stream:
+            self.post_message(self.Polled(stream, await client.list_consumers(stream)))
 
-    @work(exclusive=True, group="consumers-poll", exit_on_error=False)
-    async def refresh_consumers(self) -> None:
-        try:
-            client, stream = self.client, self.stream
-            if client is not None and stream:
-                try:
-                    consumers = await client.list_consumers(stream)
-                except NatsError as exc:
-                    self.post_message(self.Polled(stream, [], str(exc)))
-                else:
-                    self.post_message(self.Polled(stream, consumers))
-        finally:
-            self.schedule_poll()
+    def poll_failed(self, error: NatsError) -> None:
+        if self._polled_stream:
+            self.post_message(self.Polled(self._polled_stream, [], str(error)))
 
     def _rate(self, c: ConsumerSummary, now: float) -> str:
         # delivered consumer seq counts every delivery, redeliveries included

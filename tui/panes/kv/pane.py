@@ -97,20 +97,11 @@ class KvPane(LivePane):
             history.add_column(label, key=key)
 
     # ---- buckets ---------------------------------------------------------
-    def poll(self) -> None:
-        self.refresh_buckets()
+    async def fetch(self, client) -> None:
+        self.post_message(self.Buckets(await client.list_buckets()))
 
-    @work(exclusive=True, group="kv-poll", exit_on_error=False)
-    async def refresh_buckets(self) -> None:
-        try:
-            client = self.client
-            if client is not None:
-                try:
-                    self.post_message(self.Buckets(await client.list_buckets()))
-                except NatsError as exc:
-                    self.post_message(self.Buckets([], str(exc)))
-        finally:
-            self.schedule_poll()
+    def poll_failed(self, error: NatsError) -> None:
+        self.post_message(self.Buckets([], str(error)))
 
     @on(Buckets)
     def show_buckets(self, event: Buckets) -> None:

@@ -87,20 +87,11 @@ class ObjectsPane(LivePane):
         self.query_one("#obj-progress", ProgressBar).display = False
         self.set_interval(0.1, self._progress)
 
-    def poll(self) -> None:
-        self.refresh_stores()
+    async def fetch(self, client) -> None:
+        self.post_message(self.Stores(await client.list_object_stores()))
 
-    @work(exclusive=True, group="obj-poll", exit_on_error=False)
-    async def refresh_stores(self) -> None:
-        try:
-            client = self.client
-            if client is not None:
-                try:
-                    self.post_message(self.Stores(await client.list_object_stores()))
-                except NatsError as exc:
-                    self.post_message(self.Stores([], str(exc)))
-        finally:
-            self.schedule_poll()
+    def poll_failed(self, error: NatsError) -> None:
+        self.post_message(self.Stores([], str(error)))
 
     @on(Stores)
     def show_stores(self, event: Stores) -> None:

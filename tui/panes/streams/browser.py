@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Label, Static
+from textual.widgets.data_table import CellDoesNotExist
 
 from ...client import NatsError
 from ...format import fmt_bytes, parse_int, render_payload
@@ -165,7 +166,7 @@ class MessageBrowser(Vertical):
             try:
                 key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
                 msg = self.messages.get(int(key))
-            except Exception:
+            except (CellDoesNotExist, ValueError):  # the page was just replaced
                 msg = None
         if msg is None:
             headers.update("")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
 from ...format import fmt_bytes, fmt_duration
+from ..cluster import cluster_table
 
 if TYPE_CHECKING:
     from ...client import StreamSummary
@@ -46,6 +48,10 @@ class StreamInfoView(Static):
             self.update(Syntax(json.dumps(stream.raw, indent=2), "json", word_wrap=True,
                                background_color="default"))
             return
+        if stream.offline:
+            self.update(Text(f"{stream.name} is offline: {stream.offline}. Its state cannot be read "
+                             "until a server holding it is back.", style="bold"))
+            return
         table = Table.grid(padding=(0, 2), expand=True)
         table.add_column(ratio=1)
         table.add_column(ratio=1)
@@ -59,10 +65,14 @@ class StreamInfoView(Static):
         state = Table.grid(padding=(0, 1))
         state.add_column(style="bold")
         state.add_column()
+        cluster = cluster_table(stream.cluster)
         for key, value in stream.state.items():
             if key in ("first_ts", "last_ts"):
                 value = "--:--:--" if stable else str(value)[:19].replace("T", " ")
             state.add_row(key, Text(_value(key, value)))
         table.add_row(Text("Config", style="bold underline"), Text("State", style="bold underline"))
-        table.add_row(config, state)
+        if cluster is not None:  # first on the right: on a cluster it is what changes
+            table.add_row(config, Group(cluster, Text(""), state))
+        else:
+            table.add_row(config, state)
         self.update(table)

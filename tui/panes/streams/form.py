@@ -27,6 +27,8 @@ ERROR_FIELDS = [
     (r"per.?subject", "max_msgs_per_subject"),
     (r"max.?(msgs|messages)", "max_msgs"),
     (r"max.?bytes", "max_bytes"),
+    (r"replica|cluster|peers", "num_replicas"),
+    (r"placement|tags", "placement"),
 ]
 
 
@@ -55,7 +57,7 @@ class StreamForm(ModalForm):
         c = self.existing.config if self.existing else {}
         yield FormField("Name", Input(c.get("name", ""), placeholder="e.g. ORDERS", disabled=bool(self.existing), id="name"), field_id="name")
         yield FormField(
-            "Subjects (space or comma separated, wildcards allowed; empty = the stream's name)",
+            "Subjects (comma separated, wildcards ok; empty = the stream's name)",
             Input(" ".join(c.get("subjects") or []), placeholder="e.g. orders.>", id="subjects"),
             field_id="subjects",
         )
@@ -69,6 +71,10 @@ class StreamForm(ModalForm):
         yield FormField("Max age (e.g. 24h, 8s; empty = forever)", Input(fmt_duration(age) if age else "", id="max_age"), field_id="max_age")
         dupe = c.get("duplicate_window", 0) / NS
         yield FormField("Duplicate window (e.g. 2m)", Input(fmt_duration(dupe) if dupe else "", id="duplicate_window"), field_id="duplicate_window")
+        yield FormField("Replicas (1-5; more than 1 needs a cluster)", Input(str(c.get("num_replicas") or 1), id="num_replicas"), field_id="num_replicas")
+        tags = ", ".join((c.get("placement") or {}).get("tags") or [])
+        yield FormField("Placement tags (servers with all of them hold the replicas)",
+                        Input(tags, placeholder="e.g. region:eu, ssd", id="placement"), field_id="placement")
 
     def build_config(self) -> dict | None:
         ok = True
@@ -105,7 +111,19 @@ class StreamForm(ModalForm):
                 ok = False
         if not config.get("duplicate_window"):
             config.pop("duplicate_window", None)
-        config.setdefault("num_replicas", 1)
+        try:
+            replicas = parse_int(self.value("num_replicas"), "replicas", minimum=1) or 1
+            if replicas > 5:
+                raise ValueError("a stream has at most 5 replicas")
+            config["num_replicas"] = replicas
+        except ValueError as exc:
+            self.show_error("num_replicas", str(exc))
+            ok = False
+        tags = [t for t in re.split(r"[,\s]+", self.value("placement")) if t]
+        if tags:
+            config["placement"] = {**(config.get("placement") or {}), "tags": tags}
+        elif (config.get("placement") or {}).get("tags"):
+            config["placement"] = {k: v for k, v in config["placement"].items() if k != "tags"}
         return config if ok else None
 
     BINDINGS = ModalForm.BINDINGS + [

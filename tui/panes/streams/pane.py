@@ -35,6 +35,8 @@ COLUMNS = [
 
 
 def stream_row(s: StreamSummary) -> tuple:
+    if s.offline:  # never "0 messages": nothing is known while its servers are gone
+        return (s.name, "-", "offline", "-", "-", "-", "-", "-", "-")
     return (
         s.name, ", ".join(s.subjects) or "-", fmt_count(s.messages), fmt_bytes(s.bytes),
         s.first_seq, s.last_seq, s.consumer_count, s.storage, s.retention,
@@ -104,22 +106,11 @@ class StreamsPane(LivePane):
         if event.pane.id == "stream-messages-tab":
             await self.mount_browser()
 
-    def poll(self) -> None:
-        self.refresh_streams()
+    async def fetch(self, client) -> None:
+        self.post_message(self.Polled(await client.list_streams()))
 
-    @work(exclusive=True, group="streams-poll", exit_on_error=False)
-    async def refresh_streams(self) -> None:
-        try:
-            client = self.client
-            if client is not None:
-                try:
-                    streams = await client.list_streams()
-                except NatsError as exc:
-                    self.post_message(self.Polled([], str(exc)))
-                else:
-                    self.post_message(self.Polled(streams))
-        finally:
-            self.schedule_poll()
+    def poll_failed(self, error: NatsError) -> None:
+        self.post_message(self.Polled([], str(error)))
 
     @on(Polled)
     def show_streams(self, event: Polled) -> None:

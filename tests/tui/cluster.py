@@ -1,0 +1,98 @@
+"""A 3-node nats-server cluster with JetStream on 127.0.0.1, for the workbench's
+cluster tests: routes between the nodes, a monitoring port each, and a way to
+kill one node (SIGKILL) and start it again."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import nats
+import nats.errors
+
+from .conftest import _wait_for_info, free_port
+
+
+class Node:
+    def __init__(self, name: str, store: Path, cluster_port: int, routes: list[int]):
+        self.name = name
+        self.store = store
+        self.port = free_port()
+        self.http_port = free_port()
+        self.cluster_port = cluster_port
+        self.routes = routes
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        routes = ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)
+        cmd = [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(self.port),
+               "-m", str(self.http_port), "-js", "-sd", str(self.store), "-n", self.name,
+               "--cluster_name", "C1", "--cluster", f"nats://127.0.0.1:{self.cluster_port}", "--routes", routes]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_info(self.port, self.proc)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+
+
+class Cluster:
+    def __init__(self, root: Path, size: int = 3):
+        cluster_ports = [free_port() for _ in range(size)]
+        self.nodes = []
+        for i in range(size):
+            store = root / f"n{i + 1}"
+            store.mkdir(parents=True)
+            others = [p for j, p in enumerate(cluster_ports) if j != i]
+            self.nodes.append(Node(f"n{i + 1}", store, cluster_ports[i], others))
+        for node in self.nodes:
+            node.start()
+
+    @property
+    def urls(self) -> str:
+        return ",".join(n.url for n in self.nodes if n.proc is not None)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+    def wait_for_meta_leader(self, timeout: float = 20.0) -> None:
+        """JetStream answers once the nodes elected a meta leader."""
+        async def probe() -> bool:
+            nc = await nats.connect(self.urls.split(","), connect_timeout=1, max_reconnect_attempts=1)
+            try:
+                await nc.jetstream().account_info()
+                return True
+            except (nats.errors.Error, asyncio.TimeoutError):  # no meta leader yet: try again
+                return False
+            finally:
+                await nc.close()
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if asyncio.run(probe()):
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the cluster elected no JetStream meta leader")
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()

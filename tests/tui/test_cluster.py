@@ -1,0 +1,118 @@
+"""The workbench on a 3-node nats-server cluster started by the test: the
+header names the node, the cluster and the meta leader; an R3 stream made in
+the form; its leader killed: the info shows the new leader and the old one's
+lag, and the header the URL of the node the app moved to."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import nats
+import pytest
+from textual.widgets import Input
+
+from natslab.tui.app import NatslabApp
+from natslab.tui.client import ConnectOptions
+from natslab.tui.panes.streams import StreamsPane
+
+from .cluster import Cluster
+from .conftest import screen_text, wait_for
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path / "cluster")
+    try:
+        c.wait_for_meta_leader()
+        yield c
+    finally:
+        c.stop()
+
+
+async def stream_leader(nc, name: str) -> str | None:
+    info = json.loads((await nc.request(f"$JS.API.STREAM.INFO.{name}", b"", timeout=3)).data)
+    return (info.get("cluster") or {}).get("leader")
+
+
+async def test_r3_stream_from_the_form_survives_its_leader(cluster):
+    n1 = cluster.node("n1")
+    monitors = ",".join(f"http://127.0.0.1:{n.http_port}" for n in cluster.nodes)
+    # the app starts on n1 only; it learns the other nodes from n1's INFO
+    app = NatslabApp(connect=ConnectOptions(url=n1.url, connect_timeout=1, reconnect_time_wait=0.2),
+                     monitor_url=monitors, remember_theme=False)
+    outside = await nats.connect(cluster.node("n2").url, connect_timeout=2, max_reconnect_attempts=2)
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
+            await wait_for(pilot, lambda: app.header_info.meta_leader not in ("", "?"), timeout=8, what="meta leader")
+            header = str(app.screen.query_one("#header").render())
+            assert "n1 in cluster C1" in header and f"meta leader {app.header_info.meta_leader}" in header
+
+            await pilot.press("n")
+            await wait_for(pilot, lambda: app.screen.query("#num_replicas"), what="stream form")
+            await pilot.press(*"ORDERS", "tab", *"orders.>")
+            app.screen.query_one("#num_replicas", Input).value = "3"
+            form = app.screen
+            await pilot.click("#form-submit")
+            await wait_for(pilot, lambda: app.screen is not form, timeout=8,
+                           what=f"the form to close ({screen_text(app)[-600:]})")
+            streams = app.main_screen.query_one(StreamsPane)
+            await wait_for(pilot, lambda: "ORDERS" in streams.streams, timeout=8, what="ORDERS listed")
+            assert streams.streams["ORDERS"].config["num_replicas"] == 3
+
+            # make n1, the app's node, the stream's leader too, then kill it
+            if await stream_leader(outside, "ORDERS") != "n1":
+                await outside.request("$JS.API.STREAM.LEADER.STEPDOWN.ORDERS",
+                                      json.dumps({"placement": {"preferred": "n1"}}).encode(), timeout=5)
+            for _ in range(50):
+                if await stream_leader(outside, "ORDERS") == "n1":
+                    break
+                await asyncio.sleep(0.2)
+            js = outside.jetstream()
+            for i in range(3):
+                await js.publish("orders.new", f"order {i}".encode())
+            app.jump_to_stream("ORDERS")
+            await wait_for(pilot, lambda: streams.streams["ORDERS"].cluster.get("leader") == "n1",
+                           timeout=8, what="n1 leads ORDERS")
+            await wait_for(pilot, lambda: "replica n2" in screen_text(app), what="replicas in the info")
+
+            n1.kill()
+            await wait_for(pilot, lambda: app.header_info.state == "connected"
+                           and app.header_info.url != n1.url and app.header_info.server_name != "n1",
+                           timeout=15, what="the app moved to another node")
+            assert app.header_info.url == app.client.server_summary().client_url
+            assert f"{app.header_info.server_name} in cluster C1" in str(app.screen.query_one("#header").render())
+            for attempt in range(60):  # the remaining nodes elect a new leader (~7 s)
+                try:
+                    await js.publish("orders.new", b"after failover", timeout=1)
+                    break
+                except (nats.errors.Error, asyncio.TimeoutError):
+                    await asyncio.sleep(0.3)
+            await wait_for(pilot, lambda: streams.streams["ORDERS"].cluster.get("leader") not in (None, "", "n1"),
+                           timeout=20, what="a new leader")
+            new_leader = streams.streams["ORDERS"].cluster["leader"]
+            await wait_for(pilot, lambda: f"leader           {new_leader}" in screen_text(app)
+                           or f"leader {new_leader}" in " ".join(screen_text(app).split()), what="new leader shown")
+            await wait_for(pilot, lambda: "replica n1" in screen_text(app) and "lag" in screen_text(app),
+                           timeout=10, what="the old leader's lag")
+            await app.shutdown()
+    finally:
+        await outside.close()
+
+
+def test_a_stream_the_list_names_as_missing_shows_offline_not_zero_messages():
+    from rich.console import Console
+
+    from natslab.tui.client.models import StreamSummary
+    from natslab.tui.panes.cluster import cluster_table
+    from natslab.tui.panes.streams.pane import stream_row
+
+    gone = StreamSummary.unreachable("R1", "no answer from its leader")
+    assert stream_row(gone)[2] == "offline" and "0" not in stream_row(gone)
+    console = Console(width=100, record=True)
+    console.print(cluster_table({"name": "C1", "leader": "n3", "replicas": [
+        {"name": "n1", "current": False, "active": 0, "lag": 8, "offline": True},
+        {"name": "n2", "current": False, "active": 2_500_000_000, "lag": 3}]}))
+    text = console.export_text()
+    assert "replica n1 offline" in " ".join(text.split()) and "lag 3, last seen 2.5s ago" in text
