@@ -242,6 +242,13 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
                     o.sync_always = True
                 else:
                     o.sync_interval = parse_duration(si)
+            batch = (js.get("limits") or {}).get("batch") or {}
+            for key, attr in (("max_inflight_per_stream", "batch_max_inflight_per_stream"),
+                              ("max_inflight_total", "batch_max_inflight_total"), ("max_msgs", "batch_max_msgs")):
+                if int(batch.get(key) or 0) > 0:  # as in nats-server, 0 keeps the default
+                    setattr(o, attr, int(batch[key]))
+            if batch.get("timeout"):
+                o.batch_timeout = parse_duration(batch["timeout"])
         elif js is not None:
             o.jetstream = bool(js)
     except (TypeError, ValueError) as e:
