@@ -465,8 +465,7 @@ async def test_atomic_batch_headers_refused_without_allow_atomic(nc, js):
     assert (await js.stream_info("AB")).state.messages == 1
 
 
-@pytest.mark.parametrize("field, value", [("allow_atomic", True), ("allow_batched", True),
-                                          ("allow_msg_counter", True), ("allow_msg_schedules", True)])
+@pytest.mark.parametrize("field, value", [("allow_batched", True)])
 async def test_unimplemented_stream_features_are_refused(server, nc, field, value):
     """Documented difference (README): nats-server implements these; natslab
     refuses them with an error instead of accepting and ignoring them."""

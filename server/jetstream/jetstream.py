@@ -4,6 +4,8 @@ subscription, API counters and account info."""
 
 from __future__ import annotations
 
+import errno
+
 import logging
 import shutil
 from pathlib import Path
@@ -122,6 +124,8 @@ class JetStream:
                 st.start()
                 restore_consumers(st, d / "obs")
                 self.logger.info("Restored stream %s: %d messages", cfg["name"], store.state().messages)
+                if getattr(store, "read_only", None):
+                    self.logger.error("Stream %s is read-only: %s", cfg["name"], store.read_only)
             except (CorruptStateError, KeyError, ValueError, OSError) as e:
                 self.logger.error("Could not restore stream from %s: %s", d, e)
         # mirrors and sources once every origin is back
@@ -169,15 +173,49 @@ class JetStream:
             return existing, True
         self.check_overlap(cfg)
         d = self.stream_dir(cfg["name"])
-        if cfg["storage"] == "file" and d.exists():
-            shutil.rmtree(d, ignore_errors=True)
-        store = self._make_store(cfg, d)
+        adopted = cfg["storage"] == "file" and d.exists()
+        if adopted:
+            # a directory no stream was restored from (its meta.json garbled
+            # or missing, or its store unreadable): as nats-server, the new
+            # stream takes over the messages in it; nothing in it is removed
+            self._set_aside_meta(d)
+        try:
+            store = self._make_store(cfg, d)
+        except (OSError, ValueError) as e:
+            self.logger.error("Could not create stream %s: %s", cfg["name"], e)
+            if isinstance(e, ValueError) or e.errno in (errno.EINVAL, errno.ENAMETOOLONG):
+                # a name the file system will not take as a directory (a NUL:
+                # ValueError from Python, EINVAL from Go) fails here, as on
+                # the real server, before anything is written
+                raise errors.stream_store_create_failed() from None
+            raise errors.stream_create(str(e)) from None
         st = Stream(self, cfg, now_ns(), store)
+        try:
+            self.save_stream_meta(st)
+        except OSError as e:
+            self.logger.error("Could not create stream %s: %s", cfg["name"], e)
+            if adopted:
+                store.close()
+            else:
+                store.delete()  # made just now: holds nothing
+            raise errors.stream_create(str(e)) from None
+        if adopted:
+            n = store.state().messages
+            self.logger.warning("Stream %s took over %d messages found in %s", st.name, n, d)
         self.streams[st.name] = st
-        self.save_stream_meta(st)
         st.start()
         sourcing.stream_started(self, st)
         return st, True
+
+    def _set_aside_meta(self, d: Path) -> None:
+        """A meta.json that could not be read is kept (renamed), never overwritten."""
+        meta = d / STREAM_META
+        try:
+            read_json_checked(meta, None)
+        except (CorruptStateError, OSError) as e:
+            aside = meta.with_name(f"{STREAM_META}.corrupt-{now_ns()}")
+            self.logger.warning("Stream directory %s: %s; kept as %s", d, e, aside.name)
+            meta.rename(aside)
 
     def update_stream(self, raw: dict) -> Stream:
         name = raw.get("name") if isinstance(raw, dict) else None

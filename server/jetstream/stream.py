@@ -12,7 +12,7 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import errors, headers, transform
+from . import batch, counters, errors, headers, schedules, transform
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
@@ -61,6 +61,8 @@ class Stream(ExpiryMixin):
         self._direct = None  # the DIRECT.GET responder, made on first use
         self.followers: list = []  # sourcing.Links that copy from this stream
         self.links = None  # sourcing.Links: this stream's mirror or sources
+        self._batches: batch.AtomicBatches | None = None  # open atomic batches, made on first use
+        self._scheduler: schedules.Scheduler | None = None  # with allow_msg_schedules
 
     @property
     def config(self) -> dict:
@@ -88,16 +90,24 @@ class Stream(ExpiryMixin):
         self._itr = transform.new(st["src"], st["dest"]) if st else None
         rp = cfg.get("republish")
         self._republish = RePublisher(self, rp) if rp and rp.get("dest") else None
+        self._counter = bool(cfg.get("allow_msg_counter"))
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
         srv = self.js.server
+        batch.recover(self)
         for subj in self.config["subjects"]:
             self._subs.append(srv.subscribe_internal(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
             self._rebuild_dedupe()
             self._rebuild_ttls()
         self._arm_age_timer()
+        self._start_scheduler()
+
+    def _start_scheduler(self) -> None:
+        if self.config.get("allow_msg_schedules") and self._scheduler is None:
+            self._scheduler = schedules.Scheduler(self)
+            self._scheduler.rebuild()
 
     def stop(self) -> None:
         self.closed = True
@@ -108,6 +118,10 @@ class Stream(ExpiryMixin):
         for t in (self._age_timer, self._ttl_timer):
             if t:
                 t.cancel()
+        if self._batches is not None:
+            self._batches.drop_all()
+        if self._scheduler is not None:
+            self._scheduler.stop()
         for c in list(self.consumers.values()):
             c.stop()
 
@@ -121,6 +135,9 @@ class Stream(ExpiryMixin):
             self._subs = [srv.subscribe_internal(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
         self._enforce_limits_all()
         self._arm_age_timer()
+        if self._batches is not None and not cfg.get("allow_atomic"):
+            self._batches.drop_all()
+        self._start_scheduler()
 
     # -- publish path --------------------------------------------------------
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -140,6 +157,9 @@ class Stream(ExpiryMixin):
         except ApiError as e:
             if reply and self._ack:
                 self._reply(reply, self._pub_error(e), False)
+        except OSError as e:  # the store could not write (it has said so): the publisher hears why
+            if reply and self._ack:
+                self._reply(reply, self._pub_error(errors.stream_store_failed(str(e))), False)
         except Exception:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
 
@@ -181,6 +201,7 @@ class Stream(ExpiryMixin):
         ttl = 0
         ttl_err = False
         rollup = ""
+        incr = None
         # the size limits come first, before any header is looked at, as on
         # the real server (its inbound path checks them pre-emptively)
         hlen = len(hdr) if hdr else 0
@@ -193,10 +214,13 @@ class Stream(ExpiryMixin):
             # read, checked and ordered as the real server's processJetStreamMsg
             # does; an empty value counts as no header
             value = headers.value
-            if not sourced and value(hdr, b"Nats-Batch-Id"):
-                # atomic batch publish (2.12) is not implemented: every
-                # stream behaves as one without allow_atomic
-                raise errors.atomic_publish_disabled()
+            batch_id = value(hdr, b"Nats-Batch-Id")
+            if batch_id and not sourced:
+                if self._batches is None:
+                    self._batches = batch.AtomicBatches(self)
+                return self._batches.on_message(subject, reply, hdr, payload, batch_id)
+            if hdr.find(counters.INCR) >= 0:
+                incr = counters.check_headers(self, hdr, payload)
             es = value(hdr, b"Nats-Expected-Stream")
             if es and es != self.name:
                 raise errors.expected_stream_mismatch()
@@ -223,8 +247,10 @@ class Stream(ExpiryMixin):
                 last = self.store.state().last_seq
                 if headers.go_uint64(els) != last:
                     raise errors.wrong_last_sequence(last)
+            if hdr.find(b"Nats-Schedul") >= 0:  # Nats-Schedule*, Nats-Scheduler
+                hdr, _ = schedules.check_publish(self, subject, hdr, None)
             if not sourced and b"Nats-Stream-Source" in hdr and value(hdr, b"Nats-Stream-Source"):
-                raise errors.message_source_header_not_allowed()
+                raise errors.message_source_header_not_allowed()  # only a stream's own sourcing sets it
             msg_id = value(hdr, b"Nats-Msg-Id")
             if msg_id and sourced != MIRRORED:  # a mirror keeps what its origin kept
                 dup = self._check_dup(msg_id)
@@ -244,6 +270,25 @@ class Stream(ExpiryMixin):
                     raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
                 if not allowed:
                     rollup = ""  # a copied rollup applies only where rollups are allowed
+        ack_tail = b"}"
+        if self._counter:
+            if incr is None:
+                raise errors.msg_incr_missing()
+            payload, total = counters.apply(self, subject, hdr, incr, self.max_counter_size())
+            ack_tail = b',"val":"%d"}' % total
+        self.store_checked(subject, reply, hdr, payload, msg_id, ttl, ttl_err, rollup, ack_tail, ts)
+
+    def max_counter_size(self) -> int:
+        """What a counter message (header and new body) may not exceed."""
+        mp = self.js.server.opts.max_payload
+        return mp if self._mms < 0 else min(mp, self._mms)
+
+    def store_checked(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes, msg_id: str = "",
+                      ttl: int = 0, ttl_err: bool = False, rollup: str = "", ack_tail: bytes = b"}",
+                      ts: int = 0) -> None:
+        """Store a message whose headers were checked (by ``process_msg``, or
+        for a whole atomic batch by ``batch``), and answer ``reply`` with the
+        PubAck, ``ack_tail`` ending it (the counter value, the batch)."""
         store = self.store
         ts = ts or time_ns()
         if self._interest and not self._has_interest(subject):
@@ -251,7 +296,7 @@ class Stream(ExpiryMixin):
             store.remove(seq)
             self._record_id(msg_id, seq, ts)
             if reply and self._ack:
-                self._reply(reply, b"%s%d}" % (self._pub_ack, seq))
+                self._reply(reply, b"%s%d%s" % (self._pub_ack, seq, ack_tail))
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
@@ -278,10 +323,10 @@ class Stream(ExpiryMixin):
             self._purge(subject if rollup == "sub" else None, 0, 1)
         if rp is not None:
             self._republish.send(rp, subject, seq, ts, hdr, payload)
-        if reply and self._ack:  # self._reply, inlined on the hot path
-            ack = b"%s%d}" % (self._pub_ack, seq)
-            if not store.hold(reply, ack, True):
-                self.js.server.reply_internal(reply, ack)
+        if self._scheduler is not None:
+            schedules.after_store(self, seq, subject, hdr, ts)
+        if reply and self._ack:
+            self._reply(reply, b"%s%d%s" % (self._pub_ack, seq, ack_tail))
         if self._max_age and self._age_timer is None:
             self._arm_age_timer()
         if self.consumers:
@@ -538,10 +583,8 @@ class Stream(ExpiryMixin):
         return n
 
     def delete_msg(self, seq: int, no_erase: bool) -> None:
-        if self.config["sealed"]:
-            raise errors.stream_sealed()
-        if self.config["deny_delete"]:
-            raise errors.stream_msg_delete_failed("message delete not permitted")
+        """The store's part of STREAM.MSG.DELETE (the API checks sealed and
+        deny_delete first: those errors count in api.errors, these do not)."""
         if seq <= 0:
             raise errors.bad_request()
         if not self.remove_msg(seq):

@@ -11,15 +11,14 @@ import re
 from typing import Callable
 
 from . import errors, transform
+from .names import is_valid_asset_name
 from .shapes import STREAM_CONFIG_FIELDS, ordered
 from .subjects import collide, is_subset
 from .transform import MappingError
 
 
 def _valid_name(name) -> bool:
-    from .streamconfig import is_valid_name
-
-    return is_valid_name(name)
+    return is_valid_asset_name(name)
 
 
 def source_iname(src: dict) -> str:
