@@ -19,7 +19,7 @@ import pytest
 from nats.js import api
 from nats.js.errors import BadRequestError
 
-from conftest import connect
+from conftest import connect, listing
 
 
 async def req(nc, subject: str, body=None) -> dict:
@@ -334,11 +334,11 @@ async def test_kv_buckets_from_sources_and_mirrors(nc, js):
     for bucket in ("B", "C"):
         b = await js.key_value(bucket)
         assert (await b.get("k1")).value == b"v1b"
-        assert [e.value for e in await b.history("k1")] == [b"v1", b"v1b"]
+        assert [e.value for e in await listing(lambda: b.history("k1"))] == [b"v1", b"v1b"]
         with pytest.raises(Exception):
             await b.get("k2")  # deleted in A: deleted here too
     b = await js.key_value("B")
-    assert await b.keys() == ["k1"]
+    assert await listing(b.keys) == ["k1"]
     await kv.put("k3", b"v3")
 
     async def arrived():
@@ -398,6 +398,10 @@ async def test_sourcing_from_workqueue_and_interest_streams(js):
     await js.add_stream(name="SW", storage="memory", sources=[api.StreamSource(name="WQ", filter_subject="wq.a")])
     await js.add_stream(name="SI", storage="memory", sources=[api.StreamSource(name="IN")])
     assert await count_is(js, "SW", 3)
+
+    async def set_up():  # nats-server sets its sourcing consumers up in the background
+        return (await js.stream_info("IN")).state.consumer_count == 1
+    assert await wait_for(set_up)
     wq, inn = await js.stream_info("WQ"), await js.stream_info("IN")
     assert (wq.state.messages, wq.state.consumer_count, inn.state.messages, inn.state.consumer_count) == (6, 1, 0, 1)
     await js.publish("in.a", b"i2")

@@ -295,13 +295,9 @@ def test_core_and_context(transcripts, kind):
     assert outputs(t, "nats context rm lab -f")[0] == ""
 
 
-def test_stream_backup_restore(server, nats_cli, tmp_path, request):
+def test_stream_backup_restore(server, nats_cli, tmp_path):
     """`nats stream backup` / `restore` round trip: a stream with messages and
     a consumer comes back with both."""
-    if server.kind == "natslab":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "natslab has no $JS.API.STREAM.SNAPSHOT / STREAM.RESTORE yet (the stream-topology work builds them): "
-            "the CLI's backup waits for an answer that never comes, 'snapshot failed: context deadline exceeded'")))
     run = lambda *a: nats_cli.run(server.url, *a, timeout=30)  # noqa: E731
     assert run("stream", "add", "BK", "--subjects", "bk.>", "--defaults").returncode == 0
     assert run("pub", "bk.a", "m{{Count}}", "--count", "5").returncode == 0

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import advisories, consumerconfig, directget, errors, gojson, headers, snapshot, sourcing, streamconfig
+from . import advisories, consumerconfig, directget, errors, fields, gojson, headers, snapshot, sourcing, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
@@ -262,7 +262,7 @@ class Api:
         return d
 
     def stream_create(self, req: _Req) -> dict:
-        body = req.decode(gojson.STREAM_CONFIG_REQUEST)
+        body = req.decode(fields.STREAM_CONFIG_REQUEST)
         if body.get("name", "") != req.tokens[0]:
             raise errors.stream_name_mismatch()
         if "/" in req.tokens[0] or "\\" in req.tokens[0]:
@@ -278,7 +278,7 @@ class Api:
         return d
 
     def stream_update(self, req: _Req) -> dict:
-        body = req.decode(gojson.STREAM_CONFIG_REQUEST)
+        body = req.decode(fields.STREAM_CONFIG_REQUEST)
         # an update has its config checked (checkStreamCfg) before the name
         streamconfig.normalize(body)
         if body.get("name", "") != req.tokens[0]:
@@ -390,7 +390,7 @@ class Api:
 
     # -- consumers ------------------------------------------------------------------
     def _consumer_body(self, req: _Req) -> tuple["Stream", dict, dict]:
-        body = req.decode(gojson.CREATE_CONSUMER_REQUEST)
+        body = req.decode(fields.CREATE_CONSUMER_REQUEST)
         self._check_api_level(req)
         if body.get("stream_name", "") != req.tokens[0]:
             raise errors.stream_name_mismatch()

@@ -936,48 +936,9 @@ PRIORITY_POLICY = _enum("none", "overflow", "pinned_client", "prioritized", fmt=
 CONSUMER_ACTION = _enum("create", "update", "", fmt="unknown consumer action: {raw}")
 COMPRESSION = _Compression()
 
-PLACEMENT = Struct("Placement", {"cluster": STRING, "tags": STRINGS, "preferred": STRING})
-SUBJECT_TRANSFORM = Struct("SubjectTransformConfig", {"src": STRING, "dest": STRING})
-EXTERNAL_STREAM = Struct("ExternalStream", {"api": STRING, "deliver": STRING})
-STREAM_CONSUMER_SOURCE = Struct("StreamConsumerSource", {"name": STRING, "deliver_subject": STRING})
-STREAM_SOURCE = Struct("StreamSource", {
-    "name": STRING, "opt_start_seq": UINT64, "opt_start_time": PTIME, "filter_subject": STRING,
-    "subject_transforms": Slice(SUBJECT_TRANSFORM, "[]server.SubjectTransformConfig"),
-    "external": Ptr(EXTERNAL_STREAM), "consumer": Ptr(STREAM_CONSUMER_SOURCE),
-})
-REPUBLISH = Struct("RePublish", {"src": STRING, "dest": STRING, "headers_only": BOOL})
-STREAM_CONSUMER_LIMITS = Struct("StreamConsumerLimits", {"inactive_threshold": DURATION, "max_ack_pending": INT})
-
-STREAM_CONFIG_FIELDS = {
-    "name": STRING, "description": STRING, "subjects": STRINGS, "retention": RETENTION,
-    "max_consumers": INT, "max_msgs": INT64, "max_bytes": INT64, "max_age": DURATION,
-    "max_msgs_per_subject": INT64, "max_msg_size": INT32, "discard": DISCARD, "storage": STORAGE,
-    "num_replicas": INT, "no_ack": BOOL, "duplicate_window": DURATION, "placement": Ptr(PLACEMENT),
-    "mirror": Ptr(STREAM_SOURCE), "sources": Slice(Ptr(STREAM_SOURCE), "[]*server.StreamSource"),
-    "compression": COMPRESSION, "first_seq": UINT64, "subject_transform": Ptr(SUBJECT_TRANSFORM),
-    "republish": Ptr(REPUBLISH), "allow_direct": BOOL, "mirror_direct": BOOL,
-    "discard_new_per_subject": BOOL, "sealed": BOOL, "deny_delete": BOOL, "deny_purge": BOOL,
-    "allow_rollup_hdrs": BOOL, "consumer_limits": STREAM_CONSUMER_LIMITS, "allow_msg_ttl": BOOL,
-    "subject_delete_marker_ttl": DURATION, "allow_msg_counter": BOOL, "allow_atomic": BOOL,
-    "allow_msg_schedules": BOOL, "persist_mode": PERSIST_MODE, "allow_batched": BOOL, "metadata": STRING_MAP,
-}
-# STREAM.CREATE / STREAM.UPDATE: StreamConfig embedded, plus pedantic
-STREAM_CONFIG_REQUEST = Struct("StreamConfigRequest", dict(STREAM_CONFIG_FIELDS, pedantic=BOOL))
-
-CONSUMER_CONFIG = Struct("ConsumerConfig", {
-    "durable_name": STRING, "name": STRING, "description": STRING, "deliver_policy": DELIVER_POLICY,
-    "opt_start_seq": UINT64, "opt_start_time": PTIME, "ack_policy": ACK_POLICY, "ack_wait": DURATION,
-    "max_deliver": INT, "backoff": DURATIONS, "filter_subject": STRING, "filter_subjects": STRINGS,
-    "replay_policy": REPLAY_POLICY, "rate_limit_bps": UINT64, "sample_freq": STRING, "max_waiting": INT,
-    "max_ack_pending": INT, "flow_control": BOOL, "headers_only": BOOL, "max_batch": INT,
-    "max_expires": DURATION, "max_bytes": INT, "deliver_subject": STRING, "deliver_group": STRING,
-    "idle_heartbeat": DURATION, "inactive_threshold": DURATION, "num_replicas": INT, "mem_storage": BOOL,
-    "direct": BOOL, "sourcing": BOOL, "metadata": STRING_MAP, "pause_until": PTIME,
-    "priority_groups": STRINGS, "priority_policy": PRIORITY_POLICY, "priority_timeout": DURATION,
-})
-CREATE_CONSUMER_REQUEST = Struct("CreateConsumerRequest", {
-    "stream_name": STRING, "config": CONSUMER_CONFIG, "action": CONSUMER_ACTION, "pedantic": BOOL,
-})
+# The config structs (StreamConfig, ConsumerConfig and what they hold, and the
+# STREAM.CREATE / CONSUMER.CREATE requests) are built in fields.py, from the
+# one table per type that the response shapes use too.
 
 STREAM_INFO_REQUEST = Struct("JSApiStreamInfoRequest",
                              {"offset": INT, "deleted_details": BOOL, "subjects_filter": STRING})

@@ -10,6 +10,8 @@ import re
 import time
 from datetime import datetime
 
+from . import fields
+
 API_LEVEL = 5
 ZERO_TIME = "0001-01-01T00:00:00Z"
 NS = 1_000_000_000
@@ -119,54 +121,31 @@ def api_response(type_name: str, body: dict) -> bytes:
 
 # -- StreamConfig --------------------------------------------------------------
 
-# (json key, default echoed, omitempty) in the Go struct's order
-STREAM_CONFIG_FIELDS: list[tuple[str, object, bool]] = [
-    ("name", "", False),
-    ("description", "", True),
-    ("subjects", None, True),
-    ("retention", "limits", False),
-    ("max_consumers", -1, False),
-    ("max_msgs", -1, False),
-    ("max_bytes", -1, False),
-    ("max_age", 0, False),
-    ("max_msgs_per_subject", -1, False),
-    ("max_msg_size", -1, True),
-    ("discard", "old", False),
-    ("storage", "file", False),
-    ("num_replicas", 1, False),
-    ("no_ack", False, True),
-    ("duplicate_window", 0, True),
-    ("placement", None, True),
-    ("mirror", None, True),
-    ("sources", None, True),
-    ("compression", "none", False),
-    ("first_seq", 0, True),
-    ("subject_transform", None, True),
-    ("republish", None, True),
-    ("allow_direct", False, False),
-    ("mirror_direct", False, False),
-    ("discard_new_per_subject", False, True),
-    ("sealed", False, False),
-    ("deny_delete", False, False),
-    ("deny_purge", False, False),
-    ("allow_rollup_hdrs", False, False),
-    ("consumer_limits", None, False),
-    ("allow_msg_ttl", False, False),
-    ("subject_delete_marker_ttl", 0, True),
-    ("allow_msg_counter", False, True),
-    ("allow_atomic", False, True),
-    ("allow_msg_schedules", False, True),
-    ("persist_mode", "", True),
-    ("allow_batched", False, True),
-    ("metadata", None, True),
-]
+class FieldList(list):
+    """(json key, default echoed, omitempty) in the Go struct's order, from
+    the type's table in fields.py; ``nested``: the tables of its struct-valued
+    fields, so those are written in Go order too."""
+
+    nested: dict = {}
+
+
+def _fields(table, nested: dict | None = None) -> FieldList:
+    out = FieldList((key, default, omitempty) for key, _, default, omitempty in table)
+    keys = {key for key, _, _ in out}
+    out.nested = {k: _fields(t, nested) for k, t in (nested or {}).items() if k in keys}
+    return out
+
+
+STREAM_CONFIG_FIELDS = _fields(fields.STREAM_CONFIG, fields.NESTED)
 STREAM_CONFIG_KEYS = {k for k, _, _ in STREAM_CONFIG_FIELDS}
 
 
-def ordered(cfg: dict, fields) -> dict:
-    """The config in Go field order, omitting empty omitempty fields."""
+def ordered(cfg: dict, table) -> dict:
+    """The config in Go field order, omitting empty omitempty fields (and so
+    the struct-valued fields the table knows the fields of)."""
     out = {}
-    for key, default, omitempty in fields:
+    nested = getattr(table, "nested", None) or {}
+    for key, default, omitempty in table:
         v = cfg.get(key, default)
         if omitempty and (v is None or v is False or v == 0 or v == "" or v == [] or v == {}):
             continue
@@ -174,6 +153,10 @@ def ordered(cfg: dict, fields) -> dict:
             v = {} if key == "consumer_limits" else v
         elif key == "metadata":
             v = dict(sorted(v.items()))  # Go writes map keys sorted
+        elif key in nested:
+            sub = nested[key]
+            v = [ordered(x, sub) if isinstance(x, dict) else x for x in v] if isinstance(v, list) else (
+                ordered(v, sub) if isinstance(v, dict) else v)
         out[key] = v
     return out
 
@@ -190,43 +173,7 @@ def with_dynamic_metadata(cfg: dict, version: str) -> dict:
 
 # -- ConsumerConfig -------------------------------------------------------------
 
-CONSUMER_CONFIG_FIELDS: list[tuple[str, object, bool]] = [
-    ("durable_name", "", True),
-    ("name", "", True),
-    ("description", "", True),
-    ("deliver_policy", "all", False),
-    ("opt_start_seq", 0, True),
-    ("opt_start_time", None, True),
-    ("ack_policy", "none", False),
-    ("ack_wait", 0, True),
-    ("max_deliver", 0, True),
-    ("backoff", None, True),
-    ("filter_subject", "", True),
-    ("filter_subjects", None, True),
-    ("replay_policy", "instant", False),
-    ("rate_limit_bps", 0, True),
-    ("sample_freq", "", True),
-    ("max_waiting", 0, True),
-    ("max_ack_pending", 0, True),
-    ("flow_control", False, True),
-    ("headers_only", False, True),
-    ("max_batch", 0, True),
-    ("max_expires", 0, True),
-    ("max_bytes", 0, True),
-    ("deliver_subject", "", True),
-    ("deliver_group", "", True),
-    ("idle_heartbeat", 0, True),
-    ("inactive_threshold", 0, True),
-    ("num_replicas", 0, False),
-    ("mem_storage", False, True),
-    ("direct", False, True),
-    ("sourcing", False, True),
-    ("metadata", None, True),
-    ("pause_until", None, True),
-    ("priority_groups", None, True),
-    ("priority_policy", "", True),
-    ("priority_timeout", 0, True),
-]
+CONSUMER_CONFIG_FIELDS = _fields(fields.CONSUMER_CONFIG)
 CONSUMER_CONFIG_KEYS = {k for k, _, _ in CONSUMER_CONFIG_FIELDS}
 
 

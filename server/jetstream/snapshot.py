@@ -30,7 +30,7 @@ import logging
 import secrets
 from typing import TYPE_CHECKING
 
-from . import errors, gojson, headers, s2, streamconfig
+from . import errors, fields, gojson, headers, s2, streamconfig
 from .errors import ApiError
 from .shapes import (CONSUMER_CONFIG_FIELDS, STREAM_CONFIG_FIELDS, dumps, now_ns, ordered, parse_rfc3339, rfc3339,
                      with_dynamic_metadata)
@@ -250,7 +250,7 @@ class _SnapshotSender:
 
 _U64S = gojson.Slice(gojson.UINT64, "[]uint64")
 RESTORE_REQUEST = gojson.Struct("JSApiStreamRestoreRequest", {
-    "config": gojson.Struct("StreamConfig", gojson.STREAM_CONFIG_FIELDS),
+    "config": fields.struct("StreamConfig", fields.STREAM_CONFIG),
     # read as nats-server reads it, and not needed: the archive carries the state
     "state": gojson.Struct("StreamState", {
         "messages": gojson.UINT64, "bytes": gojson.UINT64, "first_seq": gojson.UINT64, "first_ts": gojson.TIME,

@@ -113,7 +113,10 @@ class Link:
             return
         self.origin = origin
         self.err = None
-        self.ident = identity(origin.created)
+        ident = identity(origin.created)
+        if self.ident and ident != self.ident and not self.mirror:
+            self.sseq = 0  # the origin was deleted and made anew: its sequences start over
+        self.ident = ident
         if self not in origin.followers:
             origin.followers.append(self)
         if not self.sseq:
@@ -221,8 +224,6 @@ class Link:
                 self.sseq = sm.seq
             else:
                 self.origin_stored()  # more to do: next turn
-            pending = self._pending()
-            self.lag = pending - 1 if pending > 0 else 0
         except Exception:
             log.exception("stream %s: copying from %s failed", target.name, self.name)
 
@@ -270,6 +271,11 @@ class Link:
     # -- info ------------------------------------------------------------------
     def info(self) -> dict:
         """StreamSourceInfo."""
+        if self.last and self.origin is not None and not self.origin.closed:
+            # what is left to copy, as nats-server reads it off its consumer's
+            # num_pending (counted here when asked, not per message)
+            pending = self._pending()
+            self.lag = pending - 1 if pending > 0 else 0
         d = {"name": self.name, "lag": self.lag}
         if not self.mirror and self.sseq:
             d["seq"] = self.sseq  # the highest origin sequence sourced

@@ -12,6 +12,7 @@ from typing import Callable
 
 from . import errors, transform
 from .names import is_valid_asset_name
+from .shapes import STREAM_CONFIG_FIELDS, ordered
 from .subjects import collide, is_subset
 from .transform import MappingError
 
@@ -49,23 +50,14 @@ def go_time_echo(s: str) -> str:
 
 
 def _canonical_source(src: dict | None) -> dict | None:
-    """A StreamSource with its omitempty fields dropped and its time as Go
-    echoes it, so two configs compare as nats-server compares them."""
+    """A StreamSource as nats-server holds it: Go field order, its omitempty
+    fields dropped when empty, its time as Go echoes it (so two configs
+    compare as nats-server compares them)."""
     if src is None:
         return None
-    out = {"name": src.get("name", "")}
-    if src.get("opt_start_seq"):
-        out["opt_start_seq"] = src["opt_start_seq"]
-    if src.get("opt_start_time"):
-        out["opt_start_time"] = go_time_echo(src["opt_start_time"])
-    if src.get("filter_subject"):
-        out["filter_subject"] = src["filter_subject"]
-    if src.get("subject_transforms"):
-        out["subject_transforms"] = [{"src": t.get("src", ""), "dest": t.get("dest", "")}
-                                     for t in src["subject_transforms"]]
-    for k in ("external", "consumer"):
-        if src.get(k) is not None:
-            out[k] = dict(src[k])
+    out = ordered(src, STREAM_CONFIG_FIELDS.nested["sources"])
+    if out.get("opt_start_time"):
+        out["opt_start_time"] = go_time_echo(out["opt_start_time"])
     return out
 
 
