@@ -172,3 +172,67 @@ async def test_fast_batch_limits_and_timeout(short_batches):
         ]
     finally:
         await nc.close()
+
+
+async def test_fast_batch_odd_replies_and_api_levels(nc, js):
+    """Reply subjects that are not quite a fast batch, and Nats-Required-Api-Level
+    on fast and atomic batches: the same answers as nats-server, never a crash."""
+    await req(nc, "$JS.API.STREAM.CREATE.F", {"name": "F", "subjects": ["f.>"], "allow_batched": True,
+                                              "allow_atomic": True})
+    got = []
+
+    async def cb(m):
+        got.append((m.subject, m.data.decode()))
+
+    await nc.subscribe("in.>", cb=cb)
+    await nc.flush()
+    await nc.flush()
+    for reply in ["in.a.--5.fail.1.0.$FI", "in.b.-5.fail.1.0.$FI", "in.c.x.fail.1.0.$FI", "in.d.99999999.ok.1.0.$FI",
+                  "in.e.5.maybe.1.0.$FI", "in.f.5.ok.0.0.$FI", "in.g.5.ok.1.9.$FI", "in.h.5.ok.2.0.$FI",
+                  "in.i.5.ok.1.1.$FI", "in.j.5.ok.18446744073709551615.1.$FI", "in.$FI", "in.k.5.ok.1.0.$FI",
+                  "in..5.ok.1.0.$FI", "in.5.ok.1.0.$FI"]:
+        await nc.publish("f.1", b"x", reply=reply)
+        await nc.flush()
+        await asyncio.sleep(0.03)
+    for i, level in enumerate(("+-5", "+1", "6", "x")):
+        h = {"Nats-Required-Api-Level": level}
+        await nc.publish("f.1", b"x", reply="in.l%d.5.ok.1.0.$FI" % i, headers=h)
+        await nc.flush()
+        await asyncio.sleep(0.03)
+        await nc.publish("f.1", b"x", reply="in.atom%d" % i,
+                         headers={"Nats-Batch-Id": "z%d" % i, "Nats-Batch-Sequence": "1", **h})
+        await nc.flush()
+        await asyncio.sleep(0.03)
+    expected = [
+        ('in.a.--5.fail.1.0.$FI', '{"type":"ack","seq":0,"msgs":10}'),
+        ('in.b.-5.fail.1.0.$FI', '{"type":"ack","seq":0,"msgs":1}'),
+        ('in.b.-5.fail.1.0.$FI', '{"type":"ack","seq":1,"msgs":2}'),
+        ('in.c.x.fail.1.0.$FI', '{"type":"ack","seq":0,"msgs":1}'),
+        ('in.c.x.fail.1.0.$FI', '{"type":"ack","seq":1,"msgs":2}'),
+        ('in.d.99999999.ok.1.0.$FI', '{"type":"ack","seq":0,"msgs":1}'),
+        ('in.d.99999999.ok.1.0.$FI', '{"type":"ack","seq":1,"msgs":2}'),
+        ('in.e.5.maybe.1.0.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.f.5.ok.0.0.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.g.5.ok.1.9.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.h.5.ok.2.0.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.i.5.ok.1.1.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.j.5.ok.18446744073709551615.1.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.k.5.ok.1.0.$FI', '{"type":"ack","seq":0,"msgs":1}'),
+        ('in.k.5.ok.1.0.$FI', '{"type":"ack","seq":1,"msgs":2}'),
+        ('in.5.ok.1.0.$FI', '{"error":{"code":400,"err_code":10206,"description":"batch publish pattern is invalid"},"stream":"F","seq":0}'),
+        ('in.l0.5.ok.1.0.$FI', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
+        ('in.atom0', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
+        ('in.l1.5.ok.1.0.$FI', '{"type":"ack","seq":0,"msgs":1}'),
+        ('in.l1.5.ok.1.0.$FI', '{"type":"ack","seq":1,"msgs":2}'),
+        ('in.atom1', ''),
+        ('in.l2.5.ok.1.0.$FI', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
+        ('in.atom2', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
+        ('in.l3.5.ok.1.0.$FI', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
+        ('in.atom3', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
+    ]
+    for _ in range(20):
+        if len(got) >= len(expected):
+            break
+        await asyncio.sleep(0.05)
+    assert got == expected

@@ -26,6 +26,7 @@ processJetStreamAtomicBatchMsg and checkMsgHeadersPreClusteredProposal."""
 from __future__ import annotations
 
 import logging
+import re
 import weakref
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,15 @@ ADV_ABANDONED = "$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED"
 
 # open batches per JetStream (server), for the server-wide inflight limit
 _inflight_total: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
+
+
+def api_level_too_high(hdr: bytes) -> bool:
+    """errorOnRequiredApiLevel: Nats-Required-Api-Level is not a number
+    (strconv.Atoi) or above this server's API level."""
+    lvl = headers.value(hdr, headers.REQUIRED_API_LEVEL.encode())
+    if not re.fullmatch(r"[+-]?[0-9]+", lvl):
+        return True
+    return int(lvl) > API_LEVEL
 
 
 def go_parse_uint(v: str) -> int | None:
@@ -127,8 +137,7 @@ class AtomicBatches:
             self._drop(batch_id)
             raise errors.atomic_publish_invalid_commit()
         if headers.value(hdr, headers.REQUIRED_API_LEVEL.encode()):
-            lvl = headers.value(hdr, headers.REQUIRED_API_LEVEL.encode())
-            if not (lvl.lstrip("+-").isdigit() and lvl.isascii()) or int(lvl) > API_LEVEL:
+            if api_level_too_high(hdr):
                 self._drop(batch_id, "unsupported")
                 raise errors.required_api_level()
             hdr = headers.remove(hdr, headers.REQUIRED_API_LEVEL)

@@ -23,13 +23,11 @@ def parse_ttl(value: str) -> int:
     try:
         dur = parse_go_duration(value)
     except ValueError:
-        try:
-            t = int(value)
-        except ValueError:
+        # parseInt64: ASCII digits only (Python's int() would also take a
+        # sign, spaces and underscores)
+        if not (value.isascii() and value.isdigit()):
             raise errors.msg_ttl_invalid() from None
-        if t < 0:
-            raise errors.msg_ttl_invalid() from None
-        return t
+        return int(value)
     if dur < NS:
         raise errors.msg_ttl_invalid()
     return dur // NS

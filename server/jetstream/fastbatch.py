@@ -23,7 +23,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from . import errors, headers
-from .batch import API_LEVEL, MAX_ID_LEN, TIMEOUT, Staged, check_message
+from .batch import MAX_ID_LEN, TIMEOUT, Staged, api_level_too_high, check_message
 from .errors import ApiError
 from .shapes import dumps
 
@@ -63,7 +63,7 @@ def parse_reply(reply: str) -> Parsed | None:
     if gap not in ("ok", "fail"):
         return None
     p.gap_ok = gap == "ok"
-    f = int(flow) if flow.lstrip("-").isdigit() and flow.isascii() else 0  # parseInt64: -1 for junk
+    f = int(flow) if flow.isascii() and flow.isdigit() else -1  # parseInt64: digits only, -1 otherwise
     p.flow = 10 if f <= 0 else min(f, 65535)
     p.id = batch_id
     return p
@@ -123,8 +123,7 @@ class FastBatches:
             b = self.open[p.id] = _Fast(p.gap_ok, p.flow)
             b.ack_messages = min(FLOW_MAX, b.max_ack) if len(self.open) == 1 else 1
         if hdr and headers.value(hdr, headers.REQUIRED_API_LEVEL.encode()):
-            lvl = headers.value(hdr, headers.REQUIRED_API_LEVEL.encode())
-            if not (lvl.lstrip("+-").isdigit() and lvl.isascii()) or int(lvl) > API_LEVEL:
+            if api_level_too_high(hdr):
                 self._drop(p.id)
                 raise errors.required_api_level()
             hdr = headers.remove(hdr, headers.REQUIRED_API_LEVEL)

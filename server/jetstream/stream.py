@@ -33,6 +33,7 @@ SOURCED, MIRRORED = 1, 2  # process_msg's ``sourced``: copied from a source / fo
 _ERR_MAX_MSGS = "maximum messages exceeded"
 _ERR_MAX_BYTES = "maximum bytes exceeded"
 _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
+_FAST_BATCH = fastbatch.SUFFIX
 
 
 class Stream(ExpiryMixin):
@@ -224,7 +225,7 @@ class Stream(ExpiryMixin):
             raise errors.stream_msg_too_big()
         if hlen > 65535:
             raise errors.header_too_big()
-        if reply.endswith(fastbatch.SUFFIX):  # the reply names a fast batch
+        if reply.endswith(_FAST_BATCH):  # the reply names a fast batch
             if self._fast is None:
                 self._fast = fastbatch.FastBatches(self)
             return self._fast.on_message(subject, reply, hdr, payload)
