@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 import random
-import secrets
 import socket
 import time
 from dataclasses import dataclass, field
@@ -54,7 +54,7 @@ class ServerOptions:
 
 def _server_id() -> str:
     # nats-server ids are 56-char base32 nkeys starting with N
-    raw = base64.b32encode(secrets.token_bytes(35)).decode().rstrip("=")
+    raw = base64.b32encode(os.urandom(35)).decode().rstrip("=")
     return ("N" + raw)[:56]
 
 
@@ -212,6 +212,8 @@ class Server:
     def check_auth(self, opts: dict):
         """False when the credentials are wrong; otherwise the matched user's
         entry (a dict, possibly with ``permissions``) or True."""
+        import secrets  # (only with auth: it pulls in hashlib and OpenSSL)
+
         o = self.opts
         if o.token:
             return secrets.compare_digest(str(opts.get("auth_token") or ""), o.token)
@@ -378,11 +380,15 @@ class Server:
 
     # -- routing (the hot path) ------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        # internal subscribers (JetStream) may ask who sent what they handle
-        self.current_publisher = pub
         r = self._match_cache.get(subject)
         if r is None:
             r = self.index.match_miss(subject)
+        self.route_matched(pub, r, subject, reply, hdr, payload)
+
+    def route_matched(self, pub, r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """route for a subject already matched (``r``, by the parser)."""
+        # internal subscribers (JetStream) may ask who sent what they handle
+        self.current_publisher = pub
         psubs, qgroups = r
         if not pub.internal:
             self.in_msgs += 1
