@@ -96,6 +96,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.buf = b""
         self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
         self.subs: dict[bytes, Subscription] = {}
+        self.lines: dict[bytes, tuple] = {}  # the control-line cache (see Parser._fast_pubs)
         self.out: list[bytes] = []
         self.out_size = 0
         self.dirty = False
@@ -288,6 +289,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         # a later CONNECT changes only the options it names (nats-server
         # unmarshals it into the options it already has)
         opts = self._connect_opts = {**self._connect_opts, **opts}
+        self.lines.clear()  # (echo and permissions are in its entries)
         self.verbose = bool(opts.get("verbose", True))
         self.pedantic = bool(opts.get("pedantic", True))
         self.echo = bool(opts.get("echo", True))
@@ -397,6 +399,44 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.out_size += size
         self.out_msgs += k
         self.out_bytes += nbytes
+        sub.msgs += k
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
+        if mx and sub.msgs >= mx:
+            self.remove_sub(sub)
+        if self.out_size > self.max_pending:
+            self.flush()
+
+    def deliver_payloads(self, sub: Subscription, subject: bytes, reply: bytes, size: int, payloads: list) -> None:
+        """deliver_run for a run of messages that share subject and reply,
+        without headers, each of ``size`` bytes (what a run of identical PUB
+        lines brings): the MSG line is made once and the run framed with
+        list operations."""
+        if self.closed:
+            return
+        k = len(payloads)
+        mx = sub.max
+        if mx:
+            left = mx - sub.msgs
+            if left <= 0:
+                return
+            if left < k:
+                payloads = payloads[:left]
+                k = left
+        if reply:
+            line = b"MSG %b %b %b %d\r\n" % (subject, sub.sid, reply, size)
+        else:
+            line = b"MSG %b %b %d\r\n" % (subject, sub.sid, size)
+        if k == 1:
+            self.out += (line, payloads[0], CRLF)
+        else:
+            frames = [line, b"", CRLF] * k
+            frames[1::3] = payloads
+            self.out += frames
+        self.out_size += k * (len(line) + size + 2)
+        self.out_msgs += k
+        self.out_bytes += k * size
         sub.msgs += k
         if not self.dirty:
             self.dirty = True

@@ -65,6 +65,10 @@ class InternalClient:
         for subject, reply, hdr, payload in msgs:
             self.deliver(sub, subject, reply, hdr, payload)
 
+    def deliver_payloads(self, sub, subject: bytes, reply: bytes, size: int, payloads: list) -> None:
+        for payload in payloads:
+            self.deliver(sub, subject, reply, None, payload)
+
 
 class InternalSubscription(Subscription):
     __slots__ = ("callback", "raw", "run")

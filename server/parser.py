@@ -12,6 +12,7 @@ PUBs that follow one of its messages in the same read, in one call.
 
 from __future__ import annotations
 
+import random
 import re
 import time
 
@@ -110,8 +111,8 @@ class Parser:
         n = len(data)
         pos = 0
         # the common case, a plain PUB from a connected non-verbose,
-        # non-pedantic client, is matched by one C-level regex and routed here
-        fast = self.connected and not self.verbose and not self.pedantic and self.perms is None and self.account is None
+        # non-pedantic client, is routed by _fast_pubs
+        fast = self.connected and not self.verbose and not self.pedantic and self.account is None
         while pos < n and not self.closed:
             pend = self.pending
             if fast and pend is None:
@@ -188,24 +189,37 @@ class Parser:
                 self._op_unsub(args)
             elif op == b"CONNECT":
                 self._op_connect(line[len(args[0]) :].strip())
-                fast = self.connected and not self.verbose and not self.pedantic and self.perms is None and self.account is None
+                fast = self.connected and not self.verbose and not self.pedantic and self.account is None
             else:
                 self.protocol_error(p.ERR_UNKNOWN_OP)
         if pos < n and not self.closed:
             self.buf = data[pos:]
 
     def _fast_pubs(self, data: bytes, pos: int, n: int) -> int:
-        """Route a run of plain PUBs; return where the run ends. Anything
+        """Route plain PUBs from ``pos`` on; return where they end. Anything
         unusual (a partial line, an oversized payload, another op) is left to
-        the general loop, which gives the real server's errors."""
+        the general loop, which gives the real server's errors.
+
+        A PUB line without a reply whose subject the index caches is looked
+        up whole in the connection's control-line cache (``lines``): its entry
+        holds the payload size and everything routing needs, valid while the
+        index's generation stays. The identical lines right behind it (the
+        shape of telemetry and of every benchmark) join it, and the run goes
+        to each target in one call (``deliver_payloads``). Other PUBs (with a
+        reply, to one-off subjects) are matched one at a time."""
         srv = self.server
+        index = srv.index
         route = srv.route
+        route_matched = srv.route_matched
         cache_get = srv._match_cache.get
-        match_miss = srv.index.match_miss
+        match_miss = index.match_miss
         internal = srv.internal_client
         pub_match = _PUB_RE.match
+        startswith = data.startswith
         max_payload = srv.opts.max_payload
         max_line = p.MAX_CONTROL_LINE
+        lines = self.lines
+        perms = self.perms
         msgs = nbytes = 0
         routed = routed_bytes = 0  # (route counts those for the server itself)
         while True:
@@ -215,22 +229,95 @@ class Parser:
             subject, reply, size = m.groups()
             total = int(size)
             start = m.end()
-            end = start + total
             if total > max_payload or start - pos > max_line:
                 break
+            r = e = None
+            if reply is None:
+                line = data[pos:start]
+                e = lines.get(line)
+                if e is None or e[0] != index.gen:
+                    e = None
+                    r = cache_get(subject)
+                    if r is None:
+                        r = match_miss(subject)
+                        if cache_get(subject) is r:
+                            e = self._line_entry(line, subject, total, r)
+                    else:
+                        e = self._line_entry(line, subject, total, r)
+            if e is not None:
+                # a run of this line: one entry, one call per target
+                kind, targets = e[2], e[3]
+                end = start + total
+                if end + 2 > n:
+                    self.pending = (subject, b"", 0, total)
+                    pos = start
+                    break
+                if not startswith(b"\r\n", end):
+                    break
+                payloads = [data[start:end]]
+                step = end + 2 - pos
+                q = end + 2
+                if startswith(line, q):
+                    head = start - pos
+                    while startswith(line, q) and startswith(b"\r\n", q + step - 2) and q + step <= n:
+                        payloads.append(data[q + head : q + step - 2])
+                        q += step
+                pos = q
+                k = len(payloads)
+                msgs += k
+                nbytes += k * total
+                if kind is _PLAIN:
+                    plain, groups = targets
+                    for cl, sub in plain:
+                        cl.deliver_payloads(sub, subject, b"", total, payloads)
+                    for group in groups:
+                        _to_group(group, subject, total, payloads)
+                elif kind is _NOBODY:
+                    pass
+                elif kind is _INTERNAL:
+                    sub = targets
+                    sub.msgs += k
+                    srv.current_publisher = self
+                    for payload in payloads:
+                        try:
+                            sub.callback(subject, b"", None, payload)
+                        except Exception:
+                            srv.logger.exception("internal subscription %s failed", sub.subject.decode())
+                elif kind is _DENIED:
+                    routed += k
+                    routed_bytes += k * total
+                    err = violation("Publish", subject)
+                    for _ in payloads:
+                        self.queue_out(err)
+                else:  # _ROUTE: the router, message by message
+                    routed += k
+                    routed_bytes += k * total
+                    for payload in payloads:
+                        route(self, subject, b"", None, payload)
+                if self.closed:
+                    break
+                continue
+            # one PUB, matched on its own
+            end = start + total
             if end + 2 > n:
                 self.pending = (subject, reply or b"", 0, total)
                 pos = start
                 break
-            if data[end : end + 2] != b"\r\n":
+            if not startswith(b"\r\n", end):
                 break
             pos = end + 2
             msgs += 1
             nbytes += total
-            r = cache_get(subject)
+            if perms is not None and not perms.can_publish(subject):
+                routed += 1
+                routed_bytes += total
+                self.queue_out(violation("Publish", subject))
+                continue
             if r is None:
-                r = match_miss(subject)
-            elif r is EMPTY_RESULT and reply is None:
+                r = cache_get(subject)
+                if r is None:
+                    r = match_miss(subject)
+            if r is EMPTY_RESULT and reply is None:
                 continue
             psubs, qgroups = r
             if len(psubs) == 1 and not qgroups:
@@ -249,7 +336,7 @@ class Parser:
                             sub.callback(subject, reply or b"", None, payload)
                         else:
                             items = [(subject, reply or b"", payload)]
-                            pos = _take_run(srv.index, sub, key, run, data, pos, items)
+                            pos = _take_run(index, sub, key, run, data, pos, items)
                             k = len(items) - 1
                             msgs += k
                             sub.msgs += k
@@ -261,7 +348,7 @@ class Parser:
                     continue
             routed += 1
             routed_bytes += total
-            route(self, subject, reply or b"", None, data[start:end])
+            route_matched(self, r, subject, reply or b"", None, data[start:end])
             if self.closed:
                 break
         self.in_msgs += msgs
@@ -270,18 +357,81 @@ class Parser:
         srv.in_bytes += nbytes - routed_bytes
         return pos
 
+    def _line_entry(self, line: bytes, subject: bytes, size: int, r: tuple) -> tuple | None:
+        """The control-line cache entry for a PUB line without a reply (with
+        its CRLF), from what its subject matched (``r``): (index generation,
+        payload size, kind, targets). None for a subsystem that takes runs
+        itself."""
+        index = self.server.index
+        perms = self.perms
+        psubs, qgroups = r
+        if perms is not None and not perms.can_publish(subject):
+            kind, targets = _DENIED, None
+        elif not psubs and not qgroups:
+            kind, targets = _NOBODY, None
+        elif any(s.client.internal for s in psubs) or any(s.client.internal for g in qgroups for s in g):
+            if len(psubs) == 1 and not qgroups and psubs[0].raw:
+                if psubs[0].run is not None:
+                    return None  # (a subsystem that takes runs: the loop's way)
+                kind, targets = _INTERNAL, psubs[0]
+            else:
+                kind, targets = _ROUTE, None
+        else:
+            echo = self.echo
+            plain = tuple((s.client, s) for s in psubs if echo or s.client is not self)
+            groups = tuple(g for g in (tuple(s for s in g if echo or s.client is not self) for g in qgroups) if g)
+            kind, targets = (_PLAIN, (plain, groups)) if plain or groups else (_NOBODY, None)
+        e = (index.gen, size, kind, targets)
+        lines = self.lines
+        if len(lines) >= _LINES_MAX:
+            lines.clear()
+        lines[line] = e
+        return e
+
+
+# kinds of control-line cache entries (compared by identity)
+_PLAIN = "plain"  # client subscriptions and queue groups only: runs go to each
+_NOBODY = "nobody"  # nothing listens (and no reply to answer)
+_INTERNAL = "internal"  # one subsystem's subscription alone (a stream's subject)
+_DENIED = "denied"  # the publisher may not publish there
+_ROUTE = "route"  # a mix of clients and subsystems: the router, message by message
+_LINES_MAX = 1024  # control lines cached per connection
+
+
+def _to_group(group: tuple, subject: bytes, size: int, payloads: list) -> None:
+    """A run for a queue group: each message to one member picked at random,
+    each member's share as one run (in order)."""
+    if len(group) == 1:
+        sub = group[0]
+        sub.client.deliver_payloads(sub, subject, b"", size, payloads)
+        return
+    if len(payloads) == 1:
+        sub = group[random.randrange(len(group))]
+        sub.client.deliver_payloads(sub, subject, b"", size, payloads)
+        return
+    shares: dict = {}
+    for sub, payload in zip(random.choices(group, k=len(payloads)), payloads):
+        got = shares.get(sub)
+        if got is None:
+            shares[sub] = [payload]
+        else:
+            got.append(payload)
+    for sub, share in shares.items():
+        sub.client.deliver_payloads(sub, subject, b"", size, share)
+
 
 def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...]) -> tuple:
     """Patterns for the PUBs of a run under ``key`` as clients write them
     (single spaces, no headers): the whole run, and each member in it
     (groups: subject, the reply when ``with_reply``, the size line and body
-    when more than one body is allowed). Subject tokens are valid (none
-    empty) and short enough that a line stays under the control-line limit
-    (anything else is left to the parser loop)."""
+    when more than one body is allowed). Subjects and replies are short
+    enough that a line stays under the control-line limit (anything else is
+    left to the parser loop); whether their tokens are valid is checked by
+    _take_run (a token pattern here cost more than the rest of a KV get)."""
     k = (key, with_reply, payloads)
     r = _RUNS.get(k)
     if r is None:
-        tail = rb"(?:[^.\s]{1,256}\.){0,7}[^.\s]{1,256}"
+        tail = rb"\S{1,1024}"
         reply = rb" (\S{1,1024})" if with_reply else b""
         bodies = b"|".join(b"%d\r\n%s" % (len(b), re.escape(b)) for b in payloads)
         body = b"(%s)" % bodies if len(payloads) > 1 else bodies
@@ -306,9 +456,12 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, items: list) -
         return pos
     end = m.end()
     alone = ((sub,), ())
-    if index.tail_match(key[:-1]) == alone:
-        # whatever follows key reaches sub alone: the run is taken whole
-        found = item.findall(data, pos, end)
+    found = item.findall(data, pos, end)
+    names = found if type(found[0]) is bytes else [f[0] for f in found]
+    joined = b" ".join(names) + b" "
+    if b".." not in joined and b". " not in joined and index.tail_match(key[:-1]) == alone:
+        # whatever (valid tokens) follows key reaches sub alone: the run is
+        # taken whole
         if run.reply:
             items += [(s, r, b"") for s, r in found]
         elif len(body_of) > 1:
@@ -317,8 +470,8 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, items: list) -
             body = run.payloads[0]
             items += [(s, b"", body) for s in found]
         return end
-    # where a member goes depends on its tokens: each is matched, up to the
-    # first that reaches someone else too
+    # where a member goes depends on its tokens (or it has an empty one):
+    # each is matched, up to the first that reaches someone else too
     multi = len(body_of) > 1
     while pos < end:
         mm = item.match(data, pos)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 import random
-import secrets
 import socket
 import time
 from dataclasses import dataclass, field
@@ -72,7 +72,7 @@ class ServerOptions:
 
 def _server_id() -> str:
     # nats-server ids are 56-char base32 nkeys starting with N
-    raw = base64.b32encode(secrets.token_bytes(35)).decode().rstrip("=")
+    raw = base64.b32encode(os.urandom(35)).decode().rstrip("=")
     return ("N" + raw)[:56]
 
 
@@ -431,11 +431,15 @@ class Server:
         if pub.account is not None:  # a client of a configured account (server/accounts.py)
             self.accounts.route(pub, subject, reply, hdr, payload)
             return
-        # internal subscribers (JetStream) may ask who sent what they handle
-        self.current_publisher = pub
         r = self._match_cache.get(subject)
         if r is None:
             r = self.index.match_miss(subject)
+        self.route_matched(pub, r, subject, reply, hdr, payload)
+
+    def route_matched(self, pub, r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        """route for a subject already matched (``r``, by the parser)."""
+        # internal subscribers (JetStream) may ask who sent what they handle
+        self.current_publisher = pub
         psubs, qgroups = r
         if not pub.internal:
             self.in_msgs += 1

@@ -137,6 +137,10 @@ class SubjectIndex:
         self.count = 0
         self.inserts = 0
         self.removes = 0
+        # changes with every insert and removal (and route_by_prefix): what
+        # was derived from a match (the parser's control-line cache) holds
+        # while it stays the same
+        self.gen = 0
         self.misses = 0  # trie walks; hits are the router's lookups minus these
         self.lookups = lambda: self.misses  # the server points this at its routed-message count
 
@@ -171,6 +175,7 @@ class SubjectIndex:
             node.qsubs.setdefault(sub.queue, []).append(sub)
         self.count += 1
         self.inserts += 1
+        self.gen += 1
         self._evict(sub.subject)
 
     def remove(self, sub) -> bool:
@@ -210,6 +215,7 @@ class SubjectIndex:
             node = parent
         self.count -= 1
         self.removes += 1
+        self.gen += 1
         self._evict(sub.subject)
         return True
 
@@ -309,6 +315,7 @@ class SubjectIndex:
         ``tokens`` tokens instead, while what follows does not matter."""
         self.by_prefix[start] = tokens
         self.cache.clear()
+        self.gen += 1
 
     def _match_by_prefix(self, subject: bytes, tokens: int) -> tuple[tuple, tuple]:
         j = -1

@@ -329,3 +329,47 @@ def test_the_fast_pub_pattern_takes_what_clients_write():
     assert _PUB_RE.match(b"PUB a.b 3\r\n").groups() == (b"a.b", None, b"3")  # nats.go, nats.js
     for odd in (b"PUB a\t3\r\n", b"PUB a 3 \r\n", b"PUB a\x0bb 3\r\n", b"PUB a b c 3\r\n"):
         assert _PUB_RE.match(odd) is None
+
+
+def _deliveries(lines: list[str]) -> dict[str, list[str]]:
+    """Payloads by sid from the lines of MSGs (a payload may hold CRLF)."""
+    got: dict[str, list[str]] = {}
+    i = 0
+    while i < len(lines):
+        parts = lines[i].split()
+        assert parts[0] == "MSG", lines[i]
+        size = int(parts[-1])
+        payload = lines[i + 1]
+        i += 2
+        while len(payload) < size:
+            payload += "\r\n" + lines[i]
+            i += 1
+        got.setdefault(parts[2], []).append(payload)
+    return got
+
+
+async def test_a_run_of_identical_pubs_is_routed_as_single_ones_are(raw):
+    # one write of identical PUB lines (the shape natslab routes as a run),
+    # broken once by a payload holding CRLF: auto-unsubscribe stops at its
+    # count, each message goes to one member of a queue group, a wildcard
+    # gets all, and a publisher without echo gets none of its own
+    sub = await raw()
+    await sub.send("SUB run.x 1\r\nUNSUB 1 5\r\nSUB run.x q 2\r\nSUB run.x q 5\r\nSUB run.* 3\r\n")
+    assert await sub.read_until_pong() == []
+    pub = await raw(connect='{"verbose":false,"pedantic":false,"headers":true,"protocol":1,"echo":false}')
+    await pub.send("SUB run.x 9\r\n")
+    assert await pub.read_until_pong() == []
+    first = [f"m{i:02d}" for i in range(10)]
+    then = [f"n{i:02d}" for i in range(10)]
+    await pub.send("".join(f"PUB run.x 3\r\n{m}\r\n" for m in first) + "PUB run.x 4\r\na\r\nb\r\n"
+                   + "".join(f"PUB run.x 3\r\n{m}\r\n" for m in then))
+    assert await pub.read_until_pong() == []
+    everything = first + ["a\r\nb"] + then
+    # (the publisher's PONG came after its messages were routed; the
+    # subscriber's comes after their delivery)
+    got = _deliveries(await sub.read_until_pong())
+    assert got["1"] == first[:5]
+    assert got["3"] == everything
+    q2, q5 = got.get("2", []), got.get("5", [])
+    assert sorted(q2 + q5) == sorted(everything)
+    assert q2 == [m for m in everything if m in q2] and q5 == [m for m in everything if m in q5]
