@@ -238,7 +238,7 @@ class Stream(ExpiryMixin):
                 if self._batches is None:
                     self._batches = batch.AtomicBatches(self)
                 return self._batches.on_message(subject, reply, hdr, payload, batch_id)
-            if hdr.find(counters.INCR) >= 0:
+            if hdr.find(counters.INCR) >= 0 and not sourced:  # a copy is stored as its origin had it
                 incr = counters.check_headers(self, hdr, payload)
             es = value(hdr, b"Nats-Expected-Stream")
             if es and es != self.name:
@@ -266,7 +266,7 @@ class Stream(ExpiryMixin):
                 last = self.store.state().last_seq
                 if headers.go_uint64(els) != last:
                     raise errors.wrong_last_sequence(last)
-            if hdr.find(b"Nats-Schedul") >= 0:  # Nats-Schedule*, Nats-Scheduler
+            if not sourced and hdr.find(b"Nats-Schedul") >= 0:  # Nats-Schedule*, Nats-Scheduler
                 hdr, _ = schedules.check_publish(self, subject, hdr, None)
             if not sourced and b"Nats-Stream-Source" in hdr and value(hdr, b"Nats-Stream-Source"):
                 raise errors.message_source_header_not_allowed()  # only a stream's own sourcing sets it
