@@ -21,6 +21,7 @@ from typing import Callable
 
 import nats
 import pytest
+from textual.css.query import NoMatches
 
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
@@ -146,15 +147,20 @@ async def outside(broker_url):
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 6.0, what: str = "condition") -> None:
+    """Poll ``predicate`` until it holds. A widget not mounted yet
+    (textual's NoMatches) is waited for; any other exception is a bug in the
+    app or the test and propagates at once, rather than reading as a timeout."""
     deadline = time.monotonic() + timeout
+    missing: NoMatches | None = None
     while time.monotonic() < deadline:
         try:
             if predicate():
                 return
-        except Exception:
-            pass
+            missing = None
+        except NoMatches as e:
+            missing = e
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f" (still: {missing})" if missing else "")) from missing
 
 
 async def connected(app: NatslabApp, pilot) -> None:
