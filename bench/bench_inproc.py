@@ -1,7 +1,15 @@
 """The broker's own CPU cost per message, without sockets: a steady number
 to optimise against when the machine is too noisy for wall-clock ratios.
 
-    python bench/bench_inproc.py [core|pub-mem|pub-file|kv-put|kv-get|pull|push|all] [-n N] [--rounds R] [--profile]
+    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--profile]
+
+Core workloads (128-byte PUBs, no JetStream work): ``core`` / ``core-1``
+(one subscriber), ``core-0`` (nobody listens), ``core-10`` and ``core-100``
+(that many subscribers, each its own connection), ``core-wild`` (one
+subscriber each on ``core.x``, ``core.*`` and ``core.>``), ``core-queue5``
+(a queue group of five; each message goes to one), ``core-req``
+(request-reply: a requester with 256 requests in flight, a responder that
+answers each from its MSG lines). ``core-all`` runs them all.
 
 natslab's Server runs in this process on its event loop; clients are real
 ``Client`` protocol objects attached to an in-memory transport, fed protocol
@@ -124,15 +132,8 @@ async def workload(name: str, n: int) -> float:
             srv = es.server
             c, t = await attach(srv)
             c.data_received(b"SUB _INBOX.bjs.* 1\r\nSUB _INBOX.api.* 2\r\nSUB _INBOX.pull.* 3\r\n")
-            if name == "core":
-                sub, st = await attach(srv)
-                sub.data_received(b"SUB core.x 1\r\n")
-                line = b"PUB core.x %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
-                t0 = cpu_now()
-                for start in range(0, n, CHUNK):
-                    c.data_received(line * min(CHUNK, n - start))
-                    st.take()
-                return cpu_since(t0)
+            if name.startswith("core"):
+                return await core_workload(srv, c, t, name, n)
             if name in ("kv-put", "kv-get"):
                 # a KV bucket's stream (history 1, as nats-py creates it) and
                 # puts over 100 keys: each replaces the key's last revision
@@ -203,9 +204,72 @@ async def workload(name: str, n: int) -> float:
             return cpu_since(t0)
 
 
+CORE = ["core-0", "core-1", "core-10", "core-100", "core-wild", "core-queue5", "core-req"]
+
+
+async def core_workload(srv, c: Client, t: MemTransport, name: str, n: int) -> float:
+    """Core NATS: c publishes n messages on core.x (see the module docstring);
+    every delivery is counted in what the subscribers' transports received."""
+    if name == "core-req":
+        return await core_request_reply(srv, c, t, n)
+    subs = []
+    if name == "core-wild":
+        for i, subj in enumerate((b"core.x", b"core.*", b"core.>")):
+            sc, st = await attach(srv)
+            sc.data_received(b"SUB %s %d\r\n" % (subj, i))
+            subs.append(st)
+        want = 3 * n
+    elif name == "core-queue5":
+        for i in range(5):
+            sc, st = await attach(srv)
+            sc.data_received(b"SUB core.x workers %d\r\n" % i)
+            subs.append(st)
+        want = n
+    else:
+        k = {"core": 1, "core-0": 0, "core-1": 1, "core-10": 10, "core-100": 100}[name]
+        for i in range(k):
+            sc, st = await attach(srv)
+            sc.data_received(b"SUB core.x %d\r\n" % i)
+            subs.append(st)
+        want = k * n
+    line = b"PUB core.x %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
+    got = 0
+    t0 = cpu_now()
+    for start in range(0, n, CHUNK):
+        c.data_received(line * min(CHUNK, n - start))
+        for st in subs:
+            got += st.take().count(b"MSG core.x ")
+    elapsed = cpu_since(t0)
+    if got != want:
+        raise SystemExit(f"{name}: expected {want} deliveries, got {got}")
+    return elapsed
+
+
+async def core_request_reply(srv, c: Client, t: MemTransport, n: int) -> float:
+    """Requests on svc.echo with a reply in c's inbox; a responder answers
+    each with the payload it got, as a service would."""
+    rc, rt = await attach(srv)
+    rc.data_received(b"SUB svc.echo 1\r\n")
+    c.data_received(b"SUB _INBOX.req.* 5\r\n")
+    req = b"PUB svc.echo _INBOX.req.%d " + str(len(PAYLOAD)).encode() + b"\r\n" + PAYLOAD + b"\r\n"
+    ask = re.compile(rb"MSG svc\.echo 1 (\S+) (\d+)\r\n")
+    got = 0
+    t0 = cpu_now()
+    for start in range(0, n, CHUNK):
+        c.data_received(b"".join([req % j for j in range(start, min(n, start + CHUNK))]))
+        reqs = rt.take()
+        rc.data_received(b"".join([b"PUB %s %d\r\n%s\r\n" % (m.group(1), len(PAYLOAD), PAYLOAD)
+                                   for m in ask.finditer(reqs)]))
+        got += t.take().count(b"MSG _INBOX.req.")
+    elapsed = cpu_since(t0)
+    if got != n:
+        raise SystemExit(f"core-req: expected {n} replies, got {got}")
+    return elapsed
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", nargs="?", default="all", choices=["core", "pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push", "all"])
+    ap.add_argument("workload", nargs="?", default="all", choices=["core", *CORE, "core-all", "pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push", "all"])
     ap.add_argument("-n", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile the measured part, print the top functions")
@@ -213,7 +277,8 @@ async def main() -> None:
     global PROFILE
     if a.profile:
         PROFILE = cProfile.Profile()
-    names = ["core", "pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push"] if a.workload == "all" else [a.workload]
+    js = ["pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push"]
+    names = {"all": CORE + js, "core-all": CORE}.get(a.workload, [a.workload])
     for name in names:
         best = min([await workload(name, a.n) for _ in range(a.rounds)])
         print(f"{name:9s} {best / a.n * 1e6:6.2f} us/msg CPU  ({a.n} msgs, best of {a.rounds})", flush=True)

@@ -14,6 +14,8 @@ import re
 import time
 
 from . import protocol as p
+from .protocol import CRLF
+from . import tls
 from .permissions import violation
 from .subjects import EMPTY_RESULT, valid_subject
 
@@ -79,6 +81,10 @@ _ARG_RE = re.compile(rb"[^ \t\r\n]+")
 TRACE = 5  # logging level of -V protocol traces, shown as [TRC]
 _ARG_OPS = (b"SUB", b"PUB", b"HPUB", b"UNSUB")  # operations that must have arguments
 
+# payloads shorter than this are copied into their frame (one string in the
+# outbound list instead of three); longer ones are joined without the copy
+_COPY_MAX = 16 * 1024
+
 # longest a producer waits for a backed-up reader before it is read again
 STALL_MAX = 0.05
 
@@ -142,6 +148,9 @@ class Client(asyncio.BufferedProtocol):
         self.is_stalled = False
         self._stall_timer = None
         self.close_reason = ""
+        self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
+        self.nonce = b""  # the INFO nonce an nkey user signs
+        self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -151,11 +160,26 @@ class Client(asyncio.BufferedProtocol):
         self.host, self.port = peer[0], peer[1]
         srv = self.server
         self.cid = srv.register(self)
-        transport.write(p.info_line(srv.client_info(self)))
+        info = p.info_line(srv.client_info(self))
+        if srv.tls_context is not None and self.ws is None and not self.closed:
+            tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake
+            return
+        transport.write(info)
+        self.tls_ready()
+
+    def tls_ready(self) -> None:
+        """The connection is ready for the protocol (after the TLS
+        handshake, if any): the keepalive and authentication timers start."""
+        srv = self.server
         loop = srv.loop
         self._ping_timer = loop.call_later(srv.opts.ping_interval, self._send_ping)
         if srv.auth_required:
             self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
+
+    def takes_async_info(self) -> bool:
+        """Does this client take INFO updates (protocol 1, and its first PING
+        answered, as nats-server requires)?"""
+        return self._connect_opts.get("protocol", 0) >= 1 and not self._connect_info_due
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -586,12 +610,13 @@ class Client(asyncio.BufferedProtocol):
             self.rtt = max(time.time() - self.start, 1e-6)
         srv = self.server
         if srv.auth_required:
-            entry = srv.check_auth(opts)
+            entry = srv.check_auth(opts, self)
             if not entry:
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
                 return
-            self.user = str(opts.get("user") or "")
+            # (a certificate or no_auth_user may name the user, not CONNECT)
+            self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")
             if isinstance(entry, dict) and entry.get("permissions"):
                 from .permissions import Permissions
 
@@ -613,39 +638,84 @@ class Client(asyncio.BufferedProtocol):
             self.server.mark_dirty(self)
 
     def deliver(self, sub: Subscription, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        """Queue a MSG/HMSG for ``sub``. Called from the router. (The consumer
-        delivery run and Server.reply_run frame inline what this does, for
-        clients plain_sink accepts: a change here goes there too.)"""
+        """Queue one MSG/HMSG for ``sub`` (the router's call): a run of one."""
+        self.deliver_run(sub, ((subject, reply, hdr, payload),))
+
+    def deliver_run(self, sub: Subscription, msgs) -> None:
+        """Queue a MSG/HMSG for ``sub`` for each (subject, reply, hdr,
+        payload) of ``msgs``, in order: the one way any message reaches a
+        client (core routing, internal replies, PubAcks, JetStream delivery,
+        direct gets). A client that did not ask for headers gets the payload
+        only; auto-unsubscribe stops the run at its count. The counters, the
+        dirty mark and the slow-consumer check are taken once per run."""
         if self.closed:
             return
-        if hdr is None:
-            if reply:
-                line = b"MSG %b %b %b %d\r\n" % (subject, sub.sid, reply, len(payload))
+        mx = sub.max
+        if mx:
+            left = mx - sub.msgs
+            if left <= 0:
+                return  # (reached by a run matched before the removal)
+            if left < len(msgs):
+                msgs = msgs[:left]
+        sid = sub.sid
+        out = self.out
+        headers = self.headers
+        size = nbytes = 0
+        for subject, reply, hdr, payload in msgs:
+            if hdr is None or not headers:
+                n = len(payload)
+                if n < _COPY_MAX:
+                    # a small message framed in one piece: one format, one
+                    # string to join (cheaper than a line and three pieces)
+                    if reply:
+                        frame = b"MSG %b %b %b %d\r\n%b\r\n" % (subject, sid, reply, n, payload)
+                    else:
+                        frame = b"MSG %b %b %d\r\n%b\r\n" % (subject, sid, n, payload)
+                    out.append(frame)
+                    size += len(frame)
+                    nbytes += n
+                    continue
+                if reply:
+                    line = b"MSG %b %b %b %d\r\n" % (subject, sid, reply, n)
+                else:
+                    line = b"MSG %b %b %d\r\n" % (subject, sid, n)
+                out += (line, payload, CRLF)
             else:
-                line = b"MSG %b %b %d\r\n" % (subject, sub.sid, len(payload))
-            size = len(payload)
-            self.out += (line, payload, p.CRLF)
-        else:
-            if not self.headers:
-                # a client that did not ask for headers gets the payload only
-                return self.deliver(sub, subject, reply, None, payload)
-            size = len(hdr) + len(payload)
-            if reply:
-                line = b"HMSG %b %b %b %d %d\r\n" % (subject, sub.sid, reply, len(hdr), size)
-            else:
-                line = b"HMSG %b %b %d %d\r\n" % (subject, sub.sid, len(hdr), size)
-            self.out += (line, hdr, payload, p.CRLF)
-        self.out_size += len(line) + size + 2
-        self.out_msgs += 1
-        self.out_bytes += size
-        sub.msgs += 1
+                h = len(hdr)
+                n = h + len(payload)
+                if n < _COPY_MAX:
+                    if reply:
+                        frame = b"HMSG %b %b %b %d %d\r\n%b%b\r\n" % (subject, sid, reply, h, n, hdr, payload)
+                    else:
+                        frame = b"HMSG %b %b %d %d\r\n%b%b\r\n" % (subject, sid, h, n, hdr, payload)
+                    out.append(frame)
+                    size += len(frame)
+                    nbytes += n
+                    continue
+                if reply:
+                    line = b"HMSG %b %b %b %d %d\r\n" % (subject, sid, reply, h, n)
+                else:
+                    line = b"HMSG %b %b %d %d\r\n" % (subject, sid, h, n)
+                out += (line, hdr, payload, CRLF)
+            size += len(line) + n + 2
+            nbytes += n
+        k = len(msgs)
+        self.out_size += size
+        self.out_msgs += k
+        self.out_bytes += nbytes
+        sub.msgs += k
         if not self.dirty:
             self.dirty = True
             self.server.mark_dirty(self)
-        if sub.max and sub.msgs >= sub.max:
+        if mx and sub.msgs >= mx:
             self.remove_sub(sub)
         if self.out_size > self.max_pending:
             self.flush()
+
+    def drop_output(self) -> None:
+        """Forget what is queued (the connection is gone)."""
+        self.out.clear()
+        self.out_size = 0
 
     def flush(self) -> None:
         self.dirty = False
@@ -766,23 +836,6 @@ class Client(asyncio.BufferedProtocol):
         return (t.get_write_buffer_size() if t and not self.closed else 0) + self.out_size
 
 
-def plain_sink(r: tuple):
-    """(client, subscription) when what a subject matched (``r``: plain
-    subscriptions, queue groups) is one subscription of a plain client
-    connection that Client.deliver would frame as usual, else None: hot paths
-    that deliver many messages there frame them themselves."""
-    psubs, qgroups = r
-    if len(psubs) == 1 and not qgroups:
-        sub = psubs[0]
-        cl = sub.client
-        if not sub.max and type(cl).deliver is _CLIENT_DELIVER and not cl.closed:
-            return cl, sub
-    return None
-
-
-_CLIENT_DELIVER = Client.deliver
-
-
 class InternalClient:
     """The publisher/subscriber identity of the server's own subsystems
     (JetStream). Deliveries call the subscription's callback synchronously."""
@@ -807,6 +860,10 @@ class InternalClient:
                 sub.callback(subject.decode(), reply.decode() if reply else "", hdr, payload)
         except Exception:  # a bug in a subsystem must not take routing down
             self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
+
+    def deliver_run(self, sub, msgs) -> None:
+        for subject, reply, hdr, payload in msgs:
+            self.deliver(sub, subject, reply, hdr, payload)
 
 
 class InternalSubscription(Subscription):

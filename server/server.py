@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
-from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient, plain_sink
+from .auth import Authenticator
+from .client import READ_BUFFER_SIZE, Client, InternalClient, InternalSubscription, Subscription, TracingClient
+from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .jetstream.shapes import API_LEVEL as JS_API_LEVEL
 from .subjects import SubjectIndex
+from .tls import TLSOptions
+from .websocket import WebsocketListener, WebsocketOptions
 
 # The nats-server release whose behaviour natslab implements; clients gate
 # features on it (nats-py needs >= 2.9 for the named consumer-create API).
@@ -49,6 +53,10 @@ class ServerOptions:
     trace: bool = False
     sync_always: bool = False
     sync_interval: float = 1.0
+    tls: "TLSOptions | None" = None  # the tls {} block or --tls* flags (server/tls.py)
+    lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
+    lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
+    websocket: "WebsocketOptions | None" = None  # the websocket {} block (server/websocket.py)
     # jetstream { limits { batch { ... } } }: batch publish limits; 0 keeps nats-server's
     # defaults, which differ for atomic (jetstream/batch.py) and fast (fastbatch.py) batches
     batch_max_inflight_per_stream: int = 0
@@ -90,7 +98,9 @@ class Server:
         self.reading = False  # a client's data_received is running (it ends with flush_dirty)
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
-        self._next_cid = 0
+        # nats-server's own internal clients take ids 1-4: its first outside
+        # connection is client 5, and tools show the id (`nats account info`)
+        self._next_cid = 4
         self._tcp: asyncio.base_events.Server | None = None
         self.port = 0
         self.start_time = time.time()
@@ -104,7 +114,12 @@ class Server:
         self.slow_consumers = 0
         self.closed_conns: list[dict] = []
         o = self.opts
-        self.auth_required = bool(o.user or o.token or o.users)
+        self.auth = Authenticator(o)
+        self.auth_required = self.auth.required
+        # made here, so a certificate that does not load stops the start
+        self.tls_context = o.tls.context() if o.tls is not None else None
+        self.ldm = False  # in lame duck mode (server/lameduck.py)
+        self.websocket = WebsocketListener(self, o.websocket) if o.websocket is not None and o.websocket.port else None
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
@@ -126,6 +141,9 @@ class Server:
                 log.info("Starting JetStream")
                 self.jetstream = JetStream(self, store_dir)
                 await self.jetstream.start()
+        from .sysreq import SysRequests
+
+        self.sys_requests = SysRequests(self)
         if o.http_port:
             from .monitor import Monitor
 
@@ -140,11 +158,21 @@ class Server:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port = self._tcp.sockets[0].getsockname()[1]
         log.info("Listening for client connections on %s:%d", o.host, self.port)
+        if self.tls_context is not None:
+            log.info("TLS required for client connections")
+        if self.websocket is not None:
+            await self.websocket.start()
         log.info("Server is ready")
 
-    async def stop(self) -> None:
+    def stop_listening(self) -> None:
+        """Accept no more connections (lame duck mode, shutdown)."""
         if self._tcp is not None:
             self._tcp.close()
+        if self.websocket is not None:
+            self.websocket.close()
+
+    async def stop(self) -> None:
+        self.stop_listening()
         for c in list(self.clients.values()):
             c.close("Server Shutdown")
         if self.monitor is not None:
@@ -159,6 +187,8 @@ class Server:
             except asyncio.TimeoutError:
                 pass
             self._tcp = None
+        if self.websocket is not None:
+            await self.websocket.wait_closed()
         self.logger.info("Server Exiting..")
 
     # -- clients ---------------------------------------------------------------
@@ -180,7 +210,7 @@ class Server:
         client.subs.clear()
         self._gone_out_msgs += client.out_msgs
         self._gone_out_bytes += client.out_bytes
-        client.out.clear()
+        client.drop_output()
         # /connz?state=closed shows these, as nats-server keeps its closed ring
         self.closed_conns.append(
             {"client": client, "cid": client.cid, "name": client.name, "subs": subs,
@@ -198,12 +228,19 @@ class Server:
             "host": self.opts.host,
             "port": self.port,
             "headers": True,
-            "max_payload": self.opts.max_payload,
         }
+        # (in nats-server's order)
+        if self.auth_required and not self.auth.no_auth_user:
+            info["auth_required"] = True
+        if self.tls_context is not None:
+            info["tls_required"] = True
+            if self.opts.tls.verify:
+                info["tls_verify"] = True
+        if client.ws is not None:
+            client.ws.adjust_info(info)
+        info["max_payload"] = self.opts.max_payload
         if self.jetstream is not None:
             info["jetstream"] = True
-        if self.auth_required:
-            info["auth_required"] = True
         info["client_id"] = client.cid
         info["client_ip"] = client.host
         if self.jetstream is not None:
@@ -214,23 +251,10 @@ class Server:
         info["natslab"] = True
         return info
 
-    def check_auth(self, opts: dict):
+    def check_auth(self, opts: dict, client=None):
         """False when the credentials are wrong; otherwise the matched user's
-        entry (a dict, possibly with ``permissions``) or True."""
-        o = self.opts
-        if o.token:
-            return secrets.compare_digest(str(opts.get("auth_token") or ""), o.token)
-        user = str(opts.get("user") or "")
-        pw = str(opts.get("pass") or "")
-        creds = list(o.users)
-        if o.user:
-            creds.append({"user": o.user, "password": o.password or ""})
-        for c in creds:
-            if secrets.compare_digest(user, str(c.get("user", ""))) and secrets.compare_digest(
-                pw, str(c.get("password", ""))
-            ):
-                return c
-        return False
+        entry (a dict, possibly with ``permissions``) or True (server/auth.py)."""
+        return self.auth.check(client, opts)
 
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:
@@ -292,53 +316,28 @@ class Server:
         echoes and never asks for no-responders, so only the matching and
         the delivery."""
         self.current_publisher = self.internal_client
-        r = self.match_reply(reply)
-        psubs, qgroups = r
-        if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
-            sub = psubs[0]
-            sub.client.deliver(sub, reply, b"", hdr, payload)
-        else:
-            self.deliver_matched(r, reply, b"", hdr, payload)
+        self.deliver_matched_run(self.match_reply(reply), ((reply, b"", hdr, payload),))
         self.schedule_flush()
 
     def reply_run(self, answers: list[tuple[bytes, bytes | None, bytes]]) -> None:
         """reply_internal for each (reply, hdr, payload) of a run, in order
-        (the PubAcks of one file write, a run of direct gets). For a plain
-        client's inbox subscription the MSG/HMSG framing is done here:
-        Client.deliver's, inlined (a change there goes here too)."""
+        (the PubAcks of one file write, a run of direct gets): consecutive
+        answers to what one match found (mostly one client's inbox) go to
+        its subscriptions as one run."""
         self.current_publisher = self.internal_client
         match = self.match_reply
-        last_m = sink = None  # the last match and where it goes
+        last = None
+        run: list = []
         for r, hdr, payload in answers:
             m = match(r)
-            if m is not last_m:
-                sink = plain_sink(m)
-                last_m = m
-            if sink is not None:
-                cl, sub = sink
-                if hdr is None:
-                    size = len(payload)
-                    frame = b"MSG %b %b %d\r\n%b\r\n" % (r, sub.sid, size, payload)
-                elif cl.headers:
-                    size = len(hdr) + len(payload)
-                    frame = b"HMSG %b %b %d %d\r\n%b%b\r\n" % (r, sub.sid, len(hdr), size, hdr, payload)
-                else:
-                    cl.deliver(sub, r, b"", hdr, payload)  # (which leaves the headers out)
-                    continue
-                cl.out.append(frame)
-                cl.out_size += len(frame)
-                cl.out_msgs += 1
-                cl.out_bytes += size
-                sub.msgs += 1
-                if not cl.dirty:
-                    cl.dirty = True
-                    self.mark_dirty(cl)
-                if cl.out_size > cl.max_pending:
-                    cl.flush()
-                    last_m = None  # (a slow consumer may have been cut off)
-            else:
-                self.deliver_matched(m, r, b"", hdr, payload)
-                last_m = None
+            if m is not last:
+                if run:
+                    self.deliver_matched_run(last, run)
+                    run = []
+                last = m
+            run.append((r, b"", hdr, payload))
+        if run:
+            self.deliver_matched_run(last, run)
         self.schedule_flush()
 
     # JetStream hook (added by the jetstream room, see its report): consumer
@@ -368,6 +367,22 @@ class Server:
         for group in qgroups:
             sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
             sub.client.deliver(sub, subject, reply, hdr, payload)
+
+    @staticmethod
+    def deliver_matched_run(r: tuple, msgs) -> None:
+        """deliver_matched for each (subject, reply, hdr, payload) of a run:
+        each plain subscription takes the run at once; a queue group picks a
+        member per message."""
+        psubs, qgroups = r
+        for sub in psubs:
+            sub.client.deliver_run(sub, msgs)
+        for group in qgroups:
+            if len(group) == 1:
+                group[0].client.deliver_run(group[0], msgs)
+                continue
+            for msg in msgs:
+                sub = group[random.randrange(len(group))]
+                sub.client.deliver_run(sub, (msg,))
 
     def write_behind(self, store) -> None:
         """A file store holds records (and the replies that wait for them):
@@ -412,12 +427,13 @@ class Server:
             if reply and pub.no_responders:
                 self._no_responders(pub, subject, reply)
             return
+        msg = ((subject, reply, hdr, payload),)  # a run of one, for each subscription
         n = 0
         for sub in psubs:
             c = sub.client
             if c is pub and not c.echo:
                 continue
-            c.deliver(sub, subject, reply, hdr, payload)
+            c.deliver_run(sub, msg)
             n += 1
         for group in qgroups:
             sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
@@ -426,7 +442,7 @@ class Server:
                 if not others:
                     continue
                 sub = random.choice(others)
-            sub.client.deliver(sub, subject, reply, hdr, payload)
+            sub.client.deliver_run(sub, msg)
             n += 1
         if not n and reply and pub.no_responders:
             self._no_responders(pub, subject, reply)

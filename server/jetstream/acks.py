@@ -54,19 +54,13 @@ class AckMixin:
         if self.closed:
             return
         try:
-            t = subject.split(b".")  # parse_ack_subject, inlined: this runs per ack
-            try:
-                if len(t) == 9:
-                    sseq, dseq, dc = int(t[5]), int(t[6]), int(t[4])
-                elif len(t) >= 11:
-                    sseq, dseq, dc = int(t[7]), int(t[8]), int(t[6])
-                else:
-                    return
-            except ValueError:
+            t = parse_ack_subject(subject)
+            if t is None:
                 return
+            sseq, dseq, dc = t
             send_reply = sseq != 0
             if not msg or msg == b"+ACK" or msg == b"+OK":
-                send_reply = self.process_ack(sseq, dseq, dc) and send_reply
+                send_reply = self.on_acks((subject,)) and send_reply
             elif msg.startswith(b"+NXT"):
                 self.process_ack(sseq, dseq, dc)
                 if reply:
@@ -87,66 +81,34 @@ class AckMixin:
         except Exception:
             self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
 
-    def on_acks(self, subjects: list[bytes]) -> None:
-        """A run of plain acks (no reply, payload empty or +ACK) from one read,
-        in order: what on_ack does for each, with the explicit-ack bookkeeping
-        of process_ack inlined and the save and the time taken once."""
+    def on_acks(self, subjects) -> int:
+        """Plain acks (payload empty, +ACK or +OK), in order: a run of them
+        from one read (the parser hands those over at once) or one from
+        on_ack. Returns how many were for messages delivered (the ones an
+        ack-of-ack answers). The common case, explicit acks on a limits
+        stream, takes the time and the save once for the run."""
         if self.closed:
-            return
-        if self.config["ack_policy"] != "explicit" or self.stream.config["retention"] != "limits":
-            for subject in subjects:
-                self.on_ack(subject, b"", None, b"")
-            return
+            return 0
+        n = 0
         try:
-            pending = self.pending
-            mp = self.config.get("max_ack_pending") or 0
-            done = False
+            if self.config["ack_policy"] != "explicit" or self.stream.config["retention"] != "limits":
+                for subject in subjects:
+                    t = parse_ack_subject(subject)
+                    if t is not None and self.process_ack(*t):
+                        n += 1
+                return n
             for subject in subjects:
-                t = subject.split(b".")
-                try:
-                    if len(t) == 9:
-                        sseq, dseq = int(t[5]), int(t[6])
-                    elif len(t) >= 11:
-                        sseq, dseq = int(t[7]), int(t[8])
-                    else:
-                        continue
-                except ValueError:
-                    continue
-                if sseq >= self.sseq:
-                    continue
-                done = True
-                p = pending.pop(sseq, None)
-                if p is not None:
-                    pd = p[0]
-                    fl = self.sfloor
-                    if pd == dseq == fl[0] + 1 == self.adflr + 1 and self.dseq - 1 > dseq and pending:
-                        # the next in order, both floors where they were:
-                        # _store_ack and move_ack_floor would move them alike
-                        nd, ns = dseq, sseq
-                        for ss in range(sseq + 1, self.sseq):
-                            q = pending.get(ss)
-                            if q is not None:
-                                if q[0] > 0:
-                                    nd, ns = q[0] - 1, ss - 1
-                                break
-                        self.sfloor = [nd, ns]
-                        self.adflr, self.asflr = nd, ns
-                    else:
-                        self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
-                        self.move_ack_floor(pd, sseq)
-                    if mp > 0 and len(pending) >= mp - 1:
-                        self.signal()
-                if self.rdc:
-                    self.rdc.pop(sseq, None)
-                rdq = self.rdq
-                if rdq and sseq in rdq:
-                    rdq.remove(sseq)
-            if done:
+                t = parse_ack_subject(subject)
+                if t is not None and t[0] < self.sseq:
+                    self._ack_explicit(t[0], t[1])
+                    n += 1
+            if n:
                 self.lat = _time_ns()
                 if self._save_handle is None:
                     self.schedule_save()
         except Exception:
             self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
+        return n
 
     def process_ack(self, sseq: int, dseq: int, dc: int) -> bool:
         """processAckMsg; False when the ack is for something not delivered yet
@@ -154,33 +116,18 @@ class AckMixin:
         if sseq >= self.sseq:
             return False
         ap = self.config["ack_policy"]
-        acked: list[int] = []
-        if ap == "explicit":  # (on_acks does this inline for runs of acks: keep the two in step)
-            pending = self.pending
-            p = pending.pop(sseq, None)
-            if p is not None:
-                pd = p[0]
-                self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
-                self.move_ack_floor(pd, sseq)
-                acked.append(sseq)
-                mp = self.config.get("max_ack_pending") or 0  # signal_if_stalled, inlined
-                if mp > 0 and len(pending) >= mp - 1:
-                    self.signal()
-            if self.rdc:
-                self.rdc.pop(sseq, None)
-            rdq = self.rdq
-            if rdq and sseq in rdq:
-                rdq.remove(sseq)
+        if ap == "explicit":
+            acked = [sseq] if self._ack_explicit(sseq, dseq) else []
         elif ap == "all":
             if dseq <= self.adflr or sseq <= self.asflr:
                 return True
             self.adflr, self.asflr = dseq, sseq
             self.sfloor = [dseq, sseq]
             before = len(self.pending)
-            for s in [s for s in self.pending if s <= sseq]:
+            acked = [s for s in self.pending if s <= sseq]
+            for s in acked:
                 del self.pending[s]
                 self.rdc.pop(s, None)
-                acked.append(s)
             self.rdq = [s for s in self.rdq if s > sseq]
             self.signal_if_stalled(before)
         else:
@@ -191,6 +138,42 @@ class AckMixin:
         if acked and self.stream.config["retention"] != "limits":
             for s in acked:
                 self.stream.ack_processed(s)
+        return True
+
+    def _ack_explicit(self, sseq: int, dseq: int) -> bool:
+        """An explicit ack of a delivered message: out of pending and the
+        redelivery queue, both floors moved; delivery held back by
+        max_ack_pending goes on. False when it was not pending."""
+        pending = self.pending
+        p = pending.pop(sseq, None)
+        if self.rdc:
+            self.rdc.pop(sseq, None)
+        rdq = self.rdq
+        if rdq and sseq in rdq:
+            rdq.remove(sseq)
+        if p is None:
+            return False
+        pd = p[0]
+        fl = self.sfloor
+        if pd == dseq == fl[0] + 1 == self.adflr + 1 and self.dseq - 1 > dseq and pending:
+            # the next in order with both floors where they were: the two
+            # floors move alike, found with one scan (what _store_ack and
+            # move_ack_floor each do below)
+            nd, ns = dseq, sseq
+            for ss in range(sseq + 1, self.sseq):
+                q = pending.get(ss)
+                if q is not None:
+                    if q[0] > 0:
+                        nd, ns = q[0] - 1, ss - 1
+                    break
+            self.sfloor = [nd, ns]
+            self.adflr, self.asflr = nd, ns
+        else:
+            self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
+            self.move_ack_floor(pd, sseq)
+        mp = self.config.get("max_ack_pending") or 0
+        if mp > 0 and len(pending) >= mp - 1:
+            self.signal()
         return True
 
     def signal_if_stalled(self, before: int) -> None:

@@ -253,7 +253,7 @@ def check_message(stream: "Stream", staged: Staged, index: int, subject: str, hd
                 raise errors.atomic_publish_duplicate_msg()
             staged.msg_ids.add(msg_id)
         if value(hdr, b"Nats-Stream-Source"):
-            raise errors.msg_source_hdr_not_allowed()
+            raise errors.message_source_header_not_allowed()
     if stream._counter:
         if incr is None:
             raise errors.msg_incr_missing()

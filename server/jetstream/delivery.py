@@ -12,7 +12,6 @@ import random
 import string
 from collections import deque
 
-from ..client import plain_sink as _sink
 from . import gojson, headers, priorities
 from .acks import TERM_UNACKED_DELETED
 from .shapes import NS, format_go_duration as _go_dur, now_ns
@@ -269,14 +268,12 @@ class DeliveryMixin:
                     if not srv.has_interest(wr.reply):
                         return 0
                     wr.tok = tok
-                d = match(wr.reply.encode())
-                dests[wr] = (d, _sink(d))
+                dests[wr] = match(wr.reply.encode())
             limit = min(sum(wr.n for wr in waiting), _BATCH_PER_TURN)
         else:
             if self.maxpb:
                 return 0
             dest = match(cfg["deliver_subject"].encode())
-            sink = _sink(dest)
             limit = _BATCH_PER_TURN
         pending = self.pending
         mp = cfg.get("max_ack_pending") or 0
@@ -291,10 +288,11 @@ class DeliveryMixin:
         npv = self._count_from(start, False)
         dseq = self.dseq
         ts_now = now_ns()
-        deliver = srv.deliver_matched
-        mark_dirty = srv.mark_dirty
+        deliver_run = srv.deliver_matched_run
         prefix_b = ack_prefix.encode()
         subj_s = subj_b = None
+        run: list = []  # consecutive deliveries to one destination
+        run_dest = None
         for seq, subject, hdr, data, ts in msgs:
             npv -= 1
             if waiting:
@@ -305,7 +303,7 @@ class DeliveryMixin:
                     waiting.append(wr)  # round robin, as next_waiting
                     if wr.hb:
                         wr.hbt = now + wr.hb
-                dest, sink = dests[wr]
+                dest = dests[wr]
             if not ack_none:
                 p = pending.get(seq)
                 if p is not None:
@@ -315,35 +313,14 @@ class DeliveryMixin:
             if subject is not subj_s:
                 subj_s = subject
                 subj_b = subject.encode()
-            if sink is not None and not sink[0].closed and (hdr is None or sink[0].headers):
-                # Client.deliver, inlined: the line with its ack subject made at once
-                cl, sub = sink
-                if hdr is None:
-                    line = b"MSG %b %b %b1.%d.%d.%d.%d %d\r\n" % (subj_b, sub.sid, prefix_b, seq, dseq, ts, npv, len(data))
-                    size = len(data)
-                    cl.out += (line, data, _CRLF)
-                else:
-                    size = len(hdr) + len(data)
-                    line = b"HMSG %b %b %b1.%d.%d.%d.%d %d %d\r\n" % (subj_b, sub.sid, prefix_b, seq, dseq, ts, npv,
-                                                                     len(hdr), size)
-                    cl.out += (line, hdr, data, _CRLF)
-                cl.out_size += len(line) + size + 2
-                cl.out_msgs += 1
-                cl.out_bytes += size
-                sub.msgs += 1
-                if not cl.dirty:
-                    cl.dirty = True
-                    mark_dirty(cl)
-                if cl.out_size > cl.max_pending:
-                    cl.flush()
-            else:
-                ack = b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv)
-                psubs, qgroups = dest
-                if len(psubs) == 1 and not qgroups:  # deliver_matched, inlined for one subscriber
-                    psubs[0].client.deliver(psubs[0], subj_b, ack, hdr, data)
-                else:
-                    deliver(dest, subj_b, ack, hdr, data)
+            if dest is not run_dest:
+                if run:
+                    deliver_run(run_dest, run)
+                    run = []
+                run_dest = dest
+            run.append((subj_b, b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv), hdr, data))
             dseq += 1
+        deliver_run(run_dest, run)
         self.dseq = dseq
         self.sseq = seq + 1
         self.ldt = ts_now

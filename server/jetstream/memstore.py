@@ -47,7 +47,7 @@ class MemoryStore(Store):
             self._subj[subject] = [seq]
         else:
             lst.append(seq)
-        self._bytes += 16 + len(subject) + (len(hdr) if hdr else 0) + len(data)  # memory_msg_size, inlined
+        self._bytes += memory_msg_size(subject, hdr, data)
         self._last = seq
         self._last_ts = ts
         self._held = True

@@ -1,0 +1,54 @@
+"""Callgrind instructions per message for bench_inproc.py workloads: the
+steady figure for A/B of code changes (see README, Benchmarks).
+
+    python bench/instructions.py [WORKLOAD ...] [--small 2000] [--large 6000]
+
+Each workload runs once with ``-n small`` and once with ``-n large`` under
+``valgrind --tool=callgrind``; the difference in instructions divided by the
+difference in messages leaves out start-up and set-up. It counts user space
+only: a system call saved does not show in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def instructions(workload: str, n: int) -> int:
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cg.out")
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        sys.executable, os.path.join(HERE, "bench_inproc.py"), workload, "-n", str(n), "--rounds", "1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env={**os.environ, "PYTHONHASHSEED": "0"})  # the same dict layouts every run
+        with open(out) as f:
+            for line in f:
+                m = re.match(r"(?:summary|totals): (\d+)", line)
+                if m:
+                    return int(m.group(1))
+    raise SystemExit(f"{workload}: no instruction total in callgrind's output")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workloads", nargs="*", default=["core-all", "pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push"])
+    ap.add_argument("--small", type=int, default=2000)
+    ap.add_argument("--large", type=int, default=6000)
+    a = ap.parse_args()
+    from bench_inproc import CORE
+
+    names = [w for x in a.workloads for w in (CORE if x == "core-all" else [x])]
+    for w in names:
+        lo, hi = instructions(w, a.small), instructions(w, a.large)
+        print(f"{w:12s} {(hi - lo) / (a.large - a.small):10.0f} instructions/msg", flush=True)
+
+
+if __name__ == "__main__":
+    main()
