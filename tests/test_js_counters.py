@@ -202,3 +202,26 @@ async def test_sourced_counters_add_up(nc):
     await settled("PLAIN", 3)
     hdr, body = await last(nc, "PLAIN", "c1.a")
     assert body == b'{"val":"9"}' and masked(hdr) == b"NATS/1.0\r\nNats-Incr: 1\r\nNats-Stream-Source: C1 3 > > c1.a\r\n\r\n"
+
+
+@pytest.mark.parametrize("extra, want", [
+    ({"allow_msg_counter": True}, (400, 10173, "stream mirrors can not also calculate counters")),
+    ({"allow_atomic": True}, (400, 10198, "stream mirrors can not also use atomic publishing")),
+    ({"allow_batched": True}, (400, 10209, "stream mirrors can not also use batch publishing")),
+    ({"allow_msg_schedules": True}, (400, 10186, "stream mirrors can not also schedule messages")),
+])
+async def test_mirrors_refuse_the_publish_features(nc, extra, want):
+    """A mirror keeps its origin's messages as they are; a source may not
+    feed a stream with schedules (at create or update); counters and
+    batches are fine on a sourcing stream."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    assert err(await req(nc, "$JS.API.STREAM.CREATE.M", {"name": "M", "mirror": {"name": "O"}, **extra})) == want
+    cfg = {"name": "S", "subjects": ["s.>"], "sources": [{"name": "O"}], **extra}
+    r = await req(nc, "$JS.API.STREAM.CREATE.S", cfg)
+    if "allow_msg_schedules" in extra:
+        assert err(r) == (400, 10187, "stream source can not also schedule messages")
+        await req(nc, "$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], **extra})
+        assert err(await req(nc, "$JS.API.STREAM.UPDATE.S", cfg)) == \
+            (400, 10187, "stream source can not also schedule messages")
+    else:
+        assert "error" not in r
