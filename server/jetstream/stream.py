@@ -238,8 +238,8 @@ class Stream(ExpiryMixin):
                 if self._batches is None:
                     self._batches = batch.AtomicBatches(self)
                 return self._batches.on_message(subject, reply, hdr, payload, batch_id)
-            if hdr.find(counters.INCR) >= 0 and not sourced:  # a copy is stored as its origin had it
-                incr = counters.check_headers(self, hdr, payload)
+            if hdr.find(counters.INCR) >= 0:
+                incr = counters.check_headers(self, hdr, payload, sourced)
             es = value(hdr, b"Nats-Expected-Stream")
             if es and es != self.name:
                 raise errors.expected_stream_mismatch()
@@ -293,7 +293,7 @@ class Stream(ExpiryMixin):
         if self._counter:
             if incr is None:
                 raise errors.msg_incr_missing()
-            payload, total = counters.apply(self, subject, hdr, incr, self.max_counter_size())
+            hdr, payload, total = counters.apply(self, subject, hdr, payload, incr, self.max_counter_size())
             ack_tail = b',"val":"%d"}' % total
         self.store_checked(subject, reply, hdr, payload, msg_id, ttl, ttl_err, rollup, ack_tail, ts)
 
