@@ -158,7 +158,7 @@ async def main(embedded: bool) -> None:
             await pilot.press("m")
             await settle(pilot, 0.8)
             app.screen.query_one("#browser-list").move_cursor(row=5)
-            await pilot.press("j")
+            await pilot.press("J")
             await settle(pilot, 0.5)
             await shoot(app, "messages")
 

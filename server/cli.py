@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import tls, websocket
+from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .conf import ConfigError, parse_config, parse_duration
 from .server import NATS_VERSION, Server, ServerOptions
 
@@ -25,6 +27,8 @@ Server Options:
     -p, --port <port>                Use port for clients (default: 4222; -1 or 0 picks a free port)
     -n, --server_name <server_name>  Server name (default: auto)
     -P, --pid <file>                 File to store PID
+    -sl, --signal <signal>[=<pid>]   Send signal to a natslab server process (ldm, stop, quit, term,
+                                     reopen, reload); <pid> may be a PID file (default: the -P file)
     -m, --http_port <port>           Use port for http monitoring
     -c, --config <file>              Configuration file
     -l, --log <file>                 File to redirect log output
@@ -42,6 +46,13 @@ Authorization Options:
         --pass <password>            Password required for connections
         --auth <token>               Authorization token required for connections
 
+TLS Options:
+        --tls                        Enable TLS, do not verify clients (default: false)
+        --tlscert <file>             Server certificate file
+        --tlskey <file>              Private key for server certificate
+        --tlsverify                  Enable TLS, verify client certificates
+        --tlscacert <file>           Client certificate CA for verification
+
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
@@ -53,6 +64,7 @@ _FLAGS = {
     "p": ("port", True), "port": ("port", True),
     "n": ("server_name", True), "server_name": ("server_name", True), "name": ("server_name", True),
     "P": ("pid", True), "pid": ("pid", True),
+    "sl": ("signal", True), "signal": ("signal", True),
     "m": ("http_port", True), "http_port": ("http_port", True),
     "c": ("config", True), "config": ("config", True),
     "l": ("log", True), "log": ("log", True),
@@ -63,6 +75,8 @@ _FLAGS = {
     "sd": ("store_dir", True), "store_dir": ("store_dir", True),
     "max_payload": ("max_payload", True),
     "user": ("user", True), "pass": ("password", True), "auth": ("token", True),
+    "tls": ("tls", False), "tlsverify": ("tlsverify", False), "tlscert": ("tlscert", True),
+    "tlskey": ("tlskey", True), "tlscacert": ("tlscacert", True),
     "h": ("help", False), "help": ("help", False),
     "v": ("version", False), "version": ("version", False),
 }
@@ -144,6 +158,14 @@ def build_options(flags: dict) -> ServerOptions:
         o.token = flags["token"]
     if flags.get("trace") or flags.get("debug_trace"):
         o.trace = True
+    # any --tls* flag replaces the file's tls block; --tls=false drops it
+    if flags.get("tls") is False:
+        o.tls = None
+    elif any(k in flags for k in ("tls", "tlsverify", "tlscert", "tlskey", "tlscacert")):
+        try:
+            o.tls = tls.from_flags(flags)
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
     if o.port < -1 or o.port > 65535:
         raise UsageError(f"invalid port {o.port}")
     return o
@@ -187,6 +209,24 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
                 o.auth_timeout = parse_duration(a["timeout"])
+        if "tls" in c:
+            o.tls = tls.parse_tls_block(c["tls"])
+        if "websocket" in c:
+            o.websocket = websocket.parse_websocket_block(c["websocket"])
+        for key in ("lame_duck_duration", "lame_duck_grace_period"):
+            if key in c:
+                try:
+                    d = parse_duration(c[key])
+                except ConfigError as e:
+                    raise ConfigError(f"error parsing {key}: {e}") from None
+                if key == "lame_duck_duration" and d < MIN_LAME_DUCK_DURATION:
+                    raise ConfigError(f"invalid lame_duck_duration of {c[key]}, minimum is 30 seconds")
+                if d < 0:
+                    raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
+                setattr(o, key, d)
+        if o.lame_duck_grace_period >= o.lame_duck_duration:
+            raise ConfigError(f"lame duck grace period ({c.get('lame_duck_grace_period', '10s')}) should be "
+                              f"strictly lower than lame duck duration ({c.get('lame_duck_duration', '2m0s')})")
         js = c.get("jetstream")
         if isinstance(js, dict):
             o.jetstream = True
@@ -198,6 +238,13 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
                     o.sync_always = True
                 else:
                     o.sync_interval = parse_duration(si)
+            batch = (js.get("limits") or {}).get("batch") or {}
+            for key, attr in (("max_inflight_per_stream", "batch_max_inflight_per_stream"),
+                              ("max_inflight_total", "batch_max_inflight_total"), ("max_msgs", "batch_max_msgs")):
+                if int(batch.get(key) or 0) > 0:  # as in nats-server, 0 keeps the default
+                    setattr(o, attr, int(batch[key]))
+            if batch.get("timeout"):
+                o.batch_timeout = parse_duration(batch["timeout"])
         elif js is not None:
             o.jetstream = bool(js)
     except (TypeError, ValueError) as e:
@@ -246,12 +293,29 @@ async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
     stop = _SignalLatch()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, stop.set, "interrupt")
-    loop.add_signal_handler(signal.SIGTERM, stop.set, "terminated")
+    ldm_task = None
+
+    def on_term() -> None:
+        if srv.ldm:  # nats-server lets lame duck mode finish
+            srv.logger.info('Trapped "terminated" signal')
+        else:
+            stop.set("terminated")
+
+    def on_usr2() -> None:
+        nonlocal ldm_task
+        srv.logger.info('Trapped "user defined signal 2" signal')
+        if ldm_task is None:
+            ldm_task = loop.create_task(lame_duck(srv))
+            ldm_task.add_done_callback(lambda _t: stop.set(""))
+
+    loop.add_signal_handler(signal.SIGTERM, on_term)
+    loop.add_signal_handler(signal.SIGUSR2, on_usr2)
     await srv.start()
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
     signame = await stop.wait()
-    srv.logger.info('Trapped "%s" signal', signame)
+    if signame:
+        srv.logger.info('Trapped "%s" signal', signame)
     srv.logger.info("Initiating Shutdown...")
     await srv.stop()
     if pid_file:
@@ -272,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         if flags.get("version"):
             print(f"natslab server: v{NATS_VERSION} (natslab)")
             return 0
+        if "signal" in flags:
+            return send_signal(flags["signal"], flags.get("pid"))
         opts = build_options(flags)
     except UsageError as e:
         print(f"natslab server: {e}\n", file=sys.stderr)
@@ -281,8 +347,49 @@ def main(argv: list[str] | None = None) -> int:
                   bool(flags.get("trace") or flags.get("debug_trace")))
     try:
         return asyncio.run(serve(opts, flags.get("pid")))
+    except ConfigError as e:  # e.g. a certificate that does not load
+        print(f"natslab server: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         logging.getLogger("natslab.server").critical("Error listening on port: %s", e)
         return 1
     except KeyboardInterrupt:
         return 0
+
+
+# nats-server's --signal commands
+_SIGNALS = {"stop": signal.SIGKILL, "quit": signal.SIGINT, "term": signal.SIGTERM,
+            "reopen": signal.SIGUSR1, "reload": signal.SIGHUP, "ldm": signal.SIGUSR2}
+
+
+def send_signal(spec: str, pid_file: str | None) -> int:
+    """``--signal <command>[=<pid|pidfile>]``: signal a running server and
+    exit, as ``nats-server --signal``. Without a pid the -P file is read
+    (nats-server would look for a single nats-server process instead)."""
+    command, _, target = spec.partition("=")
+    if "=" in target:
+        print(f"natslab server: invalid signal parameters: {target.split('=')[1:]}", file=sys.stderr)
+        return 1
+    sig = _SIGNALS.get(command)
+    if sig is None:
+        print(f'natslab server: unknown signal "{command}"', file=sys.stderr)
+        return 1
+    target = target or pid_file or ""
+    if not target:
+        print("natslab server: unable to resolve pid, try providing one", file=sys.stderr)
+        return 1
+    try:
+        target = Path(target).read_text().strip()  # a PID file, as nats-server allows
+    except OSError:
+        pass
+    try:
+        pid = int(target)
+    except ValueError:
+        print(f"natslab server: invalid pid: {target}", file=sys.stderr)
+        return 1
+    try:
+        os.kill(pid, sig)
+    except OSError as e:
+        print(f'natslab server: signal "{command}" {pid}: {e.strerror or e}', file=sys.stderr)
+        return 1
+    return 0

@@ -17,6 +17,7 @@ import time
 
 from . import protocol as p
 from .protocol import CRLF
+from . import tls
 from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
 from .subjects import valid_subject
@@ -128,6 +129,9 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.is_stalled = False
         self._stall_timer = None
         self.close_reason = ""
+        self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
+        self.nonce = b""  # the INFO nonce an nkey user signs
+        self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -137,11 +141,26 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.host, self.port = peer[0], peer[1]
         srv = self.server
         self.cid = srv.register(self)
-        transport.write(p.info_line(srv.client_info(self)))
+        info = p.info_line(srv.client_info(self))
+        if srv.tls_context is not None and self.ws is None and not self.closed:
+            tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake
+            return
+        transport.write(info)
+        self.tls_ready()
+
+    def tls_ready(self) -> None:
+        """The connection is ready for the protocol (after the TLS
+        handshake, if any): the keepalive and authentication timers start."""
+        srv = self.server
         loop = srv.loop
         self._ping_timer = loop.call_later(srv.opts.ping_interval, self._send_ping)
         if srv.auth_required:
             self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
+
+    def takes_async_info(self) -> bool:
+        """Does this client take INFO updates (protocol 1, and its first PING
+        answered, as nats-server requires)?"""
+        return self._connect_opts.get("protocol", 0) >= 1 and not self._connect_info_due
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -283,12 +302,13 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.rtt = max(time.time() - self.start, 1e-6)
         srv = self.server
         if srv.auth_required:
-            entry = srv.check_auth(opts)
+            entry = srv.check_auth(opts, self)
             if not entry:
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
                 return
-            self.user = str(opts.get("user") or "")
+            # (a certificate or no_auth_user may name the user, not CONNECT)
+            self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")
             if isinstance(entry, dict) and entry.get("permissions"):
                 from .permissions import Permissions
 

@@ -33,6 +33,13 @@ class Permissions:
         self.sub_allow, self.sub_deny = _lists(spec.get("subscribe"))
         self._pub_cache: dict[bytes, bool] = {}
 
+    def as_config(self) -> dict:
+        """The permissions as nats-server shows them ($SYS.REQ.USER.INFO):
+        both sides, each {allow, deny} with empty lists left out."""
+        return {side: {k: [s.decode() for s in v] for k, v in (("allow", allow), ("deny", deny)) if v}
+                for side, allow, deny in (("publish", self.pub_allow, self.pub_deny),
+                                          ("subscribe", self.sub_allow, self.sub_deny))}
+
     def can_publish(self, subject: bytes) -> bool:
         ok = self._pub_cache.get(subject)
         if ok is None:

@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol as p
+from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, InternalSubscription, RunSpec
+from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex
+from .tls import TLSOptions
+from .websocket import WebsocketListener, WebsocketOptions
 
 # The nats-server release whose behaviour natslab implements; clients gate
 # features on it (nats-py needs >= 2.9 for the named consumer-create API).
@@ -50,6 +54,15 @@ class ServerOptions:
     trace: bool = False
     sync_always: bool = False
     sync_interval: float = 1.0
+    tls: "TLSOptions | None" = None  # the tls {} block or --tls* flags (server/tls.py)
+    lame_duck_duration: float = LAME_DUCK_DURATION  # server/lameduck.py
+    lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
+    websocket: "WebsocketOptions | None" = None  # the websocket {} block (server/websocket.py)
+    # jetstream { limits { batch { ... } } }: atomic batch publish limits (nats-server's defaults)
+    batch_max_inflight_per_stream: int = 50
+    batch_max_inflight_total: int = 1000
+    batch_max_msgs: int = 1000
+    batch_timeout: float = 10.0
 
 
 def _server_id() -> str:
@@ -85,7 +98,9 @@ class Server:
         self.reading = False  # a client's data_received is running (it ends with flush_dirty)
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
-        self._next_cid = 0
+        # nats-server's own internal clients take ids 1-4: its first outside
+        # connection is client 5, and tools show the id (`nats account info`)
+        self._next_cid = 4
         self._tcp: asyncio.base_events.Server | None = None
         self.port = 0
         self.start_time = time.time()
@@ -99,7 +114,12 @@ class Server:
         self.slow_consumers = 0
         self.closed_conns: list[dict] = []
         o = self.opts
-        self.auth_required = bool(o.user or o.token or o.users)
+        self.auth = Authenticator(o)
+        self.auth_required = self.auth.required
+        # made here, so a certificate that does not load stops the start
+        self.tls_context = o.tls.context() if o.tls is not None else None
+        self.ldm = False  # in lame duck mode (server/lameduck.py)
+        self.websocket = WebsocketListener(self, o.websocket) if o.websocket is not None and o.websocket.port else None
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
@@ -121,6 +141,9 @@ class Server:
                 log.info("Starting JetStream")
                 self.jetstream = JetStream(self, store_dir)
                 await self.jetstream.start()
+        from .sysreq import SysRequests
+
+        self.sys_requests = SysRequests(self)
         if o.http_port:
             from .monitor import Monitor
 
@@ -135,11 +158,21 @@ class Server:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port = self._tcp.sockets[0].getsockname()[1]
         log.info("Listening for client connections on %s:%d", o.host, self.port)
+        if self.tls_context is not None:
+            log.info("TLS required for client connections")
+        if self.websocket is not None:
+            await self.websocket.start()
         log.info("Server is ready")
 
-    async def stop(self) -> None:
+    def stop_listening(self) -> None:
+        """Accept no more connections (lame duck mode, shutdown)."""
         if self._tcp is not None:
             self._tcp.close()
+        if self.websocket is not None:
+            self.websocket.close()
+
+    async def stop(self) -> None:
+        self.stop_listening()
         for c in list(self.clients.values()):
             c.close("Server Shutdown")
         if self.monitor is not None:
@@ -154,6 +187,8 @@ class Server:
             except asyncio.TimeoutError:
                 pass
             self._tcp = None
+        if self.websocket is not None:
+            await self.websocket.wait_closed()
         self.logger.info("Server Exiting..")
 
     # -- clients ---------------------------------------------------------------
@@ -193,12 +228,19 @@ class Server:
             "host": self.opts.host,
             "port": self.port,
             "headers": True,
-            "max_payload": self.opts.max_payload,
         }
+        # (in nats-server's order)
+        if self.auth_required and not self.auth.no_auth_user:
+            info["auth_required"] = True
+        if self.tls_context is not None:
+            info["tls_required"] = True
+            if self.opts.tls.verify:
+                info["tls_verify"] = True
+        if client.ws is not None:
+            client.ws.adjust_info(info)
+        info["max_payload"] = self.opts.max_payload
         if self.jetstream is not None:
             info["jetstream"] = True
-        if self.auth_required:
-            info["auth_required"] = True
         info["client_id"] = client.cid
         info["client_ip"] = client.host
         if self.jetstream is not None:
@@ -209,25 +251,10 @@ class Server:
         info["natslab"] = True
         return info
 
-    def check_auth(self, opts: dict):
+    def check_auth(self, opts: dict, client=None):
         """False when the credentials are wrong; otherwise the matched user's
-        entry (a dict, possibly with ``permissions``) or True."""
-        import secrets  # (only with auth: it pulls in hashlib and OpenSSL)
-
-        o = self.opts
-        if o.token:
-            return secrets.compare_digest(str(opts.get("auth_token") or ""), o.token)
-        user = str(opts.get("user") or "")
-        pw = str(opts.get("pass") or "")
-        creds = list(o.users)
-        if o.user:
-            creds.append({"user": o.user, "password": o.password or ""})
-        for c in creds:
-            if secrets.compare_digest(user, str(c.get("user", ""))) and secrets.compare_digest(
-                pw, str(c.get("password", ""))
-            ):
-                return c
-        return False
+        entry (a dict, possibly with ``permissions``) or True (server/auth.py)."""
+        return self.auth.check(client, opts)
 
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:

@@ -84,11 +84,16 @@ class ServerProcess:
                 raise RuntimeError(f"{self.kind} exited early: {self.log()}")
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.5) as s:
-                    if s.recv(5) == b"INFO ":
+                    if self.ready(s):
                         return
             except OSError:
                 time.sleep(0.02)
         raise RuntimeError(f"{self.kind} did not start: {self.log()}")
+
+    def ready(self, sock: socket.socket) -> bool:
+        """Is the broker serving on this fresh connection? (A TLS-first
+        listener, say, answers only after a handshake: subclasses say so.)"""
+        return sock.recv(5) == b"INFO "
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

@@ -276,6 +276,9 @@ async def test_failed_write_is_answered_and_loses_nothing_acknowledged(tmp_path)
             assert (await sub.next_msg(timeout=2)).data == b"hi"
 
         await check()
+        # the refused messages' sequences were used: they stay used after a restart
+        last = (await js.stream_info("W")).state.last_seq
+        assert last > max(acked)
         await nc.close()
         srv.stop()
         srv.file_size_limit = None
@@ -283,6 +286,8 @@ async def test_failed_write_is_answered_and_loses_nothing_acknowledged(tmp_path)
         nc = await connect(srv.url)
         js = nc.jetstream()
         await check()
+        assert (await js.stream_info("W")).state.last_seq == last
+        assert (await js.publish("w", b"next")).seq == last + 1
         await nc.close()
     finally:
         srv.stop()

@@ -22,6 +22,7 @@ from .broker import BrokerSpec, EmbeddedBroker
 from .client import ConnectOptions, NatsError
 from .commands import NatslabCommands
 from .config import load_settings, save_setting, user_themes_dir
+from .panes.registry import tab_bindings
 from .screens.main import MainScreen
 from .widgets.status_header import HeaderInfo, StatusHeader
 
@@ -33,23 +34,10 @@ class NatslabApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "natslab"
     COMMANDS = App.COMMANDS | {NatslabCommands}
-    TABS = [
-        ("streams", "Streams"), ("consumers", "Consumers"), ("pull", "Pull hand"),
-        ("publish", "Publish"), ("request", "Request"), ("kv", "KV"),
-        ("objects", "Objects"), ("tail", "Tail"), ("connections", "Connections"),
-    ]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("1", "tab('streams')", "Streams", id="app.tab.streams", show=False),
-        Binding("2", "tab('consumers')", "Consumers", id="app.tab.consumers", show=False),
-        Binding("3", "tab('pull')", "Pull hand", id="app.tab.pull", show=False),
-        Binding("4", "tab('publish')", "Publish", id="app.tab.publish", show=False),
-        Binding("5", "tab('request')", "Request", id="app.tab.request", show=False),
-        Binding("6", "tab('kv')", "KV", id="app.tab.kv", show=False),
-        Binding("7", "tab('objects')", "Objects", id="app.tab.objects", show=False),
-        Binding("8", "tab('tail')", "Tail", id="app.tab.tail", show=False),
-        Binding("9", "tab('connections')", "Connections", id="app.tab.connections", show=False),
+        Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        *tab_bindings(),
     ]
 
     # Bumped on every (re)connect so panes can re-subscribe.
@@ -90,33 +78,6 @@ class NatslabApp(App):
         self.main_screen: MainScreen | None = None
         self.gc_paused_until_paint = False  # set by the CLI, which pauses the cyclic GC for start-up
         self._theme_problems = self._load_themes()
-
-    # ---- panes the tools issue adds -------------------------------------
-    def tool_panes(self):
-        """Tool tabs, mounted the first time they are shown (see widgets.deferred).
-
-        Their modules are imported then too, not here: importing all six cost
-        about 0.1 s of the first paint for panes most sessions never open.
-        """
-        from .widgets.deferred import Deferred
-
-        def pane(module: str, cls: str, tab: str):
-            def factory():
-                from importlib import import_module
-
-                return getattr(import_module(module, __package__), cls)(id=f"{tab}-pane")
-
-            return factory
-
-        for tab, module, cls in (
-            ("publish", ".panes.publish", "PublishPane"),
-            ("request", ".panes.request", "RequestPane"),
-            ("kv", ".panes.kv", "KvPane"),
-            ("objects", ".panes.objects", "ObjectsPane"),
-            ("tail", ".panes.tail", "TailPane"),
-            ("connections", ".panes.connections", "ConnectionsPane"),
-        ):
-            yield Deferred(pane(module, cls, tab), id=tab)
 
     # ---- startup ----------------------------------------------------------
     # Launch to first paint is a measured target (README). What the first frame
@@ -362,9 +323,9 @@ class NatslabApp(App):
             pane.select_bucket(bucket)
 
     def action_demo_redelivery(self) -> None:
-        from .demos import run_redelivery_demo
+        from .demos import run_demo
 
-        run_redelivery_demo(self)
+        run_demo(self, "redelivery")
 
     async def action_quit(self) -> None:
         await self.shutdown()

@@ -16,9 +16,11 @@ from pathlib import Path
 
 @dataclass
 class BrokerSpec:
-    """How to run the embedded broker. ``port`` 4222 falls forward to the next free port."""
+    """How to run the embedded broker. ``port`` 4222 and ``monitor_port`` 8222 fall
+    forward to the next free port; ``monitor_port`` 0 runs without monitoring."""
 
     port: int = 4222
+    monitor_port: int = 8222
     store_dir: Path | None = None
     memory: bool = False
     host: str = "127.0.0.1"
@@ -77,16 +79,11 @@ class EmbeddedBroker:
         from natslab.server import ServerThread  # the only import of the broker in tui/
 
         port = choose_port(self.spec.host, self.spec.port)
-        http_port = choose_port(self.spec.host, 8222)
-        try:
-            self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True,
-                                        store_dir=self.store_dir, http_port=http_port)
-            self._thread.start()
-            self.monitor_url = f"http://{self.spec.host}:{http_port}" if http_port else ""
-        except TypeError:
-            # a broker without the monitoring option: run without it
-            self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True, store_dir=self.store_dir)
-            self._thread.start()
+        http_port = choose_port(self.spec.host, self.spec.monitor_port) if self.spec.monitor_port else 0
+        self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True,
+                                    store_dir=self.store_dir, http_port=http_port)
+        self._thread.start()
+        self.monitor_url = f"http://{self.spec.host}:{http_port}" if http_port else ""
         self.client_url = self._thread.client_url
         return self.client_url
 

@@ -12,16 +12,15 @@ class NatslabCommands(Provider):
 
     async def _commands(self) -> list[tuple[str, str, object]]:
         app = self.app
-        out: list[tuple[str, str, object]] = [
-            ("Demo: redelivery", "ORDERS stream, 4 orders, pull consumer RDL with ack wait 4s", app.action_demo_redelivery),
-        ]
-        from .demos import SCENARIOS, run_scenario
+        from .demos import DEMOS, run_demo
 
-        for key, scenario in SCENARIOS.items():
-            out.append((scenario[0], scenario[5], partial(run_scenario, app, key)))
-        out.append(("Demo: KV history", "bucket CONFIG with three revisions of one key", partial(run_scenario, app, "kv-history")))
-        for tab, title in app.TABS:
-            out.append((f"Go to: {title}", f"show the {title} pane", partial(app.action_tab, tab)))
+        out: list[tuple[str, str, object]] = [
+            (demo.title, demo.summary, partial(run_demo, app, key)) for key, demo in DEMOS.items()
+        ]
+        from .panes.registry import PANES
+
+        for spec in PANES:
+            out.append((f"Go to: {spec.title}", f"show the {spec.title} pane", partial(app.action_tab, spec.area)))
         for name in sorted(app.available_themes):
             if name.startswith("natslab") or name in app.user_theme_names:
                 out.append((f"Theme: {name}", "switch theme (remembered)", partial(setattr, app, "theme", name)))

@@ -1,7 +1,14 @@
-"""Guided demos from the command palette, replaying the seed walkthrough."""
+"""Guided demos from the command palette, replaying the seed walkthrough.
+
+Demos never touch the user's data: every stream, subject and bucket they make
+is named ``DEMO_...`` / ``demo....``, a demo that finds its own leftovers asks
+before resetting them, and on a server natslab did not start itself (remote)
+every demo asks first.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -12,161 +19,155 @@ if TYPE_CHECKING:
     from .app import NatslabApp
 
 NS = 1_000_000_000
-
-ORDERS = {
-    "name": "ORDERS",
-    "subjects": ["orders.>"],
-    "storage": "file",
-    "retention": "limits",
-    "discard": "old",
-    "max_msgs": 1000,
-    "max_age": 24 * 3600 * NS,
-    "max_msgs_per_subject": 100,
-    "duplicate_window": 120 * NS,
-    "num_replicas": 1,
-}
-ORDER_MESSAGES = [
-    ("orders.new", b"order-1 payload"),
-    ("orders.new", b"order-2 payload"),
-    ("orders.new", b"order-3 payload"),
-    ("orders.eu", b"order-eu-1 payload"),
-]
-RDL = {"durable_name": "RDL", "ack_policy": "explicit", "deliver_policy": "all", "ack_wait": 4 * NS, "max_ack_pending": 1000}
+PREFIX = "DEMO_"
 
 
-async def setup_redelivery(client) -> None:
-    """Stream ORDERS on orders.> with four orders and durable pull consumer RDL (ack wait 4 s).
+@dataclass(frozen=True)
+class Demo:
+    key: str
+    title: str
+    summary: str
+    hint: str
+    stream: dict | None = None  # the stream config the demo (re)creates
+    messages: tuple[tuple[str, bytes], ...] = ()
+    consumer: dict | None = None
+    bucket: str | None = None  # a KV bucket instead of a stream
+    values: tuple[tuple[str, bytes], ...] = field(default=())
 
-    An existing ORDERS is reset (RDL deleted, stream purged) so the demo always
-    starts from the same four messages.
-    """
+    @property
+    def owned_stream(self) -> str:
+        """The one stream this demo creates (a bucket is the stream KV_<bucket>)."""
+        return f"KV_{self.bucket}" if self.bucket else self.stream["name"]
+
+
+REDELIVERY = Demo(
+    "redelivery", "Demo: redelivery",
+    "DEMO_ORDERS stream, 4 orders, pull consumer RDL with ack wait 4s",
+    "DEMO_ORDERS has 4 orders and RDL waits 4 s for an ack. Press f to fetch one, don't ack, "
+    "wait for the countdown, press f again: tries 2.",
+    stream={
+        "name": "DEMO_ORDERS", "subjects": ["demo.orders.>"], "storage": "file", "retention": "limits",
+        "discard": "old", "max_msgs": 1000, "max_age": 24 * 3600 * NS, "max_msgs_per_subject": 100,
+        "duplicate_window": 120 * NS, "num_replicas": 1,
+    },
+    messages=(
+        ("demo.orders.new", b"order-1 payload"),
+        ("demo.orders.new", b"order-2 payload"),
+        ("demo.orders.new", b"order-3 payload"),
+        ("demo.orders.eu", b"order-eu-1 payload"),
+    ),
+    consumer={"durable_name": "RDL", "ack_policy": "explicit", "deliver_policy": "all", "ack_wait": 4 * NS,
+              "max_ack_pending": 1000},
+)
+
+DEMOS = {d.key: d for d in (
+    REDELIVERY,
+    Demo("limits", "Demo: limits (max 2 messages, discard old)", "DEMO_LIMITS keeps 2 messages of 4",
+         "Four publishes, max 2 kept: Messages 2, First seq moved to 3.",
+         stream={"name": "DEMO_LIMITS", "subjects": ["demo.limits.>"], "retention": "limits", "discard": "old",
+                 "max_msgs": 2, "num_replicas": 1},
+         messages=(("demo.limits.a", b"m1"), ("demo.limits.b", b"m2"), ("demo.limits.c", b"m3"),
+                   ("demo.limits.d", b"m4"))),
+    Demo("max-age", "Demo: max-age (messages vanish after 8 s)", "DEMO_TTL drops messages after 8 s",
+         "Three messages now; watch Messages drop to 0 after 8 seconds.",
+         stream={"name": "DEMO_TTL", "subjects": ["demo.ttl.>"], "retention": "limits", "max_age": 8 * NS,
+                 "max_msgs": 100, "num_replicas": 1},
+         messages=(("demo.ttl.a", b"m1"), ("demo.ttl.b", b"m2"), ("demo.ttl.c", b"m3"))),
+    Demo("interest", "Demo: interest retention (kept only until acked)", "DEMO_EVENTS with consumer LIVE",
+         "One message held for consumer LIVE. Fetch it in the pull hand and ack: Messages drops to 0.",
+         stream={"name": "DEMO_EVENTS", "subjects": ["demo.events.>"], "retention": "interest", "num_replicas": 1},
+         messages=(("demo.events.login", b"kept-until-acked"),),
+         consumer={"durable_name": "LIVE", "ack_policy": "explicit", "filter_subject": "demo.events.>"}),
+    Demo("workqueue", "Demo: workqueue (deleted as acked)", "DEMO_JOBS with consumer WQ",
+         "Two jobs for consumer WQ. Fetch one and ack it: the stream keeps one message.",
+         stream={"name": "DEMO_JOBS", "subjects": ["demo.jobs.>"], "retention": "workqueue", "num_replicas": 1},
+         messages=(("demo.jobs.a", b"job a"), ("demo.jobs.b", b"job b")),
+         consumer={"durable_name": "WQ", "ack_policy": "explicit"}),
+    Demo("kv-history", "Demo: KV history", "bucket DEMO_CONFIG with three revisions of one key",
+         "Bucket DEMO_CONFIG keeps 5 revisions; key region was put three times — see its history.",
+         bucket="DEMO_CONFIG", values=(("region", b"eu"), ("region", b"us"), ("region", b"apac"))),
+)}
+
+
+async def exists(client, demo: Demo) -> bool:
     try:
-        await client.stream_info("ORDERS")
-    except NatsError:
-        await client.create_stream(ORDERS)
-    else:
-        try:
-            await client.delete_consumer("ORDERS", "RDL")
-        except NatsError:
-            pass
-        await client.purge_stream("ORDERS")
-    for subject, data in ORDER_MESSAGES:
-        await client.js_publish(subject, data)
-    await client.create_consumer("ORDERS", RDL)
-
-
-def run_redelivery_demo(app: "NatslabApp") -> None:
-    _redelivery_worker(app)
-
-
-@work(group="demo", exclusive=True, exit_on_error=False)
-async def _redelivery_worker(app: "NatslabApp") -> None:
-    client = app.client
-    if client is None:
-        app.notify("Not connected yet", severity="warning")
-        return
-    try:
-        await setup_redelivery(client)
+        await client.stream_info(demo.owned_stream)
     except NatsError as exc:
-        app.notify(f"Demo setup failed: {exc}", severity="error")
-        return
-    app.jump_to_consumer("ORDERS", "RDL", show=False)
-    app.open_pull_hand("ORDERS", "RDL")
-    app.notify(
-        "ORDERS has 4 orders and RDL waits 4 s for an ack. Press f to fetch one, don't ack, "
-        "wait for the countdown, press f again: tries 2.",
-        title="Demo: redelivery",
-        timeout=12,
-    )
+        if exc.code == 404:
+            return False
+        raise
+    return True
 
 
-# ---- the walkthrough's other scenarios ---------------------------------------
-# Each: what to create, what to publish, and what to watch for afterwards.
-SCENARIOS = {
-    "limits": (
-        "Demo: limits (max 2 messages, discard old)",
-        {"name": "LIMITS", "subjects": ["limits.>"], "retention": "limits", "discard": "old", "max_msgs": 2, "num_replicas": 1},
-        [("limits.a", b"m1"), ("limits.b", b"m2"), ("limits.c", b"m3"), ("limits.d", b"m4")],
-        None,
-        "LIMITS",
-        "Four publishes, max 2 kept: Messages 2, First seq moved to 3.",
-    ),
-    "max-age": (
-        "Demo: max-age (messages vanish after 8 s)",
-        {"name": "TTL", "subjects": ["ttl.>"], "retention": "limits", "max_age": 8 * NS, "max_msgs": 100, "num_replicas": 1},
-        [("ttl.a", b"m1"), ("ttl.b", b"m2"), ("ttl.c", b"m3")],
-        None,
-        "TTL",
-        "Three messages now; watch Messages drop to 0 after 8 seconds.",
-    ),
-    "interest": (
-        "Demo: interest retention (kept only until acked)",
-        {"name": "EVENTS", "subjects": ["events.>"], "retention": "interest", "num_replicas": 1},
-        [("events.login", b"kept-until-acked")],
-        {"durable_name": "LIVE", "ack_policy": "explicit", "filter_subject": "events.>"},
-        "EVENTS",
-        "One message held for consumer LIVE. Fetch it in the pull hand and ack: Messages drops to 0.",
-    ),
-    "workqueue": (
-        "Demo: workqueue (deleted as acked)",
-        {"name": "JOBS", "subjects": ["jobs.>"], "retention": "workqueue", "num_replicas": 1},
-        [("jobs.a", b"job a"), ("jobs.b", b"job b")],
-        {"durable_name": "WQ", "ack_policy": "explicit"},
-        "JOBS",
-        "Two jobs for consumer WQ. Fetch one and ack it: the stream keeps one message.",
-    ),
-}
-
-
-async def setup_scenario(client, key: str) -> None:
-    _title, config, messages, consumer, _stream, _hint = SCENARIOS[key]
-    try:
-        await client.delete_stream(config["name"])
-    except NatsError:
-        pass
-    await client.create_stream(config)
-    if consumer:
-        await client.create_consumer(config["name"], consumer)
-    for subject, data in messages:
-        await client.js_publish(subject, data)
-
-
-async def setup_kv_history(client) -> None:
-    try:
-        await client.delete_bucket("CONFIG")
-    except NatsError:
-        pass
-    await client.create_bucket("CONFIG", 5, None, None, "file")
-    for value in (b"eu", b"us", b"apac"):
-        await client.kv_op("CONFIG", "put", "region", value)
-
-
-def run_scenario(app: "NatslabApp", key: str) -> None:
-    _scenario_worker(app, key)
-
-
-@work(group="demo", exclusive=True, exit_on_error=False)
-async def _scenario_worker(app: "NatslabApp", key: str) -> None:
-    client = app.client
-    if client is None:
-        app.notify("Not connected yet", severity="warning")
-        return
-    try:
-        if key == "kv-history":
-            await setup_kv_history(client)
+async def set_up(client, demo: Demo, *, reset: bool) -> None:
+    """Create what the demo needs; ``reset`` deletes the demo's own stream first."""
+    if reset:
+        if demo.bucket:
+            await client.delete_bucket(demo.bucket)
         else:
-            await setup_scenario(client, key)
+            await client.delete_stream(demo.owned_stream)
+    if demo.bucket:
+        await client.create_bucket(demo.bucket, 5, None, None, "file")
+        for key, value in demo.values:
+            await client.kv_op(demo.bucket, "put", key, value)
+        return
+    await client.create_stream(demo.stream)
+    if demo.consumer:
+        # before the messages: an interest stream keeps only what a consumer wants
+        await client.create_consumer(demo.owned_stream, demo.consumer)
+    for subject, data in demo.messages:
+        await client.js_publish(subject, data)
+
+
+def question(app: "NatslabApp", demo: Demo, found: bool) -> str | None:
+    """What to ask before running the demo, or None when nothing needs asking."""
+    parts = []
+    if app.header_info.mode != "embedded":
+        parts.append(f"{demo.title} creates {demo.owned_stream} on the server at "
+                     f"{app.header_info.url or app.connect_options.url}, which natslab did not start.")
+    if found:
+        parts.append(f"{demo.owned_stream} exists already (from an earlier demo?): it is deleted and made again, "
+                     "with all its messages and consumers.")
+    return " ".join(parts) + " Go ahead?" if parts else None
+
+
+def run_demo(app: "NatslabApp", key: str) -> None:
+    _demo_worker(app, DEMOS[key])
+
+
+@work(group="demo", exclusive=True, exit_on_error=False)
+async def _demo_worker(app: "NatslabApp", demo: Demo) -> None:
+    client = app.client
+    if client is None:
+        app.notify("Not connected yet", severity="warning")
+        return
+    if getattr(app, "read_only", False):
+        app.notify("Read-only: demos create streams, so they do not run", severity="warning")
+        return
+    try:
+        found = await exists(client, demo)
+    except NatsError as exc:
+        app.notify(f"Demo not started: {exc}", severity="error")
+        return
+    ask = question(app, demo, found)
+    if ask is not None:
+        from .widgets.confirm import ConfirmDialog
+
+        if not await app.push_screen_wait(ConfirmDialog(ask, "Reset and run" if found else "Run demo")):
+            app.notify(f"{demo.title}: nothing was changed", timeout=4)
+            return
+    try:
+        await set_up(client, demo, reset=found)
     except NatsError as exc:
         app.notify(f"Demo setup failed: {exc}", severity="error")
         return
-    if key == "kv-history":
-        app.jump_to_bucket("CONFIG")
-        app.notify("Bucket CONFIG keeps 5 revisions; key region was put three times — see its history.",
-                   title="Demo: KV history", timeout=10)
-        return
-    title, config, _m, consumer, stream, hint = SCENARIOS[key]
-    if consumer:
-        app.jump_to_consumer(stream, consumer["durable_name"])
+    if demo.bucket:
+        app.jump_to_bucket(demo.bucket)
+    elif demo is REDELIVERY:
+        app.jump_to_consumer(demo.owned_stream, demo.consumer["durable_name"], show=False)
+        app.open_pull_hand(demo.owned_stream, demo.consumer["durable_name"])
+    elif demo.consumer:
+        app.jump_to_consumer(demo.owned_stream, demo.consumer["durable_name"])
     else:
-        app.jump_to_stream(stream)
-    app.notify(hint, title=title, timeout=10)
+        app.jump_to_stream(demo.owned_stream)
+    app.notify(demo.hint, title=demo.title, timeout=12)

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import consumerconfig, directget, errors, gojson, headers, streamconfig
+from . import consumerconfig, directget, errors, gojson, headers, sourcing, streamconfig
 from .consumer import create_consumer
 from .errors import ApiError
 from .gojson import GoJSONError
@@ -175,7 +175,10 @@ class Api:
         # requester gets no responders
         if subject.startswith("$JS.API.DIRECT.GET"):  # first: the KV read path of nats.go and the CLI
             st = self.js.streams.get(subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
-            if st is not None and st.config.get("allow_direct"):
+            if st is None or not st.config.get("allow_direct"):
+                # a mirror with mirror_direct answers for its origin
+                st = sourcing.mirror_for_direct(self.js, subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
+            if st is not None:
                 st.on_direct_get(subject, reply, hdr, payload)
             else:
                 self._no_responders(subject, reply)
@@ -212,9 +215,15 @@ class Api:
             # MSG.GET is answered outside the API layer and not counted
             if rtype != "stream_msg_get_response":
                 self.js.api_total += 1
-        except ApiError as e:
+        except (ApiError, OSError) as e:
+            if isinstance(e, OSError):
+                # the store could not write (a full disk): the request is
+                # answered with the OS error, as a failed publish is
+                log.error("JetStream API request on %s: %s", subject, e)
+                e = errors.stream_store_failed(str(e))
             self.js.api_total += 1
-            self.js.api_errors += 1
+            if e.counted:
+                self.js.api_errors += 1
             body = {"error": e.to_dict()}
             body.update(self.error_extras.get(rtype, {}))
         if body is not None:
@@ -239,6 +248,8 @@ class Api:
              "state": st.state_json(subjects_filter, deleted_details)}
         if cluster:
             d["cluster"] = {"leader": self.server.server_name}
+        if st.links is not None:
+            d.update(st.links.info())
         d["ts"] = rfc3339(now_ns())
         return d
 
@@ -347,18 +358,24 @@ class Api:
         body = req.decode(gojson.MSG_DELETE_REQUEST)
         seq = body.get("seq", 0)
         st = self.js.lookup(req.tokens[0])
+        cfg = st.config
+        if cfg["sealed"]:
+            raise errors.stream_sealed()
+        if cfg["deny_delete"]:
+            raise errors.stream_msg_delete_failed("message delete not permitted")
         if not seq:
             # the real stores: the file store finds nothing below its first
             # sequence, the memory store reports the sequence
-            cfg = st.config
-            if cfg["sealed"]:
-                raise errors.stream_sealed()
-            if cfg["deny_delete"]:
-                raise errors.stream_msg_delete_failed("message delete not permitted")
             if cfg["storage"] == "file":
-                raise errors.stream_msg_delete_failed("no message found")
-            raise errors.sequence_not_found(0)
-        st.delete_msg(seq, body.get("no_erase", False))
+                raise errors.stream_msg_delete_failed("no message found").uncounted()
+            raise errors.sequence_not_found(0).uncounted()
+        try:
+            st.delete_msg(seq, body.get("no_erase", False))
+        except ApiError as e:
+            # what the store says (10043 not found, 10057 failed) nats-server
+            # sends as a plain response: not in api.errors; sealed and
+            # deny_delete above are
+            raise e.uncounted() from None
         return {"success": True}
 
     # -- consumers ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import consumerconfig, errors
 from .acks import AckMixin
+from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("natslab.jetstream")
 
-STATE_FILE = "state.json"
+META_FILE = "meta.json"  # config and creation time: written (fsynced) before CREATE is answered
+STATE_FILE = "state.json"  # delivery state: its loss resets only that, as on nats-server
 _SAVE_DELAY = 0.05  # coalesce state writes; an ack is on disk (OS) within 50 ms
 
 
@@ -59,6 +61,7 @@ class Consumer(DeliveryMixin, AckMixin):
         self.ldt = 0  # last delivery time (ns)
         self.lat = 0  # last ack time (ns)
         self._save_handle = None
+        self._config_saved = False
         self._pause_src = None
         self._pause_ns = 0
         self._inactive_timer = None
@@ -193,7 +196,7 @@ class Consumer(DeliveryMixin, AckMixin):
         if old.get("ack_wait") != cfg.get("ack_wait") or old.get("backoff") != cfg.get("backoff"):
             self.rearm_pending()  # the ack timer looks at every pending deadline again
         self._arm_pause_timer()
-        self.schedule_save()
+        self.save_config()
         self.signal()
 
     def reset(self, seq: int) -> int:
@@ -281,7 +284,7 @@ class Consumer(DeliveryMixin, AckMixin):
         cfg["metadata"] = md
         self.config = cfg
         self._arm_pause_timer()
-        self.schedule_save()
+        self.save_config()
         self.signal()
 
     def _arm_pause_timer(self) -> None:
@@ -355,18 +358,43 @@ class Consumer(DeliveryMixin, AckMixin):
             return None
         return self.stream.js.stream_dir(self.stream.name) / "obs" / self.name
 
+    def create_store(self) -> None:
+        """Make the consumer's directory before it exists for anyone: a name
+        the file system refuses (a NUL, more than 255 bytes) is the real
+        server's store-creation error, not a consumer that cannot be saved."""
+        d = self.state_dir()
+        if d is None:
+            return
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except (OSError, ValueError) as e:
+            self.server.logger.error("could not create the store of consumer %s > %r: %s", self.stream.name, self.name, e)
+            raise errors.consumer_store_failed() from None
+
     def schedule_save(self) -> None:
         if self._save_handle is None and not self.closed and self.state_dir() is not None:
             self._save_handle = self.server.loop.call_later(_SAVE_DELAY, self.save_state)
+
+    def save_config(self) -> None:
+        """Write the config, durably (fsynced), before the change is
+        answered; OSError when it cannot (the caller answers the error)."""
+        d = self.state_dir()
+        if d is not None:
+            write_json_atomic(d / META_FILE, {"config": self.config, "created": self.created})
+            self._config_saved = True
 
     def save_state(self, sync: bool = False) -> None:
         self._save_handle = None
         d = self.state_dir()
         if d is None:
             return
+        if not self._config_saved:  # an ephemeral's, with its first state
+            try:
+                self.save_config()
+            except OSError as e:
+                self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+                return
         state = {
-            "config": self.config,
-            "created": self.created,
             "sseq": self.sseq,
             "dseq": self.dseq,
             "ack_floor": [self.adflr, self.asflr],
@@ -408,7 +436,10 @@ class Consumer(DeliveryMixin, AckMixin):
 def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None, subject_filter: str | None,
                     durable_api: bool, action: str) -> Consumer:
     """CONSUMER.CREATE / DURABLE.CREATE semantics; raises ApiError."""
-    if subject_name is not None and any(c in subject_name for c in "/\\"):
+    # the name the request asks for: the subject's, or on the legacy
+    # ephemeral subject (no name token) the config's
+    asked = subject_name if subject_name is not None else raw_cfg.get("name") or ""
+    if isinstance(asked, str) and has_path_separators(asked):
         raise errors.consumer_name_path_separators()
     durable = raw_cfg.get("durable_name") or ""
     if durable_api:
@@ -439,7 +470,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
             raise errors.consumer_already_exists()
         if _cmp(existing.config) == _cmp(cfg):
             return existing
-        consumerconfig.check_update(existing.config, cfg)
+        consumerconfig.check_update(existing.config, cfg, stream.js.server.has_interest)
         if scfg["retention"] == "workqueue":
             _check_wq_unique(stream, name, cfg)
         existing.update_config(cfg)
@@ -455,12 +486,28 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
         if cfg["deliver_policy"] != "all":
             raise errors.wq_not_deliver_all()
         _check_wq_unique(stream, name, cfg)
+    if cfg.get("durable_name") and byte_len(name) > MAX_NAME_LEN:
+        raise errors.consumer_name_too_long(MAX_NAME_LEN)
     if not name:
         name = _gen_name()
         while name in stream.consumers:
             name = _gen_name()
     c = Consumer(stream, name, cfg, now_ns())
+    c.create_store()
     c.select_start()
+    if c.durable:
+        # on disk before the CREATE is answered, as a stream is (a durable
+        # whose creation was confirmed survives a crash straight after)
+        try:
+            c.save_config()
+            c.save_state(sync=True)
+        except OSError as e:
+            d = c.state_dir()
+            if d is not None:
+                import shutil
+
+                shutil.rmtree(d, ignore_errors=True)  # made just now: holds nothing
+            raise errors.consumer_create(str(e)) from None
     stream.consumers[name] = c
     c.start()
     c.schedule_save()
@@ -488,14 +535,60 @@ def _cmp(cfg: dict) -> dict:
 
 
 def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
+    """Each consumer from its directory: the config from meta.json (from
+    state.json in the layout of earlier builds), the delivery state from
+    state.json. A missing or damaged state file resets the delivery state
+    only (as on nats-server; a damaged one is kept aside); a consumer whose
+    config cannot be read is reported and its files are left alone."""
     if not obs_dir.exists():
         return
+    logger = stream.js.server.logger
     for d in sorted(obs_dir.iterdir()):
         try:
-            state = read_json_checked(d / STATE_FILE)
-            c = Consumer(stream, d.name, state["config"], state["created"])
-            c.load_state(state)
+            state = _read_state(d, logger, stream.name)
+            meta = read_json_checked(d / META_FILE, None)
+            if meta is None:  # the layout of earlier builds: config and state in one file
+                if state is None or "config" not in state:
+                    raise CorruptStateError(f"{d / META_FILE}: missing")
+                meta = state
+            c = Consumer(stream, d.name, meta["config"], meta["created"])
+            c._config_saved = (d / META_FILE).exists()
+            if state is None:
+                c.select_start()
+                logger.warning("consumer %s > %s: no delivery state; starting over from %d",
+                               stream.name, d.name, c.sseq)
+            else:
+                try:
+                    c.load_state(state)
+                except (KeyError, ValueError, TypeError) as e:  # checksum fine, contents not
+                    logger.error("consumer %s > %s: delivery state unusable (%r); starting over",
+                                 stream.name, d.name, e)
+                    (d / STATE_FILE).rename(d / f"{STATE_FILE}.corrupt-{now_ns()}")
+                    c = Consumer(stream, d.name, meta["config"], meta["created"])
+                    c._config_saved, state = (d / META_FILE).exists(), None
+                    c.select_start()
             stream.consumers[c.name] = c
             c.start()
+            if not c._config_saved or state is None:
+                c.save_state()  # meta.json for an earlier build's layout, a new state file
         except (CorruptStateError, KeyError, ValueError, TypeError, OSError) as e:
-            stream.js.server.logger.error("could not restore consumer %s > %s: %s", stream.name, d.name, e)
+            logger.error("could not restore consumer %s > %s: %s", stream.name, d.name, e)
+
+
+def _read_state(d: Path, logger, stream: str) -> dict | None:
+    """The delivery state in ``d``, None when missing or damaged (a damaged
+    file is renamed aside, never overwritten)."""
+    path = d / STATE_FILE
+    try:
+        state = read_json_checked(path, None)
+        if state is None or isinstance(state, dict) and {"sseq", "dseq", "ack_floor", "pending"} <= state.keys():
+            return state
+        raise CorruptStateError(f"{path}: not a consumer state")
+    except (CorruptStateError, OSError) as e:
+        aside = path.with_name(f"{STATE_FILE}.corrupt-{now_ns()}")
+        logger.error("consumer %s > %s: %s; kept as %s, delivery state reset", stream, d.name, e, aside.name)
+        try:
+            path.rename(aside)
+        except OSError:
+            pass
+        return None

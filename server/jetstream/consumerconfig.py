@@ -5,17 +5,17 @@ dicts keyed by the JSON field names."""
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from . import errors
+from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
 from .shapes import CONSUMER_CONFIG_KEYS, NS, format_go_duration, parse_rfc3339
-from .streamconfig import is_valid_name
 from .subjects import collide, is_literal, is_subset, is_valid
 
 DEFAULT_ACK_WAIT = 30 * NS
 DEFAULT_MAX_ACK_PENDING = 1000
 DEFAULT_MAX_WAITING = 512
 DEFAULT_INACTIVE_THRESHOLD = 5 * NS
-MAX_NAME_LEN = 255
 
 
 def is_pull(cfg: dict) -> bool:
@@ -64,16 +64,19 @@ def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
         cfg["inactive_threshold"] = DEFAULT_INACTIVE_THRESHOLD
     _check(cfg, stream_cfg)
     md = {k: v for k, v in (cfg.get("metadata") or {}).items() if k not in ("_nats.ver", "_nats.level")}
-    md["_nats.req.level"] = "1" if cfg.get("pause_until") else "0"
+    # Go's zero time (what nats.go and the nats CLI send when not pausing) is
+    # no pause, so it asks for no API level (nats-server: !PauseUntil.IsZero())
+    pu = cfg.get("pause_until")
+    md["_nats.req.level"] = "1" if pu and not str(pu).startswith("0001-01-01T00:00:00") else "0"
     cfg["metadata"] = md
     return cfg
 
 
 def _check(cfg: dict, scfg: dict) -> None:
     """checkConsumerCfg, in the real server's order."""
-    if cfg.get("name") and not is_valid_name(cfg["name"]):
+    if cfg.get("name") and not is_valid_asset_name(cfg["name"]):
         raise errors.stream_invalid_config("consumer name can not contain '.', '*', '>', '\\', '/'")
-    if cfg.get("durable_name") and not is_valid_name(cfg["durable_name"]):
+    if cfg.get("durable_name") and not is_valid_asset_name(cfg["durable_name"]):
         raise errors.stream_invalid_config("consumer durable name can not contain '.', '*', '>', '\\', '/'")
     if cfg["num_replicas"] < 0:
         raise errors.replicas_negative()
@@ -91,6 +94,8 @@ def _check(cfg: dict, scfg: dict) -> None:
     lbo = len(cfg.get("backoff") or ())
     if lbo and cfg["max_deliver"] != -1 and lbo > cfg["max_deliver"]:
         raise errors.consumer_max_deliver_backoff()
+    if byte_len(cfg.get("description") or "") > MAX_DESCRIPTION_LEN:
+        raise errors.consumer_description_too_long(MAX_DESCRIPTION_LEN)
     ds = cfg.get("deliver_subject")
     if ds:
         if not is_literal(ds):
@@ -224,8 +229,11 @@ def _check_priority(cfg: dict) -> None:
         cfg["priority_timeout"] = PINNED_TTL_DEFAULT
 
 
-def check_update(old: dict, new: dict) -> None:
-    """What an update may not change (500/10012 with the real texts)."""
+def check_update(old: dict, new: dict, has_interest: Callable[[str], bool]) -> None:
+    """What an update may not change (500/10012 with the real texts).
+    ``has_interest(subject)``: does any subscription match it (a push
+    consumer is moved to another deliver subject only while nobody listens on
+    its current one: otherwise another worker owns it, 400/10013)."""
     def same(k, default=None):
         return old.get(k, default) == new.get(k, default)
 
@@ -247,5 +255,7 @@ def check_update(old: dict, new: dict) -> None:
             raise errors.consumer_create("can not update pull consumer to push based")
         if not new.get("deliver_subject"):
             raise errors.consumer_create("can not update push consumer to pull based")
+        if has_interest(old["deliver_subject"]):
+            raise errors.consumer_name_in_use()
     if not same("max_waiting", 0):
         raise errors.consumer_create("max waiting can not be updated")

@@ -7,13 +7,20 @@ from __future__ import annotations
 
 
 class ApiError(Exception):
-    __slots__ = ("code", "err_code", "description")
+    __slots__ = ("code", "err_code", "description", "counted")
 
     def __init__(self, code: int, err_code: int, description: str):
         super().__init__(description)
         self.code = code
         self.err_code = err_code
         self.description = description
+        # in $JS.API.INFO's api.errors: nats-server answers a few errors
+        # (a store's, in MSG.DELETE) as plain responses it does not count
+        self.counted = True
+
+    def uncounted(self) -> "ApiError":
+        self.counted = False
+        return self
 
     def to_dict(self) -> dict:
         return {"code": self.code, "err_code": self.err_code, "description": self.description}
@@ -29,6 +36,8 @@ def _detail(code: int, err_code: int, template: str = "{}"):
 
 bad_request = _fixed(400, 10003, "bad request")
 consumer_create = _detail(500, 10012)
+consumer_store_failed = _fixed(500, 10012, "error creating store for consumer")  # as 2.15 answers it
+consumer_name_in_use = _fixed(400, 10013, "consumer name already in use")
 consumer_not_found = _fixed(404, 10014, "consumer not found")
 consumer_durable_not_in_subject = _fixed(400, 10016, "consumer expected to be durable but no durable name set in subject")
 consumer_durable_mismatch = _fixed(400, 10017, "consumer name in subject does not match durable name in request")
@@ -40,6 +49,8 @@ max_consumers = _fixed(400, 10026, "maximum consumers limit reached")
 no_message_found = _fixed(404, 10037, "no message found")
 not_empty_request = _fixed(400, 10038, "expected an empty request payload")
 sequence_not_found = _detail(400, 10043, "sequence {} not found")
+stream_create = _detail(500, 10049)
+stream_store_create_failed = _fixed(500, 10049, "error creating store for stream")
 stream_invalid_config = _detail(500, 10052)
 stream_msg_too_big = _fixed(400, 10054, "message size exceeds maximum allowed")
 stream_name_mismatch = _fixed(400, 10056, "stream name in subject does not match request")
@@ -69,6 +80,7 @@ wq_not_unique = _fixed(400, 10100, "filtered consumer not unique on workqueue st
 wq_not_deliver_all = _fixed(400, 10101, "consumer must be deliver all on workqueue stream")
 consumer_name_too_long = _detail(400, 10102, "consumer name is too long, maximum allowed is {}")
 consumer_bad_durable_name = _fixed(400, 10103, "durable name can not contain '.', '*', '>'")
+consumer_description_too_long = _detail(400, 10107, "consumer description is too long, maximum allowed is {}")
 consumer_fc_needs_heartbeat = _fixed(400, 10108, "consumer with flow control also needs heartbeats")
 stream_sealed = _fixed(400, 10109, "invalid operation on sealed stream")
 stream_purge_failed = _detail(500, 10110)
@@ -104,3 +116,53 @@ consumer_backoff_negative = _fixed(400, 10184, "consumer backoff needs to be pos
 required_api_level = _fixed(412, 10185, "JetStream minimum api level required")
 expected_last_seq_per_subject_invalid = _fixed(400, 10193, "missing sequence for expected last sequence per subject")
 consumer_invalid_reset = _detail(400, 10204, "invalid reset: {}")
+
+# -- stream topology: subject transforms, republish, mirrors, sources, snapshots --
+mirror_max_msg_size_too_big = _fixed(400, 10030, "stream mirror must have max message size >= source")
+mirror_with_sources = _fixed(400, 10031, "stream mirrors can not also contain other sources")
+mirror_with_subjects = _fixed(400, 10034, "stream mirrors can not contain subjects")
+source_max_msg_size_too_big = _fixed(400, 10046, "stream source must have max message size >= target")
+mirror_not_updatable = _fixed(400, 10055, "stream mirror configuration can not be updated")
+stream_restore = _detail(500, 10062, "restore failed: {}")
+stream_snapshot = _detail(500, 10064, "snapshot failed: {}")
+snapshot_deliver_subject_invalid = _fixed(400, 10015, "deliver subject not valid")
+stream_name_exist_restore_failed = _fixed(400, 10130, "stream name already in use, cannot restore")
+source_duplicate = _fixed(400, 10140, "duplicate source configuration detected")
+source_invalid_stream_name = _fixed(400, 10141, "sourced stream name is invalid")
+mirror_invalid_stream_name = _fixed(400, 10142, "mirrored stream name is invalid")
+mirror_with_first_seq = _fixed(400, 10143, "stream mirrors can not have first sequence configured")
+source_multiple_filters = _fixed(400, 10144, "source with multiple subject transforms cannot also have a single subject filter")
+source_invalid_subject_filter = _detail(400, 10145, "source transform source: {}")
+source_invalid_transform_destination = _detail(400, 10146, "source transform: {}")
+source_overlapping_filters = _fixed(400, 10147, "source filters can not overlap")
+mirror_multiple_filters = _fixed(400, 10150, "mirror with multiple subject transforms cannot also have a single subject filter")
+mirror_invalid_subject_filter = _detail(400, 10151, "mirror transform source: {}")
+mirror_overlapping_filters = _fixed(400, 10152, "mirror subject filters can not overlap")
+mirror_invalid_transform_destination = _detail(400, 10154, "mirror transform: {}")
+stream_transform_invalid_source = _detail(400, 10155, "stream transform source: {}")
+stream_transform_invalid_destination = _detail(400, 10156, "stream transform: {}")
+message_source_header_not_allowed = _fixed(400, 10227, "message stream source header is not allowed")
+# counters (ADR-49)
+msg_incr_disabled = _fixed(400, 10168, "message counters is disabled")
+msg_incr_missing = _fixed(400, 10169, "message counter increment is missing")
+msg_incr_payload = _fixed(400, 10170, "message counter has payload")
+msg_incr_invalid = _fixed(400, 10171, "message counter increment is invalid")
+msg_counter_broken = _fixed(400, 10172, "message counter is broken")
+# atomic batch publish (ADR-50)
+atomic_publish_missing_seq = _fixed(400, 10175, "atomic publish sequence is missing")
+atomic_publish_incomplete = _fixed(400, 10176, "atomic publish batch is incomplete")
+atomic_publish_unsupported_header = _detail(400, 10177, "atomic publish unsupported header used: {}")
+atomic_publish_invalid_id = _fixed(400, 10179, "atomic publish batch ID is invalid")
+atomic_publish_too_large = _detail(400, 10199, "atomic publish batch is too large: {}")
+atomic_publish_invalid_commit = _fixed(400, 10200, "atomic publish batch commit is invalid")
+atomic_publish_duplicate_msg = _fixed(400, 10201, "atomic publish batch contains duplicate message id")
+atomic_publish_too_many_inflight = _fixed(429, 10210, "atomic publish too many inflight")
+# message schedules (ADR-51)
+msg_schedules_disabled = _fixed(400, 10188, "message schedules is disabled")
+msg_schedules_pattern_invalid = _fixed(400, 10189, "message schedules pattern is invalid")
+msg_schedules_target_invalid = _fixed(400, 10190, "message schedules target is invalid")
+msg_schedules_ttl_invalid = _fixed(400, 10191, "message schedules invalid per-message TTL")
+msg_schedules_rollup_invalid = _fixed(400, 10192, "message schedules invalid rollup")
+msg_schedules_source_invalid = _fixed(400, 10203, "message schedules source is invalid")
+msg_schedules_scheduler_invalid = _fixed(400, 10212, "message schedules invalid scheduler")
+msg_schedules_tz_invalid = _fixed(400, 10223, "message schedules time zone is invalid")

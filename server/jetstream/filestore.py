@@ -89,6 +89,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self.sync_always = sync_always
         self.block_size = max(block_size, 4096)
         self.warnings: list[str] = []
+        self.read_only: str | None = None  # why the store cannot write (see filestore_recovery)
+        self._reclaim_error: str | None = None
+        self._failing: str | None = None  # the write error going on, if any
+        self._fail_count = 0
         self._blocks: list[Block] = []
         self._firsts: list[int] = []  # blocks' first seqs, for bisect
         self._active: Block | None = None  # the block being appended to
@@ -108,6 +112,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._last_load = 0
         # delete log
         self._dfd = -1
+        # last sequence file (see filestore_blocks)
+        self._lfd = -1
+        self._lslot = 0
+        self._noted_last = 0  # what it holds
         self._dlog_records = 0
         self._dirty = False  # written since the last fsync
         self._ops = 0
@@ -127,6 +135,52 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
         log.warning("file store %s: %s", self.dir, msg)
+
+    def _writable(self) -> None:
+        """A read-only store (see filestore_recovery) tries again to open for
+        writes; OSError when it still cannot."""
+        try:
+            self._open_for_writes()
+        except OSError as e:
+            raise OSError(e.errno, f"store is read-only: {e.strerror or e}") from None
+        log.warning("file store %s: writable again", self.dir)
+
+    def _write_failed(self, what: str, err: OSError) -> None:
+        """Report a failed write once while the same error goes on (a full
+        disk fails every publish until space returns); ``_write_works`` says
+        when it is over."""
+        self._fail_count += 1
+        if self._failing != str(err):
+            self._failing = str(err)
+            self._warn(f"{what} failed ({err}); failed writes are answered with the error until it works again")
+
+    def _write_works(self) -> None:
+        log.warning("file store %s: writing works again after %d failed writes", self.dir, self._fail_count)
+        self._failing, self._fail_count = None, 0
+
+    def _note_last(self, sync: bool = False) -> None:
+        """Keep the last sequence handed out in ``last.seq`` (in place: one
+        pwrite); ``sync``: fsync it too (sequences whose records failed)."""
+        if self._lfd < 0 or self._noted_last == self._last:
+            return
+        try:
+            os.pwrite(self._lfd, fb.pack_last(self._last, self._last_ts), HEADER_SIZE + self._lslot * fb.LAST_SLOT)
+            if sync:
+                os.fsync(self._lfd)
+        except OSError as e:
+            self._write_failed("last.seq: writing the last sequence", e)
+            return
+        self._lslot ^= 1
+        self._noted_last = self._last
+
+    def _write_index(self, blk: Block, subjects: list[str]) -> None:
+        """A block's index is derived data: when it cannot be written (a full
+        disk) the block is scanned at the next open instead."""
+        try:
+            fb.write_index(blk, subjects)
+        except OSError as e:
+            blk.idx_path.unlink(missing_ok=True)  # an old one would not match the block anyway
+            self._warn(f"{blk.idx_path.name}: not written ({e}); the block will be scanned at the next open")
 
     # -- low-level I/O ---------------------------------------------------
     def _locate(self, seq: int) -> tuple[Block | None, int]:
@@ -195,6 +249,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if self.write_behind is None or self.sync_always:
             self._dlog_append(data)
             return
+        if self._dfd < 0:
+            self._writable()
         if not self._wbuf and not self._dbuf:
             self.write_behind(self)
         self._dbuf.append(data)
@@ -202,6 +258,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._dirty = True
 
     def _dlog_append(self, data: bytes) -> None:
+        if self._dfd < 0:
+            self._writable()
         self._write_all(self._dfd, data)
         self._dlog_records += len(data) // fb.DREC_SIZE
         if self.sync_always:
@@ -217,11 +275,21 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         old = self._active
         if old is not None:
             self._seal(old)
-        num = self._next_num
+        while True:  # (never over a file already there: it may be a block that could not be read)
+            num = self._next_num
+            blk = Block(num, self.msgs_dir / f"{num}.blk", first=seq)
+            try:
+                fd = os.open(blk.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                self._next_num += 1
+        try:
+            self._write_all(fd, fb.BLOCK_HEADER)
+        except OSError:  # a full disk: no empty block is left behind
+            os.close(fd)
+            blk.path.unlink(missing_ok=True)
+            raise
         self._next_num += 1
-        blk = Block(num, self.msgs_dir / f"{num}.blk", first=seq)
-        fd = os.open(blk.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._write_all(fd, fb.BLOCK_HEADER)
         self._wfd = fd
         self._active = blk
         self._blocks.append(blk)
@@ -239,10 +307,12 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             os.close(self._wfd)
             self._wfd = -1
         self._active = None
-        fb.write_index(blk, self._subjects)
+        self._write_index(blk, self._subjects)
 
     def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int) -> int:
         # The hot path: one packed record, one os.write, a few array appends.
+        if self.read_only is not None:
+            self._writable()
         seq = self._last + 1
         subj = subject.encode()
         sl = len(subj)
@@ -261,7 +331,11 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             or (blk.size + n > self.block_size and blk.size > HEADER_SIZE)
             or blk.first + len(blk.offs) != seq  # compact() moved past the end: no holes at the tail
         ):
-            blk = self._new_block(seq)
+            try:
+                blk = self._new_block(seq)
+            except OSError as e:
+                self._write_failed(f"starting a block for message {seq}", e)
+                raise
         pos = blk.size
         if self.write_behind is not None and not self.sync_always:  # (always: write and fsync each)
             if not self._wbuf:
@@ -273,10 +347,13 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             try:
                 if _write(self._wfd, rec) != n:
                     raise OSError("short write to the message block")
-            except OSError:
+            except OSError as e:
                 os.ftruncate(self._wfd, pos)
                 os.lseek(self._wfd, pos, os.SEEK_SET)
+                self._write_failed(f"{blk.path.name}: writing message {seq}", e)
                 raise
+            if self._failing is not None:
+                self._write_works()
             if self.sync_always:
                 os.fsync(self._wfd)
         if not self.sync_always:
@@ -344,6 +421,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         except OSError as e:
             err = e
             self._forget_unwritten(e)
+        else:
+            if self._failing is not None:
+                self._write_works()
+        self._note_last(sync=err is not None)
         if self.on_written is not None and (held or err):
             self.on_written(held, err, first)
 
@@ -352,7 +433,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         os.ftruncate(self._wfd, off)
         os.lseek(self._wfd, off, os.SEEK_SET)
         lost = blk.first + idx, blk.first + len(blk.offs) - 1
-        self._warn(f"{blk.path.name}: writing messages {lost[0]}..{lost[1]} failed ({err}); they are not stored")
+        self._write_failed(f"{blk.path.name}: writing messages {lost[0]}..{lost[1]}", err)
         for i in range(idx, len(blk.offs)):
             if blk.offs[i]:
                 self._drop(blk, i, blk.first + i, False)
@@ -408,6 +489,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if self.write_behind is None or self.sync_always:
             self._dlog_append(body + _pack_crc(_crc32(body)))
         else:
+            if self._dfd < 0:
+                self._writable()
             if not self._wbuf and not self._dbuf:
                 self.write_behind(self)
             self._dbuf.append(body + _pack_crc(_crc32(body)))
@@ -921,13 +1004,21 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             return
         self.flush()
         if self._active is not None and self._active.size > HEADER_SIZE:
-            fb.write_index(self._active, self._subjects)
+            self._write_index(self._active, self._subjects)
+        self._note_last(sync=True)
+        if self._lfd >= 0:
+            os.close(self._lfd)
+            self._lfd = -1
         if self._wfd >= 0:
             os.close(self._wfd)
             self._wfd = -1
         if self._dfd >= 0:
             os.close(self._dfd)
             self._dfd = -1
+        # last sequence file (see filestore_blocks)
+        self._lfd = -1
+        self._lslot = 0
+        self._noted_last = 0  # what it holds
         for blk in list(self._read_fds.values()):
             self._close_rfd(blk)
         self._closed = True

@@ -33,6 +33,18 @@ kind 1 deletes one sequence; kind 2 moves the floor: every sequence below
 ``seq`` is gone (purge / compact), and ``ts`` is the last timestamp at that
 moment, so an emptied store still knows its last_seq/last_ts after restart.
 The log is rewritten (atomically) when it is mostly stale.
+
+Last sequence ``msgs/last.seq`` (rewritten in place, never grows)::
+
+    file header  8 bytes   b"NLLS" + version (1) + 3 zero bytes
+    two slots    <Q seq><q ts><I crc32 of the 16 bytes before>, each 20 bytes
+
+The last sequence handed out and its timestamp, kept apart from the records
+(as nats-server keeps it) so that a lost block tail, or publishes whose
+records could not be written, never make the last sequence go back and a
+sequence be handed out twice. Updates overwrite the older slot in place (no
+new space is needed, so it works on a full disk); a torn update leaves the
+other slot.
 """
 
 from __future__ import annotations
@@ -352,3 +364,33 @@ def read_dlog(data: bytes, name: str) -> tuple[int, int, set[int], int, list[str
     if pos != end:
         warnings.append(f"{name}: torn record at the tail ({end - pos} bytes) cut off")
     return floor, floor_ts, dels, pos, warnings
+
+
+# -- last sequence ----------------------------------------------------------
+
+LAST_MAGIC = b"NLLS"
+LAST_VERSION = 1
+LAST_HEADER = LAST_MAGIC + bytes([LAST_VERSION, 0, 0, 0])
+LAST = struct.Struct("<Qq")
+LAST_SLOT = LAST.size + CRC.size  # 20
+LAST_FILE_SIZE = HEADER_SIZE + 2 * LAST_SLOT
+
+
+def pack_last(seq: int, ts: int) -> bytes:
+    body = LAST.pack(seq, ts)
+    return body + CRC.pack(crc32(body))
+
+
+def read_last(data: bytes) -> tuple[int, int] | None:
+    """(seq, ts) of the newer valid slot, None when neither is valid."""
+    if data[:HEADER_SIZE] != LAST_HEADER:
+        return None
+    best = None
+    for pos in (HEADER_SIZE, HEADER_SIZE + LAST_SLOT):
+        rec = data[pos : pos + LAST_SLOT]
+        if len(rec) == LAST_SLOT and crc32(rec[:16]) == CRC.unpack_from(rec, 16)[0]:
+            seq, ts = LAST.unpack_from(rec)
+            if best is None or seq > best[0]:
+                best = (seq, ts)
+    return best
+

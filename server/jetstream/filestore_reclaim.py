@@ -40,7 +40,17 @@ class Reclaim:
             if self._dfd >= 0:
                 os.fsync(self._dfd)
             self._dirty = False
-        self._reclaim()
+            self._note_last(sync=True)
+        if self.read_only is not None:
+            return  # nothing to reclaim with: a rewrite needs space
+        try:
+            self._reclaim()
+        except OSError as e:  # a full disk: the old files are whole; said once until it works again
+            if self._reclaim_error != str(e):
+                self._reclaim_error = str(e)
+                self._warn(f"reclaiming space failed ({e}); will try again")
+        else:
+            self._reclaim_error = None
 
     def _reclaim(self, max_rewrites: int = 2) -> None:
         if not self._msgs and self._blocks:
@@ -91,10 +101,14 @@ class Reclaim:
             lens.pop()
             sids.pop()
         tmp = blk.path.with_suffix(".blk.tmp")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(parts))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.write(b"".join(parts))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # the old block is whole
+            raise
         self._close_rfd(blk)
         self._chunk = (None, 0, 0, b"")  # offsets change
         os.replace(tmp, blk.path)
@@ -106,7 +120,7 @@ class Reclaim:
         blk.size = pos
         blk.dead = 0
         blk.dels.clear()
-        fb.write_index(blk, self._subjects)
+        self._write_index(blk, self._subjects)
 
     def _rewrite_dlog(self) -> None:
         """Replace the delete log with the floor and the deletes still needed
@@ -124,10 +138,14 @@ class Reclaim:
                     n += 1
         path = self.msgs_dir / "deletes.log"
         tmp = path.with_suffix(".log.tmp")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(recs))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.write(b"".join(recs))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # the old log is whole
+            raise
         if self._dfd >= 0:
             os.close(self._dfd)
         os.replace(tmp, path)

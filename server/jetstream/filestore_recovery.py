@@ -5,16 +5,27 @@ Mixed into ``FileStore``.
 Each block is taken from its index file when that still describes the block
 file (same size and mtime), otherwise scanned record by record with every
 checksum verified; a scanned block gets a fresh index file. After SIGKILL
-that means only the block that was being appended to is scanned."""
+that means only the block that was being appended to is scanned.
+
+Opening never destroys what it could not read: a torn block tail is copied to
+``<n>.blk.torn-<offset>`` before it is cut off (and left in place when that
+copy cannot be written), a delete log with a bad header is renamed aside. A
+store that cannot write (a full disk, a read-only file system) still opens
+with everything it could read: index files it cannot write are skipped (the
+block is scanned again next time), and when the delete log or the last block
+cannot be opened for writing the store opens read-only (``read_only`` says
+why), serves what it has and tries again at the next write."""
 
 from __future__ import annotations
 
 import os
+import time
 from array import array
 from itertools import compress
 
 from . import filestore_blocks as fb
 from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
+from .persist import fsync_dir
 
 
 class Recovery:
@@ -37,7 +48,7 @@ class Recovery:
                 if res.offs:
                     blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
                     blk.sids = res.sids
-                    fb.write_index(blk, res.subjects)
+                    self._write_index(blk, res.subjects)
             blk.size = res.end
             if res.offs and res.first <= phys_last:  # overlaps an earlier block: keep the first copy
                 self._warn(f"{blk.path.name}: sequences up to {phys_last} already held by an earlier block; skipped")
@@ -68,9 +79,11 @@ class Recovery:
             for w in warns:
                 self._warn(w)
             if good == 0 and data:
-                dlog_path.unlink()
+                aside = dlog_path.with_name(f"deletes.log.corrupt-{time.time_ns()}")
+                self._warn(f"deletes.log kept as {aside.name}")
+                os.rename(dlog_path, aside)
             elif good != len(data):
-                os.truncate(dlog_path, good)
+                os.truncate(dlog_path, good)  # a torn record: less than one whole record
             self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
         elif fresh and first_seq > 0:  # configured (0: not), even 1: reported from the start
             floor = first_seq
@@ -80,6 +93,14 @@ class Recovery:
             self._last_ts = self._read_ts(phys_last)
         if floor - 1 > self._last:
             self._last, self._last_ts = floor - 1, floor_ts
+        noted = self._read_last_file()
+        if noted is not None and noted[0] > self._last:
+            # records at the tail are gone (a lost tail, writes that failed):
+            # their sequences were handed out and stay used
+            if phys_last:
+                self._warn(f"messages {max(phys_last, floor - 1) + 1}..{noted[0]} are not in the blocks;"
+                           " their sequences stay used")
+            self._last, self._last_ts = noted
 
         for blk in self._blocks:
             offs, lens = blk.offs, blk.lens
@@ -99,17 +120,57 @@ class Recovery:
         self._num_subjects = sum(1 for ss in self._sseqs if ss.seqs)
         self._first = self._next_live(0) if self._msgs else self._last + 1
 
-        # the delete log: start one (with the floor) when missing
-        if not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
-            self._rewrite_dlog()
-        else:
-            self._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
-        if self._blocks:
+        try:
+            self._open_for_writes()
+        except OSError as e:
+            self.read_only = str(e)
+            self._warn(f"opened read-only: {e}")
+
+    def _read_last_file(self) -> tuple[int, int] | None:
+        path = self.msgs_dir / "last.seq"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            self._warn(f"last.seq: unreadable ({e}); the last sequence comes from the blocks")
+            return None
+        noted = fb.read_last(data)
+        if noted is None:
+            self._warn("last.seq: damaged; the last sequence comes from the blocks")
+        return noted
+
+    def _open_for_writes(self) -> None:
+        """Open the delete log (start one, with the floor, when missing), the
+        last-sequence file and the last block for appending; raises OSError
+        when it cannot."""
+        if self._lfd < 0:
+            path = self.msgs_dir / "last.seq"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(fd).st_size != fb.LAST_FILE_SIZE or fb.read_last(os.pread(fd, 64, 0)) is None:
+                    rec = fb.pack_last(self._last, self._last_ts)
+                    os.pwrite(fd, fb.LAST_HEADER + rec + rec, 0)
+                    os.ftruncate(fd, fb.LAST_FILE_SIZE)
+                    os.fsync(fd)
+                    fsync_dir(self.msgs_dir)
+            except OSError:
+                os.close(fd)
+                raise
+            self._lfd, self._noted_last = fd, self._last
+        dlog_path = self.msgs_dir / "deletes.log"
+        if self._dfd < 0:
+            if not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
+                self._rewrite_dlog()
+            else:
+                self._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
+        if self._blocks and self._active is None:
             last = self._blocks[-1]
-            if last.size < self.block_size:
-                self._active = last
-                self._wfd = os.open(last.path, os.O_RDWR)
-                os.lseek(self._wfd, last.size, os.SEEK_SET)
+            if last.size < self.block_size and last.size == last.path.stat().st_size:
+                fd = os.open(last.path, os.O_RDWR)
+                os.lseek(fd, last.size, os.SEEK_SET)
+                self._active, self._wfd = last, fd
+        self.read_only = None
 
     def _scan(self, blk: Block, after_seq: int) -> fb.ScanResult | None:
         try:
@@ -121,11 +182,24 @@ class Recovery:
         for w in res.warnings:
             self._warn(w)
         if res.truncate_at >= 0:
-            os.truncate(blk.path, max(res.truncate_at, HEADER_SIZE))
-            res.end = max(res.truncate_at, HEADER_SIZE)
+            cut = max(res.truncate_at, HEADER_SIZE)
+            res.end = cut
+            aside = blk.path.with_name(f"{blk.path.name}.torn-{cut}")
+            try:  # the bytes cut off are kept, in case someone can make more of them
+                if not aside.exists():
+                    aside.write_bytes(data[cut:])
+                os.truncate(blk.path, cut)
+            except OSError as e:
+                aside.unlink(missing_ok=True)
+                # left as it is: the block is not appended to (its size on
+                # disk is not res.end), new messages go to a new block
+                self._warn(f"{blk.path.name}: could not set aside its torn tail ({e}); left in place")
         if res.offs and data[:HEADER_SIZE] != fb.BLOCK_HEADER:
-            with open(blk.path, "r+b") as f:  # records are fine, the header was not
-                f.write(fb.BLOCK_HEADER)
+            try:
+                with open(blk.path, "r+b") as f:  # records are fine, the header was not
+                    f.write(fb.BLOCK_HEADER)
+            except OSError as e:
+                self._warn(f"{blk.path.name}: could not repair its header ({e})")
         return res
 
     @staticmethod

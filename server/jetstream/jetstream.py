@@ -4,12 +4,14 @@ subscription, API counters and account info."""
 
 from __future__ import annotations
 
+import errno
+
 import logging
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import errors, streamconfig
+from . import errors, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
@@ -97,6 +99,8 @@ class JetStream:
             self.server.unsubscribe_internal(self._api_sub)
             self._api_sub = None
         for st in list(self.streams.values()):
+            sourcing.stream_stopped(st)
+        for st in list(self.streams.values()):
             for c in list(st.consumers.values()):
                 c.save_state(sync=True)
             st.stop()
@@ -126,8 +130,13 @@ class JetStream:
                 st.start()
                 restore_consumers(st, d / "obs")
                 self.logger.info("Restored stream %s: %d messages", cfg["name"], store.state().messages)
+                if getattr(store, "read_only", None):
+                    self.logger.error("Stream %s is read-only: %s", cfg["name"], store.read_only)
             except (CorruptStateError, KeyError, ValueError, OSError) as e:
                 self.logger.error("Could not restore stream from %s: %s", d, e)
+        # mirrors and sources once every origin is back
+        for st in list(self.streams.values()):
+            sourcing.stream_started(self, st)
 
     # -- stores ------------------------------------------------------------------
     def stream_dir(self, name: str) -> Path:
@@ -162,6 +171,7 @@ class JetStream:
         """STREAM.CREATE: returns (stream, created). Raises ApiError."""
         cfg = streamconfig.normalize(raw)
         streamconfig.check_replicas(cfg)
+        cfg = topoconfig.check_streams(cfg, self.streams)
         existing = self.streams.get(cfg["name"])
         if existing is not None:
             if _comparable(existing.config) != _comparable(cfg):
@@ -169,14 +179,49 @@ class JetStream:
             return existing, True
         self.check_overlap(cfg)
         d = self.stream_dir(cfg["name"])
-        if cfg["storage"] == "file" and d.exists():
-            shutil.rmtree(d, ignore_errors=True)
-        store = self._make_store(cfg, d)
+        adopted = cfg["storage"] == "file" and d.exists()
+        if adopted:
+            # a directory no stream was restored from (its meta.json garbled
+            # or missing, or its store unreadable): as nats-server, the new
+            # stream takes over the messages in it; nothing in it is removed
+            self._set_aside_meta(d)
+        try:
+            store = self._make_store(cfg, d)
+        except (OSError, ValueError) as e:
+            self.logger.error("Could not create stream %s: %s", cfg["name"], e)
+            if isinstance(e, ValueError) or e.errno in (errno.EINVAL, errno.ENAMETOOLONG):
+                # a name the file system will not take as a directory (a NUL:
+                # ValueError from Python, EINVAL from Go) fails here, as on
+                # the real server, before anything is written
+                raise errors.stream_store_create_failed() from None
+            raise errors.stream_create(str(e)) from None
         st = Stream(self, cfg, now_ns(), store)
+        try:
+            self.save_stream_meta(st)
+        except OSError as e:
+            self.logger.error("Could not create stream %s: %s", cfg["name"], e)
+            if adopted:
+                store.close()
+            else:
+                store.delete()  # made just now: holds nothing
+            raise errors.stream_create(str(e)) from None
+        if adopted:
+            n = store.state().messages
+            self.logger.warning("Stream %s took over %d messages found in %s", st.name, n, d)
         self.streams[st.name] = st
-        self.save_stream_meta(st)
         st.start()
+        sourcing.stream_started(self, st)
         return st, True
+
+    def _set_aside_meta(self, d: Path) -> None:
+        """A meta.json that could not be read is kept (renamed), never overwritten."""
+        meta = d / STREAM_META
+        try:
+            read_json_checked(meta, None)
+        except (CorruptStateError, OSError) as e:
+            aside = meta.with_name(f"{STREAM_META}.corrupt-{now_ns()}")
+            self.logger.warning("Stream directory %s: %s; kept as %s", d, e, aside.name)
+            meta.rename(aside)
 
     def update_stream(self, raw: dict) -> Stream:
         name = raw.get("name") if isinstance(raw, dict) else None
@@ -184,10 +229,13 @@ class JetStream:
         if st is None:
             raise errors.stream_not_found()
         cfg = streamconfig.normalize(raw)
+        cfg = topoconfig.check_streams(cfg, self.streams)
         cfg = streamconfig.check_update(st.config, cfg)
+        topoconfig.check_update(st.config, cfg)
         self.check_overlap(cfg, exclude=st.name)
         st.update_config(cfg)
         self.save_stream_meta(st)
+        sourcing.stream_updated(st)
         return st
 
     def delete_stream(self, name: str) -> None:
@@ -196,6 +244,7 @@ class JetStream:
             raise errors.stream_not_found()
         for c in list(st.consumers.values()):
             c.delete(notify_stream=False)
+        sourcing.stream_stopped(st)
         st.stop()
         try:
             st.store.delete()

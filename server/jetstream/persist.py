@@ -81,12 +81,16 @@ def write_bytes_atomic(path: Path | str, body: bytes, *, sync: bool = True) -> N
     path.parent.mkdir(parents=True, exist_ok=True)
     header = b"%s %d %s %d\n" % (MAGIC, VERSION, _digest(body).encode(), len(body))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(header + body)
-        f.flush()
-        if sync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(header + body)
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # (a full disk: the old file is still whole)
+        raise
     if sync:
         fsync_dir(path.parent)
 

@@ -12,10 +12,11 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import errors, headers
+from . import batch, counters, errors, headers, schedules, transform
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
+from .republish import RePublisher
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
 from .store import Store, StoredMsg
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("natslab.jetstream")
 
 RUNTIME_FILE = "runtime.json"
+SOURCED, MIRRORED = 1, 2  # process_msg's ``sourced``: copied from a source / for a mirror
 _ERR_MAX_MSGS = "maximum messages exceeded"
 _ERR_MAX_BYTES = "maximum bytes exceeded"
 _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
@@ -57,6 +59,10 @@ class Stream(ExpiryMixin):
         self._ttl_timer = None
         self.closed = False
         self._direct = None  # the DIRECT.GET responder, made on first use
+        self.followers: list = []  # sourcing.Links that copy from this stream
+        self.links = None  # sourcing.Links: this stream's mirror or sources
+        self._batches: batch.AtomicBatches | None = None  # open atomic batches, made on first use
+        self._scheduler: schedules.Scheduler | None = None  # with allow_msg_schedules
 
     @property
     def config(self) -> dict:
@@ -80,16 +86,28 @@ class Stream(ExpiryMixin):
         self._discard_new = cfg["discard"] == "new" and (
             self._mm > 0 or self._mb > 0 or (self._per > 0 and bool(cfg.get("discard_new_per_subject"))))
         self._max_age = cfg["max_age"]
+        st = cfg.get("subject_transform")
+        self._itr = transform.new(st["src"], st["dest"]) if st else None
+        rp = cfg.get("republish")
+        self._republish = RePublisher(self, rp) if rp and rp.get("dest") else None
+        self._counter = bool(cfg.get("allow_msg_counter"))
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
         srv = self.js.server
+        batch.recover(self)
         for subj in self.config["subjects"]:
             self._subs.append(srv.subscribe_internal(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
             self._rebuild_dedupe()
             self._rebuild_ttls()
         self._arm_age_timer()
+        self._start_scheduler()
+
+    def _start_scheduler(self) -> None:
+        if self.config.get("allow_msg_schedules") and self._scheduler is None:
+            self._scheduler = schedules.Scheduler(self)
+            self._scheduler.rebuild()
 
     def stop(self) -> None:
         self.closed = True
@@ -100,6 +118,10 @@ class Stream(ExpiryMixin):
         for t in (self._age_timer, self._ttl_timer):
             if t:
                 t.cancel()
+        if self._batches is not None:
+            self._batches.drop_all()
+        if self._scheduler is not None:
+            self._scheduler.stop()
         for c in list(self.consumers.values()):
             c.stop()
 
@@ -113,6 +135,9 @@ class Stream(ExpiryMixin):
             self._subs = [srv.subscribe_internal(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
         self._enforce_limits_all()
         self._arm_age_timer()
+        if self._batches is not None and not cfg.get("allow_atomic"):
+            self._batches.drop_all()
+        self._start_scheduler()
 
     # -- publish path --------------------------------------------------------
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -132,6 +157,9 @@ class Stream(ExpiryMixin):
         except ApiError as e:
             if reply and self._ack:
                 self._reply(reply, self._pub_error(e), False)
+        except OSError as e:  # the store could not write (it has said so): the publisher hears why
+            if reply and self._ack:
+                self._reply(reply, self._pub_error(errors.stream_store_failed(str(e))), False)
         except Exception:  # never let a bug escape into message routing
             log.exception("stream %s: publish failed", self.name)
 
@@ -159,13 +187,21 @@ class Stream(ExpiryMixin):
         else:
             self.js.server.reply_run([(r, None, fail if stored else payload) for r, payload, stored in held])
 
-    def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+    def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes,
+                    sourced: int = 0, ts: int = 0) -> None:
+        """Store one message: a publish (``sourced`` 0), one copied from a
+        source (SOURCED) or for a mirror (MIRRORED, kept at the origin's
+        ``ts``; the mirror positioned the store at the origin's sequence).
+        Copied messages skip the publish-only checks, as nats-server's."""
+        if self._itr is not None:
+            subject = self._itr.match(subject) or subject
         if self._sealed:
             raise errors.stream_sealed()
         msg_id = ""
         ttl = 0
         ttl_err = False
         rollup = ""
+        incr = None
         # the size limits come first, before any header is looked at, as on
         # the real server (its inbound path checks them pre-emptively)
         hlen = len(hdr) if hdr else 0
@@ -178,10 +214,13 @@ class Stream(ExpiryMixin):
             # read, checked and ordered as the real server's processJetStreamMsg
             # does; an empty value counts as no header
             value = headers.value
-            if value(hdr, b"Nats-Batch-Id"):
-                # atomic batch publish (2.12) is not implemented: every
-                # stream behaves as one without allow_atomic
-                raise errors.atomic_publish_disabled()
+            batch_id = value(hdr, b"Nats-Batch-Id")
+            if batch_id and not sourced:
+                if self._batches is None:
+                    self._batches = batch.AtomicBatches(self)
+                return self._batches.on_message(subject, reply, hdr, payload, batch_id)
+            if hdr.find(counters.INCR) >= 0:
+                incr = counters.check_headers(self, hdr, payload)
             es = value(hdr, b"Nats-Expected-Stream")
             if es and es != self.name:
                 raise errors.expected_stream_mismatch()
@@ -192,7 +231,9 @@ class Stream(ExpiryMixin):
                 except ApiError:
                     ttl_err = True
                 if ttl and not self.config["allow_msg_ttl"]:
-                    raise errors.msg_ttl_disabled()
+                    if not sourced:
+                        raise errors.msg_ttl_disabled()
+                    ttl = 0  # copied as is, but this stream keeps no TTLs
             elss = value(hdr, b"Nats-Expected-Last-Subject-Sequence")
             on = value(hdr, b"Nats-Expected-Last-Subject-Sequence-Subject")
             if elss:
@@ -206,8 +247,12 @@ class Stream(ExpiryMixin):
                 last = self.store.state().last_seq
                 if headers.go_uint64(els) != last:
                     raise errors.wrong_last_sequence(last)
+            if hdr.find(b"Nats-Schedul") >= 0:  # Nats-Schedule*, Nats-Scheduler
+                hdr, _ = schedules.check_publish(self, subject, hdr, None)
+            if not sourced and b"Nats-Stream-Source" in hdr and value(hdr, b"Nats-Stream-Source"):
+                raise errors.message_source_header_not_allowed()  # only a stream's own sourcing sets it
             msg_id = value(hdr, b"Nats-Msg-Id")
-            if msg_id:
+            if msg_id and sourced != MIRRORED:  # a mirror keeps what its origin kept
                 dup = self._check_dup(msg_id)
                 if dup:
                     if reply and self._ack:
@@ -218,18 +263,40 @@ class Stream(ExpiryMixin):
                 raise errors.wrong_last_msg_id(self._last_msg_id)
             rollup = value(hdr, b"Nats-Rollup").lower()
             if rollup:
-                if not self.config["allow_rollup_hdrs"] or self.config["deny_purge"]:
+                allowed = self.config["allow_rollup_hdrs"] and not self.config["deny_purge"]
+                if not allowed and not sourced:
                     raise errors.stream_rollup_failed("rollup not permitted")
                 if rollup not in ("sub", "all"):
                     raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
+                if not allowed:
+                    rollup = ""  # a copied rollup applies only where rollups are allowed
+        ack_tail = b"}"
+        if self._counter:
+            if incr is None:
+                raise errors.msg_incr_missing()
+            payload, total = counters.apply(self, subject, hdr, incr, self.max_counter_size())
+            ack_tail = b',"val":"%d"}' % total
+        self.store_checked(subject, reply, hdr, payload, msg_id, ttl, ttl_err, rollup, ack_tail, ts)
+
+    def max_counter_size(self) -> int:
+        """What a counter message (header and new body) may not exceed."""
+        mp = self.js.server.opts.max_payload
+        return mp if self._mms < 0 else min(mp, self._mms)
+
+    def store_checked(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes, msg_id: str = "",
+                      ttl: int = 0, ttl_err: bool = False, rollup: str = "", ack_tail: bytes = b"}",
+                      ts: int = 0) -> None:
+        """Store a message whose headers were checked (by ``process_msg``, or
+        for a whole atomic batch by ``batch``), and answer ``reply`` with the
+        PubAck, ``ack_tail`` ending it (the counter value, the batch)."""
         store = self.store
-        ts = time_ns()
+        ts = ts or time_ns()
         if self._interest and not self._has_interest(subject):
             seq = store.store_msg(subject, hdr, payload, ts)
             store.remove(seq)
             self._record_id(msg_id, seq, ts)
             if reply and self._ack:
-                self._reply(reply, b"%s%d}" % (self._pub_ack, seq))
+                self._reply(reply, b"%s%d%s" % (self._pub_ack, seq, ack_tail))
             return
         if ttl_err:
             raise errors.msg_ttl_invalid()
@@ -239,6 +306,7 @@ class Stream(ExpiryMixin):
             hdr = headers.append(headers.remove(hdr, headers.TTL), [(headers.TTL, str(ttl))])
         if self._discard_new:
             self._check_discard_new(subject, store.msg_size(subject, hdr, payload), bool(rollup))
+        rp = self._republish.prepare(subject) if self._republish is not None else None
         seq = store.store_msg(subject, hdr, payload, ts)
         if msg_id or self._last_msg_id:
             self._record_id(msg_id, seq, ts)
@@ -253,13 +321,20 @@ class Stream(ExpiryMixin):
         if rollup:
             # the new message is the one kept (nats-server: a purge with keep 1)
             self._purge(subject if rollup == "sub" else None, 0, 1)
+        if rp is not None:
+            self._republish.send(rp, subject, seq, ts, hdr, payload)
+        if self._scheduler is not None:
+            schedules.after_store(self, seq, subject, hdr, ts)
         if reply and self._ack:
-            self._reply(reply, b"%s%d}" % (self._pub_ack, seq))
+            self._reply(reply, b"%s%d%s" % (self._pub_ack, seq, ack_tail))
         if self._max_age and self._age_timer is None:
             self._arm_age_timer()
         if self.consumers:
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
+        if self.followers:
+            for link in self.followers:
+                link.origin_stored()
 
     def _last_seq_for(self, subject: str) -> int:
         if is_literal(subject):
@@ -499,10 +574,8 @@ class Stream(ExpiryMixin):
         return n
 
     def delete_msg(self, seq: int, no_erase: bool) -> None:
-        if self.config["sealed"]:
-            raise errors.stream_sealed()
-        if self.config["deny_delete"]:
-            raise errors.stream_msg_delete_failed("message delete not permitted")
+        """The store's part of STREAM.MSG.DELETE (the API checks sealed and
+        deny_delete first: those errors count in api.errors, these do not)."""
         if seq <= 0:
             raise errors.bad_request()
         if not self.remove_msg(seq):

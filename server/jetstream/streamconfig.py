@@ -4,16 +4,12 @@
 
 from __future__ import annotations
 
-from . import errors
+from . import errors, topoconfig
+from .names import MAX_DESCRIPTION_LEN, MAX_NAME_LEN, byte_len, is_valid_asset_name
 from .shapes import NS, STREAM_CONFIG_KEYS
 from .subjects import collide, is_subset, is_valid
 
-MAX_NAME_LEN = 255
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
-
-
-def is_valid_name(name) -> bool:
-    return isinstance(name, str) and bool(name) and not any(c in name for c in " \t\r\n.*>/\\")
 
 
 def normalize(raw: dict) -> dict:
@@ -23,10 +19,12 @@ def normalize(raw: dict) -> dict:
         raise errors.stream_invalid_config("stream configuration invalid")
     cfg = {k: v for k, v in raw.items() if k in STREAM_CONFIG_KEYS}
     name = cfg.get("name", "")
-    if not is_valid_name(name):
+    if not is_valid_asset_name(name):
         raise errors.stream_invalid_config("stream name is required and can not contain '.', '*', '>', '\\', '/'")
-    if len(name) > MAX_NAME_LEN:
+    if byte_len(name) > MAX_NAME_LEN:
         raise errors.stream_invalid_config(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
+    if byte_len(cfg.get("description") or "") > MAX_DESCRIPTION_LEN:
+        raise errors.stream_invalid_config(f"stream description is too long, maximum allowed is {MAX_DESCRIPTION_LEN}")
     for k, d in (("retention", "limits"), ("discard", "old"), ("storage", "file"), ("compression", "none")):
         cfg[k] = cfg.get(k) or d
     reps = cfg.get("num_replicas") or 0
@@ -47,17 +45,28 @@ def normalize(raw: dict) -> dict:
         raise errors.stream_invalid_config("max age needs to be >= 100ms")
     cfg["max_age"] = max_age
     dup = cfg.get("duplicate_window") or 0
-    if dup == 0:
+    # a mirror or a stream with sources gets no default window
+    if dup == 0 and cfg.get("mirror") is None and not cfg.get("sources"):
         dup = max_age if max_age and max_age < DEFAULT_DUPLICATE_WINDOW else DEFAULT_DUPLICATE_WINDOW
     if dup < 0:
         raise errors.stream_invalid_config("duplicates window can not be negative")
     if max_age and dup > max_age:
         raise errors.stream_invalid_config("duplicates window can not be larger then max age")
-    if dup < NS // 10:
+    if 0 < dup < NS // 10:
         raise errors.stream_invalid_config("duplicates window needs to be >= 100ms")
     cfg["duplicate_window"] = dup
     if cfg.get("deny_purge") and cfg.get("allow_rollup_hdrs"):
         raise errors.stream_invalid_config("roll-ups require the purge permission")
+    if cfg.get("allow_msg_counter"):
+        # checked before a subject delete marker TTL turns on message TTLs, as nats-server does
+        if cfg["discard"] == "new":
+            raise errors.stream_invalid_config("counter stream cannot use discard new")
+        if cfg.get("allow_msg_ttl"):
+            raise errors.stream_invalid_config("counter stream cannot use message TTLs")
+        if cfg.get("allow_msg_schedules"):
+            raise errors.stream_invalid_config("counter stream cannot use message schedules")
+        if cfg["retention"] != "limits":
+            raise errors.stream_invalid_config("counter stream can only use limits retention")
     if cfg.get("discard_new_per_subject"):
         if cfg["discard"] != "new":
             raise errors.stream_invalid_config("discard new per subject requires discard new policy to be set")
@@ -72,17 +81,21 @@ def normalize(raw: dict) -> dict:
             cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False
     elif smt < 0:
         raise errors.stream_invalid_config("subject delete marker TTL must not be negative")
-    for unsupported in ("mirror", "sources", "subject_transform", "republish"):
-        if cfg.get(unsupported):
-            raise errors.stream_invalid_config(f"{unsupported.replace('_', ' ')} is not supported by this server")
+    if cfg.get("allow_msg_schedules"):
+        if cfg["discard"] == "new":
+            raise errors.stream_invalid_config("message scheduling cannot use discard new")
+        if not cfg.get("allow_rollup_hdrs"):
+            cfg["allow_rollup_hdrs"], cfg["deny_purge"] = True, False  # a schedule is a rollup of its subject
     # 2.12+ stream features natslab does not implement: refused rather than
     # accepted and silently not honoured
-    for flag, what in (("allow_atomic", "atomic publish"), ("allow_batched", "batched publish"),
-                       ("allow_msg_counter", "message counters"), ("allow_msg_schedules", "message schedules")):
+    for flag, what in (("allow_batched", "batched publish"),):
         if cfg.get(flag):
             raise errors.stream_invalid_config(f"{what} is not supported by this server")
+    topoconfig.normalize_sources(cfg)
+    topoconfig.check_mirror(cfg)
+    topoconfig.check_sources(cfg)
     subjects = cfg.get("subjects") or []
-    if not subjects:
+    if not subjects and cfg.get("mirror") is None and not cfg.get("sources"):
         subjects = [name]
     seen: set[str] = set()
     for i, subj in enumerate(subjects):
@@ -103,6 +116,7 @@ def normalize(raw: dict) -> dict:
                 raise errors.stream_invalid_config(f'subject "{subj}" overlaps with "{other}"')
         seen.add(subj)
     cfg["subjects"] = list(subjects)
+    topoconfig.check_transform_and_republish(cfg)
     for k in ("allow_direct", "mirror_direct", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs", "allow_msg_ttl"):
         cfg[k] = bool(cfg.get(k))
     cl = cfg.get("consumer_limits") or {}
@@ -142,6 +156,8 @@ def check_update(old: dict, cfg: dict) -> dict:
         raise errors.stream_invalid_config("message TTL status can not be disabled")
     if bool(old.get("allow_msg_counter")) != bool(cfg.get("allow_msg_counter")):
         raise errors.stream_invalid_config("stream configuration update can not change message counter setting")
+    if old.get("allow_msg_schedules") and not cfg.get("allow_msg_schedules"):
+        raise errors.stream_invalid_config("message schedules can not be disabled")
     if cfg["sealed"]:
         cfg = dict(cfg, max_age=0, discard="new", deny_delete=True, deny_purge=True, allow_rollup_hdrs=False)
     md = dict(cfg.get("metadata") or {})

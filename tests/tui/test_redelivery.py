@@ -11,7 +11,7 @@ from natslab.tui.panes.pull.card import HandCard
 from natslab.tui.panes.pull.timeline import DeliveryTimeline
 from natslab.tui.widgets.live_table import LiveTable
 
-from .conftest import connected, wait_for
+from .conftest import answer, connected, wait_for
 
 
 async def test_redelivery_tries_two(make_app, outside):
@@ -71,12 +71,13 @@ async def test_redelivery_demo_from_palette_action(make_app):
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
         app.action_demo_redelivery()
+        await answer(app, pilot)  # a server natslab did not start: the demo asks first
         hand = app.screen.query_one(PullHand)
         await wait_for(pilot, lambda: hand.consumer == "RDL", what="demo opened pull hand")
         hand.query_one("#pull-batch", Input).value = "2"
         await pilot.click("#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 2, what="two cards")
-        assert [c.fm.subject for c in hand.query(HandCard)] == ["orders.new", "orders.new"]
+        assert [c.fm.subject for c in hand.query(HandCard)] == ["demo.orders.new", "demo.orders.new"]
         assert [c.fm.ack_wait for c in hand.query(HandCard)] == [4.0, 4.0]
 
         app.action_tab("consumers")
@@ -93,6 +94,7 @@ async def test_demo_leaves_the_hand_keys_working(make_app):
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
         app.action_demo_redelivery()
+        await answer(app, pilot)  # a server natslab did not start: the demo asks first
         hand = app.screen.query_one(PullHand)
         await wait_for(pilot, lambda: hand.consumer == "RDL", what="demo opened pull hand")
         await pilot.pause(0.1)

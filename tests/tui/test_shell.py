@@ -10,7 +10,7 @@ from natslab.tui.cli import build_parser, main, resolve
 from natslab.tui.commands import NatslabCommands
 from natslab.tui.config import load_settings
 
-from .conftest import connected, wait_for
+from .conftest import answer, connected, wait_for
 
 
 def test_cli_defaults_to_embedded_broker():
@@ -98,23 +98,26 @@ async def test_help_lists_pane_keys(make_app):
 
 
 async def test_guided_demos_set_up_the_walkthrough(make_app, outside):
-    from natslab.tui.demos import run_scenario
+    from natslab.tui.demos import run_demo
 
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
-        run_scenario(app, "limits")
+        run_demo(app, "limits")
+        await answer(app, pilot)
         streams = app.screen.query_one("StreamsPane")
-        await wait_for(pilot, lambda: streams.selected == "LIMITS", what="LIMITS selected")
-        await wait_for(pilot, lambda: streams.streams["LIMITS"].messages == 2, what="limits applied")
-        assert streams.streams["LIMITS"].first_seq == 3
-        run_scenario(app, "workqueue")
+        await wait_for(pilot, lambda: streams.selected == "DEMO_LIMITS", what="DEMO_LIMITS selected")
+        await wait_for(pilot, lambda: streams.streams["DEMO_LIMITS"].messages == 2, what="limits applied")
+        assert streams.streams["DEMO_LIMITS"].first_seq == 3
+        run_demo(app, "workqueue")
+        await answer(app, pilot)
         consumers = app.screen.query_one("ConsumersPane")
-        await wait_for(pilot, lambda: consumers.stream == "JOBS" and "WQ" in consumers.consumers, what="JOBS › WQ")
+        await wait_for(pilot, lambda: consumers.stream == "DEMO_JOBS" and "WQ" in consumers.consumers, what="DEMO_JOBS › WQ")
         assert consumers.consumers["WQ"].num_pending == 2
-        run_scenario(app, "kv-history")
+        run_demo(app, "kv-history")
+        await answer(app, pilot)
         await wait_for(pilot, lambda: len(app.screen.query("KvPane")) > 0, what="KV pane")
-        kv = await outside.jetstream().key_value("CONFIG")
+        kv = await outside.jetstream().key_value("DEMO_CONFIG")
         assert [e.value for e in await kv.history("region")] == [b"eu", b"us", b"apac"]
 
 

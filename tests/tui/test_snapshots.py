@@ -16,6 +16,8 @@ import pytest
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
+from .conftest import wait_for
+
 SIZE = (120, 36)
 
 def seed(url: str, *, consumer: bool = True) -> None:
@@ -45,16 +47,7 @@ def app_for(url: str, theme: str = "natslab-dark") -> NatslabApp:
 
 
 async def until(pilot, predicate, timeout: float = 6.0, what: str = "snapshot state") -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        try:
-            if predicate():
-                return
-        except Exception:
-            pass
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} not reached")
+    await wait_for(pilot, predicate, timeout=timeout, what=what)
 
 
 async def ready(pilot, streams: int) -> None:
@@ -105,7 +98,7 @@ def test_message_browser_json(snap_compare, nats_server_url):
         browser = pilot.app.screen.query_one("#browser-list")
         await until(pilot, lambda: browser.row_count == 4)
         browser.move_cursor(row=1)
-        await pilot.press("j")
+        await pilot.press("J")
         await finish(pilot)
 
     assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
@@ -211,7 +204,7 @@ def test_kv_browser(snap_compare, nats_server_url):
         await until(pilot, lambda: history.columns["op"].content_width >= 3
                     and history.columns["time"].content_width >= 8, what="history columns sized")
         # the watch's ordered consumer is counted; the history's short-lived one may be too
-        await until(pilot, lambda: app.header_info.usage.consumers == 1, timeout=12, what="usage settled")
+        await until(pilot, lambda: app.header_info.usage is not None and app.header_info.usage.consumers == 1, timeout=12, what="usage settled")
         await finish(pilot)
 
     assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)

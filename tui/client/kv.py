@@ -18,13 +18,14 @@ class BucketSummary:
     bytes: int
     storage: str
     max_value_size: int
+    created: str = ""  # the stream's creation time: tells a recreated bucket from the old one
 
     @classmethod
     def from_stream(cls, s: StreamSummary) -> "BucketSummary":
         return cls(
             name=s.name[3:], values=s.messages, history=s.config.get("max_msgs_per_subject", 1),
             ttl=(s.config.get("max_age") or 0) / 1e9, bytes=s.bytes, storage=s.storage,
-            max_value_size=s.config.get("max_msg_size", -1),
+            max_value_size=s.config.get("max_msg_size", -1), created=s.created,
         )
 
 

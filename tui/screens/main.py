@@ -10,50 +10,50 @@ from typing import TYPE_CHECKING
 
 from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static, Tab, Tabs
+from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs, TextArea
 
+from ..panes.registry import BY_AREA, PANES, WIDE, tab_label
 from ..panes.streams import StreamsPane
 from ..widgets.deferred import Deferred
 from ..widgets.status_header import StatusHeader
 
 if TYPE_CHECKING:
     from ..panes.consumers import ConsumersPane
-    from ..panes.pull import PullHand
-
-
-def _consumers_pane() -> "ConsumersPane":
-    from ..panes.consumers import ConsumersPane
-
-    return ConsumersPane(id="consumers-pane")
-
-
-def _pull_hand() -> "PullHand":
-    from ..panes.pull import PullHand
-
-    return PullHand(id="pull-pane")
 
 
 class MainScreen(Screen):
     # Tabs + ContentSwitcher rather than TabbedContent: measured, TabbedContent
     # added about a second to the first paint with nine areas.
-    # Only the streams area is composed for the first frame (and not its hidden
-    # Messages tab). The consumers pane, the pull hand and the message browser
-    # are mounted right after it (mount_hidden_areas, before the app connects);
-    # the tool panes the first time their tab is shown.
-    HIDDEN_AT_START = ("consumers", "pull")
+    # Only the first area is composed for the first frame (and not its hidden
+    # Messages tab); the registry says when each of the others is mounted.
+    BINDINGS = [
+        Binding("escape", "leave_input", "Leave the field", id="main.leave_input", show=False),
+        Binding("j", "cursor('down')", "Next row", id="main.down", show=False),
+        Binding("k", "cursor('up')", "Previous row", id="main.up", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="header")
         yield Static("", id="banner")
-        yield Tabs(*[Tab(title, id=f"tab-{tab}") for tab, title in self.app.TABS], id="tabs")
-        with ContentSwitcher(id="panes", initial="streams"):
-            yield Vertical(StreamsPane(id="streams-pane"), id="streams")
-            yield Deferred(_consumers_pane, id="consumers")
-            yield Deferred(_pull_hand, id="pull")
-            yield from self.app.tool_panes()
+        yield Tabs(*[Tab(tab_label(spec), id=f"tab-{spec.area}") for spec in PANES], id="tabs")
+        with ContentSwitcher(id="panes", initial=PANES[0].area):
+            for spec in PANES:
+                if spec.mount == "first":
+                    yield Vertical(spec.build(), id=spec.area)
+                else:
+                    yield Deferred(spec.build, id=spec.area)
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        wide = event.size.width >= WIDE
+        tabs = self.query_one("#tabs", Tabs)
+        if tabs.has_class("-narrow") != (not wide):
+            tabs.set_class(not wide, "-narrow")
+            for spec in PANES:
+                self.query_one(f"#tab-{spec.area}", Tab).label = tab_label(spec, wide)
 
     _resumed_before = False
 
@@ -66,8 +66,9 @@ class MainScreen(Screen):
             event.refresh_styles = False
 
     async def mount_hidden_areas(self) -> None:
-        for area in self.HIDDEN_AT_START:
-            await self.materialize(area)
+        for spec in PANES:
+            if spec.mount == "after-paint":
+                await self.materialize(spec.area)
         await self.query_one(StreamsPane).mount_browser()  # the streams pane's Messages tab
 
     async def materialize(self, area: str) -> None:
@@ -89,6 +90,39 @@ class MainScreen(Screen):
 
     def show_area(self, tab: str) -> None:
         self.query_one("#tabs", Tabs).active = f"tab-{tab}"
+
+    def pane(self, area: str):
+        """The area's pane, or None while it is not mounted."""
+        found = self.query(f"#{BY_AREA[area].pane_id}")
+        return found.first() if found else None
+
+    # ---- the keyboard model (k9s / lazygit): Esc leaves a text field, j/k move
+    def action_leave_input(self) -> None:
+        focused = self.focused
+        if not isinstance(focused, (Input, TextArea)):
+            return
+        holder = self.query_one("#panes", ContentSwitcher).current
+        pane = self.pane(holder) if holder else None
+        self.set_focus(None)
+        if pane is not None:
+            self.focus_pane(pane, text_fields=False)
+
+    def focus_pane(self, pane, text_fields: bool = True) -> None:
+        """Focus the pane's chosen widget (never a text field), or its first
+        focusable one; with ``text_fields`` False a text field is skipped."""
+        if hasattr(pane, "focus_default"):
+            pane.focus_default()
+            return
+        for widget in pane.query("*"):
+            if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
+                widget.focus()
+                return
+
+    def action_cursor(self, direction: str) -> None:
+        focused = self.focused
+        action = getattr(focused, f"action_cursor_{direction}", None)
+        if action is not None:
+            action()
 
     @property
     def active_area(self) -> str:
@@ -123,12 +157,4 @@ class MainScreen(Screen):
         if pane is not None and hasattr(pane, "schedule_poll"):
             pane.schedule_poll(0.01)
         if pane is not None:
-            # keys of the pane work right away: focus the pane's chosen widget,
-            # or its first focusable one
-            if hasattr(pane, "focus_default"):
-                pane.focus_default()
-                return
-            for widget in pane.query("*"):
-                if widget.focusable:
-                    widget.focus()
-                    break
+            self.focus_pane(pane)  # keys of the pane work right away

@@ -87,6 +87,13 @@ class ModalForm(ModalScreen):
                 yield Button("Cancel", id="form-cancel")
                 yield Button(self.SUBMIT_LABEL, id="form-submit", variant="primary")
 
+    def on_mount(self) -> None:
+        # typing goes to the first field at once, as in any dialog
+        for field in self.query(FormField):
+            if field.widget.focusable:
+                field.widget.focus()
+                break
+
     def value(self, field_id: str) -> str:
         widget = self.query_one(f"#field-{field_id}", FormField).widget
         if isinstance(widget, Select):

@@ -48,7 +48,7 @@ class ConsumerForm(ModalForm):
     def fields(self) -> Iterable[FormField]:
         c = self.existing.config if self.existing else {}
         fixed = bool(self.existing)
-        yield FormField("Durable name", Input(c.get("durable_name") or c.get("name", ""), placeholder="WORKER", id="name", disabled=fixed), field_id="name")
+        yield FormField("Durable name", Input(c.get("durable_name") or c.get("name", ""), placeholder="e.g. WORKER", id="name", disabled=fixed), field_id="name")
         kind = "push" if c.get("deliver_subject") else "pull"
         yield FormField("Kind", Select([("pull", "pull"), ("push", "push")], value=kind, allow_blank=False, id="kind", disabled=fixed), field_id="kind")
         yield FormField("Deliver subject (push only)", Input(c.get("deliver_subject", ""), id="deliver_subject", disabled=fixed), field_id="deliver_subject")

@@ -17,7 +17,7 @@ class BucketForm(ModalForm):
     SUBMIT_LABEL = "Create"
 
     def fields(self) -> Iterable[FormField]:
-        yield FormField("Bucket name", Input(placeholder="CONFIG", id="name"), field_id="name")
+        yield FormField("Bucket name", Input(placeholder="e.g. CONFIG", id="name"), field_id="name")
         yield FormField("History (values kept per key, 1-64)", Input("1", id="history"), field_id="history")
         yield FormField("TTL (e.g. 1h; empty = forever)", Input(id="ttl"), field_id="ttl")
         yield FormField("Max value size in bytes (empty = unlimited)", Input(id="max_value_size"), field_id="max_value_size")

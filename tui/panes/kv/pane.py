@@ -29,7 +29,7 @@ KEY_RE = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
 class KvPane(LivePane):
     POLL_SECONDS = 2.0
     BINDINGS = [
-        Binding("ctrl+n", "new_bucket", "New bucket", id="kv.new"),
+        Binding("n", "new_bucket", "New bucket", id="kv.new"),
         Binding("ctrl+d", "delete_bucket", "Delete bucket", id="kv.delete_bucket"),
         Binding("ctrl+t", "cycle_mode", "Text/JSON/hex", id="kv.mode"),
     ]
@@ -59,12 +59,13 @@ class KvPane(LivePane):
         super().__init__(**kw)
         self.buckets: dict[str, BucketSummary] = {}
         self.bucket: str | None = None
+        self.bucket_created = ""
         self.entries: dict[str, KvEntry] = {}
         self.key: str | None = None
         self.mode = "text"
 
     def compose(self) -> ComposeResult:
-        yield Label("Key-value — ctrl+n new bucket · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
+        yield Label("Key-value — n new bucket · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
         with Horizontal(id="kv-body"):
             with Vertical(id="kv-left"):
                 yield LiveTable([("Bucket", "name"), ("Values", "values"), ("History", "history"), ("TTL", "ttl"), ("Size", "bytes")], id="kv-buckets")
@@ -131,8 +132,11 @@ class KvPane(LivePane):
 
     def _bucket_changed(self) -> None:
         name = self.query_one("#kv-buckets", LiveTable).selected_key
-        if name != self.bucket:
-            self.bucket = name
+        summary = self.buckets.get(name or "")
+        created = summary.created if summary else ""
+        # deleted and made again under the same name: its keys and revisions are not the old ones
+        if name != self.bucket or created != self.bucket_created:
+            self.bucket, self.bucket_created = name, created
             self.entries.clear()
             self.key = None
             self._show_keys()
@@ -200,7 +204,7 @@ class KvPane(LivePane):
         box = self.query_one("#kv-value", Static)
         entry = self.entries.get(self.key or "")
         if entry is None:
-            box.update(Text("Select a key." if self.bucket else "Select or create a bucket (ctrl+n).", style="italic"))
+            box.update(Text("Select a key." if self.bucket else "Select or create a bucket (n).", style="italic"))
             self.query_one("#kv-history", DataTable).clear()
             return
         text = Text()

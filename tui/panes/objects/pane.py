@@ -63,7 +63,7 @@ class ObjectsPane(LivePane):
                 with Horizontal(classes="form-row"):
                     with Vertical(classes="cell"):
                         yield Label("New store")
-                        yield Input(placeholder="FILES", id="obj-new")
+                        yield Input(placeholder="e.g. FILES", id="obj-new")
                     yield Button("Create", id="obj-create")
                     yield Button("Delete store", id="obj-drop")
             with Vertical(id="obj-right"):
@@ -71,7 +71,7 @@ class ObjectsPane(LivePane):
                 with Horizontal(classes="form-row"):
                     with Vertical(classes="cell wide"):
                         yield Label("Local file (put) / destination (get)")
-                        yield Input(placeholder="./report.pdf", id="obj-path")
+                        yield Input(placeholder="e.g. ./report.pdf", id="obj-path")
                     with Vertical(classes="cell"):
                         yield Label("Object name")
                         yield Input(id="obj-name")

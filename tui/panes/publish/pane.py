@@ -86,7 +86,7 @@ class PublishPane(Vertical):
         with Horizontal(id="pub-row1", classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
-                yield Input(placeholder="orders.new", id="pub-subject")
+                yield Input(placeholder="e.g. orders.new", id="pub-subject")
                 yield Static("", id="pub-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Mode")
@@ -101,11 +101,11 @@ class PublishPane(Vertical):
                 yield TextArea(id="pub-payload")
         with Horizontal(id="pub-row3", classes="form-row"):
             for field_id, label, hint in (
-                ("pub-msgid", "Nats-Msg-Id", "dedupe id"),
-                ("pub-lastseq", "Expected last seq", ""),
-                ("pub-stream", "Expected stream", ""),
-                ("pub-count", "Repeat N", "1"),
-                ("pub-rate", "Rate msg/s", "as fast as possible"),
+                ("pub-msgid", "Nats-Msg-Id", "e.g. order-17"),
+                ("pub-lastseq", "Expected last seq", "e.g. 41"),
+                ("pub-stream", "Expected stream", "e.g. ORDERS"),
+                ("pub-count", "Repeat N", "once"),
+                ("pub-rate", "Rate msg/s", "flat out"),
             ):
                 with Vertical(classes="cell"):
                     yield Label(label)

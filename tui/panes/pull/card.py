@@ -33,6 +33,9 @@ class HandCard(Vertical):
         Binding("N", "act('nak_delay')", "Nak delay…", id="card.nak_delay"),
         Binding("i", "act('progress')", "In progress", id="card.progress"),
         Binding("t", "act('term')", "Term", id="card.term"),
+        # here, not only on the hand: the cards' scroll container would take up/down first
+        Binding("j,down", "move(1)", "Next card", id="card.next", show=False),
+        Binding("k,up", "move(-1)", "Previous card", id="card.prev", show=False),
     ]
     can_focus = True
     state: reactive[str] = reactive("pending")
@@ -72,6 +75,12 @@ class HandCard(Vertical):
     def pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_act(event.button.id or "")
+
+    def action_move(self, step: int) -> None:
+        cards = list(self.parent.query(HandCard)) if self.parent else [self]
+        at = cards.index(self) + step
+        if 0 <= at < len(cards):
+            cards[at].focus()
 
     def action_act(self, action: str) -> None:
         if self.state in ("pending", "expired"):

@@ -25,6 +25,8 @@ class PullHand(Vertical):
     BINDINGS = [
         Binding("f", "fetch", "Fetch", id="pull.fetch"),
         Binding("c", "clear", "Clear settled", id="pull.clear"),
+        Binding("j,down", "card(1)", "Next card", id="pull.next", show=False),
+        Binding("k,up", "card(-1)", "Previous card", id="pull.prev", show=False),
     ]
 
     @dataclass
@@ -75,6 +77,15 @@ class PullHand(Vertical):
         # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
         self.query_one("#pull-fetch", Button).focus()
 
+    def action_card(self, step: int) -> None:
+        """j/k and the arrows move between cards, from the bar to the first one."""
+        cards = list(self.query(HandCard))
+        if not cards:
+            return
+        focused = self.screen.focused
+        at = cards.index(focused) if focused in cards else (-1 if step > 0 else len(cards))
+        cards[max(0, min(len(cards) - 1, at + step))].focus()
+
     def _client_changed(self, generation: int) -> None:
         if generation and generation != self._subscribed_generation:
             self._subscribed_generation = generation
@@ -99,6 +110,10 @@ class PullHand(Vertical):
         if (stream, consumer) == (self.stream, self.consumer):
             return
         self.stream, self.consumer = (stream, consumer) if consumer and pull else (stream, None)
+        # the cards in hand are another consumer's messages: they go
+        # (unacked ones come back to that consumer after its ack wait)
+        self.query("#pull-cards HandCard").remove()
+        self.set_status("")
         target = self.query_one("#pull-target", Label)
         if self.consumer:
             target.update(f"{self.stream} › {self.consumer}")
@@ -145,6 +160,8 @@ class PullHand(Vertical):
     @on(Fetched)
     async def on_fetched(self, event: Fetched) -> None:
         event.stop()
+        if (event.stream, event.consumer) != (self.stream, self.consumer):
+            return  # fetched for the consumer picked before this one
         if event.error:
             self.set_status(event.error)
             return

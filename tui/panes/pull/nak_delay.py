@@ -55,9 +55,6 @@ class NakDelayDialog(ModalForm):
             field_id="delay",
         )
 
-    def on_mount(self) -> None:
-        self.query_one("#delay", Input).focus()
-
     def submit(self) -> None:
         try:
             delay = parse_nak_delay(self.value("delay"))

@@ -51,7 +51,7 @@ class RequestPane(Vertical):
         with Horizontal(classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
-                yield Input(placeholder="svc.upper", id="req-subject")
+                yield Input(placeholder="e.g. svc.upper", id="req-subject")
                 yield Static("", id="req-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Timeout")
@@ -78,7 +78,7 @@ class RequestPane(Vertical):
         with Horizontal(classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
-                yield Input(placeholder="svc.echo", id="mock-subject")
+                yield Input(placeholder="e.g. svc.echo", id="mock-subject")
                 yield Static("", id="mock-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Kind")

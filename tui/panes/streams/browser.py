@@ -32,7 +32,7 @@ class MessageBrowser(Vertical):
         Binding("right_square_bracket", "next_page", "Next page", id="browser.next"),
         Binding("left_square_bracket", "prev_page", "Prev page", id="browser.prev"),
         Binding("t", "mode('text')", "Text", id="browser.text"),
-        Binding("j", "mode('json')", "JSON", id="browser.json"),
+        Binding("J", "mode('json')", "JSON", id="browser.json"),
         Binding("x", "mode('hex')", "Hex", id="browser.hex"),
         Binding("r", "reload", "Reload", id="browser.reload"),
     ]
@@ -50,6 +50,7 @@ class MessageBrowser(Vertical):
         super().__init__(**kw)
         self.start_seq = 1
         self.messages: dict[int, StoredMessage] = {}
+        self._seen_state: tuple[int, int] | None = None  # (first, last seq) the page was read at
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="browser-bar"):
@@ -72,6 +73,7 @@ class MessageBrowser(Vertical):
 
     def watch_stream(self, stream: str | None) -> None:
         self.start_seq = 1
+        self._seen_state = None
         self.query_one("#browser-seq", Input).value = "1"
         self.load()
 
@@ -83,6 +85,18 @@ class MessageBrowser(Vertical):
 
     def action_reload(self) -> None:
         self.load()
+
+    def follow(self, first_seq: int, last_seq: int) -> None:
+        """The streams poll saw the stream at (first, last): re-read the page
+        when that changes what it shows (new messages on a page that is not
+        full, or messages gone from its start)."""
+        state = (first_seq, last_seq)
+        if state == self._seen_state:
+            return
+        self._seen_state = state
+        shown = self.messages
+        if len(shown) < PAGE or (shown and min(shown) < first_seq):
+            self.load()
 
     def action_next_page(self) -> None:
         if self.messages:
@@ -131,7 +145,7 @@ class MessageBrowser(Vertical):
             table.add_row(Text(str(m.seq)), Text(m.subject), Text(fmt_bytes(len(m.data))), Text(when), key=str(m.seq))
         self.query_one("#browser-seq", Input).value = str(self.start_seq)
         status = event.error or (
-            f"seq {min(self.messages)}–{max(self.messages)} · [ ] page · t/j/x format" if self.messages
+            f"seq {min(self.messages)}–{max(self.messages)} · [ ] page · t/J/x format" if self.messages
             else "no messages at or after this sequence"
         )
         self.query_one("#browser-status", Label).update(status)

@@ -53,10 +53,10 @@ class StreamForm(ModalForm):
 
     def fields(self) -> Iterable[FormField]:
         c = self.existing.config if self.existing else {}
-        yield FormField("Name", Input(c.get("name", ""), placeholder="ORDERS", disabled=bool(self.existing), id="name"), field_id="name")
+        yield FormField("Name", Input(c.get("name", ""), placeholder="e.g. ORDERS", disabled=bool(self.existing), id="name"), field_id="name")
         yield FormField(
             "Subjects (space or comma separated, wildcards allowed)",
-            Input(" ".join(c.get("subjects") or []), placeholder="orders.>", id="subjects"),
+            Input(" ".join(c.get("subjects") or []), placeholder="e.g. orders.>", id="subjects"),
             field_id="subjects",
         )
         yield FormField("Storage", Select([("file", "file"), ("memory", "memory")], value=c.get("storage", "file"), allow_blank=False, id="storage", disabled=bool(self.existing)), field_id="storage")

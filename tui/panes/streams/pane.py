@@ -133,6 +133,10 @@ class StreamsPane(LivePane):
         if self._pending_select in self.streams:
             self.select_stream(self._pending_select)
         self._selection_changed()
+        shown = self.streams.get(self.selected or "")
+        if shown is not None:
+            for browser in self.query(MessageBrowser):
+                browser.follow(shown.first_seq, shown.last_seq)
 
     @on(DataTable.RowHighlighted, "#streams-table")
     def on_highlight(self, event: DataTable.RowHighlighted) -> None:

@@ -23,7 +23,7 @@ class PurgeDialog(ModalForm):
         self.TITLE_TEXT = f"Purge stream {stream}"
 
     def fields(self) -> Iterable[FormField]:
-        yield FormField("Only this subject (empty = all subjects)", Input(id="subject", placeholder="orders.eu"), field_id="subject")
+        yield FormField("Only this subject (empty = all subjects)", Input(id="subject", placeholder="e.g. orders.eu"), field_id="subject")
         yield FormField("Keep the newest N messages (empty = keep none)", Input(id="keep"), field_id="keep")
 
     def submit(self) -> None:

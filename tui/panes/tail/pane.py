@@ -57,7 +57,7 @@ class TailPane(Vertical):
         with Horizontal(classes="form-row", id="tail-bar"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
-                yield Input(placeholder="orders.>", id="tail-subject")
+                yield Input(placeholder="e.g. orders.>", id="tail-subject")
                 yield Label("", id="tail-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Filter (text in subject or payload)")

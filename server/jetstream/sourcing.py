@@ -1,0 +1,399 @@
+"""Mirrors and sources: a stream that copies messages from other streams of
+this server.
+
+A ``Link`` is one mirror or one source of a stream (nats-server's
+sourceInfo). nats-server feeds each through an internal push consumer on
+the origin; here the origin is in the same process, so a link reads the
+origin's store directly from the last origin sequence it copied (``sseq``),
+woken when the origin stores a message (``Stream.followers``) and by a one
+second tick (nats-server's source heartbeat, which keeps ``active`` fresh).
+Copying runs from the event loop in bounded runs, so a large catch-up does
+not hold up clients.
+
+A mirror keeps the origin's sequence numbers and timestamps (gaps where the
+origin has none, or where its filter skips), no dedupe, and the origin's
+headers less ``Nats-Expected-*``. A source appends with the stream's own
+sequence, de-duplicates by ``Nats-Msg-Id`` within the stream's window and
+adds ``Nats-Stream-Source: <origin> <origin seq> <filters> <destinations>
+<subject> <origin identity>``; where a source picks up after a restart is
+read back from those headers, as nats-server's startingSequenceForSources
+does."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import TYPE_CHECKING
+
+from . import errors, headers, transform
+from .errors import ApiError
+from .shapes import now_ns, parse_rfc3339, rfc3339
+from .topoconfig import source_iname
+
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+    from .stream import Stream
+
+log = logging.getLogger("natslab.jetstream")
+
+RUN = 512  # messages copied per turn of the event loop
+TICK = 1.0  # seconds: nats-server's source heartbeat
+SOURCE_HDR = "Nats-Stream-Source"
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def identity(created_ns: int) -> str:
+    """nats-server's stream identity: getHash of the creation time in
+    RFC 3339 (8 base-62 characters of its sha256)."""
+    d = hashlib.sha256(rfc3339(created_ns).encode()).digest()
+    return "".join(_B62[b % 62] for b in d[:8])
+
+
+def strip_prefixed(hdr: bytes | None, *prefixes: bytes) -> bytes | None:
+    """The header block without the headers whose names start with one of
+    ``prefixes``; None when no header is left."""
+    if not hdr or not any(p in hdr for p in prefixes):
+        return hdr
+    lines = hdr.split(b"\r\n")
+    kept = [ln for ln in lines[1:] if ln and not ln.startswith(prefixes)]
+    if not kept:
+        return None
+    return lines[0] + b"\r\n" + b"\r\n".join(kept) + b"\r\n\r\n"
+
+
+class Link:
+    """One mirror or one source of ``target``."""
+
+    def __init__(self, target: "Stream", cfg: dict, mirror: bool):
+        self.target = target
+        self.cfg = cfg
+        self.mirror = mirror
+        self.name = cfg["name"]
+        self.iname = source_iname(cfg)
+        _, self._hdr_filters, self._hdr_dests = self.iname.split(" ", 2)
+        trs = cfg.get("subject_transforms") or []
+        if trs:
+            self.filters = [t.get("src") or ">" for t in trs]
+            self.trs = [transform.new(t.get("src") or ">", t.get("dest") or "") for t in trs]
+        else:
+            flt = cfg.get("filter_subject") or ""
+            self.filters = [flt] if flt and flt != ">" else []
+            self.trs = []
+        if ">" in self.filters:
+            self.filters = []
+        self.sseq = 0  # the last origin sequence copied (or passed over)
+        self.lag = 0
+        self.last = 0  # when the origin was last heard from (ns), 0: never
+        self.err: ApiError | None = None
+        self.origin: "Stream | None" = None
+        self.ident = ""
+        self._scheduled = False
+        self._blocked = False  # the target refused a message: retried on the tick
+        self._timer = None
+        self.closed = False
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self, sseq: int) -> None:
+        self.sseq = sseq
+        self._attach()
+        self._arm_tick()
+
+    def stop(self) -> None:
+        self.closed = True
+        self._detach()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _attach(self) -> None:
+        origin = self.target.js.streams.get(self.name)
+        if origin is None or origin is self.target:
+            self.err = errors.stream_not_found()
+            return
+        self.origin = origin
+        self.err = None
+        self.ident = identity(origin.created)
+        if self not in origin.followers:
+            origin.followers.append(self)
+        if not self.sseq:
+            self.sseq = self._start_seq()
+        self.origin_stored()
+
+    def _detach(self) -> None:
+        if self.origin is not None and self in self.origin.followers:
+            self.origin.followers.remove(self)
+        self.origin = None
+
+    def origin_gone(self) -> None:
+        self._detach()
+        self.err = errors.stream_not_found()
+
+    def origin_back(self) -> None:
+        if self.origin is None and not self.closed:
+            self._attach()
+
+    def _start_seq(self) -> int:
+        """Where copying starts when nothing was copied yet: the configured
+        start sequence or time, else the origin's beginning."""
+        opt = self.cfg.get("opt_start_seq") or 0
+        if opt:
+            return opt - 1
+        t = self.cfg.get("opt_start_time")
+        if t:
+            try:
+                ns = parse_rfc3339(t)
+            except ValueError:
+                return 0
+            return max(self.origin.store.seq_for_time(ns) - 1, 0)
+        return 0
+
+    def _arm_tick(self) -> None:
+        loop = getattr(self.target.js.server, "loop", None)
+        if loop is not None and not self.closed:
+            self._timer = loop.call_later(TICK, self._on_tick)
+
+    def _on_tick(self) -> None:
+        self._timer = None
+        if self.closed:
+            return
+        if self.origin is None:
+            self.origin_back()
+        elif self.origin.closed:
+            self.origin_gone()
+        else:
+            self.last = now_ns()  # the heartbeat
+            if self._blocked:
+                self._blocked = False
+                self.origin_stored()
+        self._arm_tick()
+
+    # -- copying ---------------------------------------------------------------
+    def origin_stored(self) -> None:
+        """The origin stored a message (or there may be some to catch up on)."""
+        if self._scheduled or self.closed or self._blocked:
+            return
+        loop = getattr(self.target.js.server, "loop", None)
+        self._scheduled = True
+        if loop is None:
+            self._pump()
+        else:
+            loop.call_soon(self._pump)
+
+    def _next(self, after: int):
+        store = self.origin.store
+        if not self.filters:
+            return store.load_next(after + 1)
+        best = None
+        for f in self.filters:
+            sm = store.load_next(after + 1, f)
+            if sm is not None and (best is None or sm.seq < best.seq):
+                best = sm
+        return best
+
+    def _pending(self) -> int:
+        store = self.origin.store
+        if not self.filters:
+            return store.num_pending(self.sseq + 1)
+        return sum(store.num_pending(self.sseq + 1, f) for f in self.filters)
+
+    def _pump(self) -> None:
+        self._scheduled = False
+        origin, target = self.origin, self.target
+        if origin is None or self.closed or target.closed or origin.closed:
+            return
+        try:
+            for _ in range(RUN):
+                sm = self._next(self.sseq)
+                if sm is None:
+                    break
+                self.last = now_ns()
+                if not self._copy(sm):
+                    self._blocked = True
+                    break
+                self.sseq = sm.seq
+            else:
+                self.origin_stored()  # more to do: next turn
+            pending = self._pending()
+            self.lag = pending - 1 if pending > 0 else 0
+        except Exception:
+            log.exception("stream %s: copying from %s failed", target.name, self.name)
+
+    def _subject(self, subject: str) -> str:
+        for tr in self.trs:
+            if tr is not None:
+                out = tr.match(subject)
+                if out is not None:
+                    return out
+        return subject
+
+    def _copy(self, sm) -> bool:
+        from .stream import MIRRORED, SOURCED
+
+        target = self.target
+        subject = self._subject(sm.subject)
+        if self.mirror:
+            hdr = strip_prefixed(sm.hdr, b"Nats-Expected-")
+            if not self._position(sm.seq):
+                return True  # the mirror has it already
+            kind, ts = MIRRORED, sm.ts
+        else:
+            hdr = strip_prefixed(sm.hdr, b"Nats-Stream-Source:", b"Nats-Expected-", b"Nats-Batch-")
+            value = f"{self.name} {sm.seq} {self._hdr_filters} {self._hdr_dests} {sm.subject} {self.ident}"
+            hdr = headers.append(hdr, [(SOURCE_HDR, value)])
+            kind, ts = SOURCED, 0
+        try:
+            target.process_msg(subject, b"", hdr, sm.data, sourced=kind, ts=ts)
+        except ApiError as e:
+            # nats-server logs it and tries that message again later
+            # (a full discard-new stream, a message too big for it)
+            log.warning("stream %s: can not store message %d from %s: %s", target.name, sm.seq, self.name,
+                        e.description)
+            return False
+        return True
+
+    def _position(self, seq: int) -> bool:
+        """Make the mirror's next sequence ``seq`` (gaps where the origin has
+        none); False if it is already past it."""
+        store = self.target.store
+        st = store.state()
+        if seq <= st.last_seq:
+            return False
+        if seq > st.last_seq + 1:
+            if not st.messages:
+                store.compact(seq)
+            else:
+                # interior gaps, one by one (a mirror's gaps are those of its origin)
+                for _ in range(seq - st.last_seq - 1):
+                    store.remove(store.store_msg("_mirror.gap", None, b"", 0))
+        return True
+
+    # -- info ------------------------------------------------------------------
+    def info(self) -> dict:
+        """StreamSourceInfo."""
+        d = {"name": self.name, "lag": self.lag}
+        if not self.mirror and self.sseq:
+            d["seq"] = self.sseq  # the highest origin sequence sourced
+        d["active"] = now_ns() - self.last if self.last else -1
+        if self.err is not None:
+            d["error"] = self.err.to_dict()
+        if self.cfg.get("filter_subject"):
+            d["filter_subject"] = self.cfg["filter_subject"]
+        if self.cfg.get("subject_transforms"):
+            d["subject_transforms"] = [dict(t) for t in self.cfg["subject_transforms"]]
+        return d
+
+
+class Links:
+    """A stream's mirror or sources, kept in step with its config."""
+
+    def __init__(self, stream: "Stream"):
+        self.stream = stream
+        self.mirror: Link | None = None
+        self.sources: dict[str, Link] = {}
+
+    def start(self) -> None:
+        cfg = self.stream.config
+        if cfg.get("mirror") is not None:
+            self.mirror = Link(self.stream, cfg["mirror"], True)
+            self.mirror.start(self.stream.store.state().last_seq)
+        found = self._source_positions([source_iname(s) for s in cfg.get("sources") or []])
+        for s in cfg.get("sources") or []:
+            link = Link(self.stream, s, False)
+            self.sources[link.iname] = link
+            link.start(found.get(link.iname, 0))
+
+    def update(self) -> None:
+        cfg = self.stream.config
+        if cfg.get("mirror") is None and self.mirror is not None:
+            self.mirror.stop()  # promoted: a stream of its own from now on
+            self.mirror = None
+        wanted = {source_iname(s): s for s in cfg.get("sources") or []}
+        for iname in [i for i in self.sources if i not in wanted]:
+            self.sources.pop(iname).stop()
+        new = [i for i in wanted if i not in self.sources]
+        found = self._source_positions(new) if new else {}
+        for iname in new:
+            link = Link(self.stream, wanted[iname], False)
+            self.sources[iname] = link
+            link.start(found.get(iname, 0))
+        for iname, link in self.sources.items():
+            link.cfg = wanted[iname]
+
+    def stop(self) -> None:
+        if self.mirror is not None:
+            self.mirror.stop()
+        for link in self.sources.values():
+            link.stop()
+
+    def info(self) -> dict:
+        """The ``mirror`` / ``sources`` of a StreamInfo."""
+        if self.mirror is not None:
+            return {"mirror": self.mirror.info()}
+        if self.sources:
+            return {"sources": [link.info() for link in self.sources.values()]}
+        return {}
+
+    def all(self) -> list[Link]:
+        return ([self.mirror] if self.mirror else []) + list(self.sources.values())
+
+    def _source_positions(self, inames: list[str]) -> dict[str, int]:
+        """The origin sequence each source got to, read back from the
+        Nats-Stream-Source headers of the stream's newest messages."""
+        out: dict[str, int] = {}
+        todo = set(inames)
+        store = self.stream.store
+        st = store.state()
+        seq = st.last_seq
+        while todo and seq >= st.first_seq and st.messages:
+            sm = store.load(seq)
+            seq -= 1
+            if sm is None or not sm.hdr or b"Nats-Stream-Source" not in sm.hdr:
+                continue
+            fields = headers.value(sm.hdr, b"Nats-Stream-Source").split(" ")
+            if len(fields) < 4:
+                continue
+            iname = " ".join((fields[0], fields[2], fields[3]))
+            if iname in todo and fields[1].isdigit():
+                out[iname] = int(fields[1])
+                todo.discard(iname)
+        return out
+
+
+# -- the account's view: streams come and go --------------------------------------
+
+def stream_started(js: "JetStream", st: "Stream") -> None:
+    """A stream was created or restored: start its links, and let the links
+    waiting for it as their origin attach."""
+    if st.config.get("mirror") is not None or st.config.get("sources"):
+        st.links = Links(st)
+        st.links.start()
+    for other in js.streams.values():
+        if other is not st and other.links is not None:
+            for link in other.links.all():
+                if link.name == st.name:
+                    link.origin_back()
+
+
+def stream_updated(st: "Stream") -> None:
+    if st.links is None and (st.config.get("mirror") is not None or st.config.get("sources")):
+        st.links = Links(st)
+        st.links.start()
+    elif st.links is not None:
+        st.links.update()
+
+
+def stream_stopped(st: "Stream") -> None:
+    if st.links is not None:
+        st.links.stop()
+    for link in list(st.followers):
+        link.origin_gone()
+
+
+def mirror_for_direct(js: "JetStream", name: str) -> "Stream | None":
+    """A mirror with mirror_direct that answers direct gets for ``name``."""
+    for st in js.streams.values():
+        m = st.config.get("mirror")
+        if m is not None and m.get("name") == name and st.config.get("mirror_direct"):
+            return st
+    return None
+

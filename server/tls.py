@@ -1,0 +1,324 @@
+"""TLS for client connections, as nats-server does it.
+
+The options come from the ``tls {}`` block of the config file or from the
+``--tls*`` flags. A client gets the plain-text INFO (with ``tls_required``)
+and the server then starts the handshake at once, before reading anything
+(``loop.start_tls``); with ``handshake_first`` the handshake comes first and
+INFO follows over TLS. A plain client on a TLS port is simply closed, as
+nats-server closes it ("tls: first record does not look like a TLS
+handshake", logged at debug level; no -ERR). With ``verify`` a client must
+present a certificate signed by ``ca_file``; with ``verify_and_map`` the
+certificate names the user (e-mail, DNS name, URI or subject DN, in
+nats-server's order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from .conf import ConfigError, parse_duration
+
+TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
+CLOSED_TLS = "TLS Handshake Failure"  # close reason (connz)
+
+# the keys of a tls {} block natslab knows; nats-server knows more
+# (cipher_suites, pinned_certs, ocsp_peer, cert_store...): those are refused
+# with a clear error rather than silently ignored
+_KNOWN = ("cert_file", "key_file", "ca_file", "verify", "verify_and_map", "timeout",
+          "handshake_first", "first", "immediate", "insecure", "min_version")
+
+
+@dataclass
+class TLSOptions:
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    verify: bool = False
+    map: bool = False  # verify_and_map: the client certificate names the user
+    timeout: float = TLS_TIMEOUT
+    handshake_first: bool = False
+    min_version: str = ""
+
+    def context(self) -> ssl.SSLContext:
+        """The server-side SSLContext, with nats-server's error texts when a
+        file does not load."""
+        if self.cert_file and not self.key_file:
+            raise ConfigError("missing 'key_file' in TLS configuration")
+        if self.key_file and not self.cert_file:
+            raise ConfigError("missing 'cert_file' in TLS configuration")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3 if self.min_version == "1.3" else ssl.TLSVersion.TLSv1_2
+        if self.cert_file:
+            try:
+                ctx.load_cert_chain(self.cert_file, self.key_file)
+            except (OSError, ssl.SSLError) as e:
+                raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+        if self.verify:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+        if self.ca_file:
+            try:
+                pem = Path(self.ca_file).read_text()
+            except OSError as e:
+                raise ConfigError(f"open {self.ca_file}: {e.strerror.lower() if e.strerror else e}") from None
+            try:
+                ctx.load_verify_locations(cadata=pem)
+            except (ssl.SSLError, ValueError):
+                raise ConfigError("failed to parse root ca certificate") from None
+        elif self.verify:
+            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+        return ctx
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, OSError) and e.filename:
+        return f"open {e.filename}: {(e.strerror or str(e)).lower()}"
+    return str(e)
+
+
+def parse_tls_block(block) -> TLSOptions:
+    """A ``tls {}`` block, checked as nats-server's parseTLS checks it."""
+    if not isinstance(block, dict):
+        raise ConfigError("error parsing tls config, expected a map")
+    t = TLSOptions()
+    for key, v in block.items():
+        k = key.lower()
+        if k not in _KNOWN:
+            raise ConfigError(f"error parsing tls config, unknown field {key!r}")
+        if k in ("cert_file", "key_file", "ca_file"):
+            if not isinstance(v, str):
+                raise ConfigError(f"error parsing tls config, expected '{k}' to be filename")
+            setattr(t, k, v)
+        elif k in ("verify", "verify_and_map", "insecure"):
+            if not isinstance(v, bool):
+                raise ConfigError(f"error parsing tls config, expected '{k}' to be a boolean")
+            if k == "verify":
+                t.verify = v
+            elif k == "verify_and_map":
+                t.verify = t.verify or v
+                t.map = v
+        elif k == "timeout":
+            try:
+                t.timeout = parse_duration(v)
+            except ConfigError:
+                raise ConfigError(f"error parsing tls config, 'timeout' wrong type") from None
+        elif k in ("handshake_first", "first", "immediate"):
+            if isinstance(v, bool):
+                t.handshake_first = v
+            elif isinstance(v, str) and v.lower() in ("true", "on", "false", "off"):
+                t.handshake_first = v.lower() in ("true", "on")
+            elif isinstance(v, str):
+                # "auto" or a fallback delay: nats-server then also takes
+                # plain clients that wait for INFO; natslab does not (README)
+                raise ConfigError(f"field {key!r}'s value {v!r} is not supported by natslab (true or false only)")
+            else:
+                raise ConfigError(f"field {key!r} should be a boolean or a string")
+        elif k == "min_version":
+            if str(v) not in ("1.2", "1.3"):
+                raise ConfigError(f"unsupported TLS version: {v}")
+            t.min_version = str(v)
+    return t
+
+
+def from_flags(flags: dict) -> TLSOptions:
+    """``--tls --tlscert --tlskey --tlscacert --tlsverify`` (they replace a
+    config file's tls block, as with nats-server)."""
+    if not flags.get("tlscert"):
+        raise ConfigError("TLS Server certificate must be present and valid")
+    if not flags.get("tlskey"):
+        raise ConfigError("TLS Server private key must be present and valid")
+    return TLSOptions(cert_file=flags["tlscert"], key_file=flags["tlskey"], ca_file=flags.get("tlscacert", ""),
+                      verify=bool(flags.get("tlsverify")))
+
+
+# -- the handshake ------------------------------------------------------------
+
+def start(client, ctx: ssl.SSLContext, opts: TLSOptions, info: bytes) -> None:
+    """Upgrade a just-accepted connection: INFO in plain text first (unless
+    handshake_first), then the server side of the handshake. Reading stays
+    paused until the TLS layer takes the socket over, so no byte of the
+    handshake reaches the protocol parser. ``client.tls_ready()`` runs once
+    it is done; a failed handshake closes the connection."""
+    transport = client.transport
+    transport.pause_reading()
+    if not opts.handshake_first:
+        transport.write(info)
+    client.server.loop.create_task(_handshake(client, transport, ctx, opts, info))
+
+
+async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes) -> None:
+    srv = client.server
+    log = srv.logger
+    log.debug("%s:%d - cid:%d - Starting TLS client connection handshake", client.host, client.port, client.cid)
+    # what the client sends right behind its handshake (CONNECT) can be
+    # decrypted before this coroutine resumes: it waits in the shim until
+    # the client has its new transport
+    shim = _Shim(client)
+    try:
+        new = await srv.loop.start_tls(transport, shim, ctx, server_side=True,
+                                       ssl_handshake_timeout=opts.timeout)
+    except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as e:
+        text, probe = describe(e, transport)
+        (log.debug if probe else log.error)("%s:%d - cid:%d - TLS handshake error: %s",
+                                            client.host, client.port, client.cid, text)
+        transport.abort()
+        client.close_reason = CLOSED_TLS
+        client.connection_lost(None)
+        return
+    if client.closed:
+        new.abort()
+        return
+    obj = new.get_extra_info("ssl_object")
+    log.debug("%s:%d - cid:%d - TLS handshake complete", client.host, client.port, client.cid)
+    if obj is not None:
+        log.debug("%s:%d - cid:%d - TLS version %s, cipher suite %s", client.host, client.port, client.cid,
+                  _version(obj.version()), obj.cipher()[0] if obj.cipher() else "")
+    new.set_write_buffer_limits(high=transport.get_write_buffer_limits()[1])
+    client.transport = new
+    client.tls_state = obj
+    if opts.handshake_first:
+        new.write(info)
+    client.tls_ready()
+    shim.hand_over(new)
+
+
+class _Shim(asyncio.Protocol):
+    """The TLS transport's protocol until the handshake is through: keeps
+    what arrives, then hands the connection (and that data) to the client."""
+
+    def __init__(self, client):
+        self.client = client
+        self.early: list[bytes] = []
+        self.lost = False
+        self.exc = None
+
+    def data_received(self, data: bytes) -> None:
+        self.early.append(data)
+
+    def eof_received(self):
+        return False
+
+    def connection_lost(self, exc) -> None:
+        self.lost, self.exc = True, exc
+
+    def hand_over(self, transport) -> None:
+        c = self.client
+        transport.set_protocol(c)
+        if self.early and not c.closed:
+            c.data_received(b"".join(self.early))
+        self.early.clear()
+        if self.lost:
+            c.connection_lost(self.exc)
+
+
+def _version(v: str | None) -> str:
+    return {"TLSv1.2": "1.2", "TLSv1.3": "1.3"}.get(v or "", v or "")
+
+
+def describe(e: BaseException, transport) -> tuple[str, bool]:
+    """nats-server's (Go's) words for a failed handshake, and whether it is
+    one of the "probe" errors it logs at debug level only (a plain client or
+    a silent one)."""
+    if isinstance(e, (asyncio.TimeoutError, TimeoutError)):
+        local = transport.get_extra_info("sockname") or ("", 0)
+        peer = transport.get_extra_info("peername") or ("", 0)
+        return f"read tcp {local[0]}:{local[1]}->{peer[0]}:{peer[1]}: i/o timeout", True
+    reason = getattr(e, "reason", "") or ""
+    if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE",
+                  "PACKET_LENGTH_TOO_LONG", "HTTPS_PROXY_REQUEST"):
+        return "tls: first record does not look like a TLS handshake", True
+    if reason in ("PEER_DID_NOT_RETURN_A_CERTIFICATE", "NO_CERTIFICATES_RETURNED"):
+        return "tls: client didn't provide a certificate", False
+    if reason == "CERTIFICATE_VERIFY_FAILED":
+        detail = getattr(e, "verify_message", "") or ""
+        if "unable to get local issuer" in detail or "self-signed" in detail or "self signed" in detail:
+            return "tls: failed to verify certificate: x509: certificate signed by unknown authority", False
+        return f"tls: failed to verify certificate: {detail or reason}", False
+    if isinstance(e, ConnectionError) or (isinstance(e, ssl.SSLError) and "EOF" in str(e)):
+        return "EOF", False
+    return str(e), False
+
+
+# -- verify_and_map -------------------------------------------------------------
+
+# Python's long attribute names -> the short ones Go and RFC 2253 use
+_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+          "localityName": "L", "stateOrProvinceName": "ST", "streetAddress": "STREET",
+          "postalCode": "POSTALCODE", "serialNumber": "SERIALNUMBER", "domainComponent": "DC",
+          "userId": "UID", "emailAddress": "EMAILADDRESS"}
+
+
+def cert_names(ssl_object) -> list[str]:
+    """The names a verified client certificate offers for mapping, in the
+    order nats-server tries them: e-mail addresses, DNS names, URIs, then
+    the subject as an RFC 2253 DN (last RDN first, as Go prints it)."""
+    cert = ssl_object.getpeercert() if ssl_object is not None else None
+    if not cert:
+        return []
+    sans = cert.get("subjectAltName", ())
+    out = [v for k, v in sans if k == "email"]
+    out += [v for k, v in sans if k == "DNS"]
+    out += [v for k, v in sans if k == "URI"]
+    rdns = []
+    for rdn in cert.get("subject", ()):
+        rdns.append("+".join(f"{_SHORT.get(k, k)}={_escape(v)}" for k, v in rdn))
+    if rdns:
+        out.append(",".join(reversed(rdns)))
+    return out
+
+
+def _escape(v: str) -> str:
+    out = "".join("\\" + ch if ch in ',+"\\<>;=' else ch for ch in v)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    return out
+
+
+def _dn_parts(dn: str) -> list[str] | None:
+    """A DN split into normalised RDNs (attribute type upper-cased), or None
+    when the text is no DN."""
+    parts, cur, esc = [], "", False
+    for ch in dn:
+        if esc:
+            cur += ch
+            esc = False
+        elif ch == "\\":
+            cur += ch
+            esc = True
+        elif ch == ",":
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    norm = []
+    for p in parts:
+        t, eq, v = p.strip().partition("=")
+        if not eq or not t:
+            return None
+        norm.append(f"{t.strip().upper()}={v.strip()}")
+    return norm
+
+
+def map_user(ssl_object, users: dict[str, dict]):
+    """The configured user a verified client certificate maps to, or None.
+    A literal match of one of the certificate's names wins; a DN matches a
+    user named by the same DN, also with its RDNs in another order."""
+    names = cert_names(ssl_object)
+    for n in names:
+        if n in users:
+            return users[n]
+    if not names or "=" not in names[-1]:
+        return None
+    want = _dn_parts(names[-1])
+    for name, u in users.items():
+        have = _dn_parts(name)
+        if have is not None and have == want:
+            return u
+    for name, u in users.items():
+        have = _dn_parts(name)
+        if have is not None and sorted(have) == sorted(want):
+            return u
+    return None

@@ -1,0 +1,246 @@
+"""TLS on the client port, on both servers: the --tls* flags and the tls {}
+block, INFO's tls_required/tls_verify, the upgrade after INFO and the
+handshake-first mode, client certificates (verify) and users mapped from
+them (verify_and_map), and what a plain client gets on a TLS port. The
+certificates are made for each test (tests/pki.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import ssl
+
+import pytest
+
+from conftest import ServerProcess, connect
+from pki import make_pki
+
+
+class TLSServer(ServerProcess):
+    """A broker whose port speaks TLS first (handshake_first): ready once a
+    handshake brings INFO."""
+
+    ctx: ssl.SSLContext | None = None
+
+    def ready(self, sock: socket.socket) -> bool:
+        if self.ctx is None:
+            return super().ready(sock)
+        with self.ctx.wrap_socket(sock, server_hostname="127.0.0.1") as t:
+            return t.recv(5) == b"INFO "
+
+
+@pytest.fixture
+def pki(tmp_path):
+    return make_pki(tmp_path / "pki")
+
+
+def start(kind, tmp_path, *, flags=None, conf=None, ready_ctx=None) -> TLSServer:
+    extra = list(flags or [])
+    if conf is not None:
+        path = tmp_path / "tls.conf"
+        path.write_text(conf)
+        extra += ["-c", str(path)]
+    srv = TLSServer(kind, tmp_path / "store", extra=extra)
+    srv.ctx = ready_ctx
+    srv.start()
+    return srv
+
+
+@pytest.fixture
+def servers():
+    started: list[ServerProcess] = []
+    yield started
+    for s in started:
+        s.stop()
+
+
+async def roundtrip(nc, subject="tls.echo") -> None:
+    sub = await nc.subscribe(subject)
+    await nc.flush()
+    await nc.publish(subject, b"over tls")
+    msg = await sub.next_msg(timeout=2)
+    assert msg.data == b"over tls"
+    await sub.unsubscribe()
+
+
+async def plain_info(srv) -> dict:
+    r, w = await asyncio.open_connection(srv.host, srv.port)
+    line = await asyncio.wait_for(r.readline(), 3)
+    w.close()
+    assert line.startswith(b"INFO ") and line.endswith(b" \r\n")
+    return json.loads(line[5:])
+
+
+async def test_tls_flags(server_kind, tmp_path, pki, servers):
+    """--tls --tlscert --tlskey: INFO says tls_required (not tls_verify) in
+    plain text, then nats-py upgrades and works as usual."""
+    srv = start(server_kind, tmp_path, flags=["--tls", "--tlscert", str(pki.server_cert),
+                                               "--tlskey", str(pki.server_key)])
+    servers.append(srv)
+    info = await plain_info(srv)
+    assert info["tls_required"] is True and "tls_verify" not in info
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context())
+    await roundtrip(nc)
+    assert nc.connected_url.scheme == "tls"
+    await nc.close()
+
+
+async def test_plain_client_on_tls_port_is_closed(server_kind, tmp_path, pki, servers):
+    """A client that goes on in plain text after INFO is closed without a
+    word, as nats-server closes it; one that says nothing is closed when the
+    handshake times out; the TLS clients next to them are not disturbed."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  timeout: 0.5\n}}\n')
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    keeper = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context())
+    for send in (b'CONNECT {"verbose":false}\r\nPING\r\n', b""):
+        r, w = await asyncio.open_connection(srv.host, srv.port)
+        assert (await asyncio.wait_for(r.readline(), 3)).startswith(b"INFO ")
+        if send:
+            w.write(send)
+        assert await asyncio.wait_for(r.read(), 3) == b""  # closed, no -ERR
+        w.close()
+    # nats-py without a TLS context: it upgrades anyway (tls_required), with
+    # the system CAs, which do not know this server's certificate
+    with pytest.raises(ssl.SSLCertVerificationError):
+        await connect(f"nats://127.0.0.1:{srv.port}")
+    await roundtrip(keeper)
+    await keeper.close()
+
+
+async def test_tls_client_on_plain_port(server):
+    """A TLS ClientHello sent to a plain port gets the parser's error and is
+    closed. (nats-server closes with the rest of the hello unread, so the
+    kernel may reset the connection before the -ERR is read; natslab's
+    parser judges a line at its end, hence the CRLF after the hello.)"""
+    ctx = ssl.create_default_context()
+    r, w = await asyncio.open_connection(server.host, server.port)
+    assert (await asyncio.wait_for(r.readline(), 3)).startswith(b"INFO ")
+    hello = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(hello[0], hello[1], server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    w.write(hello[1].read() + b"\r\n")
+    got, reset = b"", False
+    try:
+        while chunk := await asyncio.wait_for(r.read(4096), 3):
+            got += chunk
+    except ConnectionResetError:
+        reset = True
+    assert got == b"-ERR 'Unknown Protocol Operation'\r\n" or (reset and got in b"-ERR 'Unknown Protocol Operation'\r\n")
+    w.close()
+
+
+async def test_verify_client_certificates(server_kind, tmp_path, pki, servers):
+    """verify: INFO says tls_verify; a certificate from the CA connects, none
+    or one from another CA is refused in the handshake."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  ca_file: "{pki.ca}"\n  verify: true\n}}\n')
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    info = await plain_info(srv)
+    assert info["tls_required"] is True and info["tls_verify"] is True
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(pki.client("carol")))
+    await roundtrip(nc)
+    for cert in (None, pki.client("mallory", signer="other")):
+        with pytest.raises((ssl.SSLError, ConnectionError, asyncio.TimeoutError, OSError)):
+            bad = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(cert))
+            # TLS 1.3: the client may finish before the server refuses
+            await bad.flush(timeout=2)
+    await roundtrip(nc)
+    await nc.close()
+
+
+async def test_tlsverify_flags(server_kind, tmp_path, pki, servers):
+    """The flags nats.py's own TLS tests start nats-server with."""
+    srv = start(server_kind, tmp_path, flags=[
+        "--tls", "--tlscert", str(pki.server_cert), "--tlskey", str(pki.server_key),
+        "--tlsverify", "--tlscacert", str(pki.ca)])
+    servers.append(srv)
+    assert (await plain_info(srv))["tls_verify"] is True
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(pki.client("dave")))
+    await roundtrip(nc)
+    await nc.close()
+
+
+async def test_handshake_first(server_kind, tmp_path, pki, servers):
+    """handshake_first: no plain INFO; the handshake comes first and INFO
+    follows over TLS. A client that waits for INFO gets nothing."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  handshake_first: true\n  timeout: 1\n}}\n')
+    srv = start(server_kind, tmp_path, conf=conf, ready_ctx=pki.client_context())
+    servers.append(srv)
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), tls_handshake_first=True)
+    assert nc._server_info["tls_required"] is True
+    await roundtrip(nc)
+    r, w = await asyncio.open_connection(srv.host, srv.port)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(r.readline(), 0.5)  # no plain INFO
+    assert await asyncio.wait_for(r.read(), 3) == b""  # then the handshake times out
+    w.close()
+    with pytest.raises(Exception):
+        await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), connect_timeout=1.5)
+    await nc.close()
+
+
+async def test_verify_and_map(server_kind, tmp_path, pki, servers):
+    """verify_and_map: the certificate names the user (e-mail SAN, DNS SAN,
+    then the subject DN); the user's permissions apply; a certificate that
+    names nobody gets 'Authorization Violation'."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  ca_file: "{pki.ca}"\n  verify_and_map: true\n}}\n'
+            'authorization {\n  users = [\n'
+            '    {user: "alice@example.com", permissions: {publish: "alice.>", subscribe: ["alice.>", "_INBOX.>"]}}\n'
+            '    {user: "svc.example.com"}\n'
+            '    {user: "CN=bob,O=natslab"}\n'
+            '  ]\n}\n')
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    info = await plain_info(srv)
+    assert info["auth_required"] is True and info["tls_verify"] is True
+    url = f"tls://127.0.0.1:{srv.port}"
+    alice = await connect(url, tls=pki.client_context(pki.client("alice", email="alice@example.com")))
+    await roundtrip(alice, "alice.x")
+    errors = []
+
+    async def on_error(e):
+        errors.append(str(e))
+
+    alice2 = await connect(url, tls=pki.client_context(pki.client("alice", email="alice@example.com")),
+                           error_cb=on_error)
+    await alice2.publish("bob.x", b"denied")
+    await alice2.flush()
+    await asyncio.sleep(0.2)
+    assert any("permissions violation for publish" in e.lower() for e in errors)
+    svc = await connect(url, tls=pki.client_context(pki.client("svc", dns="svc.example.com")))
+    await roundtrip(svc)
+    bob = await connect(url, tls=pki.client_context(pki.client("bob", org="natslab")))
+    await roundtrip(bob)
+    with pytest.raises(Exception) as ei:
+        await connect(url, tls=pki.client_context(pki.client("eve", org="natslab")))
+    assert "authorization violation" in str(ei.value).lower()
+    for nc in (alice, alice2, svc, bob):
+        await nc.close()
+
+
+def test_bad_tls_config_stops_the_server(tmp_path, pki):
+    """A certificate that does not load, or --tls without a key, stops the
+    start with nats-server's words."""
+    import subprocess
+    import sys
+
+    from conftest import nats_server_binary
+
+    missing = tmp_path / "nope.pem"
+    conf = tmp_path / "bad.conf"
+    conf.write_text(f'tls {{\n  cert_file: "{missing}"\n  key_file: "{pki.server_key}"\n}}\n')
+    for cmd in ([sys.executable, "-m", "natslab.server"], [nats_server_binary()]):
+        r = subprocess.run(cmd + ["-p", "-1", "-c", str(conf)], capture_output=True, text=True, timeout=20)
+        assert r.returncode != 0
+        assert "error parsing X509 certificate/key pair" in r.stdout + r.stderr
+        r = subprocess.run(cmd + ["-p", "-1", "--tls", "--tlscert", str(pki.server_cert)],
+                           capture_output=True, text=True, timeout=20)
+        assert r.returncode != 0
+        assert "TLS Server private key must be present and valid" in r.stdout + r.stderr

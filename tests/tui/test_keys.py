@@ -1,0 +1,78 @@
+"""The keyboard model (as in k9s and lazygit): tab hints, digits that switch
+panes unless a text field has focus, Esc leaves the field, j/k and the arrows
+move between rows and cards, and the focus is visible."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from natslab.tui.panes.pull import PullHand
+from natslab.tui.panes.pull.card import HandCard
+from natslab.tui.widgets.live_table import LiveTable
+
+from .conftest import connected, show_tab, wait_for
+
+
+async def test_tabs_show_their_digit(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        labels = [str(t.label) for t in app.screen.query("#tabs Tab")]
+        assert labels[:3] == ["1 Streams", "2 Consumers", "3 Pull hand"] and labels[-1] == "9 Connections"
+    async with make_app().run_test(size=(80, 24)) as pilot:
+        tabs = pilot.app.screen.query("#tabs Tab")
+        assert str(tabs.last().label) == "9 Conns"
+        assert sum(t.outer_size.width for t in tabs) <= 80  # every tab on screen
+
+
+async def test_digits_type_into_a_text_field_and_switch_panes_after_esc(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        subject = app.screen.query_one("#pub-subject", Input)
+        subject.focus()
+        await pilot.pause(0.05)
+        await pilot.press(*"orders.eu1")
+        assert subject.value == "orders.eu1" and app.screen.active_area == "publish"
+        await pilot.press("escape")
+        await pilot.pause(0.05)
+        assert not isinstance(app.focused, Input)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: app.screen.active_area == "streams", what="streams shown")
+        assert subject.value == "orders.eu1"
+
+
+async def test_j_and_k_move_between_rows_and_cards(make_app, outside):
+    js = outside.jetstream()
+    for name in ("AUDIT", "ORDERS"):
+        await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+    for i in range(3):
+        await js.publish("orders.new", f"o{i}".encode())
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await wait_for(pilot, lambda: table.row_count == 2, what="two streams")
+        table.focus()
+        await pilot.pause(0.05)
+        assert table.styles.background_tint.a > 0  # the focused table is marked
+        await pilot.press("j")
+        assert table.selected_key == "ORDERS"
+        await pilot.press("k")
+        assert table.selected_key == "AUDIT"
+
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        hand.query_one("#pull-batch", Input).value = "3"
+        await pilot.pause(0.1)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 3, what="three cards")
+        cards = list(hand.query(HandCard))
+        await wait_for(pilot, lambda: app.focused is cards[0], what="first card focused")
+        await pilot.press("j")
+        assert app.focused is cards[1]
+        await pilot.press("down")
+        assert app.focused is cards[2]
+        await pilot.press("k", "up")
+        assert app.focused is cards[0]
