@@ -8,10 +8,6 @@ token. ``check`` gives the matched user's entry (a dict, possibly with
 
 from __future__ import annotations
 
-import secrets
-
-from . import tls
-
 
 class Authenticator:
     def __init__(self, opts):
@@ -32,6 +28,10 @@ class Authenticator:
         return bool(self.opts.token or self.users)
 
     def check(self, client, c: dict):
+        import secrets  # (here: only a server with auth pays for hashlib and OpenSSL at start-up)
+
+        from . import tls
+
         o = self.opts
         user = str(c.get("user") or "")
         pw = str(c.get("pass") or "")

@@ -14,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-from . import tls, websocket
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .conf import ConfigError, parse_config, parse_duration
 from .server import NATS_VERSION, Server, ServerOptions
@@ -162,6 +161,8 @@ def build_options(flags: dict) -> ServerOptions:
     if flags.get("tls") is False:
         o.tls = None
     elif any(k in flags for k in ("tls", "tlsverify", "tlscert", "tlskey", "tlscacert")):
+        from . import tls
+
         try:
             o.tls = tls.from_flags(flags)
         except ConfigError as e:
@@ -210,8 +211,12 @@ def _apply_config(o: ServerOptions, c: dict) -> None:
             if "timeout" in a:
                 o.auth_timeout = parse_duration(a["timeout"])
         if "tls" in c:
+            from . import tls
+
             o.tls = tls.parse_tls_block(c["tls"])
         if "websocket" in c:
+            from . import websocket
+
             o.websocket = websocket.parse_websocket_block(c["websocket"])
         for key in ("lame_duck_duration", "lame_duck_grace_period"):
             if key in c:

@@ -17,7 +17,6 @@ import time
 
 from . import protocol as p
 from .protocol import CRLF
-from . import tls
 from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
 from .subjects import valid_subject
@@ -143,6 +142,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.cid = srv.register(self)
         info = p.info_line(srv.client_info(self))
         if srv.tls_context is not None and self.ws is None and not self.closed:
+            from . import tls  # (imported only with TLS configured)
+
             tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake
             return
         transport.write(info)
