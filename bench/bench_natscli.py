@@ -10,8 +10,8 @@ async (batches of 500) to a file stream, consume (callback) and fetch
 (batches of 500) from durable consumers with explicit acks, KV put and KV
 get. The CLI is found or built as the tests do (tests/natscli.py). The
 stream is made first with `nats stream add` rather than the bench's
-`--create`, which also asks for allow_batched (fast batch publish), which
-natslab refuses.
+`--create`, which also asks for the 2.12 batch-publish flags, so both
+brokers are measured on the same plain file stream.
 
 Both brokers run at once; each measurement is taken in rounds that go to one
 broker and then the other, the order switching each round. A rate is the
@@ -70,8 +70,8 @@ class Runner:
         self.cli = cli
         self.broker = broker
         # the stream `nats bench js ... --create` would make, less the 2.12
-        # batch-publish flags (allow_atomic, allow_batched) it also asks for:
-        # natslab refuses allow_batched (README, documented differences)
+        # batch-publish flags (allow_atomic, allow_batched) it also asks for,
+        # so both brokers are measured on the same plain file stream
         self.run_plain("stream", "add", "benchstream", "--subjects", "bench.js", "--storage", "file", "--retention", "limits",
                        "--discard", "new", "--max-bytes", "1GB", "--dupe-window", "2m", "--allow-direct", "--defaults")
 
