@@ -77,6 +77,16 @@ async def test_r3_stream_from_the_form_survives_its_leader(cluster):
                            timeout=8, what="n1 leads ORDERS")
             await wait_for(pilot, lambda: "replica n2" in screen_text(app), what="replicas in the info")
 
+            # Connections: every node given to --monitor (the app on n1, the outside client on n2)
+            app.action_tab("connections")
+            await wait_for(pilot, lambda: app.screen.pane("connections") is not None, what="connections pane")
+            table = app.screen.query_one("#conn-table")
+            await wait_for(pilot, lambda: len({k.split(":")[0] for k in table._order}) >= 2
+                           and any("you" in (table.value(k, "name") or "") for k in table._order),
+                           timeout=8, what="connections of two nodes")
+            app.jump_to_stream("ORDERS")
+            await pilot.pause(0.3)
+
             n1.kill()
             await wait_for(pilot, lambda: app.header_info.state == "connected"
                            and app.header_info.url != n1.url and app.header_info.server_name != "n1",
