@@ -865,13 +865,15 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         # comes here for it): KV gets, one loop per run of them
         get, sseqs, wild, load = self._sid.get, self._sseqs, self._wild_sids, self.load
         out = []
+        append = out.append
         for subject in subjects:
             sid = get(subject)
             if sid is None or sid in wild:
-                out.append(self.load_last(subject))
+                append(self.load_last(subject))
                 continue
             ss = sseqs[sid]
-            out.append(load(ss.seqs[-1]) if len(ss.seqs) > ss.head else None)
+            seqs = ss.seqs
+            append(load(seqs[-1]) if len(seqs) > ss.head else None)
         return out
 
     def last_seq_for_subject(self, subject: str) -> int:

@@ -102,10 +102,11 @@ def rec_len(sizeval: int) -> int:
 def unpack_record(buf: bytes, seq: int) -> StoredMsg | None:
     """The message in one whole record read from disk, or None when its
     checksum, length or sequence is wrong. This runs per message loaded."""
-    if len(buf) < MIN_REC:
+    n = len(buf)
+    if n < MIN_REC:
         return None
     reclen, kind, rseq, ts, sl, hl = _REC_UNPACK(buf)
-    if reclen != len(buf) or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen or crc32(buf) != CRC_RESIDUE:
+    if reclen != n or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen or crc32(buf) != CRC_RESIDUE:
         return None
     p = 27 + sl
     return StoredMsg(seq, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4], ts)
