@@ -156,11 +156,10 @@ class DirectGet:
     def last_by_subjects(self, items: list[tuple[bytes, bytes, bytes]], skip: int) -> None:
         """last_by_subject for each (request subject, reply, payload) of a run, in
         order, the message's subject taken from byte ``skip`` on."""
-        load_last = self.stream.store.load_last
         headers_of = self._headers
         answers = []
-        for subject, reply, _ in items:
-            sm = load_last(subject[skip:].decode("utf-8", "surrogateescape"))
+        sms = self.stream.store.load_last_many([subject[skip:].decode("utf-8", "surrogateescape") for subject, _, _ in items])
+        for (_, reply, _), sm in zip(items, sms):
             if sm is None:
                 answers.append((reply, NOT_FOUND, b""))
             else:

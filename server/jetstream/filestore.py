@@ -62,12 +62,14 @@ log = logging.getLogger("natslab.server.filestore")
 
 _pack_rec = fb.REC.pack
 _pack_crc = fb.CRC.pack
-_pack_drec = fb.DREC.pack
+_pack_drec = fb.pack_drec
 _D_DELETE = fb.D_DELETE
+_DREC_SIZE = fb.DREC_SIZE
 _crc32 = zlib.crc32
 _write = os.write
 _MIN_REC = fb.MIN_REC
 _REC_UNPACK = fb.REC.unpack_from
+_unpack_record = fb.unpack_record
 _KIND_MSG = fb.KIND_MSG
 _CRC_RESIDUE = fb.CRC_RESIDUE
 
@@ -262,7 +264,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if not self._wbuf and not self._dbuf:
             self.write_behind(self)
         self._dbuf.append(data)
-        self._dlog_records += len(data) // fb.DREC_SIZE
+        self._dlog_records += len(data) // _DREC_SIZE
         self._dirty = True
 
     def _dlog_append(self, data: bytes) -> None:
@@ -467,19 +469,9 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         size = ln & SIZE_MASK
         blk.live -= 1
         blk.live_bytes -= size
-        blk.dead += size - 3 if ln & HDR_FLAG else ln + 1  # rec_len, inlined
         self._msgs -= 1
         self._bytes -= size
-        ss = self._sseqs[blk.sids[i]]
-        seqs = ss.seqs
-        head = ss.head
-        if seqs[head] == seq:  # SubjectSeqs.remove, inlined for its common case (the oldest)
-            ss.head = head = head + 1
-            if head == len(seqs) or head > 1024:
-                ss._tidy()
-        else:
-            ss.remove(seq)
-        if len(ss.seqs) == ss.head:
+        if self._sseqs[blk.sids[i]].remove(seq):
             self._num_subjects -= 1
         if seq == self._first:
             if not self._msgs:
@@ -489,26 +481,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                 self._first = blk.first + p if p >= 0 else self._next_live(seq)
 
     def remove(self, seq: int) -> bool:
-        # this runs per removed message (limits, acks under interest or
-        # workqueue retention): _locate and _dlog_delete are inlined
-        k = bisect_right(self._firsts, seq) - 1
-        if k < 0:
+        blk, i = self._locate(seq)
+        if blk is None or not blk.offs[i]:
             return False
-        blk = self._blocks[k]
-        i = seq - blk.first
-        if i >= len(blk.offs) or not blk.offs[i]:
-            return False
-        body = _pack_drec(_D_DELETE, seq, 0)  # fb.pack_drec, inlined
-        if self.write_behind is None or self.sync_always:
-            self._dlog_append(body + _pack_crc(_crc32(body)))
-        else:
-            if self._dfd < 0:
-                self._writable()
-            if not self._wbuf and not self._dbuf:
-                self.write_behind(self)
-            self._dbuf.append(body + _pack_crc(_crc32(body)))
-            self._dlog_records += 1
-            self._dirty = True
+        self._dlog_delete(_pack_drec(_D_DELETE, seq))
         self._drop(blk, i, seq, True)
         if not blk.live and blk is not self._tail_block():
             self._remove_block(blk)
@@ -607,6 +583,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._firsts.clear()
         self._subjects.clear()
         self._sid.clear()
+        self._wild_sids.clear()
         self._sseqs.clear()
         self._filter_cache.clear()
         self._num_subjects = 0
@@ -652,7 +629,6 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                     live_map[j] = 0
                     touched.add(blk.sids[j])
                     size = lens[j] & SIZE_MASK
-                    blk.dead += rec_len(lens[j])
                     blk.live -= 1
                     blk.live_bytes -= size
                     self._msgs -= 1
@@ -690,18 +666,13 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
     def load(self, seq: int) -> StoredMsg | None:
         if self._wbuf:
             self.write_out()
-        k = bisect_right(self._firsts, seq) - 1  # _locate, inlined: this runs per message read
-        if k < 0:
-            return None
-        blk = self._blocks[k]
-        i = seq - blk.first
-        if i >= len(blk.offs):
+        blk, i = self._locate(seq)
+        if blk is None:
             return None
         off = blk.offs[i]
         if not off:
             return None
-        n = blk.lens[i]
-        n = (n & SIZE_MASK) - 3 if n & HDR_FLAG else n + 1  # rec_len, inlined
+        n = rec_len(blk.lens[i])
         c_blk, c_off, c_end, chunk = self._chunk
         if c_blk is blk and c_off <= off and off + n <= c_end:
             buf = chunk[off - c_off : off - c_off + n]
@@ -715,14 +686,11 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         else:
             buf = os.pread(self._rfd(blk), n, off)
         self._last_load = seq
-        if len(buf) >= _MIN_REC:  # fb.unpack_record, inlined: this runs per delivered message
-            reclen, kind, rseq, ts, sl, hl = _REC_UNPACK(buf)
-            if (reclen == len(buf) and rseq == seq and kind == _KIND_MSG and _MIN_REC + sl + hl <= reclen
-                    and _crc32(buf) == _CRC_RESIDUE):
-                p = 27 + sl
-                return StoredMsg(seq, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4], ts)
+        sm = _unpack_record(buf, seq)
+        if sm is not None:
+            return sm
         self._warn(f"{blk.path.name}: record for seq {seq} at offset {off} is corrupt; message lost")
-        self._dlog_append(fb.pack_drec(fb.D_DELETE, seq))
+        self._dlog_append(_pack_drec(_D_DELETE, seq))
         self._drop(blk, i, seq, True)
         return None
 
@@ -826,8 +794,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             self.write_out()
         offs, lens = blk.offs, blk.lens
         start = offs[idxs[0]]
-        n = lens[idxs[-1]]
-        end = offs[idxs[-1]] + ((n & SIZE_MASK) - 3 if n & HDR_FLAG else n + 1)
+        end = offs[idxs[-1]] + rec_len(lens[idxs[-1]])
         first = blk.first
         if not start or not start < end <= start + _BATCH_READ_MAX:
             return [(sm.seq, sm.subject, sm.hdr, sm.data, sm.ts)
@@ -840,8 +807,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         for j in idxs:
             seq = first + j
             off = offs[j] - start
-            n = lens[j]
-            n = (n & SIZE_MASK) - 3 if n & HDR_FLAG else n + 1  # rec_len, inlined
+            n = rec_len(lens[j])
             if _MIN_REC <= n and 0 <= off and off + n <= size:
                 reclen, kind, rseq, ts, sl, hl = _REC_UNPACK(buf, off)
                 # (a small record's checksum is faster over a copy than a view)
@@ -882,9 +848,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
         sid = self._sid.get(subject_filter)
-        if sid is not None and is_literal(subject_filter):  # one stored subject: a KV get
-            ss = self._sseqs[sid]
-            return self.load(ss.seqs[-1]) if len(ss.seqs) > ss.head else None
+        if sid is not None and sid not in self._wild_sids:  # one stored (literal) subject: a KV get
+            return self.load_last_many([subject_filter])[0]
         if not self._msgs:
             return None
         if subject_filter in _ALL:
@@ -894,6 +859,22 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         else:
             seq = max((self._sseqs[sid].last() for sid in self._matching_sids(subject_filter)), default=0)
         return self.load(seq) if seq else None
+
+    def load_last_many(self, subjects: list[str]) -> list[StoredMsg | None]:
+        # the one path for the newest message of a stored subject (load_last
+        # comes here for it): KV gets, one loop per run of them
+        get, sseqs, wild, load = self._sid.get, self._sseqs, self._wild_sids, self.load
+        out = []
+        append = out.append
+        for subject in subjects:
+            sid = get(subject)
+            if sid is None or sid in wild:
+                append(self.load_last(subject))
+                continue
+            ss = sseqs[sid]
+            seqs = ss.seqs
+            append(load(seqs[-1]) if len(seqs) > ss.head else None)
+        return out
 
     def last_seq_for_subject(self, subject: str) -> int:
         sid = self._sid.get(subject)

@@ -58,6 +58,7 @@ from pathlib import Path
 from zlib import crc32
 
 from .persist import CorruptStateError, read_bytes_checked, write_bytes_atomic
+from .store import StoredMsg
 
 BLOCK_MAGIC = b"NLMB"
 BLOCK_VERSION = 1
@@ -66,6 +67,8 @@ HEADER_SIZE = len(BLOCK_HEADER)
 
 REC = struct.Struct("<IBQqHI")
 CRC = struct.Struct("<I")
+_REC_UNPACK = REC.unpack_from
+_CRC_PACK = CRC.pack
 KIND_MSG = 1
 MIN_REC = REC.size + CRC.size  # 31
 CRC_RESIDUE = 0x2144DF1C  # crc32(x + crc32(x) as <I), for every x
@@ -76,6 +79,7 @@ DLOG_MAGIC = b"NLDL"
 DLOG_VERSION = 1
 DLOG_HEADER = DLOG_MAGIC + bytes([DLOG_VERSION, 0, 0, 0])
 DREC = struct.Struct("<BQq")
+_DREC_PACK = DREC.pack
 DREC_SIZE = DREC.size + CRC.size  # 21
 D_DELETE = 1
 D_FLOOR = 2
@@ -95,16 +99,17 @@ def rec_len(sizeval: int) -> int:
     return (sizeval & SIZE_MASK) - 3 if sizeval & HDR_FLAG else sizeval + 1
 
 
-def unpack_record(buf: bytes, seq: int) -> tuple[int, str, bytes | None, bytes] | None:
-    """(ts, subject, hdr, data) of one whole record read from disk, or None
-    when its checksum, length or sequence is wrong."""
-    if len(buf) < MIN_REC:
+def unpack_record(buf: bytes, seq: int) -> StoredMsg | None:
+    """The message in one whole record read from disk, or None when its
+    checksum, length or sequence is wrong. This runs per message loaded."""
+    n = len(buf)
+    if n < MIN_REC:
         return None
-    reclen, kind, rseq, ts, sl, hl = REC.unpack_from(buf)
-    if reclen != len(buf) or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen or crc32(buf) != CRC_RESIDUE:
+    reclen, kind, rseq, ts, sl, hl = _REC_UNPACK(buf)
+    if reclen != n or rseq != seq or kind != KIND_MSG or MIN_REC + sl + hl > reclen or crc32(buf) != CRC_RESIDUE:
         return None
     p = 27 + sl
-    return ts, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4]
+    return StoredMsg(seq, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4], ts)
 
 
 def zeros(n: int) -> array:
@@ -127,7 +132,6 @@ class Block:
     size: int = HEADER_SIZE  # bytes in the file
     live: int = 0
     live_bytes: int = 0  # charged bytes of live messages
-    dead: int = 0  # on-disk bytes of records no longer live (approximate)
     # seq -> (offset, lens entry) of records deleted one by one (not by the
     # floor) that are still in the file: needed to write the physical index
     # and to rewrite the delete log.
@@ -137,6 +141,14 @@ class Block:
     @property
     def last(self) -> int:
         return self.first + len(self.offs) - 1
+
+    @property
+    def dead(self) -> int:
+        """On-disk bytes of records no longer live, for compaction to weigh:
+        derived from the live totals, so removing a message has nothing to
+        count (approximate: it takes a live record to be its charged size + 1
+        bytes long, 4 more than one with headers is)."""
+        return max(0, self.size - HEADER_SIZE - self.live_bytes - self.live)
 
     @property
     def idx_path(self) -> Path:
@@ -330,8 +342,9 @@ def read_index(blk: Block) -> ScanResult | None:
 
 
 def pack_drec(kind: int, seq: int, ts: int = 0) -> bytes:
-    body = DREC.pack(kind, seq, ts)
-    return body + CRC.pack(crc32(body))
+    """One delete log record (this runs per removed message)."""
+    body = _DREC_PACK(kind, seq, ts)
+    return body + _CRC_PACK(crc32(body))
 
 
 def read_dlog(data: bytes, name: str) -> tuple[int, int, set[int], int, list[str]]:

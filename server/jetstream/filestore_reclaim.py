@@ -118,7 +118,6 @@ class Reclaim:
         blk.live_map = bytearray(map(bool, offs))
         self._firsts[k] = first
         blk.size = pos
-        blk.dead = 0
         blk.dels.clear()
         self._write_index(blk, self._subjects)
 

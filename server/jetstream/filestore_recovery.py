@@ -217,7 +217,6 @@ class Recovery:
         live = live_map.count(1)
         blk.live = live
         blk.live_bytes = sum(lens) & SIZE_MASK if live else 0
-        blk.dead = max(0, blk.size - HEADER_SIZE - blk.live_bytes - live)
         if not live:
             return
         self._msgs += live

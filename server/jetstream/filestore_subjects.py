@@ -36,15 +36,22 @@ class SubjectSeqs:
     def count_ge(self, seq: int) -> int:
         return len(self.seqs) - bisect_left(self.seqs, seq, self.head)
 
-    def remove(self, seq: int) -> None:
+    def remove(self, seq: int) -> bool:
+        """Forget seq; True when the subject has no sequences left. This runs
+        per removed message, so the common case (the oldest) tidies only
+        when there is something to tidy."""
         seqs = self.seqs
-        if seqs[self.head] == seq:
-            self.head += 1
-            self._tidy()
-        else:
-            i = bisect_left(seqs, seq, self.head)
-            if i < len(seqs) and seqs[i] == seq:
-                del seqs[i]
+        head = self.head
+        if seqs[head] == seq:
+            self.head = head = head + 1
+            if head == len(seqs) or head > 1024:
+                self._tidy()
+                return not self.seqs
+            return False
+        i = bisect_left(seqs, seq, head)
+        if i < len(seqs) and seqs[i] == seq:
+            del seqs[i]
+        return len(seqs) == head
 
     def drop_below(self, seq: int) -> int:
         j = bisect_left(self.seqs, seq, self.head)
@@ -80,6 +87,7 @@ class SubjectIndex:
         self._sseqs = []
         self._num_subjects = 0  # subjects with at least one message
         self._filter_cache = {}  # wildcard filter -> matching subject ids
+        self._wild_sids: set[int] = set()  # stored subjects that hold wildcard tokens (rarely any)
 
     def _sid_for(self, subject: str) -> int:
         sid = self._sid.get(subject)
@@ -88,6 +96,8 @@ class SubjectIndex:
             self._subjects.append(subject)
             self._sseqs.append(SubjectSeqs())
             self._filter_cache.clear()
+            if not is_literal(subject):  # decided once here, not per read (load_last)
+                self._wild_sids.add(sid)
         return sid
 
     def _matching_sids(self, flt: str) -> list[int]:

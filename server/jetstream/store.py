@@ -104,6 +104,11 @@ class Store:
         """The newest message whose subject matches the filter (wildcards allowed)."""
         raise NotImplementedError
 
+    def load_last_many(self, subjects: list[str]) -> list[StoredMsg | None]:
+        """``load_last`` for each of a run of subjects (direct gets by
+        subject arrive in runs; a store may answer them in one call)."""
+        return list(map(self.load_last, subjects))
+
     def last_seq_for_subject(self, subject: str) -> int:
         """Sequence of the newest message on this literal subject, 0 if none."""
         raise NotImplementedError
