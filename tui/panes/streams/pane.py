@@ -54,6 +54,8 @@ class StreamsPane(LivePane):
         Binding("m", "messages", "Messages", id="streams.messages"),
         Binding("i", "info", "Info", id="streams.info"),
         Binding("J", "toggle_raw", "Raw JSON", id="streams.raw"),
+        # not in the footer (it is full at 80 columns); the help screen and the palette list it
+        Binding("g", "topology", "Topology", id="streams.topology", show=False),
     ]
 
     @dataclass
@@ -222,6 +224,11 @@ class StreamsPane(LivePane):
 
     def action_info(self) -> None:
         self.query_one("#stream-detail", TabbedContent).active = "stream-info-tab"
+
+    def action_topology(self) -> None:
+        from ...screens.topology import open_topology
+
+        open_topology(self.app)
 
     def action_toggle_raw(self) -> None:
         self.raw = not self.raw
