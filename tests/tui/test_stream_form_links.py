@@ -79,6 +79,7 @@ async def test_bad_mapping_shows_the_servers_error_at_its_field(make_app, outsid
 
         # the form's own check: no arrow
         app.screen.query_one("#subject_transform", Input).value = "t.*"
+        await pilot.pause(0.2)  # let the layout settle (an error line moves the button)
         await pilot.click("#form-submit")
         await wait_for(pilot, lambda: "->" in field.error_text, what=f"the form own error {field.error_text!r}")
 
@@ -86,6 +87,7 @@ async def test_bad_mapping_shows_the_servers_error_at_its_field(make_app, outsid
         app.screen.query_one("#subject_transform", Input).value = ""
         app.screen.query_one("#subjects", Input).value = ""
         app.screen.query_one("#mirror", Input).value = "bad.name"
+        await pilot.pause(0.2)  # let the layout settle (an error line moves the button)
         await pilot.click("#form-submit")
         mirror = app.screen.query_one("#field-mirror", FormField)
         await wait_for(pilot, lambda: mirror.has_class("-invalid"), what="mirror name error")
