@@ -10,7 +10,7 @@ destination. KV buckets and object stores are streams named ``KV_`` / ``OBJ_``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,9 +28,12 @@ class Node:
     stream: str
     kind: str = "stream"  # stream, kv, object
     bucket: str = ""  # the bucket's name behind a KV_ / OBJ_ stream
+    missing: bool = False  # named as an origin, but not on the server
 
     @property
     def label(self) -> str:
+        if self.missing:
+            return f"{self.stream} (not found)"
         if self.kind == "kv":
             return f"{self.stream} (KV {self.bucket})"
         if self.kind == "object":
@@ -150,7 +153,7 @@ def build_topology(streams: list[StreamSummary]) -> Topology:
                 topo.links.append(Link("republish", s.name, dest, target_is_stream=False, detail=detail))
     for link in topo.links:  # an origin that is not (or no longer) there still shows as a node
         if link.origin not in topo.nodes:
-            topo.nodes[link.origin] = node_for(link.origin)
+            topo.nodes[link.origin] = replace(node_for(link.origin), missing=True)
     return topo
 
 

@@ -25,6 +25,11 @@ class TopologyScreen(Screen):
         yield TopologyView(id="topology-pane")
         yield Footer()
 
+    def on_mount(self) -> None:
+        # the app updates the main screen's header; this one follows it
+        header = self.query_one(StatusHeader)
+        self.set_interval(1.0, lambda: setattr(header, "info", self.app.header_info), name="topology header")
+
     def action_close(self) -> None:
         self.dismiss(None)
 

@@ -94,7 +94,7 @@ class TopologyView(LivePane):
         self.links = {link.key: link for link in topo.links}
         self.query_one(LiveTable).sync({key: link_row(link, stable) for key, link in self.links.items()})
         failing = sum(1 for link in topo.links if link.error)
-        status.update(f"Topology — {len(topo.links)} links, {len(topo.nodes)} streams"
+        status.update(f"Topology — {len(topo.links)} links, {sum(not n.missing for n in topo.nodes.values())} streams"
                       + (f", {failing} failing" if failing else "")
                       + " · enter: to target · o: to origin · esc")
 
