@@ -92,3 +92,19 @@ async def test_bad_mapping_shows_the_servers_error_at_its_field(make_app, outsid
         mirror = app.screen.query_one("#field-mirror", FormField)
         await wait_for(pilot, lambda: mirror.has_class("-invalid"), what="mirror name error")
         await pilot.press("escape")
+
+
+async def test_copied_code_says_what_it_leaves_out(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen.query("#mirror"), what="form")
+        app.screen.query_one("#name", Input).value = "M"
+        app.screen.query_one("#mirror", Input).value = "ORDERS filter=orders.eu"
+        app.screen.action_copy_code()
+        await pilot.pause(0.1)
+        code = str(app.screen.query_one("#form-code").render())
+        assert "not in the lines above: mirror" in code
+        assert '"mirror": {"name": "ORDERS", "filter_subject": "orders.eu"}' in code
+        await pilot.press("escape")

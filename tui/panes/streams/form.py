@@ -146,7 +146,9 @@ class StreamForm(ModalForm):
             return
         from ...codegen import stream_code
 
-        self.show_code(stream_code(config, edit=bool(self.existing)))
+        from .links import code_note
+
+        self.show_code(stream_code(config, edit=bool(self.existing)) + code_note(config))
 
     def submit(self) -> None:
         config = self.build_config()

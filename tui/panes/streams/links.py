@@ -9,6 +9,7 @@ mappings; its error lands next to the field it is about (``ERROR_FIELDS``).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Iterable
 
@@ -134,3 +135,15 @@ def apply_links(form, config: dict) -> bool:
     if (config.get("mirror") or config.get("sources")) and not form.value("subjects"):
         config.pop("subjects", None)  # fed by other streams only, not by publishers
     return ok
+
+
+def code_note(config: dict) -> str:
+    """What the copied code leaves out: the generated lines cover the common fields only."""
+    left = [label for key, label in (("mirror", "mirror"), ("sources", "sources"),
+                                     ("subject_transform", "subject transform"), ("republish", "republish"))
+            if config.get(key)]
+    if not left:
+        return ""
+    return (f"\n# not in the lines above: {', '.join(left)} — the form sends them in the "
+            f"stream create/update request as JSON:\n"
+            + json.dumps({k: config[k] for k in ("mirror", "sources", "subject_transform", "republish") if config.get(k)}))
