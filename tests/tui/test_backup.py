@@ -12,6 +12,8 @@ from textual.widgets import Input
 
 from natslab.tui.widgets.form import FormField
 
+from natscli import nats_cli  # noqa: F401 (a fixture: natscli v0.5.0, or a skip)
+
 from .conftest import connected, wait_for
 
 
@@ -93,3 +95,35 @@ async def test_backup_delete_restore_round_trip(make_app, outside, tmp_path):
         await pilot.click("#form-submit")
         await wait_for(pilot, lambda: "not a stream backup" in field.error_text, what=f"not a backup: {field.error_text!r}")
         await pilot.press("escape")
+
+
+async def test_backups_move_between_the_workbench_and_the_nats_cli(make_app, outside, broker_url, tmp_path, nats_cli):
+    """A `nats stream backup` restores in the workbench, and the workbench's backup
+    restores with `nats stream restore` (natscli v0.5.0; skipped without it)."""
+    import asyncio
+
+    js = outside.jetstream()
+    before = await seed(js)
+    run = lambda *a: nats_cli.run(broker_url, *a, timeout=30)  # noqa: E731
+    cli_dir = tmp_path / "by-cli"
+    done = await asyncio.to_thread(run, "stream", "backup", "BK", str(cli_dir), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    await js.delete_stream("BK")
+
+    from natslab.tui.client.backup import backup_stream, restore_stream
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        restored = await restore_stream(app.client, cli_dir)
+        assert (restored.name, restored.messages, restored.consumer_count) == ("BK", 40, 1)
+        assert [(m.seq, m.data) for m in [await js.get_msg("BK", s) for s in (1, 40)]] == [
+            (before[0].seq, before[0].data), (before[-1].seq, before[-1].data)]
+        ours = tmp_path / "by-workbench"
+        await backup_stream(app.client, "BK", ours)
+    await js.delete_stream("BK")
+    done = await asyncio.to_thread(run, "stream", "restore", str(ours), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    info = await js.stream_info("BK")
+    assert (info.state.messages, info.state.consumer_count) == (40, 1)
+    assert (await js.consumer_info("BK", "dur")).ack_floor.stream_seq == 4
