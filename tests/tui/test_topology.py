@@ -98,3 +98,27 @@ async def test_topology_shows_kv_bucket_behind_a_mirror(make_app, outside):
         open_topology(app)
         await wait_for(pilot, lambda: "KV_CFG (KV CFG)" in screen_text(app), what="the bucket's node")
         assert "mirror───▶ CFGCOPY" in screen_text(app)
+
+
+def _stream(name: str, **config):
+    from natslab.tui.client.models import StreamSummary
+
+    return StreamSummary.from_json({"config": {"name": name, **config}, "state": {}})
+
+
+def test_republish_to_a_subject_no_stream_captures_and_a_cycle():
+    from natslab.tui.client.topology import build_topology
+    from natslab.tui.panes.topology import draw_topology
+
+    topo = build_topology([
+        _stream("A", subjects=["a"], sources=[{"name": "B"}], republish={"src": "a", "dest": "out.a"}),
+        _stream("B", subjects=["b"], sources=[{"name": "A"}]),
+    ])
+    assert sorted((l.kind, l.origin, l.target, l.target_is_stream) for l in topo.links) == [
+        ("republish", "A", "out.a", False), ("source", "A", "B", True), ("source", "B", "A", True)]
+    assert topo.roots() == []  # a cycle has no stream fed by nothing
+    styles = dict.fromkeys(("stream", "kind", "error", "muted"), "")
+    text = draw_topology(topo, styles).plain
+    # drawn from its first stream, each stream once, the subject target named as one
+    assert text.splitlines()[0] == "A" and text.count("source───▶ B") == 1 and text.count("source───▶ A") == 1
+    assert "republish▶ subject out.a" in text
