@@ -74,6 +74,13 @@ async def seed(url: str) -> None:
     await js.add_stream(name="EVENTS", subjects=["events.>"], retention="interest")
     await js.add_stream(name="JOBS", subjects=["jobs.>"], retention="workqueue")
     await js.add_stream(name="TTL", subjects=["ttl.>"], max_age=8 * 3600, max_msgs=100)
+    # the walkthrough's ORDERS, made by hand as a user would (the palette's demo
+    # works in DEMO_ names and would leave this one alone)
+    await js.add_stream(name="ORDERS", subjects=["orders.>"], max_msgs=1000, max_age=24 * 3600,
+                        max_msgs_per_subject=100, duplicate_window=120)
+    for n, subject in enumerate(("orders.new", "orders.new", "orders.new", "orders.eu"), start=1):
+        await js.publish(subject, f"order-{n} payload".encode())
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=4)
     for subject in ("jobs.a", "jobs.b"):
         await js.publish(subject, b"job")
     await js.add_consumer("EVENTS", durable_name="LIVE", ack_policy="explicit", filter_subject="events.>")
@@ -194,8 +201,6 @@ async def main(embedded: bool) -> None:
                 await pilot.pause(0.05)
             url = app.client.server_summary().client_url
             await seed(url)
-            app.action_demo_redelivery()
-            await settle(pilot, 1.0)
             await more_orders(url)
 
             # 1. streams with ORDERS selected and its config/state
@@ -308,6 +313,12 @@ async def main(embedded: bool) -> None:
             await show(app, pilot, "connections")
             await settle(pilot, 2.2)
             await shoot(app, "connections")
+
+            # 13. the smallest terminal it is laid out for: consumers at 80x24
+            await pilot.resize_terminal(80, 24)
+            app.jump_to_consumer("ORDERS", "RDL")
+            await settle(pilot, 1.5)
+            await shoot(app, "small-terminal")
             await app.shutdown()
     finally:
         if broker is not None:

@@ -10,12 +10,7 @@ one is configured. ``check`` gives the matched user's entry (a dict, possibly wi
 
 from __future__ import annotations
 
-import base64
-import secrets
-
-from . import nkeys, tls
 from .conf import ConfigError
-from .ed25519 import verify
 
 
 class Authenticator:
@@ -30,6 +25,8 @@ class Authenticator:
         self.nkeys: dict[str, dict] = {}
         for u in opts.users:
             if u.get("nkey") is not None:
+                from . import nkeys  # (only with nkey users configured)
+
                 key = str(u["nkey"])
                 if not nkeys.is_user_key(key):
                     raise ConfigError("Not a valid public nkey for a user")
@@ -54,6 +51,10 @@ class Authenticator:
         return bool(self.nkeys)
 
     def check(self, client, c: dict):
+        import secrets  # (here: only a server with auth pays for hashlib and OpenSSL at start-up)
+
+        from . import tls
+
         o = self.opts
         user = str(c.get("user") or "")
         pw = str(c.get("pass") or "")
@@ -95,6 +96,11 @@ class Authenticator:
 def _signed(public_key: str, nonce: bytes, sig: str) -> bool:
     """Does ``sig`` (base64, URL-safe or standard, as nats-server takes it)
     sign ``nonce`` with the key of the user nkey ``public_key``?"""
+    import base64
+
+    from . import nkeys
+    from .ed25519 import verify
+
     try:
         raw = nkeys.decode_public_key(public_key)
         s = sig.strip()

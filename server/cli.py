@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import accounts, confcheck, tls, websocket
+from . import accounts, confcheck
 from .conf import ConfigError, ConfMap, parse_config, parse_duration
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
@@ -178,6 +178,8 @@ def build_options(flags: dict) -> ServerOptions:
     if flags.get("tls") is False:
         o.tls = None
     elif any(k in flags for k in ("tls", "tlsverify", "tlscert", "tlskey", "tlscacert")):
+        from . import tls
+
         try:
             o.tls = tls.from_flags(flags)
         except ConfigError as e:
@@ -329,12 +331,16 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         if "store_dir" in c:
             o.store_dir = str(c["store_dir"])
         if "tls" in c:
+            from . import tls
+
             o.tls = tls.parse_tls_block(c["tls"])
         if "accounts" in c:
             o.accounts = accounts.parse_accounts(c["accounts"], o)
         if "no_auth_user" in c:
             o.no_auth_user = str(c["no_auth_user"])
         if "websocket" in c:
+            from . import websocket
+
             o.websocket = websocket.parse_websocket_block(c["websocket"])
         for key in ("lame_duck_duration", "lame_duck_grace_period"):
             if key in c:

@@ -17,7 +17,6 @@ import time
 
 from . import protocol as p
 from .protocol import CRLF
-from . import nkeys, tls
 from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
 from .subjects import valid_subject
@@ -144,9 +143,13 @@ class Client(Parser, asyncio.BufferedProtocol):
         srv = self.server
         self.cid = srv.register(self)
         if srv.auth.nonce_required:
+            from . import nkeys  # (only with nkey users configured)
+
             self.nonce = nkeys.nonce().encode()
         info = p.info_line(srv.client_info(self))
         if srv.tls_context is not None and self.ws is None and not self.closed:
+            from . import tls  # (imported only with TLS configured)
+
             tls.start(self, srv.tls_context, srv.opts.tls, info)  # tls_ready() follows the handshake
             return
         transport.write(info)

@@ -12,6 +12,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import protocol as p
 from .accounts import Accounts
@@ -22,8 +23,10 @@ from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .msgtrace import MsgTrace
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex
-from .tls import TLSOptions
-from .websocket import WebsocketListener, WebsocketOptions
+
+if TYPE_CHECKING:  # (imported only when configured: start-up pays for what the flags need)
+    from .tls import TLSOptions
+    from .websocket import WebsocketOptions
 
 # The nats-server release whose behaviour natslab implements; clients gate
 # features on it (nats-py needs >= 2.9 for the named consumer-create API).
@@ -126,7 +129,11 @@ class Server:
         # made here, so a certificate that does not load stops the start
         self.tls_context = o.tls.context() if o.tls is not None else None
         self.ldm = False  # in lame duck mode (server/lameduck.py)
-        self.websocket = WebsocketListener(self, o.websocket) if o.websocket is not None and o.websocket.port else None
+        self.websocket = None
+        if o.websocket is not None and o.websocket.port:
+            from .websocket import WebsocketListener
+
+            self.websocket = WebsocketListener(self, o.websocket)
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:

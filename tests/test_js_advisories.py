@@ -105,3 +105,57 @@ async def test_nothing_built_without_a_listener(server):
         assert late.pending_msgs == 0
     finally:
         await nc.close()
+
+
+async def test_ack_samples(server):
+    """sample_freq: each ack of a sampled consumer is a consumer_ack metric on
+    $JS.EVENT.METRIC.CONSUMER.ACK.<stream>.<consumer> (the consumer sequence
+    of the delivery acked, the delivery count, how long the ack took);
+    without sample_freq, none; turned on by an update."""
+    nc = await connect(server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="M", subjects=["m"])
+        metrics = await nc.subscribe("$JS.EVENT.METRIC.>")
+        await nc.flush()
+
+        async def consumer(name: str, **cfg) -> None:
+            body = {"stream_name": "M", "config": {"durable_name": name, "ack_policy": "explicit", "ack_wait": 500_000_000, **cfg}}
+            r = json.loads((await nc.request(f"$JS.API.CONSUMER.CREATE.M.{name}", json.dumps(body).encode(), timeout=3)).data)
+            assert "error" not in r, r
+
+        await consumer("S", sample_freq="100%")
+        await consumer("N")
+        for i in range(3):
+            await js.publish("m", f"m{i}".encode())
+        sampled = await js.pull_subscribe("m", durable="S")
+        plain = await js.pull_subscribe("m", durable="N")
+        first = await sampled.fetch(3)
+        await first[0].ack_sync()
+        await first[1].ack_sync()  # the third is left to come back
+        for m in await plain.fetch(3):
+            await m.ack_sync()
+        await asyncio.sleep(0.8)
+        again = await sampled.fetch(1)
+        await again[0].ack_sync()
+        await consumer("N", sample_freq="100")  # an update turns it on
+        await js.publish("m", b"m3")
+        for m in await plain.fetch(1):
+            await m.ack_sync()
+        await nc.flush()
+        await asyncio.sleep(0.2)
+        got = []
+        while metrics.pending_msgs:
+            m = await metrics.next_msg(1)
+            body = json.loads(m.data)
+            assert body.pop("ack_time") > 0 and len(body.pop("id")) == 22 and body.pop("timestamp")
+            got.append((m.subject, body))
+    finally:
+        await nc.close()
+    kind = "io.nats.jetstream.metric.v1.consumer_ack"
+    assert got == [
+        ("$JS.EVENT.METRIC.CONSUMER.ACK.M.S", {"type": kind, "stream": "M", "consumer": "S", "consumer_seq": 1, "stream_seq": 1, "deliveries": 1}),
+        ("$JS.EVENT.METRIC.CONSUMER.ACK.M.S", {"type": kind, "stream": "M", "consumer": "S", "consumer_seq": 2, "stream_seq": 2, "deliveries": 1}),
+        ("$JS.EVENT.METRIC.CONSUMER.ACK.M.S", {"type": kind, "stream": "M", "consumer": "S", "consumer_seq": 4, "stream_seq": 3, "deliveries": 2}),
+        ("$JS.EVENT.METRIC.CONSUMER.ACK.M.N", {"type": kind, "stream": "M", "consumer": "N", "consumer_seq": 4, "stream_seq": 4, "deliveries": 1}),
+    ]

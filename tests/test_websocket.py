@@ -86,6 +86,7 @@ async def test_wss(server_kind, tmp_path):
         assert "tls_required" not in tcp._server_info
         sub = await ws.subscribe("x")
         await ws.flush()
+        await ws.flush()  # (nats-py's flush can overtake a just-queued SUB)
         await tcp.publish("x", b"over wss")
         assert (await sub.next_msg(timeout=2)).data == b"over wss"
         await ws.close()

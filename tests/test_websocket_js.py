@@ -108,9 +108,9 @@ def test_prod_like_config(tmp_path):
                     await m.respond(b"green")
 
                 await app.subscribe("app.status", cb=status)
-                await app.flush()
                 spy = await ops.subscribe(">")
-                await ops.flush()
+                for nc in (app, ops, app, ops):  # twice each: flush can overtake a just-queued SUB
+                    await nc.flush()
                 answer = (await ops.request("status", b"", timeout=3)).data
                 await app.publish("app.private", b"x")
                 await app.flush()

@@ -1,7 +1,7 @@
 """Acks and redelivery (a mixin of ``consumer.Consumer``): the ``$JS.ACK``
 subject and its payloads (ack, -NAK with delay, +WPI, +TERM, +NXT, and the
 ack-of-ack reply), the ack floor, the ack-wait / backoff timer that queues
-redeliveries, max_deliver, and the consumer advisories."""
+redeliveries, max_deliver, the consumer advisories and sample_freq's ack samples."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .subjects import is_subset
 ADV_MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 ADV_NAK = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"
 ADV_TERMINATED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
+METRIC_ACK = "$JS.EVENT.METRIC.CONSUMER.ACK"  # sample_freq's ack samples
 _ACK_WAIT_DELAY = 1_000_000  # ns, as ackWaitDelay in the real server
 TERM_UNACKED_DELETED = "Unacknowledged message was deleted"
 
@@ -117,9 +118,12 @@ class AckMixin:
                     if t is not None and self.process_ack(*t):
                         n += 1
                 return n
+            sample = self.sample_percent()
             for subject in subjects:
                 t = parse_ack_subject(subject)
                 if t is not None and t[0] < self.sseq:
+                    if sample:
+                        self.sample_ack(sample, *t)
                     self._ack_explicit(t[0], t[1])
                     n += 1
             if n:
@@ -135,6 +139,9 @@ class AckMixin:
         (then no ack-of-ack reply is sent)."""
         if sseq >= self.sseq:
             return False
+        sample = self.sample_percent()
+        if sample:
+            self.sample_ack(sample, sseq, dseq, dc)
         ap = self.config["ack_policy"]
         if ap == "explicit":
             acked = [sseq] if self._ack_explicit(sseq, dseq) else []
@@ -450,6 +457,27 @@ class AckMixin:
     def _term_removed(self, seq: int, dseq: int, dc: int) -> None:
         if not self.closed:
             self.process_term(seq, dseq, dc, TERM_UNACKED_DELETED)
+
+    # -- ack samples (sample_freq) -------------------------------------------------------
+    def sample_percent(self) -> int:
+        """sample_freq as a percentage (0: no sampling), read again when the
+        config changes."""
+        freq = self.config.get("sample_freq") or ""
+        if getattr(self, "_sample_src", None) != freq:
+            digits = freq[:-1] if freq.endswith("%") else freq
+            self._sample_src = freq
+            self._sample_pct = max(0, min(100, int(digits))) if digits.lstrip("-").isdigit() else 0
+        return self._sample_pct
+
+    def sample_ack(self, percent: int, sseq: int, dseq: int, dc: int) -> None:
+        """One ack of a delivered message, sampled as nats-server samples it:
+        the consumer sequence of the delivery acked (the ack subject's) and
+        how long since that delivery."""
+        p = self.pending.get(sseq)
+        if p is None or (percent < 100 and random.randrange(100) >= percent):
+            return
+        self.advisory(METRIC_ACK, "io.nats.jetstream.metric.v1.consumer_ack",
+                      {"consumer_seq": dseq, "stream_seq": sseq, "ack_time": now_ns() - p[1], "deliveries": dc})
 
     # -- advisories -------------------------------------------------------------------------
     def advisory_max_deliveries(self, seq: int, dc: int) -> None:

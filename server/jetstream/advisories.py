@@ -16,19 +16,12 @@ deliveries that cause them.
 
 from __future__ import annotations
 
-import secrets
-import string
 import time
 
+from .acks import _nuid as _id  # the consumer advisories' ids
 from .shapes import dumps, rfc3339
 
 API_AUDIT = "$JS.EVENT.ADVISORY.API"
-_NUID_CHARS = string.ascii_letters + string.digits
-
-
-def _id() -> str:
-    """A 22-character id like the nuid nats-server gives each advisory."""
-    return "".join(secrets.choice(_NUID_CHARS) for _ in range(22))
 
 
 def _publish(server, subject: str, body: dict) -> None:

@@ -88,7 +88,7 @@ class Staged:
 
     def __init__(self) -> None:
         self.msg_ids: set[str] = set()
-        self.counter: dict[str, int] = {}
+        self.counter: dict[str, tuple[int, dict]] = {}  # subject -> (total, per-source totals)
         self.inflight: dict[str, tuple[int, bool]] = {}  # subject -> (messages, has a schedule)
         self.expected: dict[str, int] = {}  # expected-last-subject-sequence results
         self.msgs = 0
@@ -257,8 +257,8 @@ def check_message(stream: "Stream", staged: Staged, index: int, subject: str, hd
     if stream._counter:
         if incr is None:
             raise errors.msg_incr_missing()
-        payload, total = counters.apply(stream, subject, hdr, incr, stream.max_counter_size(), staged.counter)
-        staged.counter[subject] = total
+        hdr, payload, _ = counters.apply(stream, subject, hdr, payload, incr, stream.max_counter_size(),
+                                         staged.counter)
     if hdr:
         els = value(hdr, b"Nats-Expected-Last-Sequence")
         if els:

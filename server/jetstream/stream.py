@@ -239,7 +239,7 @@ class Stream(ExpiryMixin):
                     self._batches = batch.AtomicBatches(self)
                 return self._batches.on_message(subject, reply, hdr, payload, batch_id)
             if hdr.find(counters.INCR) >= 0:
-                incr = counters.check_headers(self, hdr, payload)
+                incr = counters.check_headers(self, hdr, payload, sourced)
             es = value(hdr, b"Nats-Expected-Stream")
             if es and es != self.name:
                 raise errors.expected_stream_mismatch()
@@ -266,7 +266,7 @@ class Stream(ExpiryMixin):
                 last = self.store.state().last_seq
                 if headers.go_uint64(els) != last:
                     raise errors.wrong_last_sequence(last)
-            if hdr.find(b"Nats-Schedul") >= 0:  # Nats-Schedule*, Nats-Scheduler
+            if not sourced and hdr.find(b"Nats-Schedul") >= 0:  # Nats-Schedule*, Nats-Scheduler
                 hdr, _ = schedules.check_publish(self, subject, hdr, None)
             if not sourced and b"Nats-Stream-Source" in hdr and value(hdr, b"Nats-Stream-Source"):
                 raise errors.message_source_header_not_allowed()  # only a stream's own sourcing sets it
@@ -293,7 +293,7 @@ class Stream(ExpiryMixin):
         if self._counter:
             if incr is None:
                 raise errors.msg_incr_missing()
-            payload, total = counters.apply(self, subject, hdr, incr, self.max_counter_size())
+            hdr, payload, total = counters.apply(self, subject, hdr, payload, incr, self.max_counter_size())
             ack_tail = b',"val":"%d"}' % total
         self.store_checked(subject, reply, hdr, payload, msg_id, ttl, ttl_err, rollup, ack_tail, ts)
 

@@ -91,6 +91,12 @@ def check_mirror(cfg: dict) -> None:
         raise errors.mirror_with_subjects()
     if cfg.get("sources"):
         raise errors.mirror_with_sources()
+    # a mirror keeps its origin's messages as they are: no stream-side publish features
+    for flag, err in (("allow_msg_counter", errors.mirror_with_counters), ("allow_atomic", errors.mirror_with_atomic),
+                      ("allow_batched", errors.mirror_with_batched),
+                      ("allow_msg_schedules", errors.mirror_with_schedules)):
+        if cfg.get(flag):
+            raise err()
     _refuse_unsupported(m)
     trs = m.get("subject_transforms") or []
     if m.get("filter_subject") and trs:
@@ -107,6 +113,8 @@ def check_mirror(cfg: dict) -> None:
 
 
 def check_sources(cfg: dict) -> None:
+    if cfg.get("sources") and cfg.get("allow_msg_schedules"):
+        raise errors.source_with_schedules()
     seen = set()
     for src in cfg.get("sources") or []:
         if src is None or not _valid_name(src.get("name", "")):

@@ -62,12 +62,21 @@ async def pull(pilot) -> None:
     await until(pilot, lambda: len(pilot.app.screen.query("HandCard")) == 2)
 
 
+async def leave_field(pilot) -> None:
+    """Out of the text field the tab focused: a cursor's blink would depend on timing."""
+    await pilot.press("escape")
+    await until(pilot, lambda: pilot.app.focused is not None and pilot.app.focused.id not in
+                ("pub-subject", "req-subject"), what="focus left the field")
+
+
 async def publish(pilot) -> None:
     await show(pilot, "publish")
+    await leave_field(pilot)
 
 
 async def request(pilot) -> None:
     await show(pilot, "request")
+    await leave_field(pilot)
 
 
 async def kv(pilot) -> None:
@@ -90,23 +99,28 @@ async def objects(pilot) -> None:
 async def tail(pilot) -> None:
     await show(pilot, "tail")
     app = pilot.app
-    app.screen.query_one("#tail-subject").value = "orders.>"
+    # subjects no stream stores: the header's storage figure stays what it was
+    app.screen.query_one("#tail-subject").value = "shop.>"
     await pilot.press("enter")
     pane = app.screen.query_one("TailPane")
-    await until(pilot, lambda: pane.subject == "orders.>", what="subscribed")
+    await until(pilot, lambda: pane.subject == "shop.>", what="subscribed")
     nc = await nats.connect(app.client.server_summary().client_url)
     for i in range(3):
-        await nc.publish(f"orders.{'eu' if i % 2 else 'us'}", f'{{"order": {100 + i}}}'.encode())
+        await nc.publish(f"shop.{'eu' if i % 2 else 'us'}", f'{{"order": {100 + i}}}'.encode())
     await nc.flush()
     await nc.close()
     log = app.screen.query_one("#tail-log")
     await until(pilot, lambda: len(log.lines) == 3, what="three lines")
+    await pilot.press("escape")  # out of the subject field: its cursor would depend on timing
+    await until(pilot, lambda: app.focused is not None and app.focused.id == "tail-go", what="focus left the field")
 
 
 async def connections(pilot) -> None:
     await show(pilot, "connections")
     table = pilot.app.screen.query_one("#conn-table")
     await until(pilot, lambda: table.row_count == 1, what="the app's connection listed")
+    # the row counts at once; the columns are sized to it when the table is idle
+    await until(pilot, lambda: table.columns["name"].content_width >= len("natslab ◀ you"), what="columns sized")
 
 
 PANES = [streams, consumers, pull, publish, request, kv, objects, tail, connections]

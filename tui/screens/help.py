@@ -35,7 +35,7 @@ class HelpScreen(ModalScreen):
             if not b.description or (b.description, key) in seen:
                 continue
             seen.add((b.description, key))
-            where = type(found.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere")
+            where = type(found.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere").replace("MainScreen", "everywhere")
             rows.append((bool(b.id), b.key_display or key, b.description, where))
         rows.sort(key=lambda r: not r[0])
         return cls([r[1:] for r in rows])
