@@ -2,6 +2,7 @@
 
     python scripts/screenshots.py            # against a throwaway nats-server
     python scripts/screenshots.py --embedded # against natslab's own broker
+    python scripts/screenshots.py --topology # only the topology view's picture
 
 Nothing here is hand-made: a real broker, real data published with nats-py,
 the real NatslabApp driven by Pilot, and ``save_screenshot`` for each picture.
@@ -109,6 +110,54 @@ async def more_orders_core(url: str) -> None:
         await nc.publish(f"orders.{'eu' if i % 2 else 'us'}", json.dumps({"order": 100 + i}).encode(), headers={"Tenant": "acme"})
     await nc.flush()
     await nc.close()
+
+
+async def link_streams(url: str) -> None:
+    """Streams fed by other streams, for the topology picture."""
+    nc = await nats.connect(url)
+
+    async def create(config: dict) -> None:
+        msg = await nc.request(f"$JS.API.STREAM.CREATE.{config['name']}", json.dumps(config).encode(), timeout=5)
+        if "error" in json.loads(msg.data):
+            raise RuntimeError(f"creating {config['name']}: {msg.data!r}")
+
+    js = nc.jetstream()
+    await create({"name": "ORDERS", "subjects": ["orders.>"]})
+    for region in ("eu", "us", "eu"):
+        await js.publish(f"orders.{region}", b'{"order": 1}')
+    kv = await js.create_key_value(bucket="CONFIG")
+    await kv.put("region", b"eu")
+    await create({"name": "ORDERS_BACKUP", "mirror": {"name": "ORDERS"}})
+    await create({"name": "ORDERS_EU", "sources": [{"name": "ORDERS", "filter_subject": "orders.eu"}]})
+    await create({"name": "AUDIT", "subjects": ["audit.>"]})
+    await create({"name": "SHIPPING", "subjects": ["ship.*"],
+                  "republish": {"src": "ship.*", "dest": "audit.ship.{{wildcard(1)}}"}})
+    await create({"name": "CONFIG_COPY", "mirror": {"name": "KV_CONFIG"}})
+    await create({"name": "ALL_WORK", "sources": [{"name": "ORDERS_EU"}, {"name": "SHIPPING", "opt_start_seq": 1}]})
+    await create({"name": "LEGACY", "sources": [{"name": "RETIRED"}]})  # its origin is gone: the link shows why
+    await js.publish("ship.dhl", b"parcel 1")
+    await nc.close()
+
+
+async def topology_shot(store: Path) -> None:
+    """screenshots/topology.svg on a broker of its own (``--topology``)."""
+    broker = Broker(store)
+    try:
+        app = NatslabApp(connect=ConnectOptions(url=broker.url), stable_display=True,
+                         display_url="nats://127.0.0.1:4222", display_version="2.x", remember_theme=False,
+                         theme_name="natslab-dark")
+        async with app.run_test(size=SIZE) as pilot:
+            while app.client is None:
+                await pilot.pause(0.05)
+            await link_streams(broker.url)
+            from natslab.tui.screens.topology import open_topology
+
+            open_topology(app)
+            await settle(pilot, 2.5)
+            await shoot(app, "topology")
+            await app.shutdown()
+    finally:
+        broker.stop()
 
 
 async def show(app, pilot, tab: str) -> None:
@@ -280,5 +329,17 @@ async def main(embedded: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedded", action="store_true", help="use natslab's own broker")
-    asyncio.run(main(parser.parse_args().embedded))
+    parser.add_argument("--topology", action="store_true", help="only screenshots/topology.svg")
+    args = parser.parse_args()
+    if args.topology:
+        OUT.mkdir(exist_ok=True)
+        shots = Path(tempfile.mkdtemp(prefix="natslab-shots-"))
+        os.environ["XDG_CONFIG_HOME"] = str(shots / "config")
+        os.environ["XDG_DATA_HOME"] = str(shots / "data")
+        try:
+            asyncio.run(topology_shot(shots))
+        finally:
+            shutil.rmtree(shots, ignore_errors=True)
+    else:
+        asyncio.run(main(args.embedded))
     sys.exit(0)

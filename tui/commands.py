@@ -23,6 +23,9 @@ class NatslabCommands(Provider):
 
         for spec in PANES:
             out.append((f"Go to: {spec.title}", f"show the {spec.title} pane", partial(app.action_tab, spec.area)))
+        from .screens.topology import open_topology
+
+        out.append(("Topology", "which streams feed which: mirrors, sources, republish", partial(open_topology, app)))
         for name in sorted(app.available_themes):
             if name.startswith("natslab") or name in app.user_theme_names:
                 out.append((f"Theme: {name}", "switch theme (remembered)", partial(setattr, app, "theme", name)))

@@ -33,8 +33,10 @@ ERROR_FIELDS = [
 
 
 def field_for_error(description: str) -> str | None:
+    from .links import ERROR_FIELDS as LINK_FIELDS
+
     text = description.lower()
-    for pattern, field_id in ERROR_FIELDS:
+    for pattern, field_id in LINK_FIELDS + ERROR_FIELDS:
         if re.search(pattern, text):
             return field_id
     return None
@@ -75,6 +77,9 @@ class StreamForm(ModalForm):
         tags = ", ".join((c.get("placement") or {}).get("tags") or [])
         yield FormField("Placement tags (servers with all of them hold the replicas)",
                         Input(tags, placeholder="e.g. region:eu, ssd", id="placement"), field_id="placement")
+        from .links import link_fields
+
+        yield from link_fields(c)
 
     def build_config(self) -> dict | None:
         ok = True
@@ -124,6 +129,9 @@ class StreamForm(ModalForm):
             config["placement"] = {**(config.get("placement") or {}), "tags": tags}
         elif (config.get("placement") or {}).get("tags"):
             config["placement"] = {k: v for k, v in config["placement"].items() if k != "tags"}
+        from .links import apply_links
+
+        ok = apply_links(self, config) and ok
         return config if ok else None
 
     BINDINGS = ModalForm.BINDINGS + [
@@ -138,7 +146,9 @@ class StreamForm(ModalForm):
             return
         from ...codegen import stream_code
 
-        self.show_code(stream_code(config, edit=bool(self.existing)))
+        from .links import code_note
+
+        self.show_code(stream_code(config, edit=bool(self.existing)) + code_note(config))
 
     def submit(self) -> None:
         config = self.build_config()
@@ -159,7 +169,7 @@ class StreamForm(ModalForm):
         except NatsError as exc:
             self.show_error(field_for_error(exc.description), f"server: {exc.description}")
             return
-        if not self.existing and not self.value("subjects"):
+        if not self.existing and not self.value("subjects") and config.get("subjects"):
             self.app.notify(f"No subjects given: {config['name']} stores what is published to the "
                             f"subject {config['name']} (its name)", timeout=8)
         self.dismiss(config["name"])

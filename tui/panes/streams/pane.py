@@ -45,7 +45,7 @@ def stream_row(s: StreamSummary) -> tuple:
 
 class StreamsPane(LivePane):
     POLL_SECONDS = 1.0
-    WRITE_ACTIONS = frozenset({"create", "edit", "purge", "delete"})
+    WRITE_ACTIONS = frozenset({"create", "edit", "purge", "delete", "backup", "restore"})
     BINDINGS = [
         Binding("n", "create", "New stream", id="streams.create"),
         Binding("e", "edit", "Edit", id="streams.edit"),
@@ -54,6 +54,10 @@ class StreamsPane(LivePane):
         Binding("m", "messages", "Messages", id="streams.messages"),
         Binding("i", "info", "Info", id="streams.info"),
         Binding("J", "toggle_raw", "Raw JSON", id="streams.raw"),
+        # not in the footer (it is full at 80 columns); the help screen and the palette list it
+        Binding("g", "topology", "Topology", id="streams.topology", show=False),
+        Binding("b", "backup", "Back up", id="streams.backup", show=False),
+        Binding("R", "restore", "Restore", id="streams.restore", show=False),
     ]
 
     @dataclass
@@ -222,6 +226,36 @@ class StreamsPane(LivePane):
 
     def action_info(self) -> None:
         self.query_one("#stream-detail", TabbedContent).active = "stream-info-tab"
+
+    def action_topology(self) -> None:
+        from ...screens.topology import open_topology
+
+        open_topology(self.app)
+
+    def action_backup(self) -> None:
+        name = self.selected
+        if not name:
+            return
+
+        def done(result) -> None:
+            if result is not None:
+                self.app.notify(f"Stream {name} backed up to {result.directory} "
+                                f"({result.messages} messages, {result.consumers} consumers)", timeout=8)
+
+        from ...screens.backup import BackupDialog
+
+        self.app.push_screen(BackupDialog(name), done)
+
+    def action_restore(self) -> None:
+        def done(name: str | None) -> None:
+            if name:
+                self.app.notify(f"Stream {name} restored")
+                self.select_stream(name)
+                self.schedule_poll(0.01)
+
+        from ...screens.backup import RestoreDialog
+
+        self.app.push_screen(RestoreDialog(), done)
 
     def action_toggle_raw(self) -> None:
         self.raw = not self.raw
