@@ -20,10 +20,11 @@ from textual.reactive import reactive
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Label, Static
 
-from ...client import ConsumerSummary, NatsError
+from ...client import ConsumerSummary, NatsError, StreamSummary
 from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
+from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
@@ -60,6 +61,7 @@ class ConsumersPane(LivePane):
         Binding("d,delete", "delete", "Delete", id="consumers.delete"),
         Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
+        Binding("question_mark", "legend", "Help, ruler legend", id="consumers.legend", key_display="?"),
     ]
 
     stream: reactive[str | None] = reactive(None)
@@ -69,6 +71,7 @@ class ConsumersPane(LivePane):
         stream: str
         consumers: list[ConsumerSummary]
         error: str = ""
+        stream_info: StreamSummary | None = None  # for the ruler's first..last sequence
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ConsumersPane.Polled)
@@ -98,6 +101,7 @@ class ConsumersPane(LivePane):
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
         yield LiveTable(COLUMNS, id="consumers-table")
+        yield StreamRuler(id="consumers-ruler")
         with VerticalScroll(id="consumer-detail"):
             yield Static("", id="consumer-config")
 
@@ -106,6 +110,7 @@ class ConsumersPane(LivePane):
         self._last.clear()
         self._rates.clear()
         self.query_one(LiveTable).sync({})
+        self.query_one(StreamRuler).show("", 0, 0, [])
         self.selected = None
         self._update_status()
         self.schedule_poll(0.01)
@@ -113,7 +118,8 @@ class ConsumersPane(LivePane):
     async def fetch(self, client) -> None:
         self._polled_stream = stream = self.stream
         if stream:
-            self.post_message(self.Polled(stream, await client.list_consumers(stream)))
+            consumers = await client.list_consumers(stream)
+            self.post_message(self.Polled(stream, consumers, stream_info=await client.stream_info(stream)))
 
     def poll_failed(self, error: NatsError) -> None:
         if self._polled_stream:
@@ -149,6 +155,19 @@ class ConsumersPane(LivePane):
             self.select_consumer(self._pending_select)
         self._update_status()
         self._selection_changed()
+        if event.stream_info is not None:
+            self.show_ruler(event.stream_info)
+
+    def show_ruler(self, info: StreamSummary) -> None:
+        log, now = delivery_log(self.app).get, time.monotonic()
+        lanes = [lane_for(c, log((c.stream, c.name)) or {}, now) for c in self.consumers.values()]
+        self.query_one(StreamRuler).show(info.name, info.first_seq, info.last_seq, lanes)
+
+    def action_legend(self) -> None:
+        from ...screens.legend import LegendHelp
+
+        ruler = self.query_one(StreamRuler)
+        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(ruler.styles_map())]))
 
     def _update_status(self) -> None:
         label = self.query_one("#consumers-status", Label)
