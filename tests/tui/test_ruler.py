@@ -120,3 +120,31 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: "ack wait ran out" in str(app.screen.query_one(".help-legend").render()),
                        what="legend on ?")
+
+
+def test_interest_and_workqueue_say_what_is_kept_for_whom():
+    lanes = [Lane("LIVE", 2, 3, 1, 2), Lane("AUDIT", 5, 5, 0, 0)]
+    text = render_ruler("EVENTS", 3, 5, lanes, 80, retention="interest").plain
+    assert text.splitlines()[-1] == "interest: kept until acked — LIVE 3"
+    assert "kept" not in render_ruler("EVENTS", 3, 5, lanes, 80).plain  # limits: kept by the limits alone
+
+
+async def test_workqueue_messages_vanish_from_the_ruler_as_they_are_acked(make_app, outside):
+    js = outside.jetstream()
+    await js.add_stream(name="JOBS", subjects=["jobs.>"], retention="workqueue")
+    for i in range(3):
+        await js.publish("jobs.a", f"job-{i}".encode())
+    await js.add_consumer("JOBS", durable_name="W", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_consumer("JOBS", "W")
+        ruler = app.screen.query_one("#consumers-ruler")
+        await wait_for(pilot, lambda: "seq 1…3" in str(ruler.render())
+                       and "workqueue: kept until acked — W 3" in str(ruler.render()), what="3 jobs held for W")
+        psub = await js.pull_subscribe_bind(durable="W", stream="JOBS")
+        msgs = await psub.fetch(2, timeout=5)
+        for m in msgs:
+            await m.ack_sync()
+        await wait_for(pilot, lambda: "seq 3…3" in str(ruler.render())
+                       and "W 1" in str(ruler.render()), what="two acked jobs gone from the strip")

@@ -182,9 +182,11 @@ def lane_summary(lane: Lane) -> str:
 
 def render_ruler(
     stream: str, first: int, last: int, lanes: Iterable[Lane], width: int,
-    styles: Mapping[str, Style] | None = None, max_lanes: int = 8,
+    styles: Mapping[str, Style] | None = None, max_lanes: int = 8, retention: str = "limits",
 ) -> Text:
-    """The whole ruler: a header line, the stream strip, one line per lane."""
+    """The whole ruler: a header line, the stream strip, one line per lane;
+    for an interest or workqueue stream, a last line saying for which consumer
+    the messages are still kept (acked ones vanish: the strip starts later)."""
     styles = styles or {}
     lanes = list(lanes)
     label_w = min(12, max([len(lane.name) for lane in lanes] + [6]))
@@ -219,6 +221,12 @@ def render_ruler(
             text.append(" " + lane_summary(lane), style="dim")
     if len(lanes) > max_lanes:
         text.append(f"\n… {len(lanes) - max_lanes} more consumers", style="italic")
+    if retention in ("interest", "workqueue") and lanes:
+        # what each consumer still holds: unacked plus not yet delivered (its filter's messages only)
+        held = [f"{lane.name} {lane.num_ack_pending + lane.num_pending}" for lane in lanes
+                if lane.num_ack_pending + lane.num_pending]
+        text.append(f"\n{retention}: kept until acked — " + (" · ".join(held) if held else "nothing held"),
+                    style="italic")
     return text
 
 
@@ -261,8 +269,10 @@ class StreamRuler(Static):
         return {name.removeprefix("ruler--"): self.get_component_rich_style(name, partial=True)
                 for name in self.COMPONENT_CLASSES}
 
-    def show(self, stream: str, first: int, last: int, lanes: list[Lane]) -> None:
-        self.stream, self.first, self.last, self.lanes = stream, first, last, lanes
+    retention = "limits"
+
+    def show(self, stream: str, first: int, last: int, lanes: list[Lane], retention: str = "limits") -> None:
+        self.stream, self.first, self.last, self.lanes, self.retention = stream, first, last, lanes, retention
         self.redraw()
 
     def redraw(self) -> None:
@@ -270,7 +280,8 @@ class StreamRuler(Static):
             self.update("")
             return
         width = self.content_region.width or (self.size.width - 2) or 78
-        self.update(render_ruler(self.stream, self.first, self.last, self.lanes, width, self.styles_map()))
+        self.update(render_ruler(self.stream, self.first, self.last, self.lanes, width, self.styles_map(),
+                                 retention=self.retention))
 
     def on_resize(self) -> None:
         self.redraw()

@@ -161,7 +161,7 @@ class ConsumersPane(LivePane):
     def show_ruler(self, info: StreamSummary) -> None:
         log, now = delivery_log(self.app).get, time.monotonic()
         lanes = [lane_for(c, log((c.stream, c.name)) or {}, now) for c in self.consumers.values()]
-        self.query_one(StreamRuler).show(info.name, info.first_seq, info.last_seq, lanes)
+        self.query_one(StreamRuler).show(info.name, info.first_seq, info.last_seq, lanes, info.retention)
 
     def action_legend(self) -> None:
         from ...screens.legend import LegendHelp
