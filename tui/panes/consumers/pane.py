@@ -24,6 +24,7 @@ from ...client import ConsumerSummary, NatsError, StreamSummary
 from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
+from ...widgets.chart import ConsumerRates, rates_view
 from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text
 from ..base import LivePane
 from .detail import consumer_info, raw_json
@@ -61,6 +62,7 @@ class ConsumersPane(LivePane):
         Binding("d,delete", "delete", "Delete", id="consumers.delete"),
         Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
+        Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
         Binding("question_mark", "legend", "Help, ruler legend", id="consumers.legend", key_display="?"),
     ]
 
@@ -97,6 +99,8 @@ class ConsumersPane(LivePane):
         self._rates: dict[str, deque[float]] = {}
         self._polled_stream: str | None = None
         self.raw = False  # J: the consumer's JSON as `nats consumer info -j` prints it
+        self.graph = False  # g: rates over time, as `nats consumer graph` draws them
+        self._history: dict[str, ConsumerRates] = {}
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
@@ -109,6 +113,7 @@ class ConsumersPane(LivePane):
         self.consumers.clear()
         self._last.clear()
         self._rates.clear()
+        self._history.clear()
         self.query_one(LiveTable).sync({})
         self.query_one(StreamRuler).show("", 0, 0, [])
         self.selected = None
@@ -147,6 +152,9 @@ class ConsumersPane(LivePane):
             return
         now = time.monotonic()
         self.consumers = {c.name: c for c in sorted(event.consumers, key=lambda c: c.name)}
+        for c in self.consumers.values():
+            self._history.setdefault(c.name, ConsumerRates()).record(
+                now, c.delivered_consumer_seq, c.ack_floor_consumer_seq, c.num_ack_pending, c.num_pending)
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
             {name: consumer_row(c, "" if stable else self._rate(c, now)) for name, c in self.consumers.items()}
@@ -197,9 +205,16 @@ class ConsumersPane(LivePane):
     def _config_text(self, c: ConsumerSummary | None):
         if c is None:
             return Text("")
+        if self.graph and c.name in self._history:
+            width = self.query_one("#consumer-config").content_region.width or 76
+            return rates_view(c.name, self._history[c.name], width)
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))
+
+    def action_toggle_graph(self) -> None:
+        self.graph = not self.graph
+        self._selection_changed()
 
     def action_toggle_raw(self) -> None:
         self.raw = not self.raw
