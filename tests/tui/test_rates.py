@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from natslab.tui.widgets.chart import ConsumerRates, columns, rates_view, render_chart
+from natslab.tui.widgets.chart import ConsumerRates, StreamRates, columns, rates_view, render_chart
 
 from .conftest import connected, wait_for
 
@@ -35,17 +35,27 @@ def test_rates_from_counters():
     assert len(r.samples) == 1
 
 
+def test_stream_rates_from_its_last_sequence_and_size():
+    r = StreamRates(keep_seconds=10)
+    r.record(0.0, last_seq=4, size=222)
+    r.record(0.5, last_seq=9, size=500)
+    assert r.in_per_second() == [10.0] and r.size() == [222.0, 500.0]
+
+
 class ChartsHost(App):
     def compose(self) -> ComposeResult:
         r = ConsumerRates()
         for i in range(40):  # a worker speeding up, then a backlog draining
             delivered = sum(min(j, 20) for j in range(i + 1))
             r.record(i * 0.5, delivered, max(0, delivered - 15), 15 if i else 0, max(0, 400 - delivered))
-        yield Static(rates_view("WORKER", r, 78))
+        sr = StreamRates()
+        for i in range(40):
+            sr.record(i * 0.5, 400 + 10 * i, 98 * (400 + 10 * i))
+        yield Static(rates_view("WORKER", r, 78, stream=("ORDERS", sr)))
 
 
 def test_rates_snapshot(snap_compare):
-    assert snap_compare(ChartsHost(), terminal_size=(80, 12))
+    assert snap_compare(ChartsHost(), terminal_size=(80, 15))
 
 
 async def test_g_shows_rates_as_another_program_consumes(make_app, outside):
@@ -71,7 +81,10 @@ async def test_g_shows_rates_as_another_program_consumes(make_app, outside):
         psub = await js.pull_subscribe_bind(durable="WORKER", stream="ORDERS")
         for m in await psub.fetch(20, timeout=5):
             await m.ack_sync()
-        await wait_for(pilot, lambda: "Pending now 10" in shown() and "max 0/" not in shown()
+        await js.publish("orders.new", b"one more")
+        await wait_for(pilot, lambda: "ORDERS in/s now 0 · max 0" not in shown() and "ORDERS in/s" in shown(),
+                       what="the stream's messages in/s moved")
+        await wait_for(pilot, lambda: "Pending now 11" in shown() and "max 0/" not in shown()
                        and "Acked/s now" in shown() and "Delivered/s now 0 · max 0" not in shown(),
                        what="delivered and acked rates moved")
         await pilot.press("g")

@@ -93,8 +93,31 @@ class ConsumerRates:
         return [float(x[4]) for x in self.samples]
 
 
-def rates_view(name: str, rates: ConsumerRates, width: int, styles: dict[str, Style] | None = None) -> Table:
-    """Four charts, two by two: delivered/s, acked/s; ack pending, pending."""
+class StreamRates:
+    """The stream's last sequence and size over the last minutes: messages in/s and bytes."""
+
+    def __init__(self, keep_seconds: float = KEEP_SECONDS):
+        self.keep = keep_seconds
+        self.samples: deque[tuple[float, int, int]] = deque()  # (time, last seq, bytes)
+
+    def record(self, now: float, last_seq: int, size: int) -> None:
+        self.samples.append((now, last_seq, size))
+        while self.samples and self.samples[0][0] < now - self.keep:
+            self.samples.popleft()
+
+    def in_per_second(self) -> list[float]:
+        """Messages stored per second (the last sequence moves once per message)."""
+        s = list(self.samples)
+        return [max(0, b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(s, s[1:]) if b[0] > a[0]]
+
+    def size(self) -> list[float]:
+        return [float(x[2]) for x in self.samples]
+
+
+def rates_view(name: str, rates: ConsumerRates, width: int, styles: dict[str, Style] | None = None,
+               stream: tuple[str, StreamRates] | None = None) -> Table:
+    """Two by two: delivered/s, acked/s; ack pending, pending — under the
+    stream's messages in/s and bytes when ``stream`` (its name and rates) is given."""
     styles = styles or {}
     half = max(10, (width - 3) // 2)
     span = rates.samples[-1][0] - rates.samples[0][0] if len(rates.samples) > 1 else 0.0
@@ -102,6 +125,10 @@ def rates_view(name: str, rates: ConsumerRates, width: int, styles: dict[str, St
     grid.add_column(width=half)
     grid.add_column(width=half)
     grid.add_row(Text(f"{name}, the last {span:.0f} s · g details", style="bold"), "")
+    if stream is not None:
+        stream_name, sr = stream
+        grid.add_row(render_chart(f"{stream_name} in/s", sr.in_per_second(), half, height=2),
+                     render_chart(f"{stream_name} bytes", sr.size(), half, height=2))
     grid.add_row(render_chart("Delivered/s", rates.delivered_per_second(), half, style=styles.get("delivered")),
                  render_chart("Acked/s", rates.acked_per_second(), half, style=styles.get("acked")))
     grid.add_row(render_chart("Ack pending", rates.ack_pending(), half, style=styles.get("ack_pending")),

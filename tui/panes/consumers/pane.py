@@ -24,7 +24,7 @@ from ...client import ConsumerSummary, NatsError, StreamSummary
 from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
-from ...widgets.chart import ConsumerRates, rates_view
+from ...widgets.chart import ConsumerRates, StreamRates, rates_view
 from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text
 from ..base import LivePane
 from .detail import consumer_info, raw_json
@@ -101,6 +101,7 @@ class ConsumersPane(LivePane):
         self.raw = False  # J: the consumer's JSON as `nats consumer info -j` prints it
         self.graph = False  # g: rates over time, as `nats consumer graph` draws them
         self._history: dict[str, ConsumerRates] = {}
+        self._stream_history = StreamRates()
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
@@ -114,6 +115,7 @@ class ConsumersPane(LivePane):
         self._last.clear()
         self._rates.clear()
         self._history.clear()
+        self._stream_history = StreamRates()
         self.query_one(LiveTable).sync({})
         self.query_one(StreamRuler).show("", 0, 0, [])
         self.selected = None
@@ -155,6 +157,8 @@ class ConsumersPane(LivePane):
         for c in self.consumers.values():
             self._history.setdefault(c.name, ConsumerRates()).record(
                 now, c.delivered_consumer_seq, c.ack_floor_consumer_seq, c.num_ack_pending, c.num_pending)
+        if event.stream_info is not None:
+            self._stream_history.record(now, event.stream_info.last_seq, event.stream_info.bytes)
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
             {name: consumer_row(c, "" if stable else self._rate(c, now)) for name, c in self.consumers.items()}
@@ -207,7 +211,7 @@ class ConsumersPane(LivePane):
             return Text("")
         if self.graph and c.name in self._history:
             width = self.query_one("#consumer-config").content_region.width or 76
-            return rates_view(c.name, self._history[c.name], width)
+            return rates_view(c.name, self._history[c.name], width, stream=(c.stream, self._stream_history))
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))
