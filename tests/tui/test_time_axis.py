@@ -102,9 +102,10 @@ async def test_pull_hand_draws_the_story_live(make_app, outside):
         await wait_for(pilot, lambda: seq1().startswith("1") and "◔" in seq1(), timeout=4, what="bar ran out")
         first = seq1()
         assert first.index("◔") in (3, 4, 5)  # 1 s at 0.25 s per cell (the hand's clock starts on receipt)
+        await pilot.pause(1.0)  # nobody pulls for a while: the row must show that nothing happens
         await pilot.click("#pull-fetch")
         await wait_for(pilot, lambda: "2" in seq1(), what="second bar")
-        assert "·" in seq1().split("2")[0]  # nothing happened between the expiry and the pull
+        assert "◔··" in seq1().split("2")[0]  # nothing happened between the expiry and the pull
         hand.query_one(HandCard).focus()
         await pilot.press("a")
         await wait_for(pilot, lambda: seq1().endswith("✓"), what="ack mark")
