@@ -158,7 +158,13 @@ def _idle(url: str, seconds: float) -> None:
     c0, t0 = cpu_seconds(proc.pid), time.monotonic()
     drain(master, seconds)
     c1, t1 = cpu_seconds(proc.pid), time.monotonic()
-    print(f"consumers pane: CPU {100 * (c1 - c0) / (t1 - t0):.1f}% of one core over {t1 - t0:.0f} s")
+    print(f"consumers pane (with the stream ruler): CPU {100 * (c1 - c0) / (t1 - t0):.1f}% of one core over {t1 - t0:.0f} s")
+    os.write(master, b"g")  # the selected consumer's rates charts instead of its details
+    drain(master, 2)
+    c0, t0 = cpu_seconds(proc.pid), time.monotonic()
+    drain(master, seconds)
+    c1, t1 = cpu_seconds(proc.pid), time.monotonic()
+    print(f"consumers pane, ruler and rates charts: CPU {100 * (c1 - c0) / (t1 - t0):.1f}% of one core over {t1 - t0:.0f} s")
     quit_app(proc, master)
 
 

@@ -232,6 +232,8 @@ async def main(embedded: bool) -> None:
             # 4. the pull hand: fetch two, let the ack wait run out, fetch again
             app.open_pull_hand("ORDERS", "RDL")
             await settle(pilot, 0.3)
+            # the time axis at 1 s per cell (stable display starts it at 1 m, for the tests)
+            app.screen.query_one("#time-axis").seconds_per_cell = 1.0
             app.screen.query_one("#pull-batch").value = "2"
             await pilot.click("#pull-fetch")
             await settle(pilot, 0.5)

@@ -37,6 +37,7 @@ class NatslabApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        Binding("S", "export_view", "Save view as SVG + text", id="app.export", show=False),
         *tab_bindings(),
     ]
 
@@ -321,6 +322,16 @@ class NatslabApp(App):
 
     def jump_to_bucket(self, bucket: str) -> None:
         self.main_screen.jump_to_bucket(bucket)
+
+    def action_export_view(self) -> None:
+        from .export import export_view
+
+        try:
+            svg, txt = export_view(self)
+        except OSError as exc:
+            self.notify(f"Could not save the view: {exc}", severity="error", timeout=8)
+            return
+        self.notify(f"Saved {svg.name} and {txt.name} in {svg.parent}", title="View saved", timeout=8)
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_demo

@@ -20,10 +20,12 @@ from textual.reactive import reactive
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Label, Static
 
-from ...client import ConsumerSummary, NatsError
+from ...client import ConsumerSummary, NatsError, StreamSummary
 from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
+from ...widgets.chart import ConsumerRates, StreamRates, rates_view
+from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
@@ -60,6 +62,8 @@ class ConsumersPane(LivePane):
         Binding("d,delete", "delete", "Delete", id="consumers.delete"),
         Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
+        Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
+        Binding("question_mark", "legend", "Help, ruler legend", id="consumers.legend", key_display="?"),
     ]
 
     stream: reactive[str | None] = reactive(None)
@@ -69,6 +73,7 @@ class ConsumersPane(LivePane):
         stream: str
         consumers: list[ConsumerSummary]
         error: str = ""
+        stream_info: StreamSummary | None = None  # for the ruler's first..last sequence
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ConsumersPane.Polled)
@@ -94,10 +99,14 @@ class ConsumersPane(LivePane):
         self._rates: dict[str, deque[float]] = {}
         self._polled_stream: str | None = None
         self.raw = False  # J: the consumer's JSON as `nats consumer info -j` prints it
+        self.graph = False  # g: rates over time, as `nats consumer graph` draws them
+        self._history: dict[str, ConsumerRates] = {}
+        self._stream_history = StreamRates()
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
         yield LiveTable(COLUMNS, id="consumers-table")
+        yield StreamRuler(id="consumers-ruler")
         with VerticalScroll(id="consumer-detail"):
             yield Static("", id="consumer-config")
 
@@ -105,7 +114,10 @@ class ConsumersPane(LivePane):
         self.consumers.clear()
         self._last.clear()
         self._rates.clear()
+        self._history.clear()
+        self._stream_history = StreamRates()
         self.query_one(LiveTable).sync({})
+        self.query_one(StreamRuler).show("", 0, 0, [])
         self.selected = None
         self._update_status()
         self.schedule_poll(0.01)
@@ -113,7 +125,8 @@ class ConsumersPane(LivePane):
     async def fetch(self, client) -> None:
         self._polled_stream = stream = self.stream
         if stream:
-            self.post_message(self.Polled(stream, await client.list_consumers(stream)))
+            consumers = await client.list_consumers(stream)
+            self.post_message(self.Polled(stream, consumers, stream_info=await client.stream_info(stream)))
 
     def poll_failed(self, error: NatsError) -> None:
         if self._polled_stream:
@@ -141,6 +154,11 @@ class ConsumersPane(LivePane):
             return
         now = time.monotonic()
         self.consumers = {c.name: c for c in sorted(event.consumers, key=lambda c: c.name)}
+        for c in self.consumers.values():
+            self._history.setdefault(c.name, ConsumerRates()).record(
+                now, c.delivered_consumer_seq, c.ack_floor_consumer_seq, c.num_ack_pending, c.num_pending)
+        if event.stream_info is not None:
+            self._stream_history.record(now, event.stream_info.last_seq, event.stream_info.bytes)
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
             {name: consumer_row(c, "" if stable else self._rate(c, now)) for name, c in self.consumers.items()}
@@ -149,6 +167,19 @@ class ConsumersPane(LivePane):
             self.select_consumer(self._pending_select)
         self._update_status()
         self._selection_changed()
+        if event.stream_info is not None:
+            self.show_ruler(event.stream_info)
+
+    def show_ruler(self, info: StreamSummary) -> None:
+        log, now = delivery_log(self.app).get, time.monotonic()
+        lanes = [lane_for(c, log((c.stream, c.name)) or {}, now) for c in self.consumers.values()]
+        self.query_one(StreamRuler).show(info.name, info.first_seq, info.last_seq, lanes, info.retention)
+
+    def action_legend(self) -> None:
+        from ...screens.legend import LegendHelp
+
+        ruler = self.query_one(StreamRuler)
+        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(ruler.styles_map())]))
 
     def _update_status(self) -> None:
         label = self.query_one("#consumers-status", Label)
@@ -178,9 +209,16 @@ class ConsumersPane(LivePane):
     def _config_text(self, c: ConsumerSummary | None):
         if c is None:
             return Text("")
+        if self.graph and c.name in self._history:
+            width = self.query_one("#consumer-config").content_region.width or 76
+            return rates_view(c.name, self._history[c.name], width, stream=(c.stream, self._stream_history))
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))
+
+    def action_toggle_graph(self) -> None:
+        self.graph = not self.graph
+        self._selection_changed()
 
     def action_toggle_raw(self) -> None:
         self.raw = not self.raw

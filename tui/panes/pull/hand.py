@@ -16,6 +16,7 @@ from textual.widgets import Button, Input, Label
 
 from ...client import DeliveryEvent, FetchedMessage, NatsError
 from ...format import parse_int
+from ...widgets.timeline import TimeAxis
 from ..base import WritesGuard
 from .card import HandCard
 from .nak_delay import DEFAULT_NAK_DELAY, NakDelayDialog, show_delay
@@ -30,6 +31,10 @@ class PullHand(WritesGuard, Vertical):
         Binding("c", "clear", "Clear settled", id="pull.clear"),
         Binding("j,down", "card(1)", "Next card", id="pull.next", show=False),
         Binding("k,up", "card(-1)", "Previous card", id="pull.prev", show=False),
+        Binding("z", "zoom", "Zoom timeline", id="pull.zoom"),
+        Binding("left_square_bracket", "scroll_axis(1)", "Timeline back", id="pull.back", key_display="[", show=False),
+        Binding("right_square_bracket", "scroll_axis(-1)", "Timeline forward", id="pull.forward", key_display="]", show=False),
+        Binding("question_mark", "legend", "Help, timeline legend", id="pull.legend", key_display="?"),
     ]
 
     @dataclass
@@ -70,6 +75,7 @@ class PullHand(WritesGuard, Vertical):
             yield VerticalScroll(id="pull-cards")
             with VerticalScroll(id="pull-timeline"):
                 yield DeliveryTimeline(id="timeline")
+                yield TimeAxis(self._axis_events, id="time-axis")
 
     def on_mount(self) -> None:
         self.watch(self.app, "client_generation", self._client_changed)
@@ -77,6 +83,32 @@ class PullHand(WritesGuard, Vertical):
         self.query_one(DeliveryTimeline).redraw()
         self.disable_writes()
         self.set_status("")
+
+    # ---- the timeline on a time axis (widgets/timeline.py) -------------------
+    def _axis_events(self):
+        """What the time axis draws: the chip timeline's consumer and events, and its ack wait."""
+        chips = self.query_one(DeliveryTimeline)
+        if chips.target is None:
+            return None
+        stream, consumer = chips.target
+        ack_wait = next((card.fm.ack_wait for card in self.query(HandCard)), 0.0)
+        consumers = self.app.main_screen.pane("consumers") if getattr(self.app, "main_screen", None) else None
+        if consumers is not None and consumers.stream == stream and consumer in consumers.consumers:
+            ack_wait = consumers.consumers[consumer].ack_wait  # the server's word, when the pane has it
+        return f"{stream} › {consumer}", chips.events.get(chips.target) or {}, ack_wait
+
+    def action_zoom(self) -> None:
+        self.query_one(TimeAxis).zoom()
+
+    def action_scroll_axis(self, halves: int) -> None:
+        self.query_one(TimeAxis).scroll_by(halves)
+
+    def action_legend(self) -> None:
+        from ...screens.legend import LegendHelp
+        from ...widgets.timeline import legend_text
+
+        axis = self.query_one(TimeAxis)
+        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(axis.styles_map())]))
 
     def focus_default(self) -> None:
         # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
