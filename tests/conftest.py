@@ -26,10 +26,21 @@ import pytest
 SERVER_KINDS = ["natslab", "nats-server"]
 
 
+_ISSUED_PORTS: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, never one this test run handed out before:
+    the kernel may give a just-released port again, and two servers of one
+    test (natslab and nats-server, made one after the other) given the same
+    port would end up as one server answering on both URLs."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ISSUED_PORTS:
+            _ISSUED_PORTS.add(port)
+            return port
 
 
 def nats_server_binary() -> str:
