@@ -5,7 +5,9 @@ acknowledged and can still be read is lost, and nothing is deleted."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 
 import pytest
 from nats.js.errors import NotFoundError
@@ -104,7 +106,15 @@ async def _check_next_is_new(srv, last: int) -> None:
     st = (await js.stream_info("S")).state
     assert st.last_seq == last
     assert (await js.publish("s", b"new")).seq == last + 1
-    ci = await js.consumer_info("S", "D")
+    # nats-server counts a consumer's pending messages after the PubAck has
+    # left (the stream signals its consumers asynchronously), so the count is
+    # awaited, with a deadline, rather than read once.
+    deadline = time.monotonic() + 5
+    while True:
+        ci = await js.consumer_info("S", "D")
+        if ci.num_pending == 1 or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
     assert ci.delivered.stream_seq == last and ci.num_pending == 1
     sub = await js.pull_subscribe("s", "D", stream="S")
     got = await sub.fetch(1, timeout=5)
