@@ -89,6 +89,6 @@ def describe(msg: StoredMessage, now: datetime | None = None) -> list[MessageNot
         commit = h.get("Nats-Batch-Commit") == "1"
         number = h.get("Nats-Batch-Sequence", "?")
         facts = [("atomic batch", h["Nats-Batch-Id"]),
-                 ("message", f"{number}" + ("  (the commit: the batch's last)" if commit else ""))]
+                 ("batch message", f"{number}" + ("  (the commit: the batch's last)" if commit else ""))]
         notes.append(MessageNote("batch", "batch end" if commit else "batch", facts))
     return notes
