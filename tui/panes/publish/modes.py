@@ -23,7 +23,7 @@ MODES = (
     ("js", "JetStream (PubAck)"),
     ("core", "core (no ack)"),
     ("batch", "atomic batch"),
-    ("counter", "counter (Nats-Incr)"),
+    ("counter", "counter"),
     ("schedule", "schedule"),
 )
 MODE_VALUES = tuple(value for value, _ in MODES)
@@ -49,7 +49,7 @@ FIELDS = (
     ("pub-sched", "Schedule", "+10s · @every 5s · cron", ("schedule",)),
     ("pub-target", "Target subject", "e.g. orders.due", ("schedule",)),
     ("pub-sched-ttl", "TTL of each", "none", ("schedule",)),
-    ("pub-tz", "Time zone", "UTC (cron only)", ("schedule",)),
+    ("pub-tz", "Time zone", "UTC (cron)", ("schedule",)),
 )
 WIDE_FIELDS = frozenset({"pub-sched"})
 # the field a refusal is about, by the server's err_code

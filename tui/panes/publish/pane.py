@@ -124,7 +124,7 @@ class PublishPane(WritesGuard, Vertical):
                 yield Select([(label, value) for value, label in MODES], value="js", allow_blank=False, id="pub-mode")
         with Horizontal(id="pub-row2", classes="form-row"):
             with Vertical(classes="cell"):
-                yield Label("Headers (Key: value per line)")
+                yield Label("Headers (Key: value)")
                 yield TextArea(id="pub-headers", soft_wrap=False)
                 yield Static("", id="pub-headers-error", classes="inline-error")
             with Vertical(classes="cell wide", id="pub-payload-cell"):
@@ -162,8 +162,13 @@ class PublishPane(WritesGuard, Vertical):
 
     # ---- the mode ----------------------------------------------------
     def watch_mode(self, mode: str) -> None:
-        for value in MODE_VALUES:
-            self.set_class(value == mode, f"-mode-{value}")
+        # the few widgets that change get the class, not the pane: a class on
+        # the pane restyles all of it (~0.15 s a switch on a loaded machine)
+        for cell in self.query(".mode-cell"):
+            cell.set_class(f"for-{mode}" in cell.classes, "-shown")
+        self.query_one("#pub-payload-cell").set_class(mode == "counter", "-hidden")
+        self.query_one("#pub-clear").set_class(mode == "counter", "-hidden")
+        self.query_one("#pub-counter-note").set_class(mode == "counter", "-shown")
         self.query_one("#pub-payload-label", Label).update(PAYLOAD_LABELS[mode])
         select = self.query_one("#pub-mode", Select)
         if select.value != mode:
