@@ -176,7 +176,9 @@ class PublishPane(WritesGuard, Vertical):
 
     @on(Select.Changed, "#pub-mode")
     def mode_chosen(self, event: Select.Changed) -> None:
-        if event.value in MODE_VALUES:
+        # a Changed that ctrl+o caused may arrive after the next ctrl+o: only
+        # the list's current value counts, or a stale one would switch back
+        if event.value in MODE_VALUES and event.value == event.select.value:
             self.mode = str(event.value)
 
     def action_next_mode(self) -> None:
