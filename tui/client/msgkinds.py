@@ -81,7 +81,7 @@ def describe(msg: StoredMessage, now: datetime | None = None) -> list[MessageNot
             facts.append(("next run", "none: a one-off, its schedule was removed"))
         elif nxt_text:
             when = schedules.parse_rfc3339(nxt_text)
-            facts.append(("next run", when if when is not None else nxt_text))
+            facts.append(("next run after this one", when if when is not None else nxt_text))
         if h.get("Nats-TTL"):
             facts.append(("TTL", h["Nats-TTL"]))
         notes.append(MessageNote("scheduled", "scheduled", facts))
