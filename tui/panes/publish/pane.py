@@ -37,6 +37,7 @@ from .parse import parse_headers, render_template
 log = logging.getLogger(__name__)
 
 HISTORY_KEEP = 50
+PLAIN_MODES = ("js", "core")  # a PublishRequest; the other modes have requests of their own (modes.py)
 # A publish bigger than this is not remembered: recalling a megabyte into the
 # payload box is no help, and it would be written to disk on every publish.
 HISTORY_MAX_BYTES = 16 * 1024
@@ -169,10 +170,20 @@ class PublishPane(WritesGuard, Vertical):
         self.query_one("#pub-payload-cell").set_class(mode == "counter", "-hidden")
         self.query_one("#pub-clear").set_class(mode == "counter", "-hidden")
         self.query_one("#pub-counter-note").set_class(mode == "counter", "-shown")
+        # a trace (trace.py, where it is merged in) follows one plain message: not a batch,
+        # an increment or a schedule
+        for button in self.query("#pub-trace").results(Button):
+            button.disabled = mode not in PLAIN_MODES
+        self.refresh_bindings()
         self.query_one("#pub-payload-label", Label).update(PAYLOAD_LABELS[mode])
         select = self.query_one("#pub-mode", Select)
         if select.value != mode:
             select.value = mode
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "trace" and self.mode not in PLAIN_MODES:
+            return False
+        return super().check_action(action, parameters)
 
     @on(Select.Changed, "#pub-mode")
     def mode_chosen(self, event: Select.Changed) -> None:
@@ -216,7 +227,7 @@ class PublishPane(WritesGuard, Vertical):
         selected = self.query_one("#pub-mode", Select).value  # a Select.Changed may still be on its way
         if selected in MODE_VALUES:
             self.mode = str(selected)
-        if self.mode in ("js", "core"):
+        if self.mode in PLAIN_MODES:
             return self._plain_request()
         errors: dict[str, str] = {}
         headers: dict[str, str] = {}
@@ -290,7 +301,7 @@ class PublishPane(WritesGuard, Vertical):
             return
         entry = {"subject": req.subject, "headers": self.query_one("#pub-headers", TextArea).text,
                  "payload": self.query_one("#pub-payload", TextArea).text, "mode": self.mode}
-        if self.mode not in ("js", "core"):  # the mode's own fields come back with a recall
+        if self.mode not in PLAIN_MODES:  # the mode's own fields come back with a recall
             entry["fields"] = {f[0]: v for f in FIELDS if self.mode in f[3]
                                and (v := self.query_one(f"#{f[0]}", Input).value)}
         if history_size(entry) <= HISTORY_MAX_BYTES:
