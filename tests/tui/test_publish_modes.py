@@ -231,6 +231,14 @@ async def test_mode_by_keyboard_and_recall(make_app, outside):
         for _ in range(2):
             pane.action_next_mode()
         await pilot.pause(0.1)
+        # the field with the focus goes with its mode: the focus moves to the subject
+        app.screen.query_one("#pub-payload", TextArea).focus()
+        await pilot.press("ctrl+o", "ctrl+o")
+        assert pane.mode == "batch" and app.focused is app.screen.query_one("#pub-payload")
+        await pilot.press("ctrl+o")
+        assert pane.mode == "counter" and app.focused is subject
+        await pilot.press("ctrl+o", "ctrl+o")
+        assert pane.mode == "js"
         await pilot.press("ctrl+o", "ctrl+o", "ctrl+o")
         assert app.screen.query_one("#pub-mode", Select).value == "counter"
         await pilot.press(*"counts.a")

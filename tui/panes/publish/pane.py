@@ -28,7 +28,7 @@ from textual.widgets.option_list import Option
 
 from ...client import NatsError, subject_error
 from ...format import parse_int
-from ..base import WritesGuard
+from ..base import WritesGuard, is_showing
 from . import answers
 from .modes import (FIELDS, MODE_VALUES, MODES, PAYLOAD_LABELS, REFUSAL_FIELD, WIDE_FIELDS, BatchRequest,
                     CounterRequest, ScheduleRequest, code_for, read_batch, read_counter, read_schedule)
@@ -175,6 +175,10 @@ class PublishPane(WritesGuard, Vertical):
         for button in self.query("#pub-trace").results(Button):
             button.disabled = mode not in PLAIN_MODES
         self.refresh_bindings()
+        focused = self.app.focused
+        if focused is not None and self in focused.ancestors and not is_showing(focused):
+            # the field with the focus went with the old mode: keep typing in the form
+            self.query_one("#pub-subject", Input).focus()
         self.query_one("#pub-payload-label", Label).update(PAYLOAD_LABELS[mode])
         select = self.query_one("#pub-mode", Select)
         if select.value != mode:
