@@ -223,24 +223,17 @@ async def test_mode_by_keyboard_and_recall(make_app, outside):
             seen.append(pane.mode)
         assert seen == ["core", "batch", "counter", "schedule", "js"]
         assert app.focused is subject  # the field keeps the focus
-        # keys faster than the list reports its changes: the late reports do not switch back
-        for _ in range(8):
-            pane.action_next_mode()
-        await pilot.pause(0.3)
-        assert pane.mode == "counter" and app.screen.query_one("#pub-mode", Select).value == "counter"
-        for _ in range(2):
-            pane.action_next_mode()
-        await pilot.pause(0.1)
         # the field with the focus goes with its mode: the focus moves to the subject
         app.screen.query_one("#pub-payload", TextArea).focus()
         await pilot.press("ctrl+o", "ctrl+o")
         assert pane.mode == "batch" and app.focused is app.screen.query_one("#pub-payload")
         await pilot.press("ctrl+o")
         assert pane.mode == "counter" and app.focused is subject
-        await pilot.press("ctrl+o", "ctrl+o")
-        assert pane.mode == "js"
-        await pilot.press("ctrl+o", "ctrl+o", "ctrl+o")
-        assert app.screen.query_one("#pub-mode", Select).value == "counter"
+        # keys faster than the list reports its changes: the late reports do not switch back
+        for _ in range(5):
+            pane.action_next_mode()
+        await pilot.pause(0.3)
+        assert pane.mode == "counter" and app.screen.query_one("#pub-mode", Select).value == "counter"
         await pilot.press(*"counts.a")
         app.screen.query_one("#pub-incr", Input).value = "7"
         await pilot.press("ctrl+s")
