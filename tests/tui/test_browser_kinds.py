@@ -63,6 +63,11 @@ async def test_counter_messages_show_value_and_increment(make_app, outside):
         await show_row(pilot, table, 2)
         text = detail(app)
         assert "counter: counts.orders = 4" in text and "increment: -2" in text
+        # a plain stream keeps an empty Nats-Incr as an ordinary header: no counter there
+        await api(outside, "$JS.API.STREAM.CREATE.PLAIN", {"name": "PLAIN", "subjects": ["plain.>"]})
+        await pub(outside, "plain.a", b'{"val":"3"}', **{"Nats-Incr": ""})
+        table = await browse(app, pilot, "PLAIN", 1)
+        assert subject_cell(table, 0) == "plain.a" and "counter" not in detail(app)
 
 
 async def test_schedules_and_what_they_produce(make_app, outside):

@@ -43,13 +43,13 @@ def describe(msg: StoredMessage, now: datetime | None = None) -> list[MessageNot
     now = now or datetime.now(timezone.utc)
     h = msg.headers
     notes: list[MessageNote] = []
-    if "Nats-Incr" in h:
-        val = counter_value(msg.data)
-        facts: list[Fact] = [("counter", f"{msg.subject} = {val if val is not None else '? (body is not a counter)'}"),
-                             ("increment", h["Nats-Incr"])]
+    val = counter_value(msg.data) if h.get("Nats-Incr") else None
+    # a plain stream stores a Nats-Incr header as it is: only a {"val"} body makes a counter
+    if val is not None:
+        facts: list[Fact] = [("counter", f"{msg.subject} = {val}"), ("increment", h["Nats-Incr"])]
         if h.get("Nats-Counter-Sources"):
             facts.append(("from sources", h["Nats-Counter-Sources"]))
-        notes.append(MessageNote("counter", f"= {val}" if val is not None else "counter", facts))
+        notes.append(MessageNote("counter", f"= {val}", facts))
     if h.get("Nats-Schedule") and not h.get("Nats-Scheduler"):
         pattern = h["Nats-Schedule"]
         tz_name = h.get("Nats-Schedule-Time-Zone", "")
