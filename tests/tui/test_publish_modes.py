@@ -106,6 +106,11 @@ async def test_atomic_batch_stored_together_and_refused_whole(make_app, outside)
         assert "allow_atomic: true" in said
         assert await stream_msgs(outside, "PLAIN") == 0
 
+        # no stream at all for the subject
+        fill(app, pub_subject="nowhere.x")
+        said = await publish_and_read(app, pilot, "no stream", "no stream")
+        assert said == "no stream matches this subject (no responders). Nothing of the batch was stored."
+
         # the form's own checks come first: nothing to send
         fill(app, pub_subject="orders.new", pub_batch_count="", pub_payload="\n \n")
         await press(pilot, "#pub-send")

@@ -44,7 +44,6 @@ HINTS = {
     10201: "each message of a batch needs its own Nats-Msg-Id",
     10210: "too many batches are open on the server at once: try again",
     10177: "that header cannot be used in an atomic batch",
-    503: "no stream stores this subject",
 }
 
 
@@ -60,7 +59,7 @@ class PublishRefused(NatsError):
 
     @property
     def hint(self) -> str:
-        return HINTS.get(self.err_code) or HINTS.get(self.code, "")
+        return HINTS.get(self.err_code, "")
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ def when_text(when: datetime, now: datetime | None = None) -> str:
 
 def refusal(exc: NatsError, what: str = "it") -> str:
     """'ORDERS refused it: atomic publish is disabled (400/10174) — the stream needs allow_atomic: true ...'"""
-    if not isinstance(exc, PublishRefused) or not exc.err_code and exc.code != 503:
-        return str(exc)
+    if not isinstance(exc, PublishRefused) or not exc.err_code:
+        return str(exc)  # no responders, a timeout: the words say it all
     who = f"stream {exc.stream}" if exc.stream else "the server"
     codes = f" ({exc.code}/{exc.err_code})" if exc.err_code else ""
     text = f"{who} refused {what}: {exc.description}{codes}"
