@@ -19,6 +19,9 @@ from .options import ConnectOptions
 _LAZY = {
     "NatsClient": ".core",
     "AccountUsage": ".models",
+    "BatchAck": ".publishing",
+    "CounterAck": ".publishing",
+    "PublishRefused": ".publishing",
     "ConsumerSummary": ".models",
     "DeliveryEvent": ".models",
     "FetchedMessage": ".models",
@@ -32,6 +35,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .core import NatsClient
+    from .publishing import BatchAck, CounterAck, PublishRefused
     from .models import (
         AccountUsage,
         ConsumerSummary,
@@ -56,13 +60,16 @@ def __getattr__(name: str):
 
 __all__ = [
     "AccountUsage",
+    "BatchAck",
     "ConnectOptions",
+    "CounterAck",
     "ConsumerSummary",
     "DeliveryEvent",
     "FetchedMessage",
     "NatsClient",
     "NatsError",
     "PubAckResult",
+    "PublishRefused",
     "ServerSummary",
     "StoredMessage",
     "StreamSummary",

@@ -15,6 +15,7 @@ from .errors import NatsError, _nats_errors, _plain, quietly
 from .options import ConnectOptions
 from .kv import KvMixin
 from .pull import PullMixin
+from .publishing import PublishFeaturesMixin
 from .objects import ObjectsMixin
 from .models import (
     AccountUsage,
@@ -38,7 +39,7 @@ READ_ONLY_API = ("INFO", "STREAM.LIST", "STREAM.NAMES", "STREAM.INFO.", "STREAM.
                  "CONSUMER.LIST.", "CONSUMER.NAMES.", "CONSUMER.INFO.")
 
 
-class NatsClient(PullMixin, KvMixin, ObjectsMixin):
+class NatsClient(PullMixin, KvMixin, ObjectsMixin, PublishFeaturesMixin):
     """A connected nats-py client plus typed JetStream management calls."""
 
     def __init__(self, nc: NATS, options: ConnectOptions, inbox_prefix: str = "_INBOX"):
@@ -303,17 +304,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
             hdrs["Nats-Expected-Last-Sequence"] = str(expected_last_seq)
         if expected_stream:
             hdrs["Nats-Expected-Stream"] = expected_stream
-        NoRespondersError, _ = _nats_errors()
-        try:
-            msg = await self.nc.request(subject, data, timeout=self.timeout, headers=hdrs or None)
-        except NoRespondersError as exc:
-            raise NatsError("no stream matches this subject (no responders)", 503) from exc
-        except Exception as exc:
-            raise _plain(exc) from exc
-        resp = json.loads(msg.data or b"{}")
-        if "error" in resp:
-            err = resp["error"]
-            raise NatsError(err.get("description", "error"), err.get("code", 0), err.get("err_code", 0))
+        resp = await self.pub_ack_json(subject, data, hdrs)
         return PubAckResult(resp.get("stream", ""), resp.get("seq", 0), bool(resp.get("duplicate")))
 
     async def request(self, subject: str, data: bytes, headers: dict[str, str] | None, timeout: float):

@@ -1,4 +1,5 @@
-"""The publish composer: core or JetStream publish, headers, repeat with a template."""
+"""The publish composer: core or JetStream publish, headers, repeat with a template,
+and the newer JetStream publishes: atomic batch, counter increment, schedule."""
 
 from .pane import PublishPane
 

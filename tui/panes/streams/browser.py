@@ -1,12 +1,15 @@
 """The message browser: pages through a stream by sequence with message get.
 
 It never creates a consumer and never acks, so browsing a workqueue stream
-removes nothing.
+removes nothing. Counter increments, schedules, what a schedule produced and
+atomic batch messages are said for what they are (``client.msgkinds``): in
+the list beside the subject, in words above the headers of the one shown.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -20,6 +23,7 @@ from textual.widgets import DataTable, Input, Label, Static
 from textual.widgets.data_table import CellDoesNotExist
 
 from ...client import NatsError
+from ...client.msgkinds import describe
 from ...format import fmt_bytes, parse_int, render_payload
 
 if TYPE_CHECKING:
@@ -143,7 +147,11 @@ class MessageBrowser(Vertical):
         stable = getattr(self.app, "stable_display", False)
         for m in event.messages:
             when = "--:--:--" if stable or m.time is None else m.time.astimezone().strftime("%H:%M:%S")
-            table.add_row(Text(str(m.seq)), Text(m.subject), Text(fmt_bytes(len(m.data))), Text(when), key=str(m.seq))
+            subject = Text(m.subject)
+            notes = describe(m)
+            if notes:
+                subject.append("  " + " · ".join(n.short for n in notes), style="italic")
+            table.add_row(Text(str(m.seq)), subject, Text(fmt_bytes(len(m.data))), Text(when), key=str(m.seq))
         self.query_one("#browser-seq", Input).value = str(self.start_seq)
         status = event.error or (
             f"seq {min(self.messages)}–{max(self.messages)} · [ ] page · t/J/x format" if self.messages
@@ -174,8 +182,25 @@ class MessageBrowser(Vertical):
             return
         head = Text()
         head.append(f"#{msg.seq}  {msg.subject}  ({self.mode})\n", style="bold")
+        now = datetime.now(timezone.utc)
+        for note in describe(msg, now):
+            for label, value in note.facts:
+                head.append(f"{label}: ", style="bold")
+                head.append(f"{self._when(value, now) if isinstance(value, datetime) else value}\n", style="italic")
         for k, v in msg.headers.items():
             head.append(f"{k}: ", style="bold")
             head.append(f"{v}\n")
         headers.update(head)
         payload.update(Text(render_payload(msg.data, self.mode)))
+
+    def _when(self, when: datetime, now: datetime) -> str:
+        """Local time, with the date when not today, and how far off it is."""
+        if getattr(self.app, "stable_display", False):
+            return "--:--:--"  # pinned pictures: no clock
+        local = when.astimezone()
+        text = local.strftime("%H:%M:%S" if local.date() == now.astimezone().date() else "%Y-%m-%d %H:%M:%S")
+        secs = (when - now).total_seconds()
+        if abs(secs) < 86400:
+            ahead = f"{abs(secs):.0f}s" if abs(secs) < 120 else f"{abs(secs) / 60:.0f} min"
+            text += f" (in {ahead})" if secs >= 0 else f" ({ahead} ago)"
+        return text
