@@ -165,6 +165,8 @@ class MessageTrace:
     publish_error: NatsError | None = None
     streams: dict[str, StreamSummary] = field(default_factory=dict)
     consumers: dict[str, list[ConsumerMatch]] = field(default_factory=dict)
+    # a core publish has no PubAck: the stream's last message on the subject, read just after
+    last_on_subject: dict[str, int] = field(default_factory=dict)
     lookup_errors: list[str] = field(default_factory=list)  # a stream or consumer list the API refused
     server_errors: list[str] = field(default_factory=list)  # -ERRs the connection got meanwhile
     elapsed: float = 0.0
@@ -302,6 +304,12 @@ class TraceMixin:
                 continue
             subject = hit.subject or trace.subject
             trace.consumers[hit.stream] = [consumer_match(c, subject) for c in consumers]
+            if not trace.trace_only and trace.pub_ack is None and not hit.error and not hit.no_interest:
+                try:
+                    resp = await self._api(f"STREAM.MSG.GET.{hit.stream}", {"last_by_subj": subject})
+                    trace.last_on_subject[hit.stream] = (resp.get("message") or {}).get("seq", 0)
+                except NatsError as exc:  # purged already, say: the view says it does not know
+                    trace.lookup_errors.append(f"stream {hit.stream}: last message on {subject}: {exc}")
 
 
 def consumer_match(c: ConsumerSummary, subject: str) -> ConsumerMatch:
