@@ -84,7 +84,7 @@ class PublishPane(WritesGuard, Vertical):
         Binding("ctrl+x", "cancel", "Cancel run", id="publish.cancel"),
         Binding("ctrl+y", "copy_code", "Copy as code", id="publish.code"),
         Binding("ctrl+l", "clear_payload", "Clear payload", id="publish.clear"),
-        Binding("ctrl+t", "trace", "Where did it go? (trace)", id="publish.trace"),
+        Binding("ctrl+t", "trace", "Trace", id="publish.trace"),
     ]
 
     @dataclass
