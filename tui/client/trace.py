@@ -13,7 +13,8 @@ the message goes nowhere and only the events come back.
 An event names how many hops it sent the message on (``hops``); each server
 behind one of those hops sends its own event, whose request headers carry the
 hop id (``Nats-Trace-Hop``, "1", "1.2" ...) that the sending egress names.
-Events are gathered until every announced hop has answered or the time is up.
+Events are gathered until the first server's and every announced hop's have
+come (in any order), or the time is up.
 
 The events say nothing about consumers or sequences, so this adds what the
 API knows: the PubAck of a JetStream publish (the stored sequence), and for
@@ -160,7 +161,7 @@ class MessageTrace:
     trace_only: bool
     jetstream: bool
     hops: list[ServerHop]  # in arrival order; the origin first when it came
-    expected: int  # events announced (1 + every hop's count)
+    expected: int  # events announced: the first server's, and one per hop any server announced
     pub_ack: PubAckResult | None = None
     publish_error: NatsError | None = None
     streams: dict[str, StreamSummary] = field(default_factory=dict)
@@ -177,7 +178,9 @@ class MessageTrace:
 
     @property
     def complete(self) -> bool:
-        return bool(self.hops) and len(self.hops) >= self.expected
+        """The first server's event came and every hop it (or a later one) announced answered:
+        events come in any order (the first server sends its own last when a stream is involved)."""
+        return any(not h.hop_id for h in self.hops) and len(self.hops) >= self.expected
 
     def next_hops(self, egress: Egress) -> list[ServerHop]:
         """The event of the server an egress to a route / gateway / leaf went to."""
@@ -269,7 +272,7 @@ class TraceMixin:
         return [text for when, text in list(self.server_errors) if when >= start]
 
     async def _gather_events(self, events: asyncio.Queue, trace: MessageTrace, start: float, deadline: float) -> None:
-        while len(trace.hops) < trace.expected:
+        while not trace.complete:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
