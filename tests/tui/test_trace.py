@@ -180,3 +180,30 @@ async def test_trace_publish_denied_by_permissions(auth_broker):
         assert 'permissions violation for publish to "secret.plans"' in words.lower()
         assert "✗ refused:" in screen_text(app)
         await close(app, pilot)
+
+
+async def test_read_only_traces_without_publishing(make_app, outside):
+    """--read-only may trace (a trace-only publish delivers and stores nothing)
+    but not publish: the view's publish key and button are not there."""
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    got = []
+
+    async def seen(msg):
+        got.append(msg)
+
+    await outside.subscribe("orders.new", cb=seen)
+    await outside.flush()
+    await outside.flush()
+    app = make_app(read_only=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        screen = await open_trace(app, pilot, "orders.new")
+        assert "It would reach 1 subscription on 1 connection." in shown(app, "#trace-verdict")
+        assert "outside  cid" in screen_text(app)
+        assert screen.query_one("#trace-publish").disabled
+        await pilot.press("p")  # not bound under --read-only: nothing happens
+        await pilot.pause(0.3)
+        assert shown(app, "#trace-verdict").startswith("Trace only:")
+        assert got == [] and (await js.stream_info("ORDERS")).state.messages == 0
+        await close(app, pilot)
