@@ -207,3 +207,38 @@ async def test_read_only_traces_without_publishing(make_app, outside):
         assert shown(app, "#trace-verdict").startswith("Trace only:")
         assert got == [] and (await js.stream_info("ORDERS")).state.messages == 0
         await close(app, pilot)
+
+
+async def test_a_long_path_scrolls_at_80x24(make_app, broker_url, outside):
+    """Twelve subscribers do not fit at 80x24: end / home scroll the path with
+    the focus still on the buttons, and nothing is cut off."""
+    conns = []
+
+    async def noop(_msg) -> None:
+        return None
+
+    try:
+        for i in range(12):
+            nc = await nats.connect(broker_url, name=f"service-{i:02}", connect_timeout=2, allow_reconnect=False)
+            await nc.subscribe("orders.new", cb=noop)
+            await nc.flush()
+            await nc.flush()
+            conns.append(nc)
+        app = make_app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await connected(app, pilot)
+            await open_trace(app, pilot, "orders.new", mode="core")
+            assert "It would reach 12 subscriptions on 12 connections." in shown(app, "#trace-verdict")
+            first = screen_text(app)
+            assert "● orders.new  from natslab" in first and "service-11" not in first.split("● orders.new")[1]
+            await pilot.press("end")
+            await pilot.pause(0.1)
+            last = screen_text(app)
+            assert "└── → service-" in last and "● orders.new" not in last
+            await pilot.press("home")
+            await pilot.pause(0.1)
+            assert "● orders.new  from natslab" in screen_text(app)
+            await close(app, pilot)
+    finally:
+        for nc in conns:
+            await nc.close()

@@ -52,6 +52,13 @@ class TraceScreen(ModalScreen):
         Binding("t", "trace(True)", "Trace only", id="trace.only"),
         Binding("p", "trace(False)", "Publish and trace", id="trace.publish"),
         Binding("escape", "close", "Close", id="trace.close"),
+        # the path scrolls wherever the focus is (it starts on the buttons)
+        Binding("down,j", "scroll('down')", "Scroll the path down", id="trace.down", show=False),
+        Binding("up,k", "scroll('up')", "Scroll the path up", id="trace.up", show=False),
+        Binding("pagedown", "scroll('page_down')", "Page down", id="trace.page_down", show=False),
+        Binding("pageup", "scroll('page_up')", "Page up", id="trace.page_up", show=False),
+        Binding("end", "scroll('end')", "End of the path", id="trace.end", show=False),
+        Binding("home", "scroll('home')", "Top of the path", id="trace.home", show=False),
     ]
 
     @dataclass
@@ -103,6 +110,9 @@ class TraceScreen(ModalScreen):
     def action_close(self) -> None:
         self.workers.cancel_group(self, "trace")
         self.dismiss(None)
+
+    def action_scroll(self, how: str) -> None:
+        getattr(self.query_one("#trace-scroll", VerticalScroll), f"scroll_{how}")(animate=False)
 
     def action_trace(self, trace_only: bool) -> None:
         self.query_one("#trace-verdict", Static).update(
