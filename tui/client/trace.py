@@ -197,12 +197,13 @@ class MessageTrace:
         """Why the server refused the publish itself (a permission), if it did."""
         if self.origin is not None and self.origin.refused:
             return self.origin.refused
-        denied = [e for e in self.server_errors if _denied(e)]
+        denied = [e for e in self.server_errors if _denied(e, self.subject)]
         return denied[0] if denied else ""
 
 
-def _denied(error: str) -> bool:
-    return "permissions violation for publish" in error.lower()
+def _denied(error: str, subject: str) -> bool:
+    """The -ERR of a publish to ``subject`` the permissions refused (not another pane's)."""
+    return f'permissions violation for publish to "{subject}"'.lower() in error.lower()
 
 
 class TraceMixin:
@@ -245,8 +246,8 @@ class TraceMixin:
             hdrs[TRACE_ONLY] = "true"
         start = time.monotonic()
         trace = MessageTrace(subject, trace_only, jetstream, [], 1)
+        acked = None
         try:
-            acked = None
             if jetstream and not trace_only:
                 acked = asyncio.ensure_future(self.js_publish(subject, data, hdrs))
             else:
@@ -262,6 +263,8 @@ class TraceMixin:
                 except NatsError as exc:
                     trace.publish_error = exc
         finally:
+            if acked is not None and not acked.done():
+                acked.cancel()
             await quietly(sub.unsubscribe(), "unsubscribe the trace inbox")
         trace.elapsed = time.monotonic() - start
         trace.server_errors = self._errors_since(start)
@@ -281,7 +284,7 @@ class TraceMixin:
             except asyncio.TimeoutError:
                 # a server that refuses the publish may say so only with -ERR
                 # (nats-server also sends the event; natslab's broker does not)
-                if not trace.hops and any(_denied(e) for e in self._errors_since(start)):
+                if not trace.hops and any(_denied(e, trace.subject) for e in self._errors_since(start)):
                     return
                 continue
             try:

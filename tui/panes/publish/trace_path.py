@@ -90,6 +90,8 @@ def verdict(trace: MessageTrace) -> Text:
                    "connection publish to its trace inbox.")
         if trace.publish_error is not None:
             out.append(f" The publish said: {trace.publish_error}.")
+        for error in trace.server_errors:
+            out.append(f" The server said: {error}.")
         return out
     sentences: list[str] = []
     delivered = [(h, e) for h, e in trace.all_deliveries() if not e.error]
