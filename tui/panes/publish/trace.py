@@ -33,6 +33,7 @@ class TraceRequest:
     headers: dict[str, str]
     data: bytes
     jetstream: bool
+    of: int = 1  # the composer's repeat count: the trace sends only the first
 
     @classmethod
     def from_publish(cls, req) -> "TraceRequest":
@@ -43,7 +44,7 @@ class TraceRequest:
             headers["Nats-Expected-Last-Sequence"] = str(req.expected_last_seq)
         if req.expected_stream:
             headers["Nats-Expected-Stream"] = req.expected_stream
-        return cls(req.subject, headers, render_template(req.payload, 1).encode(), req.jetstream)
+        return cls(req.subject, headers, render_template(req.payload, 1).encode(), req.jetstream, req.count)
 
 
 class TraceScreen(ModalScreen):
@@ -78,6 +79,8 @@ class TraceScreen(ModalScreen):
         with Vertical(id="trace-box"):
             title = Text("Where did my message go?  ", style="bold")
             title.append(f"{self.request.subject} ({mode})")
+            if self.request.of > 1:
+                title.append(f"  the first of {self.request.of} messages", style="italic")
             yield Static(title, id="trace-title")
             with Horizontal(id="trace-actions"):
                 yield Button("t Trace only", id="trace-only", variant="primary")
