@@ -106,6 +106,14 @@ async def test_trace_names_subscribers_queue_group_stream_and_consumers(make_app
             await wait_for(pilot, lambda: got == {"billing": 1, "workers": 1}, what="delivered once each")
             assert (await js.stream_info("ORDERS")).state.messages == 1
             await close(app, pilot)
+            # a core publish has no PubAck: the view reads the stream's last message on the subject
+            await open_trace(app, pilot, "orders.new", mode="core")
+            await pilot.press("p")
+            words = await traced(app, pilot, "Published and traced.")
+            assert "Stream ORDERS stored it (no PubAck for a core publish: its last message on orders.new is now seq 2)." in words
+            assert "■ stream ORDERS  ✓ stored (last on subject: seq 2)" in screen_text(app)
+            await wait_for(pilot, lambda: got == {"billing": 2, "workers": 2}, what="delivered twice each")
+            await close(app, pilot)
     finally:
         for c in conns:
             await c.close()
