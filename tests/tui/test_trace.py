@@ -247,6 +247,14 @@ async def test_a_long_path_scrolls_at_80x24(make_app, broker_url, outside):
             await pilot.press("home")
             await pilot.pause(0.1)
             assert "● orders.new  from natslab" in screen_text(app)
+            # ? lists the view's own keys (a modal screen does not get the app's)
+            from natslab.tui.screens.help import HelpScreen
+
+            await pilot.press("question_mark")
+            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+            assert "Publish and trace" in screen_text(app) and "Scroll the path down" in screen_text(app)
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, TraceScreen), what="back to the trace")
             await close(app, pilot)
     finally:
         for nc in conns:

@@ -53,6 +53,8 @@ class TraceScreen(ModalScreen):
         Binding("t", "trace(True)", "Trace only", id="trace.only"),
         Binding("p", "trace(False)", "Publish and trace", id="trace.publish"),
         Binding("escape", "close", "Close", id="trace.close"),
+        # a modal screen does not get the app's own keys: its help is its own
+        Binding("question_mark", "help", "Help", id="trace.help", key_display="?"),
         # the path scrolls wherever the focus is (it starts on the buttons)
         Binding("down,j", "scroll('down')", "Scroll the path down", id="trace.down", show=False),
         Binding("up,k", "scroll('up')", "Scroll the path up", id="trace.up", show=False),
@@ -113,6 +115,11 @@ class TraceScreen(ModalScreen):
     def action_close(self) -> None:
         self.workers.cancel_group(self, "trace")
         self.dismiss(None)
+
+    def action_help(self) -> None:
+        from ...screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen.for_bindings(self.active_bindings))
 
     def action_scroll(self, how: str) -> None:
         getattr(self.query_one("#trace-scroll", VerticalScroll), f"scroll_{how}")(animate=False)
