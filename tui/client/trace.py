@@ -198,7 +198,7 @@ class MessageTrace:
         if self.origin is not None and self.origin.refused:
             return self.origin.refused
         denied = [e for e in self.server_errors if _denied(e, self.subject)]
-        return denied[0] if denied else ""
+        return denied[0].removeprefix("nats: ") if denied else ""
 
 
 def _denied(error: str, subject: str) -> bool:

@@ -10,6 +10,7 @@ It opens with a trace-only run, which changes nothing anywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -23,6 +24,9 @@ from textual.widgets import Button, Static
 from ...client import NatsError
 from .parse import render_template
 from .trace_path import path_tree, verdict
+
+if TYPE_CHECKING:
+    from ...client.trace import MessageTrace
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class TraceScreen(ModalScreen):
 
     @dataclass
     class Traced(Message):
-        trace: object  # a MessageTrace
+        trace: MessageTrace
 
     @dataclass
     class Failed(Message):
