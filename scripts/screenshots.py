@@ -112,6 +112,22 @@ async def more_orders_core(url: str) -> None:
     await nc.close()
 
 
+async def listeners(url: str) -> list:
+    """Other programs subscribed to orders: one plain, two in a queue group (for the trace)."""
+    async def noop(_msg) -> None:
+        return None
+
+    conns = []
+    for name, subject, queue in (("billing", "orders.*", ""), ("shipper-1", "orders.eu", "shippers"),
+                                 ("shipper-2", "orders.eu", "shippers")):
+        nc = await nats.connect(url, name=name)
+        await nc.subscribe(subject, queue=queue, cb=noop)
+        await nc.flush()
+        await nc.flush()
+        conns.append(nc)
+    return conns
+
+
 async def link_streams(url: str) -> None:
     """Streams fed by other streams, for the topology picture."""
     nc = await nats.connect(url)
@@ -268,6 +284,19 @@ async def main(embedded: bool) -> None:
             app.screen.query_one("#pub-send").press()
             await settle(pilot, 1.0)
             await shoot(app, "publish")
+
+            # 7b. where did the composed message go? published and traced, others listening
+            others = await listeners(url)
+            app.screen.query_one("#pub-count").value = ""
+            app.screen.query_one("#pub-subject").focus()
+            await pilot.press("ctrl+t")
+            await settle(pilot, 1.0)
+            await pilot.press("p")
+            await settle(pilot, 1.0)
+            await shoot(app, "trace")
+            await pilot.press("escape")
+            for nc in others:
+                await nc.close()
 
             # 8. request-reply against an echo mock
             await show(app, pilot, "request")

@@ -8,6 +8,7 @@ import json
 import logging
 import secrets
 import time
+from collections import deque
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -17,6 +18,7 @@ from .kv import KvMixin
 from .pull import PullMixin
 from .publishing import PublishFeaturesMixin
 from .objects import ObjectsMixin
+from .trace import TraceMixin
 from .models import (
     AccountUsage,
     ConsumerSummary,
@@ -33,16 +35,18 @@ if TYPE_CHECKING:
 # while it loads (launch-to-first-paint is a measured target).
 
 API = "$JS.API"
+SERVER_ERRORS_KEPT = 20
 log = logging.getLogger(__name__)
 # What --read-only still asks the JetStream API: reads, never a change.
 READ_ONLY_API = ("INFO", "STREAM.LIST", "STREAM.NAMES", "STREAM.INFO.", "STREAM.MSG.GET.",
                  "CONSUMER.LIST.", "CONSUMER.NAMES.", "CONSUMER.INFO.")
 
 
-class NatsClient(PullMixin, KvMixin, ObjectsMixin, PublishFeaturesMixin):
+class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMixin):
     """A connected nats-py client plus typed JetStream management calls."""
 
-    def __init__(self, nc: NATS, options: ConnectOptions, inbox_prefix: str = "_INBOX"):
+    def __init__(self, nc: NATS, options: ConnectOptions, inbox_prefix: str = "_INBOX",
+                 server_errors: deque | None = None):
         self.nc = nc
         self.js = nc.jetstream()
         self.options = options
@@ -50,6 +54,9 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, PublishFeaturesMixin):
         # every reply, watch and fetch inbox of this connection starts with it,
         # so the app can tell its own traffic from other programs'
         self.inbox_prefix = inbox_prefix
+        # the server's recent -ERRs to this connection (a denied publish is
+        # only ever said this way): (monotonic time, text), newest last
+        self.server_errors: deque = server_errors if server_errors is not None else deque(maxlen=SERVER_ERRORS_KEPT)
 
     # ---- connection -------------------------------------------------
     @classmethod
@@ -65,6 +72,13 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, PublishFeaturesMixin):
             return None
 
         inbox_prefix = f"_INBOX.natslab_{secrets.token_hex(4)}"
+        server_errors: deque = deque(maxlen=SERVER_ERRORS_KEPT)
+
+        async def error_cb(exc: Exception) -> None:
+            server_errors.append((time.monotonic(), str(exc)))
+            if on_error is not None:
+                await on_error(exc)
+
         kw: dict[str, Any] = dict(
             servers=[u.strip() for u in options.url.split(",") if u.strip()],
             inbox_prefix=inbox_prefix,
@@ -74,7 +88,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, PublishFeaturesMixin):
             reconnect_time_wait=options.reconnect_time_wait,
             disconnected_cb=on_disconnect or _noop,
             reconnected_cb=on_reconnect or _noop,
-            error_cb=on_error or _noop,
+            error_cb=error_cb,
         )
         if options.user:
             kw["user"] = options.user
@@ -91,7 +105,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, PublishFeaturesMixin):
             nc = await nats.connect(**kw)
         except Exception as exc:  # nats-py raises several unrelated types here
             raise NatsError(f"cannot connect to {options.url}: {_plain(exc)}") from exc
-        return cls(nc, options, inbox_prefix)
+        return cls(nc, options, inbox_prefix, server_errors)
 
     async def close(self) -> None:
         if not self.nc.is_closed:

@@ -93,6 +93,7 @@ class PublishPane(WritesGuard, Vertical):
         Binding("ctrl+x", "cancel", "Cancel run", id="publish.cancel"),
         Binding("ctrl+y", "copy_code", "Copy as code", id="publish.code"),
         Binding("ctrl+l", "clear_payload", "Clear payload", id="publish.clear"),
+        Binding("ctrl+t", "trace", "Trace", id="publish.trace"),
     ]
 
     @dataclass
@@ -148,6 +149,7 @@ class PublishPane(WritesGuard, Vertical):
             yield Button("Publish", id="pub-send", variant="primary")
             yield Button("Cancel", id="pub-cancel", disabled=True)
             yield Button("Clear payload", id="pub-clear")
+            yield Button("Trace", id="pub-trace")
             yield ProgressBar(id="pub-progress", show_eta=False)
         yield Static("", id="pub-result")
         yield Label("Recent publishes (enter to recall)", classes="pane-status")
@@ -321,6 +323,13 @@ class PublishPane(WritesGuard, Vertical):
         else:
             bar.display = False
             self.run_feature(req)
+
+    @on(Button.Pressed, "#pub-trace")
+    def action_trace(self) -> None:
+        """"Where did my message go?": the composed message, traced (see trace.py)."""
+        from .trace import open_trace
+
+        open_trace(self, self.build_request())
 
     @on(Button.Pressed, "#pub-clear")
     def action_clear_payload(self) -> None:
