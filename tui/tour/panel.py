@@ -8,6 +8,8 @@ walkthrough's, and switches to the pane and cells that changed.
 
 from __future__ import annotations
 
+import time
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -47,16 +49,27 @@ class TourPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Label("", id="tour-progress")
         with VerticalScroll(id="tour-body"):
+            # what happened (once run) above what the step does: at 80x24 the numbers stay in sight
             yield Static("", id="tour-title")
-            yield Static("", id="tour-says")
             yield Static("", id="tour-status")
             yield Static("", id="tour-readings")
             yield Static("", id="tour-look")
+            yield Static("", id="tour-says")
         yield Label("", id="tour-keys")
 
+    HOLD_FOCUS = 1.0  # seconds after a look in which the pane shown does not keep the keys
+
     def on_mount(self) -> None:
-        self.run_ctx = Run(self.app, self.timing, self._progress)
+        self.run_ctx = Run(self.app, self.timing, self._progress, self.show_place)
+        self._hold_focus_until = 0.0
+        self.watch(self.screen, "focused", self._focus_moved, init=False)
         self.show_step()
+
+    def _focus_moved(self, focused) -> None:
+        # A tab shown by the tour focuses its pane (MainScreen.tab_activated);
+        # the tour's keys stay with the panel right after it pointed somewhere.
+        if focused is not self and self.display and time.monotonic() < self._hold_focus_until:
+            self.call_later(self.focus)
 
     # ---- what the panel shows --------------------------------------------
     @property
@@ -67,8 +80,10 @@ class TourPanel(Vertical):
         step = STEPS[self.index]
         self.query_one("#tour-progress", Label).update(f"Guided tour · {self.progress_text}")
         self.query_one("#tour-title", Static).update(f"[b]{escape(step.chapter)}[/b]\n[$text-accent]{escape(step.title)}[/]")
-        self.query_one("#tour-says", Static).update(escape(step_text(step, self.timing)))
         readings = self.results.get(self.index)
+        says = self.query_one("#tour-says", Static)
+        says.update(escape(step_text(step, self.timing)))
+        says.set_class(readings is not None, "-done")
         status = self.query_one("#tour-status", Static)
         if self.running == self.index:
             status.update("[$text-warning]running…[/]")
@@ -80,23 +95,34 @@ class TourPanel(Vertical):
             status.update("[$text-success]done[/] — [b]enter[/b] next step" if self.index + 1 < len(STEPS)
                           else "[$text-success]done[/] — that was the whole walkthrough. [b]esc[/b] closes")
         self.query_one("#tour-readings", Static).update(self._readings_markup(readings or []))
+        self.query_one("#tour-readings").display = bool(readings)
         looks = step.looks if readings is not None else ()
         look = self.query_one("#tour-look", Static)
         if looks:
             where = looks[self.look_at % len(looks)]
             more = f" ([b]l[/b]: {len(looks) - 1} more)" if len(looks) > 1 else ""
             look.update(f"[b]Look at[/b]{more}: {escape(where.what)}")
-        else:
-            look.update("")
-        self.query_one("#tour-keys", Label).update("enter run/next · ←/→ step · l look · esc close")
+        look.display = bool(looks)
+        self.query_one("#tour-keys", Label).update("⏎ run  ←→ step  l look  esc")
 
     @staticmethod
     def _readings_markup(readings: list[Reading]) -> str:
-        lines = []
+        """Grouped by stream / consumer; ✓ where the broker's figure is the
+        walkthrough's, ✗ and the walkthrough's where it is not."""
+        lines, group = [], None
         for r in readings:
-            mark = {True: "[$text-success]✓[/]", False: "[$text-error]✗[/]", None: "·"}[r.matches]
-            seed = f" [dim](walkthrough {escape(r.walkthrough)})[/dim]" if r.walkthrough is not None else ""
+            if r.group != group:
+                group = r.group
+                if group:
+                    lines.append(f"[b]{escape(group)}[/b]")
+            if r.matches:
+                lines.append(f"[$text-success]✓[/] {escape(r.label)}: [b]{escape(r.value)}[/b]")
+                continue
+            mark = "[$text-error]✗[/]" if r.matches is False else "·"
+            seed = f" [dim]walkthrough: {escape(r.walkthrough)}[/dim]" if r.walkthrough is not None else ""
             lines.append(f"{mark} {escape(r.label)}: [b]{escape(r.value)}[/b]{seed}")
+        if any(r.matches for r in readings):
+            lines.append("[dim]✓ the walkthrough's figure, read from this broker[/dim]")
         return "\n".join(lines)
 
     def _progress(self, text: str) -> None:
@@ -179,9 +205,11 @@ class TourPanel(Vertical):
     # ---- pointing at the panes -----------------------------------------------
     def look(self) -> None:
         looks = STEPS[self.index].looks
-        if not looks:
-            return
-        where = looks[self.look_at % len(looks)]
+        if looks:
+            self.show_place(looks[self.look_at % len(looks)])
+
+    def show_place(self, where: Look) -> None:
+        """Switch to the pane of ``where``, select its row and mark its cells."""
         self._point_nowhere()
         app = self.app
         if where.area == "streams":
@@ -197,8 +225,8 @@ class TourPanel(Vertical):
             app.action_tab(where.area)
         if where.area in TABLES and where.cells:
             self._point(where)
-        # the pane takes the focus when its tab is shown; the tour's keys come back here
-        self.set_timer(0.3, self.focus)
+        self._hold_focus_until = time.monotonic() + self.HOLD_FOCUS
+        self.focus()
 
     def _point(self, where: Look) -> None:
         area, selector = TABLES[where.area]

@@ -43,6 +43,11 @@ class Reading:
     value: str
     walkthrough: str | None = None  # the seed's figure, when it has one
     exact: bool = True  # False: the walkthrough's figure is for comparison only (a round trip)
+    group: str = ""  # the stream or consumer it belongs to, said once above its readings
+
+    @property
+    def name(self) -> str:
+        return f"{self.group} {self.label}".strip()
 
     @property
     def matches(self) -> bool | None:
@@ -66,10 +71,12 @@ class Look:
 class Run:
     """Handed to a step's action while it runs."""
 
-    def __init__(self, app: "NatslabApp", timing: Timing, progress: Callable[[str], None]):
+    def __init__(self, app: "NatslabApp", timing: Timing, progress: Callable[[str], None],
+                 point: Callable[[Look], None]):
         self.app = app
         self.timing = timing
         self.progress = progress  # one line for the panel: "waiting 3.2 s …"
+        self.point = point  # show a place before the step ends (to watch a wait run out there)
         self.rdl: "FetchedMessage | None" = None  # RDL's last delivery, carried from step to step
 
     @property
@@ -131,9 +138,10 @@ CONSUMER_LABELS = {
 
 def stream_readings(s: "StreamSummary", **walkthrough: str) -> list[Reading]:
     cells = stream_cells(s)
-    return [Reading(f"{s.name} {STREAM_LABELS[key]}", cells[key], want) for key, want in walkthrough.items()]
+    return [Reading(STREAM_LABELS[key], cells[key], want, group=s.name) for key, want in walkthrough.items()]
 
 
 def consumer_readings(c: "ConsumerSummary", **walkthrough: str) -> list[Reading]:
     cells = consumer_cells(c)
-    return [Reading(f"{c.name} {CONSUMER_LABELS[key]}", cells[key], want) for key, want in walkthrough.items()]
+    return [Reading(CONSUMER_LABELS[key], cells[key], want, group=f"{c.stream} › {c.name}")
+            for key, want in walkthrough.items()]

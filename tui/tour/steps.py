@@ -97,9 +97,10 @@ async def past_ack_wait(run: Run, fm: "FetchedMessage", why: str) -> None:
         await run.wait(left, why)
 
 
-def tries(fm: "FetchedMessage", walkthrough: int) -> list[Reading]:
+def tries(fm: "FetchedMessage", walkthrough: int, cons_seq: int) -> list[Reading]:
+    """The card's head, as `nats consumer next` prints it: tries, str seq, cons seq."""
     return [Reading("tries", str(fm.num_delivered), str(walkthrough)),
-            Reading("stream seq / cons seq", f"{fm.stream_seq} / {fm.consumer_seq}", None)]
+            Reading("str seq / cons seq", f"{fm.stream_seq} / {fm.consumer_seq}", f"2 / {cons_seq}")]
 
 
 async def make_stream(run: Run, config: dict) -> None:
@@ -115,9 +116,9 @@ async def publish_all(run: Run, messages) -> None:
 async def create_orders(run: Run) -> list[Reading]:
     await make_stream(run, REDELIVERY.stream)
     s = await run.stream(ORDERS)
-    return [Reading("Retention / Storage", f"{s.retention} / {s.storage}", "limits / file"),
+    return [Reading("Retention / Storage", f"{s.retention} / {s.storage}", "limits / file", group=s.name),
             Reading("Maximum Messages / Per Subject", f"{s.config.get('max_msgs'):,} / {s.config.get('max_msgs_per_subject')}",
-                    "1,000 / 100"),
+                    "1,000 / 100", group=s.name),
             *stream_readings(s, messages="0")]
 
 
@@ -125,7 +126,7 @@ async def publish_orders(run: Run) -> list[Reading]:
     await publish_all(run, REDELIVERY.messages)
     s = await run.stream(ORDERS)
     return [*stream_readings(s, messages="4", bytes="222 B", first="1", last="4"),
-            Reading("Number of Subjects", str(s.num_subjects), "2")]
+            Reading("Number of Subjects", str(s.num_subjects), "2", group=s.name)]
 
 
 async def core_forgets(run: Run) -> list[Reading]:
@@ -153,11 +154,12 @@ async def rdl_no_ack(run: Run) -> list[Reading]:
     await fetch_and_ack(run, ORDERS, "RDL", 1)  # "delivery #1 was consumed and acked in an earlier step"
     fm = await hand_fetch(run, ORDERS, "RDL")
     run.rdl = fm
-    return [*tries(fm, 1), Reading("payload", fm.data.decode(errors="replace"), "order-2 payload")]
+    return [*tries(fm, 1, 2), Reading("payload", fm.data.decode(errors="replace"), "order-2 payload")]
 
 
 async def rdl_expired(run: Run) -> list[Reading]:
     fm = run.rdl
+    run.point(STEPS_BY_ACTION[rdl_expired].looks[0])  # the countdown runs out on the ruler
     await past_ack_wait(run, fm, f"ack wait {secs(fm.ack_wait)} running out")
     c = await run.consumer(ORDERS, "RDL")
     return consumer_readings(c, ack_pending="1", redelivered="0", pending="2", ack_floor="1/1", delivered="2/2")
@@ -168,7 +170,7 @@ async def rdl_again(run: Run) -> list[Reading]:
     fm = await hand_fetch(run, ORDERS, "RDL")
     run.rdl = fm
     c = await run.consumer(ORDERS, "RDL")
-    return [*tries(fm, 2), *consumer_readings(c, redelivered="1", ack_pending="1", pending="2", delivered="3/2")]
+    return [*tries(fm, 2, 3), *consumer_readings(c, redelivered="1", ack_pending="1", pending="2", delivered="3/2")]
 
 
 async def rdl_ack(run: Run) -> list[Reading]:
@@ -176,13 +178,14 @@ async def rdl_ack(run: Run) -> list[Reading]:
     fm = await hand_fetch(run, ORDERS, "RDL")
     await hand_ack(run, fm)
     c = await run.consumer(ORDERS, "RDL")
-    return [*tries(fm, 3), *consumer_readings(c, ack_pending="0", ack_floor="4/2", pending="2")]
+    return [*tries(fm, 3, 4), *consumer_readings(c, ack_pending="0", ack_floor="4/2", pending="2")]
 
 
 async def max_age(run: Run) -> list[Reading]:
     await make_stream(run, {**TTL, "max_age": int(run.timing.max_age * NS)})
     await publish_all(run, DEMOS["max-age"].messages)
     first = await run.stream(TTL["name"])
+    run.point(STEPS_BY_ACTION[max_age].looks[0])  # watch Messages drop while it waits
     await run.wait(run.timing.max_age * 1.5, f"max age {secs(run.timing.max_age)}: waiting")
 
     async def gone() -> bool:
@@ -190,8 +193,8 @@ async def max_age(run: Run) -> list[Reading]:
 
     await run.until(gone, run.timing.max_age + 2.0)  # the broker expires on its own timer
     later = await run.stream(TTL["name"])
-    return [Reading(f"{TTL['name']} Messages after publishing", str(first.messages), "3"),
-            Reading(f"{TTL['name']} Messages after {secs(run.timing.max_age * 1.5)}", str(later.messages), "0")]
+    return [Reading("Messages after publishing", str(first.messages), "3", group=TTL["name"]),
+            Reading(f"Messages after {secs(run.timing.max_age * 1.5)}", str(later.messages), "0", group=TTL["name"])]
 
 
 async def max_msgs(run: Run) -> list[Reading]:
@@ -217,7 +220,7 @@ async def interest_held(run: Run) -> list[Reading]:
         return (await run.stream(name)).messages == 0
 
     await run.until(removed, 2.0)
-    return [Reading(f"{name} Messages before the ack", str(held.messages), "1"),
+    return [Reading("Messages before the ack", str(held.messages), "1", group=name),
             Reading("fetched str seq", ", ".join(str(fm.stream_seq) for fm in got), "3"),
             *stream_readings(await run.stream(name), messages="0")]
 
@@ -234,7 +237,7 @@ async def workqueue(run: Run) -> list[Reading]:
         return (await run.stream(name)).messages == 1
 
     await run.until(one_left, 2.0)
-    return [Reading(f"{name} Messages after publishing 2", str(two.messages), "2"),
+    return [Reading("Messages after publishing 2", str(two.messages), "2", group=name),
             Reading("fetched str seq", ", ".join(str(fm.stream_seq) for fm in got), "1"),
             *stream_readings(await run.stream(name), messages="1")]
 
@@ -267,8 +270,8 @@ async def kv_is_a_stream(run: Run) -> list[Reading]:
     latest = (await client.kv_history(BUCKET, "region"))[-1]
     s = await run.stream(f"KV_{BUCKET}")
     return [Reading("get region", f"{latest.value.decode()} (revision {latest.revision})", "us (revision 2)"),
-            Reading(f"KV_{BUCKET} Subjects", ", ".join(s.subjects), f"$KV.{BUCKET}.>"),
-            Reading("Retention / Storage", f"{s.retention} / {s.storage}", "limits / file"),
+            Reading("Subjects", ", ".join(s.subjects), f"$KV.{BUCKET}.>", group=s.name),
+            Reading("Retention / Storage", f"{s.retention} / {s.storage}", "limits / file", group=s.name),
             *stream_readings(s, messages="2", bytes="98 B")]
 
 
@@ -363,4 +366,5 @@ def step_text(step: Step, timing) -> str:
                             ack_note=shortened(timing, "ack_wait"), age_note=shortened(timing, "max_age"))
 
 
+STEPS_BY_ACTION = {step.action: step for step in STEPS}
 ALL_CREATES: tuple[str, ...] = tuple(name for step in STEPS for name in step.creates)
