@@ -79,7 +79,7 @@ async def test_the_tour_runs_every_step_with_the_walkthroughs_numbers(make_app, 
     js, kv = await user_data(outside)
     before = await snapshot(js, kv)
     app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:  # the smallest terminal it is laid out for
         await connected(app, pilot)
         await pilot.press("T")
         await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
@@ -179,7 +179,12 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await connected(app, pilot)
-        app.action_tour()
+        # from the command palette this time
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
+        await pilot.press(*"guided tour")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
         panel = app.screen.query_one("#tour")
         await pilot.pause(0.2)
@@ -195,3 +200,8 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
         await answer(app, pilot)
         await wait_for(pilot, lambda: 0 in panel.results, what="step 1 ran")
         assert (await js.stream_info("DEMO_ORDERS")).state.messages == 0  # replaced, as asked
+        created = (await js.stream_info("DEMO_ORDERS")).created
+        await pilot.press("r")  # again: its own DEMO_ORDERS is found, so it asks once more
+        assert "DEMO_ORDERS exists already" in await answer(app, pilot)
+        await wait_for(pilot, lambda: 0 in panel.results, what="step 1 ran again")
+        assert (await js.stream_info("DEMO_ORDERS")).created != created

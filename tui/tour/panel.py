@@ -31,6 +31,7 @@ class TourPanel(Vertical):
         Binding("right,n", "move(1)", "Next step", id="tour.next"),
         Binding("left,p", "move(-1)", "Previous step", id="tour.back"),
         Binding("l", "look", "Look at the next place", id="tour.look"),
+        Binding("r", "again", "Run this step again", id="tour.again", show=False),
         Binding("escape", "close", "Close the tour", id="tour.close"),
     ]
     can_focus = True
@@ -92,7 +93,7 @@ class TourPanel(Vertical):
         elif readings is None:
             status.update("[b]enter[/b] runs this step")
         else:
-            status.update("[$text-success]done[/] — [b]enter[/b] next step" if self.index + 1 < len(STEPS)
+            status.update("[$text-success]done[/] — [b]enter[/b] next step · [b]r[/b] again" if self.index + 1 < len(STEPS)
                           else "[$text-success]done[/] — that was the whole walkthrough. [b]esc[/b] closes")
         self.query_one("#tour-readings", Static).update(self._readings_markup(readings or []))
         self.query_one("#tour-readings").display = bool(readings)
@@ -137,6 +138,14 @@ class TourPanel(Vertical):
             self.action_move(1)
         else:
             self.run_step(self.index)
+
+    def action_again(self) -> None:
+        """Run the step again; the steps after it built on the old run, so they are to run again too."""
+        if self.running is not None or self.index not in self.results:
+            return
+        for later in [i for i in self.results if i >= self.index]:
+            del self.results[later]
+        self.run_step(self.index)
 
     def action_move(self, by: int) -> None:
         to = self.index + by
