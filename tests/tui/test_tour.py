@@ -157,6 +157,10 @@ async def test_the_tour_runs_every_step_with_the_walkthroughs_numbers(make_app, 
         await next_step(pilot, panel, 14)
         r = await run_step(app, pilot, panel, 14)
         assert r["reply"] == "shipped order 4711" and r["round trip"].endswith(" ms")
+        await pilot.press("r")  # it needs no earlier step: only it runs again
+        await wait_for(pilot, lambda: 13 in panel.results, what="request again")
+        assert panel.progress_text == "step 14/15" and readings(panel, 13)["reply"] == "shipped order 4711"
+        assert len(app.main_screen.pane("request").latencies) == 2
 
         await next_step(pilot, panel, 15)
         r = await run_step(app, pilot, panel, 15)

@@ -140,12 +140,16 @@ class TourPanel(Vertical):
             self.run_step(self.index)
 
     def action_again(self) -> None:
-        """Run the step again; the steps after it built on the old run, so they are to run again too."""
+        """Run this part of the walkthrough again: from the nearest step that needs
+        no earlier one (it makes its own streams). The steps after it built on the
+        old run, so they are to run again too."""
         if self.running is not None or self.index not in self.results:
             return
-        for later in [i for i in self.results if i >= self.index]:
+        start = max(i for i in range(self.index + 1) if STEPS[i].starts_over or i == 0)
+        for later in [i for i in self.results if i >= start]:
             del self.results[later]
-        self.run_step(self.index)
+        self.index, self.look_at = start, 0
+        self.run_step(start)
 
     def action_move(self, by: int) -> None:
         to = self.index + by
@@ -202,6 +206,11 @@ class TourPanel(Vertical):
             self.running = None
             self.show_step()
             return
+        except Exception as exc:  # a bug must not leave the panel "running…" for ever: it says what broke
+            self.failed[index] = f"{type(exc).__name__}: {exc}"
+            self.running = None
+            self.show_step()
+            raise
         finally:
             self.focus()
         self.results[index] = readings

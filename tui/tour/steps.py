@@ -39,6 +39,12 @@ class Step:
     action: Callable[[Run], Awaitable[list[Reading]]]
     looks: tuple[Look, ...]
     creates: tuple[str, ...] = ()  # the DEMO_ streams it makes (asked before one is replaced)
+    stands_alone: bool = False  # needs nothing from the steps before it (it can run again by itself)
+
+    @property
+    def starts_over(self) -> bool:
+        """Running it again needs no earlier step: it makes its own streams, or needs none."""
+        return bool(self.creates) or self.stands_alone
 
 
 def shortened(timing, what: str) -> str:
@@ -159,8 +165,16 @@ async def rdl_no_ack(run: Run) -> list[Reading]:
     return [*tries(fm, 1, 2), Reading("payload", fm.data.decode(errors="replace"), "order-2 payload")]
 
 
+def last_rdl(run: Run) -> "FetchedMessage":
+    if run.rdl is None:
+        from ..client import NatsError
+
+        raise NatsError("RDL has no delivery in the hand yet: run 'RDL: pull one, do not ack' first")
+    return run.rdl
+
+
 async def rdl_expired(run: Run) -> list[Reading]:
-    fm = run.rdl
+    fm = last_rdl(run)
     run.point(STEPS_BY_ACTION[rdl_expired].looks[0])  # the countdown runs out on the ruler
     await past_ack_wait(run, fm, f"ack wait {secs(fm.ack_wait)} running out")
     c = await run.consumer(ORDERS, "RDL")
@@ -168,7 +182,7 @@ async def rdl_expired(run: Run) -> list[Reading]:
 
 
 async def rdl_again(run: Run) -> list[Reading]:
-    await past_ack_wait(run, run.rdl, "the ack wait is still running")
+    await past_ack_wait(run, last_rdl(run), "the ack wait is still running")
     fm = await hand_fetch(run, ORDERS, "RDL")
     run.rdl = fm
     c = await run.consumer(ORDERS, "RDL")
@@ -176,7 +190,7 @@ async def rdl_again(run: Run) -> list[Reading]:
 
 
 async def rdl_ack(run: Run) -> list[Reading]:
-    await past_ack_wait(run, run.rdl, "waiting for the ack wait to run out once more")
+    await past_ack_wait(run, last_rdl(run), "waiting for the ack wait to run out once more")
     fm = await hand_fetch(run, ORDERS, "RDL")
     await hand_ack(run, fm)
     c = await run.consumer(ORDERS, "RDL")
@@ -352,7 +366,8 @@ STEPS: tuple[Step, ...] = (
     Step("Request-reply", "Request-reply is built in",
          f"Starts an echo service on {SERVICE} in the Request pane (the walkthrough's `nats reply` printed "
          "the body back) and sends 'shipped order 4711': the reply and its round trip.",
-         request_reply, (Look("request", f"Request › the reply from {SERVICE}, its round trip, the mock's count"),)),
+         request_reply, (Look("request", f"Request › the reply from {SERVICE}, its round trip, the mock's count"),),
+         stands_alone=True),
     Step("KV as a stream", "The KV store is a stream",
          f"Creates bucket {BUCKET} (history 5; its subject $KV.{BUCKET}.region is as long as the walkthrough's "
          "$KV.CONFIG.region), puts region eu then us, gets region: us, revision 2. The bucket is the stream "
