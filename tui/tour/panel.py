@@ -71,6 +71,11 @@ class TourPanel(Vertical):
         # the tour's keys stay with the panel right after it pointed somewhere.
         if focused is not self and self.display and time.monotonic() < self._hold_focus_until:
             self.call_later(self.focus)
+        self._show_keys(focused is self)
+
+    def _show_keys(self, mine: bool) -> None:
+        self.query_one("#tour-keys", Label).update(
+            "⏎ run  ←→ step  l look  esc" if mine else "[b]T[/b]: the tour's keys again")
 
     # ---- what the panel shows --------------------------------------------
     @property
@@ -104,7 +109,7 @@ class TourPanel(Vertical):
             more = f" ([b]l[/b]: {len(looks) - 1} more)" if len(looks) > 1 else ""
             look.update(f"[b]Look at[/b]{more}: {escape(where.what)}")
         look.display = bool(looks)
-        self.query_one("#tour-keys", Label).update("⏎ run  ←→ step  l look  esc")
+        self._show_keys(self.screen.focused is self)
 
     @staticmethod
     def _readings_markup(readings: list[Reading]) -> str:
