@@ -3,6 +3,7 @@
     python scripts/screenshots.py            # against a throwaway nats-server
     python scripts/screenshots.py --embedded # against natslab's own broker
     python scripts/screenshots.py --topology # only the topology view's picture
+    python scripts/screenshots.py --tour     # only the guided tour's picture
 
 Nothing here is hand-made: a real broker, real data published with nats-py,
 the real NatslabApp driven by Pilot, and ``save_screenshot`` for each picture.
@@ -171,6 +172,41 @@ async def topology_shot(store: Path) -> None:
             open_topology(app)
             await settle(pilot, 2.5)
             await shoot(app, "topology")
+            await app.shutdown()
+    finally:
+        broker.stop()
+
+
+async def tour_shot(store: Path) -> None:
+    """screenshots/tour.svg: the guided tour run on a broker of its own up to
+    step 7 (pull again: tries 2), with the walkthrough's own 4 s ack wait."""
+    broker = Broker(store)
+    try:
+        app = NatslabApp(connect=ConnectOptions(url=broker.url), stable_display=True,
+                         display_url="nats://127.0.0.1:4222", display_version="2.x", remember_theme=False,
+                         theme_name="natslab-dark")
+        async with app.run_test(size=SIZE) as pilot:
+            while app.client is None or not app.client.connected:
+                await pilot.pause(0.05)
+            await settle(pilot, 0.5)
+            await pilot.press("T")
+            await settle(pilot, 0.5)
+            panel = app.screen.query_one("#tour")
+            for step in range(7):
+                await pilot.press("enter")  # run the step
+                if step == 0:  # a server natslab did not start: the tour asks first
+                    await settle(pilot, 0.5)
+                    await pilot.press("y")
+                while step not in panel.results:
+                    if step in panel.failed:
+                        raise RuntimeError(f"tour step {step + 1}: {panel.failed[step]}")
+                    await pilot.pause(0.1)
+                if step == 4:  # the time axis at 1 s per cell (stable display starts it at 1 m)
+                    app.screen.query_one("#time-axis").seconds_per_cell = 1.0
+                if step < 6:
+                    await pilot.press("enter")  # on to the next one
+            await settle(pilot, 0.5)  # within the second delivery's 4 s ack wait
+            await shoot(app, "tour")
             await app.shutdown()
     finally:
         broker.stop()
@@ -361,16 +397,22 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedded", action="store_true", help="use natslab's own broker")
     parser.add_argument("--topology", action="store_true", help="only screenshots/topology.svg")
+    parser.add_argument("--tour", action="store_true", help="only screenshots/tour.svg")
     args = parser.parse_args()
-    if args.topology:
+    if args.topology or args.tour:
         OUT.mkdir(exist_ok=True)
         shots = Path(tempfile.mkdtemp(prefix="natslab-shots-"))
         os.environ["XDG_CONFIG_HOME"] = str(shots / "config")
         os.environ["XDG_DATA_HOME"] = str(shots / "data")
         try:
-            asyncio.run(topology_shot(shots))
+            asyncio.run(topology_shot(shots) if args.topology else tour_shot(shots))
         finally:
             shutil.rmtree(shots, ignore_errors=True)
     else:
         asyncio.run(main(args.embedded))
+        shots = Path(tempfile.mkdtemp(prefix="natslab-shots-"))
+        try:
+            asyncio.run(tour_shot(shots))
+        finally:
+            shutil.rmtree(shots, ignore_errors=True)
     sys.exit(0)

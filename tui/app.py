@@ -38,6 +38,7 @@ class NatslabApp(App):
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("S", "export_view", "Save view as SVG + text", id="app.export", show=False),
+        Binding("T", "tour", "Guided tour of the walkthrough", id="app.tour", show=False),
         *tab_bindings(),
     ]
 
@@ -332,6 +333,11 @@ class NatslabApp(App):
             self.notify(f"Could not save the view: {exc}", severity="error", timeout=8)
             return
         self.notify(f"Saved {svg.name} and {txt.name} in {svg.parent}", title="View saved", timeout=8)
+
+    def action_tour(self) -> None:
+        from .tour import open_tour
+
+        open_tour(self)
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_demo

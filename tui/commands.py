@@ -17,7 +17,10 @@ class NatslabCommands(Provider):
         from .demos import DEMOS, run_demo
 
         out: list[tuple[str, str, object]] = [
-            (demo.title, demo.summary, partial(run_demo, app, key)) for key, demo in DEMOS.items()
+            ("Guided tour: the walkthrough step by step (T)",
+             "core vs JetStream, limits, a durable consumer, redelivery, retention, request-reply, KV",
+             app.action_tour),
+            *((demo.title, demo.summary, partial(run_demo, app, key)) for key, demo in DEMOS.items()),
         ]
         from .panes.registry import PANES
 

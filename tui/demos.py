@@ -45,16 +45,18 @@ REDELIVERY = Demo(
     "DEMO_ORDERS stream, 4 orders, pull consumer RDL with ack wait 4s",
     "DEMO_ORDERS has 4 orders and RDL waits 4 s for an ack. Press f to fetch one, don't ack, "
     "wait for the countdown, press f again: tries 2.",
+    # demo.o.new is as long as the walkthrough's orders.new, so the stream's
+    # byte count (which counts subjects) is the walkthrough's 222 B
     stream={
-        "name": "DEMO_ORDERS", "subjects": ["demo.orders.>"], "storage": "file", "retention": "limits",
+        "name": "DEMO_ORDERS", "subjects": ["demo.o.>"], "storage": "file", "retention": "limits",
         "discard": "old", "max_msgs": 1000, "max_age": 24 * 3600 * NS, "max_msgs_per_subject": 100,
         "duplicate_window": 120 * NS, "num_replicas": 1,
     },
     messages=(
-        ("demo.orders.new", b"order-1 payload"),
-        ("demo.orders.new", b"order-2 payload"),
-        ("demo.orders.new", b"order-3 payload"),
-        ("demo.orders.eu", b"order-eu-1 payload"),
+        ("demo.o.new", b"order-1 payload"),
+        ("demo.o.new", b"order-2 payload"),
+        ("demo.o.new", b"order-3 payload"),
+        ("demo.o.eu", b"order-eu-1 payload"),
     ),
     consumer={"durable_name": "RDL", "ack_policy": "explicit", "deliver_policy": "all", "ack_wait": 4 * NS,
               "max_ack_pending": 1000},
@@ -90,8 +92,12 @@ DEMOS = {d.key: d for d in (
 
 
 async def exists(client, demo: Demo) -> bool:
+    return await stream_exists(client, demo.owned_stream)
+
+
+async def stream_exists(client, name: str) -> bool:
     try:
-        await client.stream_info(demo.owned_stream)
+        await client.stream_info(name)
     except NatsError as exc:
         if exc.code == 404:
             return False
@@ -121,14 +127,44 @@ async def set_up(client, demo: Demo, *, reset: bool) -> None:
 
 def question(app: "NatslabApp", demo: Demo, found: bool) -> str | None:
     """What to ask before running the demo, or None when nothing needs asking."""
+    return ask_before(app, demo.title, [demo.owned_stream], [demo.owned_stream] if found else [])
+
+
+def is_remote(app: "NatslabApp") -> bool:
+    """A server natslab did not start itself: anything made there is asked first."""
+    return app.header_info.mode != "embedded"
+
+
+def ask_before(app: "NatslabApp", title: str, creates: list[str], found: list[str], *,
+               remote: bool | None = None) -> str | None:
+    """The one question of the demos and the tour before they create ``creates``
+    (``found``: those that exist already and would be replaced), or None.
+    ``remote`` False: the user already agreed to work on this server."""
     parts = []
-    if app.header_info.mode != "embedded":
-        parts.append(f"{demo.title} creates {demo.owned_stream} on the server at "
+    if is_remote(app) if remote is None else remote:
+        parts.append(f"{title} creates {', '.join(creates)} on the server at "
                      f"{app.header_info.url or app.connect_options.url}, which natslab did not start.")
     if found:
-        parts.append(f"{demo.owned_stream} exists already (from an earlier demo?): it is deleted and made again, "
-                     "with all its messages and consumers.")
+        parts.append(f"{', '.join(found)} {'exists' if len(found) == 1 else 'exist'} already (from an earlier "
+                     "demo?): deleted and made again, with all messages and consumers.")
     return " ".join(parts) + " Go ahead?" if parts else None
+
+
+def may_write(app: "NatslabApp", what: str) -> bool:
+    """Connected and not read-only; otherwise says why ``what`` does not run."""
+    if app.client is None:
+        app.notify("Not connected yet", severity="warning")
+        return False
+    if getattr(app, "read_only", False):
+        app.notify(f"Read-only: {what} create streams, so they do not run", severity="warning")
+        return False
+    return True
+
+
+async def confirm(app: "NatslabApp", ask: str, label: str) -> bool:
+    from .widgets.confirm import ConfirmDialog
+
+    return bool(await app.push_screen_wait(ConfirmDialog(ask, label)))
 
 
 def run_demo(app: "NatslabApp", key: str) -> None:
@@ -137,13 +173,9 @@ def run_demo(app: "NatslabApp", key: str) -> None:
 
 @work(group="demo", exclusive=True, exit_on_error=False)
 async def _demo_worker(app: "NatslabApp", demo: Demo) -> None:
+    if not may_write(app, "demos"):
+        return
     client = app.client
-    if client is None:
-        app.notify("Not connected yet", severity="warning")
-        return
-    if getattr(app, "read_only", False):
-        app.notify("Read-only: demos create streams, so they do not run", severity="warning")
-        return
     try:
         found = await exists(client, demo)
     except NatsError as exc:
@@ -151,9 +183,7 @@ async def _demo_worker(app: "NatslabApp", demo: Demo) -> None:
         return
     ask = question(app, demo, found)
     if ask is not None:
-        from .widgets.confirm import ConfirmDialog
-
-        if not await app.push_screen_wait(ConfirmDialog(ask, "Reset and run" if found else "Run demo")):
+        if not await confirm(app, ask, "Reset and run" if found else "Run demo"):
             app.notify(f"{demo.title}: nothing was changed", timeout=4)
             return
     try:

@@ -52,7 +52,7 @@ async def test_demos_leave_the_users_orders_and_config_alone(make_app, outside):
         assert (await js.stream_info("DEMO_ORDERS")).state.messages == 4
 
         # again: the demo finds its own stream and asks before resetting it
-        await js.publish("demo.orders.new", b"one more")
+        await js.publish("demo.o.new", b"one more")
         run_demo(app, "redelivery")
         question = await answer(app, pilot, yes=False)
         assert "DEMO_ORDERS exists already" in question

@@ -77,7 +77,7 @@ async def test_redelivery_demo_from_palette_action(make_app):
         hand.query_one("#pull-batch", Input).value = "2"
         await pilot.click("#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 2, what="two cards")
-        assert [c.fm.subject for c in hand.query(HandCard)] == ["demo.orders.new", "demo.orders.new"]
+        assert [c.fm.subject for c in hand.query(HandCard)] == ["demo.o.new", "demo.o.new"]
         assert [c.fm.ack_wait for c in hand.query(HandCard)] == [4.0, 4.0]
 
         app.action_tab("consumers")

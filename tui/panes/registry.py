@@ -64,8 +64,8 @@ def tab_label(spec: PaneSpec, wide: bool = True) -> str:
 
 
 def style_sheets() -> list[str]:
-    """The app's style sheet, then the help screen's and every pane's."""
-    return ["app.tcss", "screens/help.tcss", *(spec.styles for spec in PANES)]
+    """The app's style sheet, then the help screen's, the tour panel's and every pane's."""
+    return ["app.tcss", "screens/help.tcss", "tour/tour.tcss", *(spec.styles for spec in PANES)]
 
 
 def tab_bindings() -> list[Binding]:

@@ -13,7 +13,8 @@ from textual.widgets import Static
 INTRO = (
     "natslab talks to the broker only through nats-py, so everything here works on the\n"
     "embedded broker and on any nats-server. ctrl+p opens the command palette: jump to a\n"
-    "stream or consumer by name, switch theme, run the redelivery demo."
+    "stream or consumer by name, switch theme, run a demo. T walks through the whole\n"
+    "walkthrough (core vs JetStream, consumers, redelivery, retention, KV) as a guided tour."
 )
 
 

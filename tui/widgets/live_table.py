@@ -2,7 +2,8 @@
 
 Rows are keyed (stream name, consumer name ...), updated in place cell by cell
 so the cursor never jumps, and a cell whose value changed is highlighted for a
-moment in the theme's accent colour.
+moment in the theme's accent colour. The guided tour can point at cells:
+they stay marked (reversed accent) until it points elsewhere.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class LiveTable(DataTable):
         self._column_spec = list(columns)
         self._values: dict[tuple[str, str], str] = {}
         self._order: list[str] = []
+        self._pointed: set[tuple[str, str]] = set()
 
     def on_mount(self) -> None:
         for label, key in self._column_spec:
@@ -34,6 +36,9 @@ class LiveTable(DataTable):
     def _highlight_style(self) -> str:
         variables = getattr(self.app, "theme_variables", None) or self.app.get_css_variables()
         return f"bold {variables.get('text-accent', variables.get('accent', ''))}"
+
+    def _resting_style(self, cell: tuple[str, str]) -> str:
+        return f"reverse {self._highlight_style()}" if cell in self._pointed else ""
 
     def sync(self, rows: dict[str, Sequence[Any]]) -> None:
         """Make the table show exactly ``rows`` (row key -> cell values)."""
@@ -48,7 +53,8 @@ class LiveTable(DataTable):
         for row_key, cells in rows.items():
             texts = [str(c) for c in cells]
             if row_key not in self._order:
-                self.add_row(*(Text(t) for t in texts), key=row_key)
+                self.add_row(*(Text(t, style=self._resting_style((row_key, col))) for col, t in zip(keys, texts)),
+                             key=row_key)
                 self._order.append(row_key)
                 for col, t in zip(keys, texts):
                     self._values[(row_key, col)] = t
@@ -67,7 +73,27 @@ class LiveTable(DataTable):
         for row_key, col in cells:
             value = self._values.get((row_key, col))
             if value is not None:
-                self.update_cell(row_key, col, Text(value))
+                self.update_cell(row_key, col, Text(value, style=self._resting_style((row_key, col))))
+
+    def point_at(self, row_key: str | None, cols: tuple[str, ...] = ()) -> None:
+        """Mark these cells of one row (the tour's "look here"); None clears the marks.
+        The row gets the cursor and the first marked column is scrolled into view."""
+        before, self._pointed = self._pointed, {(row_key, col) for col in cols} if row_key else set()
+        self._unhighlight(sorted(before | self._pointed))
+        if row_key is None or row_key not in self._order:
+            return
+        self.select_key(row_key)
+        if cols:
+            columns = [key for _, key in self._column_spec]
+            at = columns.index(cols[0]) if cols[0] in columns else 0
+            x = sum(c.get_render_width(self) for c in self.ordered_columns[:at])
+            width = self.ordered_columns[at].get_render_width(self) if at < len(self.ordered_columns) else 0
+            if x < self.scroll_x or x + width > self.scroll_x + self.scrollable_content_region.width:
+                self.scroll_to(x=x, animate=False)
+
+    @property
+    def pointed(self) -> set[tuple[str, str]]:
+        return set(self._pointed)
 
     @property
     def selected_key(self) -> str | None:
