@@ -109,10 +109,24 @@ def render_chart(title: str, values: Sequence[float | None], width: int, height:
     return text
 
 
+def recent(samples: deque, since: float | None) -> list[tuple]:
+    """The samples from ``since`` on, and the one before it (a rate needs a pair),
+    walking from the newest end: a 1 m window does not pay for 15 m of history."""
+    if since is None:
+        return list(samples)
+    out = []
+    for x in reversed(samples):
+        out.append(x)
+        if x[0] < since:
+            break
+    out.reverse()
+    return out
+
+
 def per_second(samples: Sequence[tuple], index: int) -> list[tuple[float, float]]:
     """How fast field ``index`` of the samples moved, stamped at the later sample of each pair."""
     out = []
-    for a, b in zip(samples, list(samples)[1:]):
+    for a, b in zip(samples, samples[1:]):
         if b[0] > a[0]:
             out.append((b[0], max(0, b[index] - a[index]) / (b[0] - a[0])))
     return out
@@ -131,19 +145,19 @@ class ConsumerRates:
         while self.samples and self.samples[0][0] < now - self.keep:
             self.samples.popleft()
 
-    def delivered(self) -> list[tuple[float, float]]:
+    def delivered(self, since: float | None = None) -> list[tuple[float, float]]:
         """Deliveries per second, redeliveries included (the consumer sequence counts every one)."""
-        return per_second(self.samples, 1)
+        return per_second(recent(self.samples, since), 1)
 
-    def acked(self) -> list[tuple[float, float]]:
+    def acked(self, since: float | None = None) -> list[tuple[float, float]]:
         """How fast the ack floor moves, in deliveries per second (as nats consumer graph reads it)."""
-        return per_second(self.samples, 2)
+        return per_second(recent(self.samples, since), 2)
 
-    def ack_pending_points(self) -> list[tuple[float, float]]:
-        return [(x[0], float(x[3])) for x in self.samples]
+    def ack_pending_points(self, since: float | None = None) -> list[tuple[float, float]]:
+        return [(x[0], float(x[3])) for x in recent(self.samples, since)]
 
-    def pending_points(self) -> list[tuple[float, float]]:
-        return [(x[0], float(x[4])) for x in self.samples]
+    def pending_points(self, since: float | None = None) -> list[tuple[float, float]]:
+        return [(x[0], float(x[4])) for x in recent(self.samples, since)]
 
     # the values alone, oldest first
     def delivered_per_second(self) -> list[float]:
@@ -172,18 +186,18 @@ class StreamRates:
         while self.samples and self.samples[0][0] < now - self.keep:
             self.samples.popleft()
 
-    def messages_in(self) -> list[tuple[float, float]]:
+    def messages_in(self, since: float | None = None) -> list[tuple[float, float]]:
         """Messages stored per second (the last sequence moves once per message, as nats stream graph reads it)."""
-        return per_second(self.samples, 1)
+        return per_second(recent(self.samples, since), 1)
 
-    def bytes_in(self) -> list[tuple[float, float]]:
+    def bytes_in(self, since: float | None = None) -> list[tuple[float, float]]:
         """Bytes stored per second. Exact while nothing left the stream (the first
         sequence stayed); when messages were removed meanwhile (limits, acks on a
         workqueue) the stored size cannot tell what came in, so it is the
         messages in times the stream's average stored message size."""
         out = []
-        s = self.samples
-        for a, b in zip(s, list(s)[1:]):
+        s = recent(self.samples, since)
+        for a, b in zip(s, s[1:]):
             dt = b[0] - a[0]
             if dt <= 0:
                 continue
@@ -228,14 +242,16 @@ def rates_view(name: str | None, rates: ConsumerRates | None, width: int, styles
         return render_chart(title, time_columns(points, now, window, half), half, height=height,
                             style=styles.get(style_key), unit=unit)
 
+    since = now - window
     if stream is not None:
         stream_name, sr = stream
-        grid.add_row(chart(f"{stream_name} in/s", sr.messages_in(), "stream", height=2),
-                     chart(f"{stream_name} bytes/s", sr.bytes_in(), "stream", height=2, unit="B"))
+        grid.add_row(chart(f"{stream_name} in/s", sr.messages_in(since), "stream", height=2),
+                     chart(f"{stream_name} bytes/s", sr.bytes_in(since), "stream", height=2, unit="B"))
     if rates is not None:
-        grid.add_row(chart("Delivered/s", rates.delivered(), "delivered"), chart("Acked/s", rates.acked(), "acked"))
-        grid.add_row(chart("Ack pending", rates.ack_pending_points(), "ack_pending"),
-                     chart("Pending", rates.pending_points(), "pending"))
+        grid.add_row(chart("Delivered/s", rates.delivered(since), "delivered"),
+                     chart("Acked/s", rates.acked(since), "acked"))
+        grid.add_row(chart("Ack pending", rates.ack_pending_points(since), "ack_pending"),
+                     chart("Pending", rates.pending_points(since), "pending"))
     # the time axis, once under both columns: the window's start on the left, now on the right
     left = f"-{window_label(window)}"
     axis = Text(left + "now".rjust(half - len(left)), style="dim")
