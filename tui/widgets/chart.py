@@ -9,8 +9,9 @@ highest value. A column keeps the highest value of its slice, so a burst does
 not average away when the window is zoomed out.
 
 Drawn by hand with rich, not with a plotting library: the run-time
-dependencies are textual, nats-py, rich and platformdirs only, and six charts
-of a few hundred points cost well under a millisecond at the pane's 2 Hz.
+dependencies are textual, nats-py, rich and platformdirs only, and building the
+six charts takes a few milliseconds per 2 Hz poll (about 2.4 ms for the 1 m
+window, 15 ms for 15 m of samples; each reads only the samples in its window).
 """
 
 from __future__ import annotations
