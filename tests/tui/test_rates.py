@@ -130,6 +130,14 @@ async def test_g_shows_rates_as_another_program_consumes(make_app, outside):
         await wait_for(pilot, lambda: "WORKER · the last 1 m" in shown(), what="back to 1 m")
         await pilot.press("g")
         await wait_for(pilot, lambda: "Information for Consumer" in shown(), what="back to details")
+        # ? : the ruler's legend, the charts' and the keys
+        await pilot.press("question_mark")
+
+        def legends() -> str:
+            return "\n".join(str(w.render()) for w in app.screen.query(".help-legend"))
+
+        await wait_for(pilot, lambda: "Rates over time (Consumers, g)" in legends()
+                       and "z window (1 m, 5 m, 15 m)" in legends(), what="charts legend on ?")
 
 
 async def test_a_stream_without_consumers_shows_its_own_rates(make_app, outside):

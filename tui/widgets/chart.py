@@ -258,3 +258,17 @@ def rates_view(name: str | None, rates: ConsumerRates | None, width: int, styles
     axis = Text(left + "now".rjust(half - len(left)), style="dim")
     grid.add_row(axis, axis.copy())
     return Group(title, grid)
+
+
+def legend_text() -> Text:
+    """What `?` says about the charts in the consumers pane."""
+    text = Text("Rates over time (Consumers, g)\n", style="bold")
+    for line in (
+        "in/s, bytes/s: messages and bytes the stream stored per second (its last sequence moving)",
+        "Delivered/s: deliveries per second, redeliveries included; Acked/s: the ack floor moving",
+        "Ack pending: delivered, not acked yet; Pending: not delivered yet",
+        "each column is the highest value of its slice of the window; the right end is now",
+    ):
+        text.append(f"  {line}\n")
+    text.append("  keys: g charts / details · z window (1 m, 5 m, 15 m) · ? this legend\n", style="dim")
+    return text

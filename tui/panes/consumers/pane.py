@@ -183,8 +183,11 @@ class ConsumersPane(LivePane):
     def action_legend(self) -> None:
         from ...screens.legend import LegendHelp
 
+        from ...widgets.chart import legend_text as charts_legend
+
         ruler = self.query_one(StreamRuler)
-        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(ruler.styles_map())]))
+        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings,
+                                                     [legend_text(ruler.styles_map()), charts_legend()]))
 
     def _update_status(self) -> None:
         label = self.query_one("#consumers-status", Label)
