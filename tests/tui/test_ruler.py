@@ -77,7 +77,8 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
     await js.add_stream(name="ORDERS", subjects=["orders.>"])
     for i in range(4):
         await js.publish("orders.new", f"order-{i + 1} payload".encode())
-    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=1.0)
+    # 2.5 s: long enough for the 2 Hz ruler to catch each outstanding state on a loaded machine
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=2.5)
 
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
@@ -102,7 +103,7 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="first card")
         app.action_tab("consumers")
         await wait_for(pilot, lambda: lane().startswith("RDL    1···"), what="seq 1 outstanding, tries 1")
-        await wait_for(pilot, lambda: lane().startswith("RDL    !···"), timeout=4, what="ack wait ran out")
+        await wait_for(pilot, lambda: lane().startswith("RDL    !···"), timeout=6, what="ack wait ran out")
         assert "(1 expired)" in lane()
         app.action_tab("pull")
         await pilot.pause(0.3)
