@@ -264,10 +264,10 @@ def legend_text() -> Text:
     """What `?` says about the charts in the consumers pane."""
     text = Text("Rates over time (Consumers, g)\n", style="bold")
     for line in (
-        "in/s, bytes/s: messages and bytes the stream stored per second (its last sequence moving)",
-        "Delivered/s: deliveries per second, redeliveries included; Acked/s: the ack floor moving",
-        "Ack pending: delivered, not acked yet; Pending: not delivered yet",
-        "each column is the highest value of its slice of the window; the right end is now",
+        "in/s, bytes/s: what the stream stored per second (its last sequence moving)",
+        "Delivered/s: deliveries, redeliveries too · Acked/s: the ack floor moving",
+        "Ack pending: delivered, not acked yet · Pending: not delivered yet",
+        "a column is the highest value in its slice of the window; right is now",
     ):
         text.append(f"  {line}\n")
     text.append("  keys: g charts / details · z window (1 m, 5 m, 15 m) · ? this legend\n", style="dim")

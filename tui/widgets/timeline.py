@@ -32,12 +32,12 @@ LABEL_W = 9  # "seq 1234 "
 MAX_ROWS = 60  # the newest sequences; older ones are summed up in one line
 
 LEGEND = (
-    ("1█", "bar", "a delivery (the digit is its try) and the part of its ack wait that has run"),
+    ("1█", "bar", "a delivery (the digit is its try), and how much of its ack wait has run"),
     ("1▓", "other", "a delivery to another program's worker (seen on its inbox)"),
     ("░", "left", "the rest of the ack wait, still running"),
     ("◔", "expired", "the ack wait ran out: eligible for redelivery"),
-    ("»", "step", "a backoff step ran out: eligible; the next delivery waits the next step"),
-    ("·", "waiting", "eligible, not redelivered yet (a pull consumer waits for the next pull)"),
+    ("»", "step", "a backoff step ran out: eligible; the next try waits the next step"),
+    ("·", "waiting", "eligible, not redelivered yet (a pull consumer waits for a pull)"),
     ("✓", "ack", "acked"),
     ("↺", "nak", "nak'd: eligible for redelivery at once, or after its delay"),
     ("╌", "delay", "a nak's delay: not redelivered before it ends"),
@@ -45,7 +45,7 @@ LEGEND = (
     ("⊘", "term", "terminated: never redelivered"),
     ("☠", "max_deliveries", "max deliveries reached: never redelivered"),
 )
-KEYS = "z zoom (1 s, 10 s, 1 m, ¼ s per cell) · [ back · ] forward (half a window) · ? this legend"
+KEYS = "z zoom (1 s, 10 s, 1 m, ¼ s a cell) · [ back · ] forward half a window"
 
 
 class Scene(NamedTuple):
