@@ -39,6 +39,11 @@ def test_seen_states_follow_the_last_delivery():
     }
     assert seen_states(log, 4.0, now=13.0)[3] == (EXPIRED, 2)  # the second bar ran out too
     assert seen_states(log, 4.0, now=3.9)[2] == (OUTSTANDING, 1)
+    # nak'd with a 5 s delay: held back (not redeliverable) until it ends, then eligible
+    delayed = {8: [DeliveryEvent("ORDERS", "RDL", 8, "deliver", 1, 0.0),
+                   DeliveryEvent("ORDERS", "RDL", 8, "nak", 1, 1.0, "app", 5.0)]}
+    assert seen_states(delayed, 4.0, now=5.9)[8] == (OUTSTANDING, 1)
+    assert seen_states(delayed, 4.0, now=6.1)[8] == (EXPIRED, 1)
 
 
 def test_each_lane_state_has_its_glyph():
