@@ -64,6 +64,9 @@ def test_stream_rates_from_its_last_sequence_and_size():
     # at its limit (first seq moved, the size stayed): messages in times the average stored size
     r.record(1.0, last_seq=19, size=500, first_seq=11, messages=9)
     assert r.bytes_in()[-1] == (1.0, 10 * 500 / 9 / 0.5)
+    # a per-subject limit replacing messages in the middle: the first seq stays, the size too
+    r.record(1.5, last_seq=29, size=500, first_seq=11, messages=9)
+    assert r.bytes_in()[-1] == (1.5, 10 * 500 / 9 / 0.5)
 
 
 class ChartsHost(App):

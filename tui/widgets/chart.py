@@ -192,8 +192,9 @@ class StreamRates:
         return per_second(recent(self.samples, since), 1)
 
     def bytes_in(self, since: float | None = None) -> list[tuple[float, float]]:
-        """Bytes stored per second. Exact while nothing left the stream (the first
-        sequence stayed); when messages were removed meanwhile (limits, acks on a
+        """Bytes stored per second. Exact while nothing left the stream (the
+        message count grew by as much as the last sequence); when messages were
+        removed meanwhile (limits, per-subject limits, deletes, acks on a
         workqueue) the stored size cannot tell what came in, so it is the
         messages in times the stream's average stored message size."""
         out = []
@@ -202,7 +203,7 @@ class StreamRates:
             dt = b[0] - a[0]
             if dt <= 0:
                 continue
-            if b[3] == a[3] and b[2] >= a[2]:
+            if b[4] - a[4] == b[1] - a[1] and b[2] >= a[2]:  # as many more stored as came in
                 out.append((b[0], (b[2] - a[2]) / dt))
             else:
                 avg = b[2] / b[4] if b[4] else 0.0
