@@ -1,13 +1,25 @@
-"""Measure the workbench: launch to first paint, and CPU at rest under load.
+"""Measure the workbench: launch to first paint, CPU at rest, key latency under load.
 
+    python scripts/bench_tui.py budgets          # issue 22's three budgets, 3 runs each (about 3 minutes)
+    python scripts/bench_tui.py budgets --broker nats-server --runs 5
     python scripts/bench_tui.py paint            # embedded broker, --memory
     python scripts/bench_tui.py paint --connect  # against a nats-server
     python scripts/bench_tui.py idle             # 200 streams, 500 consumers, 20 s at rest
     python scripts/bench_tui.py flood            # key latency while 10,000 msg/s flow into the embedded broker
 
-The app runs as a real `natslab` process on a pseudo-terminal; "first paint"
-is the first frame that contains the header text. CPU is the app process's
-user+system time over the window, as a share of one core.
+``budgets`` runs the broker as a process of its own (natslab's by default, or
+nats-server), gives it 200 streams and 500 consumers, and opens the app on
+the consumers pane with the stream ruler and the rates charts (`g`) showing:
+first paint (launch to the first frame with the header), CPU of the app at
+rest over a window, and key press to screen update while an outside client
+publishes 10,000 msg/s (z zooms the charts and g flips charts and details;
+each press waits for text only the new frame has). Budgets: first paint at
+most 1.0 s, CPU at most 15 % of one core, key latency median below 100 ms and
+max below 150 ms. Each figure is the median of the runs.
+
+The app runs as a real `natslab` process on a pseudo-terminal. CPU is the app
+process's user+system time over the window, as a share of one core. Every
+load loop is bounded in count and time and stopped before the next run.
 """
 
 from __future__ import annotations
@@ -33,9 +45,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nats_server(store: str) -> tuple[subprocess.Popen, str]:
+def start_nats_server(store: str, kind: str = "nats-server") -> tuple[subprocess.Popen, str]:
+    """nats-server, or natslab's broker as its own process (``python -m natslab.server``)."""
     port = free_port()
-    proc = subprocess.Popen([shutil.which("nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
+    cmd = [shutil.which("nats-server")] if kind == "nats-server" else [sys.executable, "-m", "natslab.server"]
+    proc = subprocess.Popen([*cmd, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
@@ -173,16 +187,20 @@ import asyncio, sys, time, nats
 async def main():
     nc = await nats.connect(sys.argv[1])
     rate, n, t0 = int(sys.argv[2]), 0, time.monotonic()
-    while True:
+    stop = t0 + float(sys.argv[3]) if len(sys.argv) > 3 else t0 + 120  # never runs on by itself
+    subject = sys.argv[4] if len(sys.argv) > 4 else "flood.data"
+    while time.monotonic() < stop and n < rate * 200:
         for _ in range(100):
-            await nc.publish("flood.data", b"x" * 64)
+            await nc.publish(subject, b"x" * 64)
         n += 100
         await nc.flush()
         ahead = n / rate - (time.monotonic() - t0)
         if ahead > 0:
             await asyncio.sleep(ahead)
-        if n % 50_000 == 0:
+        if n % 10_000 == 0:
             print(f"{n / (time.monotonic() - t0):.0f} msg/s", flush=True)
+    print(f"{n / (time.monotonic() - t0):.0f} msg/s", flush=True)
+    await nc.close()
 asyncio.run(main())
 """
 
@@ -206,7 +224,8 @@ def flood(seconds: float, rate: int) -> None:
         proc.kill()
         return
     drain(master, 1)
-    pub = subprocess.Popen([sys.executable, "-c", FLOOD, url, str(rate)], stdout=subprocess.PIPE, text=True) if rate else None
+    pub = subprocess.Popen([sys.executable, "-c", FLOOD, url, str(rate), str(seconds + 30)], stdout=subprocess.PIPE,
+                           text=True) if rate else None
     # a core subscriber in the flood too, so the broker fans out as well
     drain(master, 2)
     latencies = []
@@ -231,11 +250,108 @@ def flood(seconds: float, rate: int) -> None:
               f"max {1000 * latencies[-1]:.0f} ms over {len(latencies)} presses")
 
 
+# ---- issue 22's budgets: 200 streams, 500 consumers, ruler and charts on screen ----
+
+KEYS = [  # (key, text only the frame after it has)
+    (b"z", b"the last 5 m"), (b"z", b"the last 15 m"), (b"z", b"the last 1 m"),
+    (b"g", b"Information for Consumer"), (b"g", b"the last 1 m"),
+]
+
+
+def median(values: list[float]) -> float:
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def open_charts(url: str) -> tuple[subprocess.Popen, int, float | None, float]:
+    """Launch the app on ``url``; the consumers pane of S000 (3 consumers) with the charts.
+    Returns the process, its terminal, launch to first paint and the launch time."""
+    t0 = time.monotonic()
+    proc, master = spawn_app(["--connect", url])
+    painted = read_until(master, b"natslab", 20)
+    read_until(master, b"S199", 30)  # the streams list is in
+    drain(master, 1.5)
+    os.write(master, b"2")  # consumers pane: the ruler under the table
+    read_until(master, b"Consumers of S000", 10)
+    drain(master, 1.0)
+    os.write(master, b"g")  # the selected consumer's rates charts instead of its details
+    read_until(master, b"the last 1 m", 10)
+    return proc, master, (painted - t0) if painted else None, t0
+
+
+def press_keys(master: int, presses: int) -> list[float]:
+    latencies = []
+    for i in range(presses):
+        key, needle = KEYS[i % len(KEYS)]
+        drain(master, 0.4)
+        t = time.monotonic()
+        os.write(master, key)
+        done = read_until(master, needle, 5)
+        latencies.append((done - t) if done else float("inf"))
+    return latencies
+
+
+def budgets(kind: str, runs: int, rest_seconds: float, presses: int, rate: int) -> None:
+    store = tempfile.mkdtemp()
+    server, url = start_nats_server(store, kind)
+    try:
+        t = time.monotonic()
+        asyncio.run(populate(url, 200, 500))
+        print(f"{kind}: 200 streams, 500 consumers in {time.monotonic() - t:.1f} s")
+        paints, cpus, medians, maxima, rates = [], [], [], [], []
+        for run in range(runs):
+            proc, master, painted, _ = open_charts(url)
+            try:
+                drain(master, 2)
+                c0, t0 = cpu_seconds(proc.pid), time.monotonic()
+                drain(master, rest_seconds)
+                cpu = 100 * (cpu_seconds(proc.pid) - c0) / (time.monotonic() - t0)
+                pub = subprocess.Popen([sys.executable, "-c", FLOOD, url, str(rate), str(presses * 0.6 + 15)],
+                                       stdout=subprocess.PIPE, text=True)
+                try:
+                    drain(master, 2)  # the flood is on before the first press
+                    lat = press_keys(master, presses)
+                finally:
+                    pub.terminate()
+                    out = pub.communicate(timeout=10)[0].strip().splitlines()
+            finally:
+                quit_app(proc, master)
+            paints.append(painted if painted is not None else float("inf"))
+            cpus.append(cpu)
+            medians.append(median(lat))
+            maxima.append(max(lat))
+            rates.append(out[-1] if out else "none")
+            print(f"run {run + 1}: first paint {painted or float('inf'):.3f} s · CPU at rest {cpu:.1f}% over "
+                  f"{rest_seconds:.0f} s · keys under flood ({rates[-1]}) median {1000 * medians[-1]:.0f} ms, "
+                  f"max {1000 * maxima[-1]:.0f} ms over {len(lat)} presses", flush=True)
+            print("   per press (ms): " + " ".join(f"{1000 * x:.0f}" for x in lat), flush=True)
+        verdict = lambda ok: "ok" if ok else "MISSED"  # noqa: E731
+        print(f"median of {runs} runs against {kind}:")
+        print(f"  first paint {median(paints):.3f} s (budget 1.0 s: {verdict(median(paints) <= 1.0)})")
+        print(f"  CPU at rest, ruler and charts showing: {median(cpus):.1f}% of one core "
+              f"(budget 15%: {verdict(median(cpus) <= 15)})")
+        print(f"  key press to screen update under {rate} msg/s: median {1000 * median(medians):.0f} ms "
+              f"(budget 100 ms: {verdict(median(medians) < 0.1)}), max {1000 * median(maxima):.0f} ms "
+              f"(budget 150 ms: {verdict(median(maxima) < 0.15)}); worst of all runs {1000 * max(maxima):.0f} ms")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        shutil.rmtree(store, ignore_errors=True)
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["paint", "idle", "flood"])
+    p.add_argument("what", choices=["paint", "idle", "flood", "budgets"])
     p.add_argument("--connect", action="store_true")
-    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--seconds", type=float, default=20, help="idle: seconds at rest; budgets: 10 unless given")
     p.add_argument("--rate", type=int, default=10_000, help="flood: messages per second (0 = none)")
+    p.add_argument("--broker", choices=["natslab", "nats-server"], default="natslab", help="budgets: the broker process")
+    p.add_argument("--runs", type=int, default=3, help="budgets: runs (the figures are their medians)")
+    p.add_argument("--presses", type=int, default=20, help="budgets: key presses per run")
     a = p.parse_args()
-    {"paint": lambda: paint(a.connect), "idle": lambda: idle(a.seconds), "flood": lambda: flood(a.seconds, a.rate)}[a.what]()
+    {"paint": lambda: paint(a.connect), "idle": lambda: idle(a.seconds), "flood": lambda: flood(a.seconds, a.rate),
+     "budgets": lambda: budgets(a.broker, a.runs, a.seconds if "--seconds" in sys.argv else 10.0, a.presses,
+                                a.rate)}[a.what]()

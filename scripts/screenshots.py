@@ -105,6 +105,32 @@ async def more_orders(url: str) -> None:
     await nc.close()
 
 
+async def orders_flowing(url: str, seconds: float = 12.0) -> None:
+    """A shop publishing orders and another program's worker taking them (bounded: ``seconds``,
+    at most 40 rounds): a backlog builds while the worker takes 2 a pull, then drains at 12;
+    each batch is acked on the next round, so some are always waiting for their ack."""
+    nc = await nats.connect(url, name="order-worker")
+    js = nc.jetstream()
+    worker = await js.pull_subscribe_bind(durable="WORKER", stream="ORDERS")
+    end = time.monotonic() + seconds
+    held: list = []
+    for tick in range(40):
+        if time.monotonic() >= end:
+            break
+        for i in range(4):
+            await js.publish("orders.eu", json.dumps({"order": 1000 + 4 * tick + i}).encode())
+        for m in held:
+            await m.ack()
+        try:
+            held = await worker.fetch(2 if tick < 14 else 12, timeout=0.3)
+        except nats.errors.TimeoutError:
+            held = []
+        await asyncio.sleep(0.3)
+    for m in held:
+        await m.ack()
+    await nc.close()
+
+
 async def more_orders_core(url: str) -> None:
     nc = await nats.connect(url, name="shop-frontend")
     for i in range(8):
@@ -297,7 +323,13 @@ async def main(embedded: bool) -> None:
             if cards:
                 cards[0].focus()
                 await pilot.press("a")
-            await settle(pilot, 0.5)
+            if len(cards) > 1:  # the other one nak'd with the dialog's 5 s delay: the dashed gap
+                await settle(pilot, 0.3)
+                cards[1].focus()
+                await pilot.press("N")
+                await settle(pilot, 0.3)
+                await pilot.press("enter")
+            await settle(pilot, 1.5)
             await shoot(app, "redelivery")
 
             # 5. consumers of ORDERS, live
@@ -386,6 +418,17 @@ async def main(embedded: bool) -> None:
             app.jump_to_consumer("ORDERS", "RDL")
             await settle(pilot, 1.5)
             await shoot(app, "small-terminal")
+
+            # 14. rates over time (g) while orders come in and another program's worker takes them
+            # (last: the orders it adds would change every picture's header counts)
+            await pilot.resize_terminal(*SIZE)
+            app.jump_to_consumer("ORDERS", "WORKER")
+            await settle(pilot, 1.0)
+            await pilot.press("g")
+            flowing = asyncio.create_task(orders_flowing(url))
+            await pilot.pause(11.0)  # shot while the orders still flow: the latest values are not 0
+            await shoot(app, "rates")
+            await flowing
             await app.shutdown()
     finally:
         if broker is not None:

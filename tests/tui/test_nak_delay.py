@@ -19,6 +19,7 @@ from natslab.tui.panes.pull.card import HandCard
 from natslab.tui.panes.pull.nak_delay import NakDelayDialog, parse_nak_delay
 from natslab.tui.panes.pull.timeline import DeliveryTimeline
 from natslab.tui.widgets.form import FormField
+from natslab.tui.widgets.timeline import TimeAxis
 
 from .conftest import connected, wait_for
 
@@ -84,7 +85,15 @@ async def test_nak_with_a_typed_delay(make_app, outside):
         # the status line and the card say which delay was used; the timeline says nak
         assert "redelivery in 3s" in str(hand.query_one("#pull-status", Label).render())
         assert "3s delay" in str(card.query_one(".card-countdown", Label).render())
-        assert "↺ nak" in str(hand.query_one(DeliveryTimeline).render())
+        assert "↺ nak 3s" in str(hand.query_one(DeliveryTimeline).render())
+        # the time axis (1 s per cell) draws the delay as a dashed gap after the nak
+        axis = hand.query_one(TimeAxis)
+        assert axis.seconds_per_cell == 1.0
+
+        def seq1() -> str:
+            return next((line[9:].rstrip() for line in str(axis.render()).splitlines() if line.startswith("seq 1")), "")
+
+        await wait_for(pilot, lambda: seq1().startswith("1↺╌╌"), what="the nak's delay on the time axis")
         await wait_for(pilot, lambda: seen, what="nak seen on $JS.ACK")
         assert seen[0].startswith(b"-NAK")
         assert json.loads(seen[0][len(b"-NAK"):])["delay"] == 3_000_000_000
@@ -101,6 +110,9 @@ async def test_nak_with_a_typed_delay(make_app, outside):
             if again:
                 break
         assert [(c.fm.stream_seq, c.fm.num_delivered) for c in again] == [(1, 2)]
+        # the delay ran out, then the redelivery: dashes, (dots while nobody pulled), the second bar
+        await wait_for(pilot, lambda: "2" in seq1(), what="second delivery on the axis")
+        assert seq1().startswith("1↺╌╌") and seq1().split("2")[0].count("╌") in (2, 3, 4)
         assert "tries 2" in str(again[0].query_one(".card-head").render())
 
         # the dialog offers the last delay used; Escape closes it without a nak

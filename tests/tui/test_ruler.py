@@ -39,6 +39,11 @@ def test_seen_states_follow_the_last_delivery():
     }
     assert seen_states(log, 4.0, now=13.0)[3] == (EXPIRED, 2)  # the second bar ran out too
     assert seen_states(log, 4.0, now=3.9)[2] == (OUTSTANDING, 1)
+    # nak'd with a 5 s delay: held back (not redeliverable) until it ends, then eligible
+    delayed = {8: [DeliveryEvent("ORDERS", "RDL", 8, "deliver", 1, 0.0),
+                   DeliveryEvent("ORDERS", "RDL", 8, "nak", 1, 1.0, "app", 5.0)]}
+    assert seen_states(delayed, 4.0, now=5.9)[8] == (OUTSTANDING, 1)
+    assert seen_states(delayed, 4.0, now=6.1)[8] == (EXPIRED, 1)
 
 
 def test_each_lane_state_has_its_glyph():
@@ -77,7 +82,8 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
     await js.add_stream(name="ORDERS", subjects=["orders.>"])
     for i in range(4):
         await js.publish("orders.new", f"order-{i + 1} payload".encode())
-    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=1.0)
+    # 2.5 s: long enough for the 2 Hz ruler to catch each outstanding state on a loaded machine
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=2.5)
 
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
@@ -102,7 +108,7 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="first card")
         app.action_tab("consumers")
         await wait_for(pilot, lambda: lane().startswith("RDL    1···"), what="seq 1 outstanding, tries 1")
-        await wait_for(pilot, lambda: lane().startswith("RDL    !···"), timeout=4, what="ack wait ran out")
+        await wait_for(pilot, lambda: lane().startswith("RDL    !···"), timeout=6, what="ack wait ran out")
         assert "(1 expired)" in lane()
         app.action_tab("pull")
         await pilot.pause(0.3)

@@ -15,8 +15,8 @@ from natslab.tui.widgets.timeline import TimeAxis, paint_row, render_time_axis, 
 from .conftest import connected, wait_for
 
 
-def ev(seq: int, kind: str, tries: int, at: float, source: str = "app") -> DeliveryEvent:
-    return DeliveryEvent("ORDERS", "RDL", seq, kind, tries, at, source)
+def ev(seq: int, kind: str, tries: int, at: float, source: str = "app", delay: float | None = None) -> DeliveryEvent:
+    return DeliveryEvent("ORDERS", "RDL", seq, kind, tries, at, source, delay)
 
 
 # The walkthrough's RDL story for stream seq 2 (ack wait 4 s): delivered at
@@ -25,8 +25,9 @@ def ev(seq: int, kind: str, tries: int, at: float, source: str = "app") -> Deliv
 RDL_STORY = {2: [ev(2, "deliver", 1, 0.0), ev(2, "expired", 1, 4.0), ev(2, "deliver", 2, 17.0), ev(2, "ack", 2, 19.0)]}
 
 
-def row(events, now: float, ack_wait: float = 4.0, cells: int = 30, spc: float = 1.0, start: float = 0.0) -> str:
-    return "".join(g for g, _ in paint_row(events, ack_wait, now, start, cells, spc))
+def row(events, now: float, ack_wait: float = 4.0, cells: int = 30, spc: float = 1.0, start: float = 0.0,
+        **kw) -> str:
+    return "".join(g for g, _ in paint_row(events, ack_wait, now, start, cells, spc, **kw))
 
 
 def test_rdl_story_reads_at_a_glance():
@@ -54,6 +55,54 @@ def test_each_mark_at_the_moment_it_happened():
     assert row(other, now=5.0, cells=6) == "   2✓ "
 
 
+def test_nak_with_its_delay():
+    # nak'd at 1 s with a 5 s delay: dashes until 6 s (not redeliverable), then dots until the pull at 9 s
+    events = [ev(1, "deliver", 1, 0.0), ev(1, "nak", 1, 1.0, delay=5.0), ev(1, "deliver", 2, 9.0), ev(1, "ack", 2, 10.5)]
+    assert row(events, now=12.0, cells=14) == "1↺╌╌╌╌···2✓   "
+    # the delay still running: drawn to its end, like the rest of an ack wait
+    assert row(events[:2], now=3.0, cells=10) == "1↺╌╌╌╌    "
+    # a nak without a delay: eligible at once, waiting for the next pull
+    assert row([ev(1, "deliver", 1, 0.0), ev(1, "nak", 1, 1.0)], now=4.0, cells=8) == "1↺··    "
+    # nak'd on its last try: the server gives up on the next pull (the advisory ends the dots)
+    gone = [ev(1, "deliver", 1, 0.0), ev(1, "nak", 1, 1.0), ev(1, "max_deliveries", 1, 3.0, "advisory")]
+    assert row(gone, now=5.0, cells=8) == "1↺·☠    "
+
+
+def test_backoff_steps_and_max_deliveries():
+    # backoff 1 s, 3 s (the last step repeats), max deliver 3: each bar as long as its step,
+    # a step mark where it ran out, and the third try's end is the end (no redelivery after it)
+    events = [ev(1, "deliver", 1, 0.0), ev(1, "deliver", 2, 2.0), ev(1, "deliver", 3, 6.0)]
+    assert row(events, now=12.0, cells=14, backoff=(1.0, 3.0), max_deliver=3) == "1»2██»3██☠    "
+    plain = [ev(1, "deliver", 1, 0.0), ev(1, "deliver", 2, 5.0), ev(1, "deliver", 3, 10.0)]
+    assert row(plain, now=16.0, cells=16, max_deliver=3) == "1███◔2███◔3███☠ "  # ack wait 4 s, no backoff
+    text = render_time_axis("ORDERS › BO", {1: events}, 4.0, 12.0, 40, backoff=(1.0, 3.0), max_deliver=3).plain
+    assert "backoff 1s → 3s · max 3 deliveries" in text.splitlines()[0]
+
+
+def test_deliveries_to_other_programs():
+    # seen on their inbox: a bar of its own shade, with a countdown like ours
+    events = [ev(2, "deliver", 1, 0.0, "inbox-tap"), ev(2, "deliver", 2, 6.0, "inbox-tap"), ev(2, "ack", 2, 7.5, "ack-tap")]
+    assert row(events, now=9.0, cells=10) == "1▓▓▓◔·2✓  "
+    keys = [k for _, k in paint_row(events, 4.0, 9.0, 0.0, 10, 1.0)]
+    assert keys[:4] == ["other"] * 4 and keys[6] == "other"
+
+
+def test_only_the_newest_sequences_are_drawn():
+    many = {seq: [ev(seq, "deliver", 1, seq * 0.01)] for seq in range(1, 101)}
+    lines = render_time_axis("t", many, 4.0, 2.0, 40).plain.splitlines()
+    assert "40 earlier sequences not drawn" in lines[2]
+    assert lines[3].startswith("seq 41 ") and lines[-1].startswith("seq 100 ") and len(lines) == 63
+
+
+def test_legend_lists_every_mark_and_the_keys():
+    from natslab.tui.widgets.timeline import LEGEND, legend_text
+
+    text = legend_text().plain
+    for glyph, _, meaning in LEGEND:
+        assert meaning in text
+    assert "z zoom (1 s, 10 s, 1 m" in text and "[ back · ] forward" in text
+
+
 def test_zoom_and_the_window_following_now():
     text = render_time_axis("ORDERS › RDL", RDL_STORY, 4.0, 22.0, 40, seconds_per_cell=10.0).plain
     assert "10 s per cell" in text and text.splitlines()[2].startswith("seq 2    12✓")
@@ -74,6 +123,32 @@ class AxisHost(App):
 
 def test_rdl_story_snapshot(snap_compare):
     assert snap_compare(AxisHost(), terminal_size=(80, 6))
+
+
+# Every mark in one picture (ack wait 4 s): seq 1 the RDL story; seq 2 in progress
+# at 2 s (the bar starts again), nak'd at 5 s with a 4 s delay, pulled again at 12 s,
+# terminated; seq 3 handed to another program's worker twice, acked by it;
+# seq 4 acked by another program we never saw receive it.
+MARKS = {
+    1: RDL_STORY[2],
+    2: [ev(2, "deliver", 1, 0.0), ev(2, "progress", 1, 2.0), ev(2, "nak", 1, 5.0, delay=4.0),
+        ev(2, "deliver", 2, 12.0), ev(2, "term", 2, 14.0)],
+    3: [ev(3, "deliver", 1, 1.0, "inbox-tap"), ev(3, "deliver", 2, 8.0, "inbox-tap"), ev(3, "ack", 2, 10.0, "ack-tap")],
+    4: [ev(4, "deliver", 1, 15.0, "other program"), ev(4, "ack", 1, 15.0, "ack-tap")],
+}
+# backoff 1 s, 3 s, 5 s and max deliver 3, on another consumer
+BACKOFF = {5: [ev(5, "deliver", 1, 0.0), ev(5, "deliver", 2, 3.0), ev(5, "deliver", 3, 8.0)]}
+
+
+class MarksHost(App):
+    def compose(self) -> ComposeResult:
+        yield TimeAxis(lambda: ("ORDERS › RDL", MARKS, 4.0), clock=lambda: 22.0, id="marks")
+        yield TimeAxis(lambda: ("ORDERS › BACKOFF", BACKOFF, 4.0, (1.0, 3.0, 5.0), 3), clock=lambda: 22.0, id="backoff")
+
+
+def test_marks_snapshot(snap_compare):
+    """The nak's delay, in progress, term, other programs' deliveries, backoff steps and max deliveries."""
+    assert snap_compare(MarksHost(), terminal_size=(76, 11))
 
 
 async def test_pull_hand_draws_the_story_live(make_app, outside):
@@ -112,3 +187,50 @@ async def test_pull_hand_draws_the_story_live(make_app, outside):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: "ack wait ran out" in str(app.screen.query_one(".help-legend").render()),
                        what="legend on ?")
+
+
+async def test_another_programs_worker_with_backoff_on_the_axis(make_app, outside):
+    """A worker of another program pulls and never acks, on a consumer with
+    backoff 0.5 s, 1 s and max deliver 3: its deliveries come from the inbox
+    tap, each bar as long as its step, a step mark where each ran out, and
+    max deliveries at the end of the third."""
+    from nats.js.api import ConsumerConfig
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", config=ConsumerConfig(
+        durable_name="BO", ack_policy="explicit", backoff=[0.5, 1.0], max_deliver=3))
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await connected(app, pilot)
+        app.open_pull_hand("ORDERS", "BO")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="the consumer's config")
+        axis = hand.query_one(TimeAxis)
+        await pilot.press("z", "z", "z")  # 0.25 s per cell
+        await wait_for(pilot, lambda: "backoff 0.5s → 1s · max 3 deliveries" in str(axis.render()), what="title")
+
+        def seq1() -> str:
+            return next((line[9:].rstrip() for line in str(axis.render()).splitlines() if line.startswith("seq 1")), "")
+
+        worker = await js.pull_subscribe_bind(durable="BO", stream="ORDERS")
+        for tries in (1, 2, 3):
+            msgs = await worker.fetch(1, timeout=3)
+            assert msgs[0].metadata.num_delivered == tries
+            await wait_for(pilot, lambda: str(tries) in seq1(), what=f"delivery {tries} seen on the worker's inbox")
+            if tries < 3:
+                await wait_for(pilot, lambda: seq1().count("»") == tries, timeout=4, what=f"backoff step {tries} ran out")
+        await wait_for(pilot, lambda: seq1().endswith("☠"), timeout=4, what="max deliveries")
+        drawn = seq1()
+        # 0.5 s, 1 s, 1 s at 0.25 s per cell; each step ran out as the waiting fetch got the next try
+        assert drawn.startswith("1»2") and drawn.split("2")[1].startswith("▓▓") and drawn.count("»") == 2
+        assert drawn.split("3")[1] in ("▓▓▓☠", "▓▓▓▓☠")
+        assert [k for g, k in axis_keys(axis) if g == "▓"], "other programs' bars have their own style key"
+        await worker.unsubscribe()
+
+
+def axis_keys(axis: TimeAxis):
+    scene = axis.events()
+    return [(g, k) for events in scene[1].values()
+            for g, k in paint_row(events, scene[2], axis.clock(), min(e.at for e in events), 40, 0.25, scene[3], scene[4])]

@@ -233,8 +233,10 @@ class DeliveryEvent:
     """One thing that happened to a stream sequence on a consumer.
 
     ``kind`` is one of: deliver, ack, nak, progress, term, expired, max_deliveries.
-    ``source`` says where we learned it: "app" (our own action), "advisory"
-    or "ack-tap" (another program's ack seen on ``$JS.ACK``).
+    ``source`` says where we learned it: "app" (our own action), "advisory",
+    "ack-tap" (another program's ack seen on ``$JS.ACK``) or "inbox-tap"
+    (another program's delivery seen on its ``_INBOX``).
+    ``delay`` is a nak's delay in seconds, when it asked for one.
     """
 
     stream: str
@@ -244,3 +246,4 @@ class DeliveryEvent:
     deliveries: int
     at: float
     source: str = "app"
+    delay: float | None = None

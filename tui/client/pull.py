@@ -89,10 +89,14 @@ class PullMixin:
 
     # ---- redelivery timeline sources ---------------------------------
     async def watch_deliveries(self, callback: Callable[[DeliveryEvent], None]) -> list:
-        """Advisories (nak, term, max deliveries) and acks of every program.
+        """Advisories (nak, term, max deliveries), acks and pulled deliveries of every program.
 
         Acks travel on ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>...``
         as core messages, so subscribing to them shows other workers' acks too.
+        A pull consumer hands each message to the puller's reply inbox with that
+        ack subject as its reply, so a tap on ``_INBOX.>`` sees other programs'
+        deliveries the moment they happen (the app's own inbox is skipped: its
+        fetches are reported by the pull hand itself).
         """
 
         async def on_advisory(msg) -> None:
@@ -129,10 +133,29 @@ class PullMixin:
                 kind = "term"
             if kind is None:
                 return
+            delay = nak_delay(body) if kind == "nak" else None
             try:
                 callback(
-                    DeliveryEvent(parts[2], parts[3], int(parts[5]), kind, int(parts[4]), time.monotonic(), "ack-tap")
+                    DeliveryEvent(parts[2], parts[3], int(parts[5]), kind, int(parts[4]), time.monotonic(), "ack-tap",
+                                  delay)
                 )
+            except ValueError:
+                return
+
+        own = self.inbox_prefix + "."
+
+        async def on_inbox(msg) -> None:
+            reply = msg.reply or ""
+            if not reply.startswith("$JS.ACK.") or msg.subject.startswith(own):
+                return  # not a JetStream delivery, or the app's own fetch
+            parts = reply.split(".")
+            if len(parts) >= 12:
+                parts = parts[:2] + parts[4:]
+            if len(parts) < 7:
+                return
+            try:
+                callback(DeliveryEvent(parts[2], parts[3], int(parts[5]), "deliver", int(parts[4]), time.monotonic(),
+                                       "inbox-tap"))
             except ValueError:
                 return
 
@@ -140,6 +163,26 @@ class PullMixin:
         for suffix in ("MAX_DELIVERIES", "MSG_NAKED", "MSG_TERMINATED"):
             subs.append(await self.subscribe(f"{ADVISORY}.{suffix}.>", on_advisory))
         subs.append(await self.subscribe("$JS.ACK.>", on_ack))
+        subs.append(await self.subscribe("_INBOX.>", on_inbox))
         return subs
+
+
+def nak_delay(body: bytes) -> float | None:
+    """The delay of ``-NAK {"delay": <ns>}`` (nats-py, nats.go) or ``-NAK 5s``, in seconds; None without one."""
+    arg = body[len(b"-NAK"):].strip()
+    if not arg:
+        return None
+    if arg.startswith(b"{"):
+        try:
+            ns = json.loads(arg).get("delay")
+        except (ValueError, AttributeError):
+            return None
+        return ns / 1e9 if isinstance(ns, (int, float)) and ns > 0 else None
+    from ..format import parse_duration
+
+    try:
+        return parse_duration(arg.decode(errors="replace")) or None
+    except ValueError:
+        return None
 
 

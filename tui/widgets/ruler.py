@@ -45,7 +45,7 @@ LEGEND = (
     ("━", FLOOR, "acknowledged: at or below the consumer's ack floor"),
     ("┃", FLOOR, "the ack floor (the consumer's durable position)"),
     ("1-9", OUTSTANDING, "delivered, not acked, inside its ack wait; the digit is its tries (+ for 10 or more)"),
-    ("!", EXPIRED, "ack wait ran out or nak'd: eligible for redelivery on the next pull"),
+    ("!", EXPIRED, "ack wait ran out or nak'd (its delay over): eligible on the next pull"),
     ("✓", ACKED, "acked above the floor (the floor waits for a lower sequence)"),
     ("⊘", TERMED, "terminated, or max deliveries reached: never redelivered"),
     ("?", UNSEEN, "delivered (consumer info says so) but the app saw neither delivery nor ack"),
@@ -71,7 +71,7 @@ def seen_states(events_by_seq: Mapping[int, Sequence], ack_wait: float, now: flo
     """What the app saw happen to each sequence (DeliveryEvent lists, oldest
     first) -> (state, tries): the last delivery decides; an ack or term after
     it settles it, a nak or the ack wait running out makes it eligible again,
-    an in-progress restarts the wait."""
+    an in-progress restarts the wait, a nak's delay holds it back until it ends."""
     out: dict[int, tuple[str, int]] = {}
     for seq, events in events_by_seq.items():
         state, tries, deadline = "", 0, None
@@ -86,6 +86,9 @@ def seen_states(events_by_seq: Mapping[int, Sequence], ack_wait: float, now: flo
                 state, deadline = ACKED, None
             elif e.kind in ("term", "max_deliveries"):
                 state, deadline = TERMED, None
+            elif e.kind == "nak" and getattr(e, "delay", None):
+                # nak'd with a delay: not redeliverable before it ends, then eligible
+                state, deadline = OUTSTANDING, e.at + e.delay
             elif e.kind in ("nak", "expired"):
                 state, deadline = EXPIRED, None
             tries = max(tries, e.deliveries)

@@ -1,12 +1,15 @@
 """The redelivery timeline on a time axis: one row per stream sequence.
 
-Each delivery is a bar as long as the consumer's ack wait, filling as the
-countdown runs (an in-progress restarts it); an ack, nak, term or max
-deliveries stops it with a mark at the moment it happened; a bar that runs
-out gets the expiry mark, and a dotted line follows until the next delivery —
-on a pull consumer nothing happens until someone pulls again. Deliveries the
-app only learned of from another program's ack have no start to draw from:
-they get the try number as a mark where their ack was seen.
+Each delivery is a bar as long as its ack wait (the consumer's, or its
+backoff step for that try), filling as the countdown runs (an in-progress
+restarts it); an ack, nak, term or max deliveries stops it with a mark at the
+moment it happened. A bar that runs out gets the expiry mark (a backoff step
+mark on a consumer with backoff), and a dotted line follows until the next
+delivery — on a pull consumer nothing happens until someone pulls again. A nak
+with a delay draws the delay as a dashed gap, then the dots. Deliveries to
+other programs' workers, seen on their inbox, are bars of their own shade;
+those the app only learned of from an ack have no start to draw from: they
+get the try number as a mark where their ack was seen.
 
 ``render_time_axis`` is pure (events, ack wait, a clock reading in; a
 ``rich.Text`` out) so the seed's RDL story is tested with a fake clock;
@@ -16,7 +19,7 @@ they get the try number as a mark where their ack was seen.
 from __future__ import annotations
 
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from rich.style import Style
 from rich.text import Text
@@ -24,20 +27,42 @@ from textual.widgets import Static
 
 ZOOMS = (1.0, 10.0, 60.0, 0.25)  # seconds per cell, in the order `z` steps through them
 SETTLING = {"ack": "✓", "nak": "↺", "term": "⊘", "max_deliveries": "☠"}
-PROGRESS, EXPIRY, BAR, LEFT, WAITING = "↻", "◔", "█", "░", "·"
+PROGRESS, EXPIRY, STEP, BAR, OTHER_BAR, LEFT, WAITING, DELAY = "↻", "◔", "»", "█", "▓", "░", "·", "╌"
 LABEL_W = 9  # "seq 1234 "
+MAX_ROWS = 60  # the newest sequences; older ones are summed up in one line
 
 LEGEND = (
-    ("1█", "bar", "a delivery (the digit is its try) and the part of its ack wait that has run"),
+    ("1█", "bar", "a delivery (the digit is its try), and how much of its ack wait has run"),
+    ("1▓", "other", "a delivery to another program's worker (seen on its inbox)"),
     ("░", "left", "the rest of the ack wait, still running"),
     ("◔", "expired", "the ack wait ran out: eligible for redelivery"),
-    ("·", "waiting", "eligible, not redelivered yet (a pull consumer waits for the next pull)"),
+    ("»", "step", "a backoff step ran out: eligible; the next try waits the next step"),
+    ("·", "waiting", "eligible, not redelivered yet (a pull consumer waits for a pull)"),
     ("✓", "ack", "acked"),
-    ("↺", "nak", "nak'd: redelivered (after its delay, if one was given)"),
+    ("↺", "nak", "nak'd: eligible for redelivery at once, or after its delay"),
+    ("╌", "delay", "a nak's delay: not redelivered before it ends"),
     ("↻", "progress", "in progress: the ack wait starts again"),
     ("⊘", "term", "terminated: never redelivered"),
     ("☠", "max_deliveries", "max deliveries reached: never redelivered"),
 )
+KEYS = "z zoom (1 s, 10 s, 1 m, ¼ s a cell) · [ back · ] forward half a window"
+
+
+class Scene(NamedTuple):
+    """What the time axis draws for one consumer."""
+
+    title: str
+    events_by_seq: Mapping[int, Sequence]
+    ack_wait: float
+    backoff: tuple[float, ...] = ()  # seconds; delivery n waits step n (the last one repeats)
+    max_deliver: int = 0  # 0 or -1: unlimited
+
+
+def wait_of(tries: int, ack_wait: float, backoff: Sequence[float] = ()) -> float:
+    """How long delivery number ``tries`` waits for its ack (nats-server's checkPending)."""
+    if backoff:
+        return backoff[min(max(tries, 1), len(backoff)) - 1]
+    return ack_wait
 
 
 def zoom_label(seconds_per_cell: float) -> str:
@@ -61,7 +86,8 @@ def window_start(t0: float, now: float, cells: int, spc: float, scroll: float = 
     return t0 + ((start - t0) // step) * step
 
 
-def paint_row(events: Sequence, ack_wait: float, now: float, start: float, cells: int, spc: float) -> list[tuple[str, str]]:
+def paint_row(events: Sequence, ack_wait: float, now: float, start: float, cells: int, spc: float,
+              backoff: Sequence[float] = (), max_deliver: int = 0) -> list[tuple[str, str]]:
     """One sequence's row: (glyph, style key) per cell."""
     row: list[tuple[str, str]] = [(" ", "")] * cells
 
@@ -83,6 +109,7 @@ def paint_row(events: Sequence, ack_wait: float, now: float, start: float, cells
         d = events[at_index]
         following = events[at_index + 1:deliveries[n + 1]] if n + 1 < len(deliveries) else events[at_index + 1:]
         next_at = events[deliveries[n + 1]].at if n + 1 < len(deliveries) else None
+        resume = next_at if next_at is not None else now  # eligible until redelivered (or until now)
         tries = str(d.deliveries) if 0 < d.deliveries < 10 else "+"
         if d.source == "other program":  # no start time: only the try, where we saw it
             marks.append((d.at, tries, "bar"))
@@ -90,46 +117,75 @@ def paint_row(events: Sequence, ack_wait: float, now: float, start: float, cells
                 if e.kind in SETTLING:
                     marks.append((e.at, SETTLING[e.kind], e.kind))
             continue
-        deadline = d.at + ack_wait if ack_wait else None
+        wait = wait_of(d.deliveries, ack_wait, backoff)
+        deadline = d.at + wait if wait else None
         settled = None
         for e in following:
             if e.kind == "progress" and settled is None:
-                deadline = e.at + ack_wait if ack_wait else deadline
+                deadline = e.at + wait if wait else deadline
                 marks.append((e.at, PROGRESS, "progress"))
             elif e.kind in SETTLING and settled is None:
                 settled = e
-        end = min(t for t in (now, deadline, settled.at if settled else None) if t is not None)
-        fill(d.at, end, BAR, "bar")
+        # given up later (max deliveries after a nak is reported on the next pull)
+        gone = next((e for e in following if e.kind == "max_deliveries" and e is not settled), None)
+        if gone is not None:
+            resume = min(resume, gone.at)
+            marks.append((gone.at, SETTLING["max_deliveries"], "max_deliveries"))
+        if deadline is not None and next_at is not None and next_at < deadline and settled is None:
+            deadline = None  # redelivered before its wait ran out (a push consumer after a restart, say)
+        end = min(t for t in (now, deadline, settled.at if settled else None, next_at) if t is not None)
+        bar_key = "other" if d.source == "inbox-tap" else "bar"
+        fill(d.at, end, OTHER_BAR if bar_key == "other" else BAR, bar_key)
         if settled is None and deadline is not None:
             if now < deadline:  # the cell the clock is in counts as run
                 fill(start + -(-(now - start) // spc) * spc, deadline, LEFT, "left")
+            elif 0 < max_deliver <= d.deliveries:  # its last try ran out: never redelivered
+                marks.append((deadline, SETTLING["max_deliveries"], "max_deliveries"))
             else:
-                fill(deadline, next_at if next_at is not None else now, WAITING, "waiting")
-                marks.append((deadline, EXPIRY, "expired"))
+                fill(deadline, resume, WAITING, "waiting")
+                marks.append((deadline, STEP, "step") if backoff else (deadline, EXPIRY, "expired"))
         if settled is not None:
+            if settled.kind == "nak":
+                eligible = settled.at + (settled.delay or 0.0)
+                fill(settled.at, min(eligible, next_at) if next_at is not None else eligible, DELAY, "delay")
+                fill(eligible, resume, WAITING, "waiting")
             marks.append((settled.at, SETTLING[settled.kind], settled.kind))
-        marks.append((d.at, tries, "bar"))
-    tries_cells = {cell(t) for t, _, key in marks if key == "bar"}
+        marks.append((d.at, tries, bar_key))
+    tries_at = {cell(t): t for t, _, key in marks if key in ("bar", "other")}
     for t, glyph, key in marks:  # marks over bars; the delivery's try last, so it always shows
         at = cell(t)
-        if key != "bar" and at in tries_cells and at is not None and at + 1 < cells:
-            at += 1  # settled within the delivery's own cell: the mark goes just after the try
+        if key not in ("bar", "other") and at in tries_at and at is not None:
+            # in a delivery's own cell: just after its try if it came after it (settled at once),
+            # just before if it came first (the previous try ran out and this one followed at once)
+            at = at - 1 if t < tries_at[at] and at > 0 and at - 1 not in tries_at else at + 1
+            at = at if at < cells else None
         if at is not None:
             row[at] = (glyph, key)
     return row
 
 
+def show_seconds(seconds: float) -> str:
+    return f"{seconds:g} s" if seconds < 60 else f"{seconds / 60:g} m"
+
+
 def render_time_axis(
     title: str, events_by_seq: Mapping[int, Sequence], ack_wait: float, now: float, width: int,
     seconds_per_cell: float = 1.0, scroll: float = 0.0, styles: Mapping[str, Style] | None = None,
-    relative_times: bool = True,
+    relative_times: bool = True, backoff: Sequence[float] = (), max_deliver: int = 0,
 ) -> Text:
     styles = styles or {}
     cells = max(10, width - LABEL_W)
     text = Text()
-    wait = f"ack wait {ack_wait:g} s" if ack_wait else "ack wait unknown"
+    if backoff:
+        wait = "backoff " + " → ".join(f"{b:g}s" for b in backoff)
+    else:
+        wait = f"ack wait {show_seconds(ack_wait)}" if ack_wait else "ack wait unknown"
+    limit = f" · max {max_deliver} deliveries" if max_deliver > 0 else ""
     # the keys (z zoom, [ ] scroll, ? legend) are in the footer and on ?
-    text.append(f"{title} · {zoom_label(seconds_per_cell)} per cell · {wait}\n", style="bold")
+    text.append(f"{title} · {zoom_label(seconds_per_cell)} per cell · {wait}{limit}", style="bold")
+    if scroll:
+        text.append(f" · {show_seconds(scroll)} back (] returns)", style="dim")
+    text.append("\n")
     starts = [e.at for events in events_by_seq.values() for e in events]
     if not starts:
         text.append("Nothing yet. Fetch a message, or let any worker consume.", style="italic")
@@ -146,10 +202,15 @@ def render_time_axis(
                 axis[i + j] = ch
     text.append(" " * LABEL_W)
     text.append("".join(axis), style=styles.get("axis", Style(dim=True)))
-    for seq in sorted(events_by_seq):
+    seqs = sorted(events_by_seq)
+    if len(seqs) > MAX_ROWS:
+        text.append(f"\n{len(seqs) - MAX_ROWS} earlier sequences not drawn (the newest {MAX_ROWS} are)", style="dim")
+        seqs = seqs[-MAX_ROWS:]
+    for seq in seqs:
         text.append("\n")
         text.append(f"seq {seq:<4} "[:LABEL_W], style="bold")
-        for glyph, key in paint_row(events_by_seq[seq], ack_wait, now, start, cells, seconds_per_cell):
+        for glyph, key in paint_row(events_by_seq[seq], ack_wait, now, start, cells, seconds_per_cell,
+                                    backoff, max_deliver):
             text.append(glyph, styles.get(key, Style()))
     return text
 
@@ -160,6 +221,7 @@ def legend_text(styles: Mapping[str, Style] | None = None) -> Text:
     for glyph, key, meaning in LEGEND:
         text.append(f"  {glyph:>3} ", styles.get(key, Style()))
         text.append(f" {meaning}\n")
+    text.append(f"  keys: {KEYS}\n", style="dim")
     return text
 
 
@@ -168,7 +230,8 @@ class TimeAxis(Static):
 
     COMPONENT_CLASSES = {
         "axis--bar", "axis--left", "axis--expired", "axis--waiting", "axis--ack", "axis--nak",
-        "axis--progress", "axis--term", "axis--max_deliveries", "axis--axis",
+        "axis--progress", "axis--term", "axis--max_deliveries", "axis--axis", "axis--other", "axis--step",
+        "axis--delay",
     }
     DEFAULT_CSS = """
     TimeAxis { height: auto; margin-top: 1; }
@@ -182,11 +245,14 @@ class TimeAxis(Static):
     TimeAxis > .axis--term { color: $error; text-style: bold; }
     TimeAxis > .axis--max_deliveries { color: $error; text-style: bold reverse; }
     TimeAxis > .axis--axis { color: $foreground 50%; }
+    TimeAxis > .axis--other { color: $secondary; }
+    TimeAxis > .axis--step { color: $error; text-style: bold; }
+    TimeAxis > .axis--delay { color: $error 60%; }
     """
 
     def __init__(self, events: Callable[[], tuple[str, Mapping[int, Sequence], float] | None],
                  clock: Callable[[], float] = time.monotonic, **kw):
-        """``events`` says what to draw: (title, events by sequence, ack wait), or None."""
+        """``events`` says what to draw: a ``Scene`` (or the tuple of its fields), or None."""
         super().__init__("", **kw)
         self.events = events
         self.clock = clock
@@ -227,11 +293,13 @@ class TimeAxis(Static):
         if what is None:
             self.update("")
             return
-        title, events_by_seq, ack_wait = what
+        scene = Scene(*what)
         width = self.content_region.width or 40
         stable = getattr(self.app, "stable_display", False)
         now = self.clock()
         if stable:
-            now = max((e.at for events in events_by_seq.values() for e in events), default=now)
-        self.update(render_time_axis(title, events_by_seq, ack_wait, now, width, self.seconds_per_cell,
-                                     self.scroll, self.styles_map(), relative_times=not stable))
+            now = max((e.at for events in scene.events_by_seq.values() for e in events), default=now)
+        self.update(render_time_axis(scene.title, scene.events_by_seq, scene.ack_wait, now, width,
+                                     self.seconds_per_cell, self.scroll, self.styles_map(),
+                                     relative_times=not stable, backoff=scene.backoff,
+                                     max_deliver=scene.max_deliver))

@@ -24,7 +24,7 @@ from ...client import ConsumerSummary, NatsError, StreamSummary
 from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
-from ...widgets.chart import ConsumerRates, StreamRates, rates_view
+from ...widgets.chart import WINDOWS, ConsumerRates, StreamRates, rates_view
 from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text
 from ..base import LivePane
 from .detail import consumer_info, raw_json
@@ -63,8 +63,11 @@ class ConsumersPane(LivePane):
         Binding("f", "pull_hand", "Pull hand", id="consumers.pull"),
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
         Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
+        Binding("z", "zoom_rates", "Rates window (1 m, 5 m, 15 m)", id="consumers.zoom", show=False),
         Binding("question_mark", "legend", "Help, ruler legend", id="consumers.legend", key_display="?"),
     ]
+
+    COMPONENT_CLASSES = {"rates--stream", "rates--delivered", "rates--acked", "rates--ack_pending", "rates--pending"}
 
     stream: reactive[str | None] = reactive(None)
 
@@ -102,6 +105,7 @@ class ConsumersPane(LivePane):
         self.graph = False  # g: rates over time, as `nats consumer graph` draws them
         self._history: dict[str, ConsumerRates] = {}
         self._stream_history = StreamRates()
+        self.rates_window = WINDOWS[0]  # z: the charts' time window
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
@@ -158,7 +162,8 @@ class ConsumersPane(LivePane):
             self._history.setdefault(c.name, ConsumerRates()).record(
                 now, c.delivered_consumer_seq, c.ack_floor_consumer_seq, c.num_ack_pending, c.num_pending)
         if event.stream_info is not None:
-            self._stream_history.record(now, event.stream_info.last_seq, event.stream_info.bytes)
+            info = event.stream_info
+            self._stream_history.record(now, info.last_seq, info.bytes, info.first_seq, info.messages)
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
             {name: consumer_row(c, "" if stable else self._rate(c, now)) for name, c in self.consumers.items()}
@@ -178,8 +183,11 @@ class ConsumersPane(LivePane):
     def action_legend(self) -> None:
         from ...screens.legend import LegendHelp
 
+        from ...widgets.chart import legend_text as charts_legend
+
         ruler = self.query_one(StreamRuler)
-        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(ruler.styles_map())]))
+        self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings,
+                                                     [legend_text(ruler.styles_map()), charts_legend()]))
 
     def _update_status(self) -> None:
         label = self.query_one("#consumers-status", Label)
@@ -207,17 +215,30 @@ class ConsumersPane(LivePane):
             self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
 
     def _config_text(self, c: ConsumerSummary | None):
+        if self.graph and self.stream and (c is None or c.name in self._history):
+            # the selected consumer's rates under its stream's; the stream's alone when it has no consumer
+            width = self.query_one("#consumer-config").content_region.width or 76
+            styles = {name.removeprefix("rates--"): self.get_component_rich_style(name, partial=True)
+                      for name in self.COMPONENT_CLASSES}
+            return rates_view(c.name if c else None, self._history.get(c.name) if c else None, width, styles,
+                              stream=(self.stream, self._stream_history), window=self.rates_window)
         if c is None:
             return Text("")
-        if self.graph and c.name in self._history:
-            width = self.query_one("#consumer-config").content_region.width or 76
-            return rates_view(c.name, self._history[c.name], width, stream=(c.stream, self._stream_history))
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))
 
     def action_toggle_graph(self) -> None:
         self.graph = not self.graph
+        self.set_class(self.graph, "-graph")
+        self._selection_changed()
+
+    def action_zoom_rates(self) -> None:
+        """The next time window (1 m, 5 m, 15 m); shows the charts if they were not."""
+        if self.graph:
+            self.rates_window = WINDOWS[(WINDOWS.index(self.rates_window) + 1) % len(WINDOWS)]
+        self.graph = True
+        self.set_class(True, "-graph")
         self._selection_changed()
 
     def action_toggle_raw(self) -> None:

@@ -14,9 +14,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label
 
-from ...client import DeliveryEvent, FetchedMessage, NatsError
+from ...client import ConsumerSummary, DeliveryEvent, FetchedMessage, NatsError
 from ...format import parse_int
-from ...widgets.timeline import TimeAxis
+from ...widgets.timeline import Scene, TimeAxis
 from ..base import WritesGuard
 from .card import HandCard
 from .nak_delay import DEFAULT_NAK_DELAY, NakDelayDialog, show_delay
@@ -63,6 +63,7 @@ class PullHand(WritesGuard, Vertical):
         self.consumer: str | None = None
         self._subscribed_generation = 0
         self.nak_delay = DEFAULT_NAK_DELAY  # the last delay picked for N, offered again next time
+        self.consumer_config: ConsumerSummary | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pull-bar"):
@@ -85,17 +86,38 @@ class PullHand(WritesGuard, Vertical):
         self.set_status("")
 
     # ---- the timeline on a time axis (widgets/timeline.py) -------------------
-    def _axis_events(self):
-        """What the time axis draws: the chip timeline's consumer and events, and its ack wait."""
+    def _axis_events(self) -> Scene | None:
+        """What the time axis draws: the chip timeline's consumer and events,
+        and the consumer's ack wait, backoff and max deliveries."""
         chips = self.query_one(DeliveryTimeline)
         if chips.target is None:
             return None
         stream, consumer = chips.target
-        ack_wait = next((card.fm.ack_wait for card in self.query(HandCard)), 0.0)
+        info = self.consumer_config if self.consumer_config and self.consumer_config.name == consumer else None
         consumers = self.app.main_screen.pane("consumers") if getattr(self.app, "main_screen", None) else None
         if consumers is not None and consumers.stream == stream and consumer in consumers.consumers:
-            ack_wait = consumers.consumers[consumer].ack_wait  # the server's word, when the pane has it
-        return f"{stream} › {consumer}", chips.events.get(chips.target) or {}, ack_wait
+            info = consumers.consumers[consumer]  # the server's latest word, when the pane has it
+        ack_wait = next((card.fm.ack_wait for card in self.query(HandCard)), 0.0)
+        backoff: tuple[float, ...] = ()
+        max_deliver = 0
+        if info is not None:
+            ack_wait = info.ack_wait
+            backoff = tuple(ns / 1e9 for ns in info.config.get("backoff") or ())
+            max_deliver = max(0, info.max_deliver)
+        return Scene(f"{stream} › {consumer}", chips.events.get(chips.target) or {}, ack_wait, backoff, max_deliver)
+
+    @work(exclusive=True, group="pull-config", exit_on_error=False)
+    async def load_config(self, stream: str, consumer: str) -> None:
+        """The consumer's config for the time axis (ack wait, backoff, max deliveries)."""
+        client = getattr(self.app, "client", None)
+        if client is None:
+            return
+        try:
+            info = await client.consumer_info(stream, consumer)
+        except NatsError:
+            return  # the axis falls back to the cards' ack wait
+        if (stream, consumer) == (self.stream, self.consumer):
+            self.consumer_config = info
 
     def action_zoom(self) -> None:
         self.query_one(TimeAxis).zoom()
@@ -152,8 +174,10 @@ class PullHand(WritesGuard, Vertical):
         self.query("#pull-cards HandCard").remove()
         self.set_status("")
         target = self.query_one("#pull-target", Label)
+        self.consumer_config = None
         if self.consumer:
             target.update(f"{self.stream} › {self.consumer}")
+            self.load_config(self.stream, self.consumer)
         elif consumer:
             target.update(f"{consumer} is a push consumer — pick a pull consumer")
         else:
@@ -283,7 +307,8 @@ class PullHand(WritesGuard, Vertical):
         card.state = {"ack": "acked", "nak": "naked", "term": "termed", "progress": "pending"}[kind]
         card.tick(time.monotonic())
         self.query_one(DeliveryTimeline).add(
-            DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, kind, fm.num_delivered, time.monotonic())
+            DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, kind, fm.num_delivered, time.monotonic(),
+                          delay=event.delay or None if kind == "nak" else None)
         )
         detail = ""
         if event.action == "nak_delay":

@@ -1,13 +1,15 @@
 """The redelivery timeline: per stream sequence, every delivery, ack, nak, term,
 ack-wait expiry and max-deliveries event for one consumer.
 
-Events come from the app's own actions, the server's advisories, and the
-``$JS.ACK`` tap (acks by other programs, which also reveal their deliveries).
+Events come from the app's own actions, the server's advisories, the
+``$JS.ACK`` tap (acks by other programs, which also reveal their deliveries)
+and the ``_INBOX`` tap (other programs' pulled deliveries as they happen).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from rich.text import Text
 from textual.widgets import Static
@@ -25,6 +27,10 @@ GLYPHS = {
 }
 
 
+TWIN_SECONDS = 0.5  # the app's own in-progress and the ack tap's sighting of it
+KEEP_SEQUENCES = 500  # per consumer
+
+
 class DeliveryTimeline(Static):
     """Renders the events of the consumer set by ``show_consumer``."""
 
@@ -32,6 +38,7 @@ class DeliveryTimeline(Static):
         super().__init__("", **kw)
         self.events: dict[tuple[str, str], dict[int, list[DeliveryEvent]]] = defaultdict(lambda: defaultdict(list))
         self.target: tuple[str, str] | None = None
+        self._redraw_due = False
 
     def show_consumer(self, stream: str | None, consumer: str | None) -> None:
         self.target = (stream, consumer) if stream and consumer else None
@@ -44,10 +51,22 @@ class DeliveryTimeline(Static):
 
     def add(self, event: DeliveryEvent) -> None:
         per_seq = self.events[(event.stream, event.consumer)][event.stream_seq]
-        if event.kind != "expired" and any(
-            e.kind == event.kind and e.deliveries == event.deliveries for e in per_seq
-        ):
-            return  # the same ack seen by our action and by the ack tap
+        same = next((i for i, e in enumerate(per_seq) if event.kind != "expired"
+                     and e.kind == event.kind and e.deliveries == event.deliveries
+                     # in progress may be sent many times per delivery: only a twin sighting is the same
+                     and (event.kind != "progress" or abs(e.at - event.at) < TWIN_SECONDS)), None)
+        if same is not None:
+            # the same event seen twice (our action and the ack tap, an advisory
+            # and the tap): keep the first sighting, with what the later one adds
+            first = per_seq[same]
+            if event.delay is not None and first.delay is None:
+                per_seq[same] = replace(first, delay=event.delay)
+            elif event.source == "app" and first.source == "inbox-tap":
+                per_seq[same] = replace(first, source="app")
+            elif not (event.source == "app" and self._redraw_due):
+                return  # (the user's own key, seen first on a tap, is still drawn at once below)
+            self._changed(event)
+            return
         if event.kind in ("ack", "nak", "term", "progress") and event.deliveries and not any(
             e.kind == "deliver" and e.deliveries == event.deliveries for e in per_seq
         ):
@@ -55,8 +74,24 @@ class DeliveryTimeline(Static):
             per_seq.append(DeliveryEvent(event.stream, event.consumer, event.stream_seq, "deliver",
                                          event.deliveries, event.at, "other program"))
         per_seq.append(event)
-        if self.target == (event.stream, event.consumer):
+        per_consumer = self.events[(event.stream, event.consumer)]
+        if len(per_consumer) > 2 * KEEP_SEQUENCES:  # a busy consumer: forget the oldest sequences
+            for seq in sorted(per_consumer)[:-KEEP_SEQUENCES]:
+                del per_consumer[seq]
+        self._changed(event)
+
+    def _changed(self, event: DeliveryEvent) -> None:
+        if self.target != (event.stream, event.consumer):
+            return
+        if event.source == "app":  # the user's own key: on screen at once
             self.redraw()
+        elif not self._redraw_due:  # the taps: at most 4 redraws a second (a busy worker acks thousands)
+            self._redraw_due = True
+            self.set_timer(0.25, self._due)
+
+    def _due(self) -> None:
+        self._redraw_due = False
+        self.redraw()
 
     def redraw(self) -> None:
         if self.target is None:
@@ -77,8 +112,10 @@ class DeliveryTimeline(Static):
                 if i:
                     text.append(" → ")
                 label = f"{glyph} #{e.deliveries}" if e.kind == "deliver" else glyph
-                if e.source == "other program":
+                if e.source in ("other program", "inbox-tap"):
                     label += " (other)"
+                if e.kind == "nak" and e.delay:
+                    label += f" {e.delay:g}s"
                 text.append(label, style=style)
                 if not stable and i:
                     text.append(f" +{e.at - start:.1f}s", style="dim")
