@@ -36,7 +36,7 @@ class AccountConfig:
     users: list[dict] = field(default_factory=list)
     exports: list[dict] = field(default_factory=list)
     imports: list[dict] = field(default_factory=list)
-    jetstream: bool = False
+    jetstream: object = None  # None: no JetStream; else its limits (jetstream.limits.AccountLimits)
 
 
 def parse_accounts(block, opts) -> dict[str, AccountConfig]:
@@ -83,17 +83,15 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
     return out
 
 
-def _jetstream_flag(v, account: str) -> bool:
-    """An account's ``jetstream``: enabled or disabled; limits are not
-    enforced by natslab, so a block with limits is refused, not ignored."""
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str) and v.lower() in ("enabled", "enable", "true", "disabled", "disable", "false"):
-        return v.lower() in ("enabled", "enable", "true")
-    if isinstance(v, dict) and not v:
-        return True
-    raise ConfigError(f"account {account}: per-account JetStream limits are not supported by natslab "
-                      "(use jetstream: enabled)")
+def _jetstream_flag(v, account: str):
+    """An account's ``jetstream``: ``None`` (disabled) or its limits
+    (jetstream/limits.py; every limit -1 for ``enabled``)."""
+    from .jetstream.limits import LimitsConfigError, parse
+
+    try:
+        return parse(v)
+    except LimitsConfigError as e:
+        raise ConfigError(f"account {account}: {e}") from None
 
 
 class Account:
@@ -151,6 +149,7 @@ class Accounts:
         if len(js) > 1:
             raise ConfigError(f"natslab runs JetStream for one account only, not {', '.join(sorted(js))}")
         self.home = self.by_name[js[0]] if js else None
+        self.home_limits = configs[js[0]].jetstream if js else None  # its JetStream limits
         self.global_account = None  # $G as an account of its own, once another one has the server's index
         if self.home is not None:
             self.home.index = server.index

@@ -365,6 +365,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 o.jetstream = js["enabled"]
             if "store_dir" in js:
                 o.store_dir = str(js["store_dir"])
+            if js.get("domain"):
+                from .jetstream.domain import check_domain
+
+                o.js_domain = check_domain(str(js["domain"]))
             si = js.get("sync_interval")
             if si is not None:
                 if str(si).lower() == "always":

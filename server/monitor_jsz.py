@@ -57,13 +57,16 @@ class JetStreamView:
         except OSError:
             free = 0
         o = self.srv.opts
-        return {
+        d = {
             "max_memory": _physical_memory() * 3 // 4,
             "max_storage": free * 3 // 4,
             "store_dir": store_dir,
             "sync_interval": int((getattr(o, "sync_interval", None) or 1.0) * NS),
-            "strict": True,
         }
+        if getattr(o, "js_domain", ""):
+            d["domain"] = o.js_domain
+        d["strict"] = True
+        return d
 
     def account(self) -> dict:
         try:

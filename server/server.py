@@ -71,6 +71,7 @@ class ServerOptions:
     batch_max_inflight_total: int = 0
     batch_max_msgs: int = 0
     batch_timeout: float = 0.0
+    js_domain: str = ""  # jetstream { domain }: $JS.<domain>.API.> answered too (jetstream/domain.py)
 
 
 def _server_id() -> str:
@@ -153,7 +154,7 @@ class Server:
             store_dir = Path(o.store_dir) if o.store_dir else default_store_dir()
             if JetStream is not None:
                 log.info("Starting JetStream")
-                self.jetstream = JetStream(self, store_dir)
+                self.jetstream = JetStream(self, store_dir, self.accounts.home_limits)
                 await self.jetstream.start()
         from .sysreq import SysRequests
 
@@ -259,6 +260,8 @@ class Server:
         info["client_ip"] = client.host
         if client.nonce and not connect_info:
             info["nonce"] = client.nonce.decode()
+        if self.jetstream is not None and self.opts.js_domain:
+            info["domain"] = self.opts.js_domain
         if self.jetstream is not None:
             info["api_lvl"] = self.jetstream.api_level
         if connect_info:

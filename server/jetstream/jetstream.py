@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import advisories, errors, sourcing, streamconfig, topoconfig
+from . import advisories, errors, limits, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
@@ -29,8 +29,11 @@ STREAM_META = "meta.json"
 
 
 class JetStream:
-    def __init__(self, server, store_dir: str | Path | None):
+    def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None):
         self.server = server
+        # the account's limits (its jetstream {} block; all -1 otherwise)
+        self.limits = account_limits or limits.AccountLimits()
+        self.bytes_limited = self.limits.max_memory >= 0 or self.limits.max_storage >= 0
         self.logger = getattr(server, "logger", None) or log
         base = Path(store_dir) if store_dir else Path.cwd()
         self.store_dir = base / "jetstream"
@@ -49,6 +52,8 @@ class JetStream:
         self.sync_interval = float(interval) if interval and interval > 0 else 1.0
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
+        self.domain = getattr(opts, "js_domain", "") or ""
+        self._domain_mapping = None
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -65,6 +70,11 @@ class JetStream:
         self._api_sub = self.server.subscribe_internal(
             "$JS.API.>", self.api.on_request, raw=True,
             run=RunSpec(direct_get_key, self.api.on_direct_gets, (b"",), True))
+        if self.domain:
+            from .domain import DomainMapping
+
+            self._domain_mapping = DomainMapping(self, self.domain)
+            self._domain_mapping.start()
         self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
 
@@ -103,6 +113,9 @@ class JetStream:
         if self._api_sub is not None:
             self.server.unsubscribe_internal(self._api_sub)
             self._api_sub = None
+        if self._domain_mapping is not None:
+            self._domain_mapping.stop()
+            self._domain_mapping = None
         for st in list(self.streams.values()):
             sourcing.stream_stopped(st)
         for st in list(self.streams.values()):
@@ -175,7 +188,13 @@ class JetStream:
 
     def create_stream(self, raw: dict) -> tuple[Stream, bool]:
         """STREAM.CREATE: returns (stream, created). Raises ApiError."""
+        # the account's limits, on the request as sent, before its config
+        # is checked (nats-server: jsNonClusteredStreamLimitsCheck)
+        limits.check_stream_create(self, {
+            "name": raw.get("name"), "storage": raw.get("storage") or "file",
+            "max_bytes": raw.get("max_bytes") or 0, "max_consumers": raw.get("max_consumers") or 0})
         cfg = streamconfig.normalize(raw)
+        limits.check_stream_config(self.limits, cfg)
         streamconfig.check_replicas(cfg)
         cfg = topoconfig.check_streams(cfg, self.streams)
         existing = self.streams.get(cfg["name"])
@@ -183,6 +202,7 @@ class JetStream:
             if _comparable(existing.config) != _comparable(cfg):
                 raise errors.stream_name_exists()
             return existing, True
+        limits.check_stream_create(self, cfg)  # and again as configured (addStream)
         self.check_overlap(cfg)
         d = self.stream_dir(cfg["name"])
         adopted = cfg["storage"] == "file" and d.exists()
@@ -236,9 +256,11 @@ class JetStream:
         if st is None:
             raise errors.stream_not_found()
         cfg = streamconfig.normalize(raw)
+        limits.check_stream_config(self.limits, cfg)
         cfg = topoconfig.check_streams(cfg, self.streams)
         cfg = streamconfig.check_update(st.config, cfg)
         topoconfig.check_update(st.config, cfg)
+        limits.check_stream_update(self, st.config, cfg)
         self.check_overlap(cfg, exclude=st.name)
         st.update_config(cfg)
         self.save_stream_meta(st)
@@ -279,20 +301,19 @@ class JetStream:
                 if st.config["max_bytes"] > 0:
                     reserved_storage += st.config["max_bytes"]
             consumers += len(st.consumers)
-        return {
+        info = {
             "memory": memory,
             "storage": storage,
             "reserved_memory": reserved_memory,
             "reserved_storage": reserved_storage,
             "streams": len(self.streams),
             "consumers": consumers,
-            "limits": {
-                "max_memory": -1, "max_storage": -1, "max_streams": -1, "max_consumers": -1,
-                "max_ack_pending": -1, "memory_max_stream_bytes": -1, "storage_max_stream_bytes": -1,
-                "max_bytes_required": False,
-            },
-            "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
+            "limits": self.limits.to_dict(),
         }
+        if self.domain:
+            info["domain"] = self.domain
+        info["api"] = {"level": 5, "total": self.api_total, "errors": self.api_errors}
+        return info
 
     def all_consumers(self) -> list["Consumer"]:
         return [c for st in self.streams.values() for c in st.consumers.values()]
