@@ -1,6 +1,10 @@
-"""The account-level JetStream manager (the single ``$G`` account): the
-stream registry, stream persistence and restore, the ``$JS.API.>``
-subscription, API counters and account info."""
+"""One account's JetStream (nats-server's jsAccount): the stream registry,
+stream persistence and restore under ``<store_dir>/jetstream/<account>/``,
+the ``$JS.API.>`` subscription, the account's limits, API counters and
+account info. Each account with JetStream has its own (``$G`` when no
+accounts are configured); ``server`` is what it sends and subscribes
+through: the server itself on the server's index, else the account's
+``AccountInternal``."""
 
 from __future__ import annotations
 
@@ -29,15 +33,20 @@ STREAM_META = "meta.json"
 
 
 class JetStream:
-    def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None):
+    def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None,
+                 account: str = ACCOUNT, legacy_store: bool = False):
         self.server = server
+        self.account = account
+        # earlier natslab builds kept the one JetStream account's streams
+        # under $G: this account's, when it is the only one with JetStream
+        self.legacy_store = legacy_store and account != ACCOUNT
         # the account's limits (its jetstream {} block; all -1 otherwise)
         self.limits = account_limits or limits.AccountLimits()
         self.bytes_limited = self.limits.max_memory >= 0 or self.limits.max_storage >= 0
         self.logger = getattr(server, "logger", None) or log
         base = Path(store_dir) if store_dir else Path.cwd()
         self.store_dir = base / "jetstream"
-        self.streams_dir = self.store_dir / ACCOUNT / "streams"
+        self.streams_dir = self.store_dir / account / "streams"
         self.streams: dict[str, Stream] = {}
         self.api_total = 0
         self.api_errors = 0
@@ -61,6 +70,7 @@ class JetStream:
         from .api import Api, direct_get_key  # the dispatcher needs the consumer module too
 
         self.logger.info(f'Store Directory: "{self.store_dir}"')
+        self._adopt_legacy_store()
         make_dirs(self.streams_dir)
         self._restore()
         self.api = Api(self)
@@ -77,6 +87,29 @@ class JetStream:
             self._domain_mapping.start()
         self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
+
+    def _adopt_legacy_store(self) -> None:
+        """Streams an earlier build kept in ``jetstream/$G/streams`` for the
+        one JetStream account move to that account's directory (the layout
+        nats-server uses), renamed, never copied or removed; with more than
+        one JetStream account nobody can say whose they are: left there, and
+        said so."""
+        legacy = self.store_dir / ACCOUNT / "streams"
+        if self.account == ACCOUNT or not legacy.is_dir() or not any(legacy.iterdir()):
+            return
+        if not self.legacy_store:
+            self.logger.warning("%s holds streams of an earlier natslab build that no account serves now "
+                                "(move them to %s/<account>/streams)", legacy, self.store_dir)
+            return
+        if self.streams_dir.exists() and any(self.streams_dir.iterdir()):
+            self.logger.warning("%s holds streams of an earlier natslab build; %s has its own: both kept, "
+                                "%s not served", legacy, self.streams_dir, legacy)
+            return
+        make_dirs(self.streams_dir.parent)
+        if self.streams_dir.exists():
+            self.streams_dir.rmdir()  # empty
+        legacy.rename(self.streams_dir)
+        self.logger.warning("Moved the streams of account %s from %s to %s", self.account, legacy, self.streams_dir)
 
     # -- periodic fsync ----------------------------------------------------------
     # The file store hands every record to the OS before acknowledging it and,
