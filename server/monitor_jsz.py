@@ -195,9 +195,15 @@ def jsz(mon, q: dict):
         "messages": sum(s.get("messages", 0) for s in states),
         "bytes": sum(s.get("bytes", 0) for s in states),
     })
-    if want_accounts or want_streams or want_consumers:
+    # one account asked for by name (acc=) comes alone; else all, when
+    # accounts (or streams, or consumers) are asked for
+    want_streams = want_streams or want_consumers
+    chosen = [(a, streams) for a, streams in per if a.name() == q.get("acc", "")]
+    if not chosen and (want_accounts or (want_streams and not q.get("acc"))):
+        chosen = per
+    if chosen:
         d["account_details"] = []
-        for a, streams in per:
+        for a, streams in chosen:
             acct = a.account()
             mem, store = a.reserved_limits()
             detail = {

@@ -91,6 +91,16 @@ async def test_two_jetstream_accounts_are_apart(server_kind, tmp_path):
         assert (jsz["accounts"], jsz["streams"], jsz["consumers"], jsz["messages"]) == (2, 3, 1, 4)
         details = {d["name"]: d for d in jsz["account_details"]}
         assert sorted(details) == ["A", "B"]
+        assert details["A"]["reserved_storage"] == details["B"]["reserved_memory"] == 2**64 - 1  # no such limits
+        # A's API since its INFO above: that INFO, MORE's create, ORDERS' info, the stream list;
+        # B's errors: the KV bucket's lookup before it was made (10059), the stream count (10027)
+        assert (details["A"]["api"]["total"], details["B"]["api"]["errors"]) == (ia["api"]["total"] + 4, 2)
+        with urllib.request.urlopen(f"http://127.0.0.1:{srv.http_port}/jsz?acc=B&streams=true", timeout=5) as r:
+            jsz = json.loads(r.read())
+        assert [d["name"] for d in jsz["account_details"]] == ["B"]
+        assert [s["name"] for s in jsz["account_details"][0]["stream_detail"]] == ["KV_cfg"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{srv.http_port}/varz", timeout=5) as r:
+            assert json.loads(r.read())["jetstream"]["stats"]["accounts"] == 2
         for nc in (a, b, c):
             await nc.close()
         # each account's streams in its own directory, restored after a restart
