@@ -72,9 +72,10 @@ class JetStreamView:
         except OSError:
             free = 0
         o = self.srv.opts
+        mem, store = getattr(o, "js_max_memory", -1), getattr(o, "js_max_store", -1)
         d = {
-            "max_memory": _physical_memory() * 3 // 4,
-            "max_storage": free * 3 // 4,
+            "max_memory": mem if mem >= 0 else _physical_memory() * 3 // 4,
+            "max_storage": store if store >= 0 else free * 3 // 4,
             "store_dir": store_dir,
             "sync_interval": int((getattr(o, "sync_interval", None) or 1.0) * NS),
         }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import protocol as p
+from .conf import ConfigError
 from .accounts import Accounts
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
@@ -72,6 +73,8 @@ class ServerOptions:
     batch_max_msgs: int = 0
     batch_timeout: float = 0.0
     js_domain: str = ""  # jetstream { domain }: $JS.<domain>.API.> answered too (jetstream/domain.py)
+    js_max_memory: int = -1  # jetstream { max_mem, max_file }: the server's limits (jetstream/limits.py);
+    js_max_store: int = -1  # -1: not configured
 
 
 def _server_id() -> str:
@@ -183,6 +186,7 @@ class Server:
         """A JetStream for each account that has it (or for $G when none
         does); ``self.jetstream`` is the one on the server's own index."""
         from .account_internal import AccountInternal
+        from .jetstream.limits import sufficient_resources
 
         accounts = self.accounts.with_jetstream()
         if not accounts:
@@ -190,6 +194,10 @@ class Server:
             await self.jetstream.start()
             return
         for acc in accounts:
+            why = sufficient_resources(self, acc.jetstream_limits)
+            if why:  # the account's limits do not fit in the server's: no start, as nats-server
+                await self.stop_jetstreams()
+                raise ConfigError(f"Can't start JetStream: Error enabling jetstream on configured accounts: {why}")
             host = self if acc.index is self.index else AccountInternal(self, acc)
             js = JetStream(host, store_dir, acc.jetstream_limits, account=acc.name,
                            legacy_store=len(accounts) == 1)

@@ -216,3 +216,62 @@ def test_bad_limits(server_kind, tmp_path, block, words):
     r = subprocess.run(cmd + ["-p", "-1", "-js", "-sd", str(tmp_path / "sd"), "-c", str(path)],
                        capture_output=True, text=True, timeout=20)
     assert r.returncode != 0 and words in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+SERVER_LIMITS = """
+jetstream { max_mem: 3000, max_file: "2K" }
+accounts: {
+  A { users: [{user: a, password: a}], jetstream: enabled }
+  B { users: [{user: b, password: b}], jetstream: enabled }
+}
+"""
+
+
+async def test_server_limits_across_accounts(server_kind, tmp_path):
+    """The server's jetstream { max_mem, max_file } (a size, or a string
+    with K/M/G/T): every account's reservations and stored bytes count
+    against it."""
+    srv = start(server_kind, tmp_path, SERVER_LIMITS)
+    try:
+        a, b = [await connect(srv.url.replace("nats://", f"nats://{n}:{n}@")) for n in ("a", "b")]
+        mem = dict(storage=nats.js.api.StorageType.MEMORY)
+        await a.jetstream().add_stream(name="M", subjects=["m"], max_bytes=2000, **mem)
+        assert await _err(b.jetstream().add_stream(name="M", subjects=["m"], max_bytes=1001, **mem)) == (
+            500, 10028, "insufficient memory resources available")
+        await b.jetstream().add_stream(name="M", subjects=["m"], max_bytes=1000, **mem)
+        # stored bytes: refused once the server is over its file limit (each message 131 bytes)
+        ja, jb = a.jetstream(), b.jetstream()
+        await ja.add_stream(name="F", subjects=["f"])
+        await jb.add_stream(name="F", subjects=["f"])
+        for _ in range(8):
+            await ja.publish("f", b"x" * 100)
+            await jb.publish("f", b"x" * 100)
+        assert await _err(ja.publish("f", b"x" * 100)) == (503, 10023, "insufficient resources")
+        assert await _err(jb.publish("f", b"x")) == (503, 10023, "insufficient resources")
+        assert (await ja.stream_info("F")).state.messages == 8
+        r = json.loads((await a.request("$JS.API.INFO", b"", timeout=2)).data)
+        assert (r["streams"], r["reserved_memory"], r["limits"]["max_storage"]) == (2, 2000, -1)
+        await a.close()
+        await b.close()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("conf, words", [
+    ('jetstream { max_file: "12X" }', "max_file_store sizes defined as strings must end in K, M, G, T"),
+    ("jetstream { max_file: 1K }\naccounts { A { jetstream: { max_file: 2K } } }",
+     "Can't start JetStream: Error enabling jetstream on configured accounts: "
+     "insufficient storage resources available (10047)"),
+])
+def test_bad_server_limits(server_kind, tmp_path, conf, words):
+    import subprocess
+    import sys
+
+    from conftest import nats_server_binary
+
+    path = tmp_path / "bad.conf"
+    path.write_text(conf + "\n")
+    cmd = [sys.executable, "-m", "natslab.server"] if server_kind == "natslab" else [nats_server_binary()]
+    r = subprocess.run(cmd + ["-p", "-1", "-sd", str(tmp_path / "sd"), "-c", str(path)],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode != 0 and words in r.stdout + r.stderr, r.stdout + r.stderr

@@ -42,7 +42,7 @@ class JetStream:
         self.legacy_store = legacy_store and account != ACCOUNT
         # the account's limits (its jetstream {} block; all -1 otherwise)
         self.limits = account_limits or limits.AccountLimits()
-        self.bytes_limited = self.limits.max_memory >= 0 or self.limits.max_storage >= 0
+        self.bytes_limited = limits.is_limited(self)
         self.logger = getattr(server, "logger", None) or log
         base = Path(store_dir) if store_dir else Path.cwd()
         self.store_dir = base / "jetstream"
