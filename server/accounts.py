@@ -36,7 +36,7 @@ class AccountConfig:
     users: list[dict] = field(default_factory=list)
     exports: list[dict] = field(default_factory=list)
     imports: list[dict] = field(default_factory=list)
-    jetstream: bool = False
+    jetstream: object = None  # None: no JetStream; else its limits (jetstream.limits.AccountLimits)
 
 
 def parse_accounts(block, opts) -> dict[str, AccountConfig]:
@@ -83,17 +83,15 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
     return out
 
 
-def _jetstream_flag(v, account: str) -> bool:
-    """An account's ``jetstream``: enabled or disabled; limits are not
-    enforced by natslab, so a block with limits is refused, not ignored."""
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str) and v.lower() in ("enabled", "enable", "true", "disabled", "disable", "false"):
-        return v.lower() in ("enabled", "enable", "true")
-    if isinstance(v, dict) and not v:
-        return True
-    raise ConfigError(f"account {account}: per-account JetStream limits are not supported by natslab "
-                      "(use jetstream: enabled)")
+def _jetstream_flag(v, account: str):
+    """An account's ``jetstream``: ``None`` (disabled) or its limits
+    (jetstream/limits.py; every limit -1 for ``enabled``)."""
+    from .jetstream.limits import LimitsConfigError, parse
+
+    try:
+        return parse(v)
+    except LimitsConfigError as e:
+        raise ConfigError(f"account {account}: {e}") from None
 
 
 class Account:
@@ -105,6 +103,9 @@ class Account:
         self.importers: list[tuple["Account", bytes, bytes, bytes]] = []  # streams others take from here
         self.service_imports: list[tuple[bytes, "Account", bytes]] = []  # (local subject, exporter, its subject)
         self.responses: list = []  # the _R_ reply subscriptions waiting for an answer, oldest first
+        self.jetstream_limits = None  # its jetstream {} (jetstream.limits.AccountLimits) when it has JetStream
+        self.jetstream = None  # its JetStream, once the server started it
+        self.interest_listeners: list = []  # told of client subscriptions here (push consumers' interest)
 
     def exports(self, kind: str, subject: bytes, importer: str) -> bool:
         for pattern, allowed in (self.stream_exports if kind == "stream" else self.service_exports):
@@ -145,11 +146,12 @@ class Accounts:
     def __init__(self, server, configs: dict[str, AccountConfig]):
         self.server = server
         self.by_name: dict[str, Account] = {n: Account(n) for n in configs}
-        # JetStream serves one subject space, the server's own index: the
-        # account with jetstream enabled, or $G when none has it
+        # every account with jetstream enabled has a JetStream of its own (the
+        # server makes them); the first of them has the server's own index,
+        # or $G has it when none does
         js = [c.name for c in configs.values() if c.jetstream]
-        if len(js) > 1:
-            raise ConfigError(f"natslab runs JetStream for one account only, not {', '.join(sorted(js))}")
+        for name in js:
+            self.by_name[name].jetstream_limits = configs[name].jetstream
         self.home = self.by_name[js[0]] if js else None
         self.global_account = None  # $G as an account of its own, once another one has the server's index
         if self.home is not None:
@@ -196,6 +198,10 @@ class Accounts:
                 else:
                     raise ConfigError("Import Items should be a map with type entry")
 
+    def with_jetstream(self) -> list[Account]:
+        """The accounts with JetStream, in the config's order."""
+        return [a for a in self.by_name.values() if a.jetstream_limits is not None]
+
     def get(self, name: str | None) -> Account | None:
         """A client's account: a configured one, or $G (None while $G has
         the server's index)."""
@@ -206,8 +212,9 @@ class Accounts:
         """A message a client of a configured account published."""
         srv = self.server
         srv.current_publisher = pub
-        srv.in_msgs += 1
-        srv.in_bytes += len(payload) + (len(hdr) if hdr else 0)
+        if not pub.internal:  # an account's JetStream publishes here too
+            srv.in_msgs += 1
+            srv.in_bytes += len(payload) + (len(hdr) if hdr else 0)
         acc = pub.account
         n = self._deliver(acc, pub, subject, reply, hdr, payload)
         for importer, pattern, prefix, to in acc.importers:
@@ -218,7 +225,7 @@ class Accounts:
             if subject == local or subject_matches(local, subject):
                 r = self._response(src, acc, reply) if reply else b""
                 n += self._deliver(src, pub, _map(subject, local, remote), r, hdr, payload)
-        if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc is not self.home:
+        if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc.jetstream is None:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:
             hdr503 = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
@@ -259,9 +266,9 @@ class Accounts:
         src.index.remove(sub)
 
     def _js_not_enabled(self, acc: Account, pub, subject: bytes, reply: bytes) -> int:
-        """A JetStream API request from an account without JetStream (only
-        the global account has it in natslab): the API's answer, 10039 "JetStream
-        not enabled for account", as nats-server gives it."""
+        """A JetStream API request from an account without JetStream: the
+        API's answer, 10039 "JetStream not enabled for account", as
+        nats-server gives it."""
         from .jetstream.shapes import api_response
 
         api = self.server.jetstream.api

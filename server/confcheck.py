@@ -73,8 +73,9 @@ JETSTREAM_LIMITS = Block(
 
 JETSTREAM = Block(
     {**_alias("store_dir", "store", "storedir"), **_alias("sync_interval", "sync"),
-     **_alias("enabled", "enable"), **_alias("limits"),
-     **_known("strict", "max_memory_store", "max_mem_store", "max_mem", "max_file_store", "max_file", "domain",
+     **_alias("enabled", "enable"), **_alias("limits"), **_alias("domain"),
+     **_alias("max_memory_store", "max_mem_store", "max_mem"), **_alias("max_file_store", "max_file"),
+     **_known("strict",
               "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
               "extension_hint", "tpm", "unique_tag", "max_outstanding_catchup", "max_buffered_size",
               "max_buffered_msgs", "request_queue_limit", "info_queue_limit", "meta_compact", "meta_compact_size",

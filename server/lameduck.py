@@ -43,9 +43,7 @@ async def lame_duck(srv) -> None:
     log.info("Entering lame duck mode, stop accepting new clients")
     srv.ldm = True
     srv.stop_listening()
-    if srv.jetstream is not None:
-        await srv.jetstream.stop()
-        srv.jetstream = None
+    await srv.stop_jetstreams()
     clients = [c for c in srv.clients.values() if not c.closed]
     if not clients:
         return

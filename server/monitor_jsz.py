@@ -34,9 +34,24 @@ def _physical_memory() -> int:
 class JetStreamView:
     """Read-only view of the JetStream subsystem for the monitoring pages."""
 
-    def __init__(self, srv):
+    def __init__(self, srv, js=None):
         self.srv = srv
-        self.js = getattr(srv, "jetstream", None)
+        self.js = js if js is not None else getattr(srv, "jetstream", None)
+
+    def accounts(self) -> list["JetStreamView"]:
+        """A view of each account's JetStream, by account name."""
+        jss = getattr(self.srv, "jetstreams", None) or ({"$G": self.js} if self.js is not None else {})
+        return [JetStreamView(self.srv, jss[n]) for n in sorted(jss)]
+
+    def name(self) -> str:
+        return getattr(self.js, "account", "$G")
+
+    def reserved_limits(self) -> tuple[int, int]:
+        """/jsz's per-account reservations: the account's memory and file
+        limits, or uint64 max when it has none."""
+        lim = getattr(self.js, "limits", None)
+        mem, store = (lim.max_memory, lim.max_storage) if lim is not None else (-1, -1)
+        return (mem if mem >= 0 else UNLIMITED_RESERVATION, store if store >= 0 else UNLIMITED_RESERVATION)
 
     @property
     def enabled(self) -> bool:
@@ -57,13 +72,17 @@ class JetStreamView:
         except OSError:
             free = 0
         o = self.srv.opts
-        return {
-            "max_memory": _physical_memory() * 3 // 4,
-            "max_storage": free * 3 // 4,
+        mem, store = getattr(o, "js_max_memory", -1), getattr(o, "js_max_store", -1)
+        d = {
+            "max_memory": mem if mem >= 0 else _physical_memory() * 3 // 4,
+            "max_storage": store if store >= 0 else free * 3 // 4,
             "store_dir": store_dir,
             "sync_interval": int((getattr(o, "sync_interval", None) or 1.0) * NS),
-            "strict": True,
         }
+        if getattr(o, "js_domain", ""):
+            d["domain"] = o.js_domain
+        d["strict"] = True
+        return d
 
     def account(self) -> dict:
         try:
@@ -98,6 +117,14 @@ class JetStreamView:
         return sorted(dict(getattr(st, "consumers", {}) or {}).values(), key=lambda c: c.name)
 
 
+def _sum_accounts(views: list[JetStreamView]) -> dict:
+    total = {"memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0, "api_total": 0, "api_errors": 0}
+    for v in views:
+        for k, n in v.account().items():
+            total[k] += n
+    return total
+
+
 def _stats(acct: dict, accounts: int) -> dict:
     return {
         "memory": acct["memory"],
@@ -116,7 +143,7 @@ def varz_jetstream(srv) -> dict:
         return {}
     return {
         "config": v.config(),
-        "stats": _stats(v.account(), 1),
+        "stats": _stats(_sum_accounts(v.accounts()), len(v.accounts())),
         "limits": {"default_max_consumers": DEFAULT_MAX_CONSUMERS},
     }
 
@@ -155,36 +182,46 @@ def jsz(mon, q: dict):
                   "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0})
         return "application/json", to_json(d)
 
-    acct = v.account()
-    streams = v.streams()
-    states = {st.name: v.stream_state(st) for st in streams}
-    d = _stats(acct, 1)
+    views = v.accounts()
+    per = [(a, a.streams()) for a in views]
+    states = [a.stream_state(st) for a, streams in per for st in streams]
+    d = _stats(_sum_accounts(views), len(views))
     d.update({
         "server_id": srv.server_id,
         "now": now,
         "config": v.config(),
         "limits": {"default_max_consumers": DEFAULT_MAX_CONSUMERS},
-        "streams": len(streams),
-        "consumers": sum(len(v.consumers(st)) for st in streams),
-        "messages": sum(s.get("messages", 0) for s in states.values()),
-        "bytes": sum(s.get("bytes", 0) for s in states.values()),
+        "streams": sum(len(streams) for _, streams in per),
+        "consumers": sum(len(a.consumers(st)) for a, streams in per for st in streams),
+        "messages": sum(s.get("messages", 0) for s in states),
+        "bytes": sum(s.get("bytes", 0) for s in states),
     })
-    if want_accounts or want_streams or want_consumers:
-        detail = {
-            "name": "$G",
-            "id": "$G",
-            "memory": acct["memory"],
-            "storage": acct["storage"],
-            "reserved_memory": UNLIMITED_RESERVATION,
-            "reserved_storage": UNLIMITED_RESERVATION,
-            "accounts": 0,
-            "ha_assets": 0,
-            "api": {"level": 0, "total": acct["api_total"], "errors": acct["api_errors"]},
-        }
-        if (want_streams or want_consumers) and streams:
-            detail["stream_detail"] = [
-                _stream_detail(v, st, srv.server_name, want_config, want_consumers) for st in streams
-            ]
-        d["account_details"] = [detail]
-    d["total"] = 1
+    # one account asked for by name (acc=) comes alone; else all, when
+    # accounts (or streams, or consumers) are asked for
+    want_streams = want_streams or want_consumers
+    chosen = [(a, streams) for a, streams in per if a.name() == q.get("acc", "")]
+    if not chosen and (want_accounts or (want_streams and not q.get("acc"))):
+        chosen = per
+    if chosen:
+        d["account_details"] = []
+        for a, streams in chosen:
+            acct = a.account()
+            mem, store = a.reserved_limits()
+            detail = {
+                "name": a.name(),
+                "id": a.name(),
+                "memory": acct["memory"],
+                "storage": acct["storage"],
+                "reserved_memory": mem,
+                "reserved_storage": store,
+                "accounts": 0,
+                "ha_assets": 0,
+                "api": {"level": 0, "total": acct["api_total"], "errors": acct["api_errors"]},
+            }
+            if (want_streams or want_consumers) and streams:
+                detail["stream_detail"] = [
+                    _stream_detail(a, st, srv.server_name, want_config, want_consumers) for st in streams
+                ]
+            d["account_details"].append(detail)
+    d["total"] = len(views)
     return "application/json", to_json(d)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import protocol as p
+from .conf import ConfigError
 from .accounts import Accounts
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
@@ -71,6 +72,9 @@ class ServerOptions:
     batch_max_inflight_total: int = 0
     batch_max_msgs: int = 0
     batch_timeout: float = 0.0
+    js_domain: str = ""  # jetstream { domain }: $JS.<domain>.API.> answered too (jetstream/domain.py)
+    js_max_memory: int = -1  # jetstream { max_mem, max_file }: the server's limits (jetstream/limits.py);
+    js_max_store: int = -1  # -1: not configured
 
 
 def _server_id() -> str:
@@ -113,7 +117,8 @@ class Server:
         self._tcp: asyncio.base_events.Server | None = None
         self.port = 0
         self.start_time = time.time()
-        self.jetstream = None
+        self.jetstream = None  # the JetStream on the server's own index ($G's, or the first account's)
+        self.jetstreams: dict = {}  # account name -> its JetStream
         self.monitor = None
         self.total_connections = 0
         # client traffic, as nats-server counts it: what clients send (in) and
@@ -153,8 +158,7 @@ class Server:
             store_dir = Path(o.store_dir) if o.store_dir else default_store_dir()
             if JetStream is not None:
                 log.info("Starting JetStream")
-                self.jetstream = JetStream(self, store_dir)
-                await self.jetstream.start()
+                await self._start_jetstreams(JetStream, store_dir)
         from .sysreq import SysRequests
 
         self.sys_requests = SysRequests(self)
@@ -178,6 +182,37 @@ class Server:
             await self.websocket.start()
         log.info("Server is ready")
 
+    async def _start_jetstreams(self, JetStream, store_dir: Path) -> None:
+        """A JetStream for each account that has it (or for $G when none
+        does); ``self.jetstream`` is the one on the server's own index."""
+        from .account_internal import AccountInternal
+        from .jetstream.limits import sufficient_resources
+
+        accounts = self.accounts.with_jetstream()
+        if not accounts:
+            self.jetstreams["$G"] = self.jetstream = JetStream(self, store_dir)
+            await self.jetstream.start()
+            return
+        for acc in accounts:
+            why = sufficient_resources(self, acc.jetstream_limits)
+            if why:  # the account's limits do not fit in the server's: no start, as nats-server
+                await self.stop_jetstreams()
+                raise ConfigError(f"Can't start JetStream: Error enabling jetstream on configured accounts: {why}")
+            host = self if acc.index is self.index else AccountInternal(self, acc)
+            js = JetStream(host, store_dir, acc.jetstream_limits, account=acc.name,
+                           legacy_store=len(accounts) == 1)
+            await js.start()
+            acc.jetstream = self.jetstreams[acc.name] = js
+        self.jetstream = accounts[0].jetstream
+
+    async def stop_jetstreams(self) -> None:
+        for js in list(self.jetstreams.values()):
+            await js.stop()
+        self.jetstreams.clear()
+        for acc in self.accounts.with_jetstream():
+            acc.jetstream = None
+        self.jetstream = None
+
     def stop_listening(self) -> None:
         """Accept no more connections (lame duck mode, shutdown)."""
         if self._tcp is not None:
@@ -192,9 +227,7 @@ class Server:
         if self.monitor is not None:
             await self.monitor.stop()
             self.monitor = None
-        if self.jetstream is not None:
-            await self.jetstream.stop()
-            self.jetstream = None
+        await self.stop_jetstreams()
         if self._tcp is not None:
             try:
                 await asyncio.wait_for(self._tcp.wait_closed(), 2)
@@ -259,6 +292,8 @@ class Server:
         info["client_ip"] = client.host
         if client.nonce and not connect_info:
             info["nonce"] = client.nonce.decode()
+        if self.jetstream is not None and self.opts.js_domain:
+            info["domain"] = self.opts.js_domain
         if self.jetstream is not None:
             info["api_lvl"] = self.jetstream.api_level
         if connect_info:
@@ -281,6 +316,8 @@ class Server:
         acc = sub.client.account
         if acc is not None and acc.index is not self.index:  # a configured account's own subject space
             acc.index.insert(sub)
+            if acc.interest_listeners and not sub.client.internal:
+                self._notify_interest(sub.subject.decode(), True, acc.interest_listeners)
             return
         self.index.insert(sub)
         if self.interest_listeners and not sub.client.internal:
@@ -289,13 +326,15 @@ class Server:
     def remove_sub(self, sub: Subscription) -> None:
         acc = sub.client.account
         if acc is not None and acc.index is not self.index:
-            acc.index.remove(sub)
+            if acc.index.remove(sub) and acc.interest_listeners and not sub.client.internal:
+                self._notify_interest(sub.subject.decode(), False, acc.interest_listeners)
             return
         if self.index.remove(sub) and self.interest_listeners and not sub.client.internal:
             self._notify_interest(sub.subject.decode(), False)
 
-    def _notify_interest(self, subject: str, added: bool) -> None:
-        for fn in list(self.interest_listeners):
+    def _notify_interest(self, subject: str, added: bool, listeners: list | None = None) -> None:
+        """Tell the listeners (the server's, or an account's) of a client subscription."""
+        for fn in list(self.interest_listeners if listeners is None else listeners):
             try:
                 fn(subject, added)
             except Exception:

@@ -317,11 +317,3 @@ async def test_jetstream_account_and_kv_across_accounts(server_kind, tmp_path):
             await nc.close()
     finally:
         srv.stop()
-
-
-def test_jetstream_in_two_accounts_is_refused(tmp_path):
-    path = tmp_path / "two.conf"
-    path.write_text("accounts {\n  A { jetstream: enabled }\n  B { jetstream: enabled }\n}\n")
-    r = subprocess.run([sys.executable, "-m", "natslab.server", "-p", "-1", "-js", "-c", str(path)],
-                       capture_output=True, text=True, timeout=20)
-    assert r.returncode != 0 and "natslab runs JetStream for one account only, not A, B" in r.stderr

@@ -248,8 +248,8 @@ def test_permission_subjects_must_be_strings(server_kind, tmp_path):
 
 UNSUPPORTED = {
     # nats-server takes each of these; natslab does not do what they ask, and says so
-    "jetstream { domain: ABC }": '"jetstream.domain" is not supported by natslab',
-    "jetstream { max_mem: 1G, max_file: 10G }": '"jetstream.max_mem" is not supported by natslab',
+    "jetstream { unique_tag: az }": '"jetstream.unique_tag" is not supported by natslab',
+    "jetstream { max_buffered_msgs: 100 }": '"jetstream.max_buffered_msgs" is not supported by natslab',
     'write_deadline: "5s"': '"write_deadline" is not supported by natslab',
     "jetstream { limits { max_ack_pending: 100 } }": '"jetstream.limits.max_ack_pending" is not supported by natslab',
     "max_control_line: 8192": '"max_control_line" is not supported by natslab',

@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import advisories, consumerconfig, errors
+from . import advisories, consumerconfig, errors, limits
 from .acks import AckMixin
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import DeliveryMixin
@@ -521,7 +521,8 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
             raise errors.consumer_filter_mismatch()
     if (raw_cfg.get("num_replicas") or 0) > 1:
         raise errors.replicas_not_supported()
-    cfg = consumerconfig.normalize(raw_cfg, stream.config, durable=bool(durable))
+    cfg = consumerconfig.normalize(raw_cfg, stream.config, durable=bool(durable),
+                                   account_max_ack_pending=stream.js.limits.max_ack_pending)
     name = cfg.get("durable_name") or cfg.get("name") or ""
     scfg = stream.config
     existing = stream.consumers.get(name) if name else None
@@ -537,7 +538,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
         return existing
     if action == "update":
         raise errors.consumer_does_not_exist()
-    mc = scfg["max_consumers"]
+    mc = limits.consumer_limit(stream.js, scfg["max_consumers"])
     if mc > 0 and len(stream.consumers) >= mc:
         raise errors.max_consumers()
     if scfg["retention"] == "workqueue":

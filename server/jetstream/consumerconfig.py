@@ -30,9 +30,10 @@ def filters_of(cfg: dict) -> list[str]:
     return []
 
 
-def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
+def normalize(raw: dict, stream_cfg: dict, durable: bool, account_max_ack_pending: int = -1) -> dict:
     """Defaults and validation; raises ApiError. ``raw`` is the config as
-    gojson decoded it (types and enum spellings already checked)."""
+    gojson decoded it (types and enum spellings already checked);
+    ``account_max_ack_pending``: the account's JetStream limit (-1: none)."""
     cfg = {k: v for k, v in raw.items() if k in CONSUMER_CONFIG_KEYS and v not in (None, "", [], {})}
     cfg.setdefault("deliver_policy", "all")
     cfg.setdefault("ack_policy", "none")
@@ -60,9 +61,11 @@ def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
         cfg["inactive_threshold"] = limits["inactive_threshold"]
     if not cfg.get("max_ack_pending") and cfg["ack_policy"] != "none":
         cfg["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
+        if 0 < account_max_ack_pending < DEFAULT_MAX_ACK_PENDING:
+            cfg["max_ack_pending"] = account_max_ack_pending
     if not durable and not cfg.get("inactive_threshold"):
         cfg["inactive_threshold"] = DEFAULT_INACTIVE_THRESHOLD
-    _check(cfg, stream_cfg)
+    _check(cfg, stream_cfg, account_max_ack_pending)
     md = {k: v for k, v in (cfg.get("metadata") or {}).items() if k not in ("_nats.ver", "_nats.level")}
     # Go's zero time (what nats.go and the nats CLI send when not pausing) is
     # no pause, so it asks for no API level (nats-server: !PauseUntil.IsZero())
@@ -72,7 +75,7 @@ def normalize(raw: dict, stream_cfg: dict, durable: bool) -> dict:
     return cfg
 
 
-def _check(cfg: dict, scfg: dict) -> None:
+def _check(cfg: dict, scfg: dict, account_max_ack_pending: int = -1) -> None:
     """checkConsumerCfg, in the real server's order."""
     if cfg.get("name") and not is_valid_asset_name(cfg["name"]):
         raise errors.stream_invalid_config("consumer name can not contain '.', '*', '>', '\\', '/'")
@@ -121,6 +124,8 @@ def _check(cfg: dict, scfg: dict) -> None:
             raise errors.consumer_fc_requires_push()
         if 0 < cfg.get("max_expires", 0) < 1_000_000:
             raise errors.consumer_max_request_expires_small()
+    if account_max_ack_pending > 0 and cfg.get("max_ack_pending", 0) > account_max_ack_pending:
+        raise errors.ApiError(400, 10121, f"consumer max ack pending exceeds system limit of {account_max_ack_pending}")
     limits = scfg.get("consumer_limits") or {}
     if limits.get("max_ack_pending") and cfg.get("max_ack_pending", 0) > limits["max_ack_pending"]:
         raise errors.ApiError(400, 10121, f"consumer max ack pending exceeds system limit of {limits['max_ack_pending']}")

@@ -1,6 +1,10 @@
-"""The account-level JetStream manager (the single ``$G`` account): the
-stream registry, stream persistence and restore, the ``$JS.API.>``
-subscription, API counters and account info."""
+"""One account's JetStream (nats-server's jsAccount): the stream registry,
+stream persistence and restore under ``<store_dir>/jetstream/<account>/``,
+the ``$JS.API.>`` subscription, the account's limits, API counters and
+account info. Each account with JetStream has its own (``$G`` when no
+accounts are configured); ``server`` is what it sends and subscribes
+through: the server itself on the server's index, else the account's
+``AccountInternal``."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import advisories, errors, sourcing, streamconfig, topoconfig
+from . import advisories, errors, limits, sourcing, streamconfig, topoconfig
 from .filestore import FileStore
 from .memstore import MemoryStore
 from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
@@ -29,12 +33,20 @@ STREAM_META = "meta.json"
 
 
 class JetStream:
-    def __init__(self, server, store_dir: str | Path | None):
+    def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None,
+                 account: str = ACCOUNT, legacy_store: bool = False):
         self.server = server
+        self.account = account
+        # earlier natslab builds kept the one JetStream account's streams
+        # under $G: this account's, when it is the only one with JetStream
+        self.legacy_store = legacy_store and account != ACCOUNT
+        # the account's limits (its jetstream {} block; all -1 otherwise)
+        self.limits = account_limits or limits.AccountLimits()
+        self.bytes_limited = limits.is_limited(self)
         self.logger = getattr(server, "logger", None) or log
         base = Path(store_dir) if store_dir else Path.cwd()
         self.store_dir = base / "jetstream"
-        self.streams_dir = self.store_dir / ACCOUNT / "streams"
+        self.streams_dir = self.store_dir / account / "streams"
         self.streams: dict[str, Stream] = {}
         self.api_total = 0
         self.api_errors = 0
@@ -49,6 +61,8 @@ class JetStream:
         self.sync_interval = float(interval) if interval and interval > 0 else 1.0
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
+        self.domain = getattr(opts, "js_domain", "") or ""
+        self._domain_mapping = None
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -56,6 +70,7 @@ class JetStream:
         from .api import Api, direct_get_key  # the dispatcher needs the consumer module too
 
         self.logger.info(f'Store Directory: "{self.store_dir}"')
+        self._adopt_legacy_store()
         make_dirs(self.streams_dir)
         self._restore()
         self.api = Api(self)
@@ -65,8 +80,36 @@ class JetStream:
         self._api_sub = self.server.subscribe_internal(
             "$JS.API.>", self.api.on_request, raw=True,
             run=RunSpec(direct_get_key, self.api.on_direct_gets, (b"",), True))
+        if self.domain:
+            from .domain import DomainMapping
+
+            self._domain_mapping = DomainMapping(self, self.domain)
+            self._domain_mapping.start()
         self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
+
+    def _adopt_legacy_store(self) -> None:
+        """Streams an earlier build kept in ``jetstream/$G/streams`` for the
+        one JetStream account move to that account's directory (the layout
+        nats-server uses), renamed, never copied or removed; with more than
+        one JetStream account nobody can say whose they are: left there, and
+        said so."""
+        legacy = self.store_dir / ACCOUNT / "streams"
+        if self.account == ACCOUNT or not legacy.is_dir() or not any(legacy.iterdir()):
+            return
+        if not self.legacy_store:
+            self.logger.warning("%s holds streams of an earlier natslab build that no account serves now "
+                                "(move them to %s/<account>/streams)", legacy, self.store_dir)
+            return
+        if self.streams_dir.exists() and any(self.streams_dir.iterdir()):
+            self.logger.warning("%s holds streams of an earlier natslab build; %s has its own: both kept, "
+                                "%s not served", legacy, self.streams_dir, legacy)
+            return
+        make_dirs(self.streams_dir.parent)
+        if self.streams_dir.exists():
+            self.streams_dir.rmdir()  # empty
+        legacy.rename(self.streams_dir)
+        self.logger.warning("Moved the streams of account %s from %s to %s", self.account, legacy, self.streams_dir)
 
     # -- periodic fsync ----------------------------------------------------------
     # The file store hands every record to the OS before acknowledging it and,
@@ -103,6 +146,9 @@ class JetStream:
         if self._api_sub is not None:
             self.server.unsubscribe_internal(self._api_sub)
             self._api_sub = None
+        if self._domain_mapping is not None:
+            self._domain_mapping.stop()
+            self._domain_mapping = None
         for st in list(self.streams.values()):
             sourcing.stream_stopped(st)
         for st in list(self.streams.values()):
@@ -175,7 +221,13 @@ class JetStream:
 
     def create_stream(self, raw: dict) -> tuple[Stream, bool]:
         """STREAM.CREATE: returns (stream, created). Raises ApiError."""
+        # the account's limits, on the request as sent, before its config
+        # is checked (nats-server: jsNonClusteredStreamLimitsCheck)
+        limits.check_stream_create(self, {
+            "name": raw.get("name"), "storage": raw.get("storage") or "file",
+            "max_bytes": raw.get("max_bytes") or 0, "max_consumers": raw.get("max_consumers") or 0})
         cfg = streamconfig.normalize(raw)
+        limits.check_stream_config(self.limits, cfg)
         streamconfig.check_replicas(cfg)
         cfg = topoconfig.check_streams(cfg, self.streams)
         existing = self.streams.get(cfg["name"])
@@ -183,6 +235,7 @@ class JetStream:
             if _comparable(existing.config) != _comparable(cfg):
                 raise errors.stream_name_exists()
             return existing, True
+        limits.check_stream_create(self, cfg)  # and again as configured (addStream)
         self.check_overlap(cfg)
         d = self.stream_dir(cfg["name"])
         adopted = cfg["storage"] == "file" and d.exists()
@@ -236,9 +289,11 @@ class JetStream:
         if st is None:
             raise errors.stream_not_found()
         cfg = streamconfig.normalize(raw)
+        limits.check_stream_config(self.limits, cfg)
         cfg = topoconfig.check_streams(cfg, self.streams)
         cfg = streamconfig.check_update(st.config, cfg)
         topoconfig.check_update(st.config, cfg)
+        limits.check_stream_update(self, st.config, cfg)
         self.check_overlap(cfg, exclude=st.name)
         st.update_config(cfg)
         self.save_stream_meta(st)
@@ -279,20 +334,19 @@ class JetStream:
                 if st.config["max_bytes"] > 0:
                     reserved_storage += st.config["max_bytes"]
             consumers += len(st.consumers)
-        return {
+        info = {
             "memory": memory,
             "storage": storage,
             "reserved_memory": reserved_memory,
             "reserved_storage": reserved_storage,
             "streams": len(self.streams),
             "consumers": consumers,
-            "limits": {
-                "max_memory": -1, "max_storage": -1, "max_streams": -1, "max_consumers": -1,
-                "max_ack_pending": -1, "memory_max_stream_bytes": -1, "storage_max_stream_bytes": -1,
-                "max_bytes_required": False,
-            },
-            "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
+            "limits": self.limits.to_dict(),
         }
+        if self.domain:
+            info["domain"] = self.domain
+        info["api"] = {"level": 5, "total": self.api_total, "errors": self.api_errors}
+        return info
 
     def all_consumers(self) -> list["Consumer"]:
         return [c for st in self.streams.values() for c in st.consumers.values()]

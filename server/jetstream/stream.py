@@ -12,7 +12,7 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import batch, counters, errors, fastbatch, headers, schedules, transform
+from . import batch, counters, errors, fastbatch, headers, limits, schedules, transform
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
@@ -329,6 +329,8 @@ class Stream(ExpiryMixin):
         ``ack_tail`` ending it (the counter value, the batch). Returns the
         message's sequence."""
         store = self.store
+        if self.js.bytes_limited:  # the account's memory or file total (nats-server: wouldExceedLimits)
+            limits.check_store(self.js, self.config["storage"], store.msg_size(subject, hdr, payload))
         ts = ts or time_ns()
         if self._interest and not self._has_interest(subject):
             seq = store.store_msg(subject, hdr, payload, ts)
