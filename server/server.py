@@ -58,6 +58,7 @@ class ServerOptions:
     users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}] or [{"nkey":..}]
     no_auth_user: str = ""  # the user a client without credentials is (server/auth.py)
     accounts: dict = field(default_factory=dict)  # name -> AccountConfig (server/accounts.py)
+    system_account: str = "$SYS"  # its users may ask $SYS.REQ.SERVER.* (server/sysreq.py)
     trace: bool = False
     sync_always: bool = False
     sync_interval: float | None = None  # None: fsync before each PubAck (group commit); else lazy, every N s
