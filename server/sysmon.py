@@ -173,6 +173,16 @@ class SysMonitor:
             o["acc"] = subject.split(".")[3]
             self._answer(reply, "CONNZ", o)
 
+    def own_account_connz(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        """PING.CONNZ from outside the system account: that account's connections."""
+        client = self.server.current_publisher
+        if not reply or client is None or client.internal:
+            return
+        o = self._options(reply, payload)
+        if o is not None:
+            o["acc"] = client.account.name if client.account is not None else "$G"
+            self._answer(reply, "CONNZ", o)
+
     def idz(self, subject: str, reply: str, hdr, payload: bytes) -> None:
         srv = self.server
         self._send(reply, {"name": srv.server_name, "host": srv.opts.host, "id": srv.server_id})

@@ -3,7 +3,9 @@
 Any connection may ask `$SYS.REQ.USER.INFO` (who am I: user, account,
 permissions; `nats account info` shows it), in whichever account it is, so
 it is subscribed in every account's subject space and answered in the
-requester's. The system account's users (``system_account``, or nats-server's
+requester's; so are `$SYS.REQ.SERVER.PING.CONNZ` and `$SYS.REQ.ACCOUNT.PING.
+CONNZ`, which outside the system account list the requester's own
+account's connections, as nats-server's imports of them into every account do. The system account's users (``system_account``, or nats-server's
 default ``$SYS``) also get the monitoring requests `nats server ls/info/
 report/ping` use (server/sysmon.py). `server_block` is the "server" part of
 these answers and of message-trace events.
@@ -17,6 +19,7 @@ from .internal import InternalSubscription
 from .jetstream.shapes import dumps, rfc3339
 
 USER_INFO = "$SYS.REQ.USER.INFO"
+OWN_CONNZ = ("$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ")
 # nats-server's ServerInfo.Flags: JetStream enabled (1), binary stream
 # snapshots (2), accounts with msg trace (4), as 2.15 sets them with -js
 FLAGS_JETSTREAM = 7
@@ -36,12 +39,16 @@ class SysRequests:
         if accounts.global_account is not None:
             spaces.append(accounts.global_account.index)
         spaces.append(accounts.system.index)
+        self.monitor = SysMonitor(self, accounts.system)
         seen: set[int] = set()
         for index in spaces:
             if id(index) not in seen:
                 seen.add(id(index))
                 self.subscribe(index, USER_INFO, self.user_info)
-        self.monitor = SysMonitor(self, accounts.system)
+                if index is not accounts.system.index:
+                    # as nats-server imports them into every account: its own connections
+                    for subject in OWN_CONNZ:
+                        self.subscribe(index, subject, self.monitor.own_account_connz)
 
     def subscribe(self, index, subject: str, callback) -> InternalSubscription:
         """An internal subscription in one account's subject space."""

@@ -2,8 +2,8 @@
 default `$SYS`) in the config, its users asking the `$SYS.REQ.SERVER.*`
 monitoring requests through nats-py, and the nats CLI's `server ls`, `info`,
 `report connections`, `report jetstream` and `ping` with system credentials.
-Other accounts get no responders for them; USER.INFO answers in every
-account."""
+Other accounts get no responders for them, except PING.CONNZ (their own
+connections); USER.INFO answers in every account."""
 
 from __future__ import annotations
 
@@ -89,9 +89,15 @@ async def test_requests_of_the_system_account(sysserver):
         with pytest.raises(nats.errors.TimeoutError):
             await admin.request("$SYS.REQ.SERVER.PING.VARZ", json.dumps({"server_name": "other"}).encode(), timeout=0.5)
 
-        # another account: none of these are there; USER.INFO is, in its own account
-        with pytest.raises(nats.errors.NoRespondersError):
-            await app.request("$SYS.REQ.SERVER.PING", b"", timeout=2)
+        # another account: none of these are there, but its own connections are (as
+        # nats-server imports PING.CONNZ into every account), and USER.INFO, in its own account
+        for subject in ("$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.VARZ", "$SYS.REQ.SERVER.PING.IDZ",
+                        "$SYS.REQ.ACCOUNT.APP.CONNZ"):
+            with pytest.raises(nats.errors.NoRespondersError):
+                await app.request(subject, b"", timeout=2)
+        for subject in ("$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ"):
+            own = await ask(app, subject, {"auth": True})
+            assert [(c["authorized_user"], c["account"]) for c in own["data"]["connections"]] == [("app", "APP")]
         for nc, user, acc in ((app, "app", "APP"), (admin, "admin", "SYS")):
             info = await ask(nc, "$SYS.REQ.USER.INFO")
             assert info["data"] == {"user": user, "account": acc, "account_name": acc}
@@ -156,3 +162,20 @@ def test_nats_server_commands(sysserver, nats_cli):
     finally:
         app.terminate()
         app.wait(10)
+
+
+async def test_global_account_sees_its_own_connections(server):
+    """Without accounts every client is in $G: PING.CONNZ lists them (no
+    "account" field, name_tag $G); the system requests have no responders."""
+    a = await connect(server.url, name="a")
+    b = await connect(server.url, name="b")
+    try:
+        own = await ask(a, "$SYS.REQ.SERVER.PING.CONNZ", {"auth": True})
+        conns = own["data"]["connections"]
+        assert sorted(c["name"] for c in conns) == ["a", "b"]
+        assert all(c["name_tag"] == "$G" and "account" not in c for c in conns)
+        with pytest.raises(nats.errors.NoRespondersError):
+            await a.request("$SYS.REQ.SERVER.PING.IDZ", b"", timeout=2)
+    finally:
+        await a.close()
+        await b.close()
