@@ -265,6 +265,8 @@ class Server:
         if connect_info:
             info["connect_info"] = True
             info["remote_account"] = client.account.name if client.account is not None else "$G"
+            if client.account is not None and client.account is self.accounts.system:
+                info["acc_is_sys"] = True  # (nats account info: "System Account: true")
         info["natslab"] = True
         return info
 

@@ -157,6 +157,8 @@ def test_nats_server_commands(sysserver, nats_cli):
         assert all("sysacc" in r for r in rows)
         js = _cli(nats_cli, sysserver, "server", "report", "jetstream")
         assert "JetStream Summary" in js and re.search(r"│ sysacc +│", js)
+        account = _cli(nats_cli, sysserver, "account", "info")
+        assert re.search(r"Account: SYS \(SYS\)\n\s+System Account: true", account), account
         ping = _cli(nats_cli, sysserver, "server", "ping")
         assert re.search(r"^sysacc +rtt=", ping, re.M) and "1 replies" in ping
     finally:
