@@ -155,6 +155,12 @@ def test_nats_server_commands(sysserver, nats_cli):
         rows = [r for r in conns.splitlines() if "NATS CLI Version" in r]
         assert sorted(re.split(r"\s*│\s*", r)[6] for r in rows) == ["APP", "SYS"], conns
         assert all("sysacc" in r for r in rows)
+        only = _cli(nats_cli, sysserver, "server", "report", "connections", "--account", "APP")
+        assert [re.split(r"\s*│\s*", r)[6] for r in only.splitlines() if "NATS CLI Version" in r] == ["APP"], only
+        # an APP user asks for the connections of its own account (PING.CONNZ, imported)
+        out = nats_cli.run(f"nats://app:app@127.0.0.1:{sysserver.port}", "account", "report", "connections", timeout=30)
+        accounts = [re.split(r"\s*│\s*", r)[6] for r in out.stdout.splitlines() if "NATS CLI Version" in r]
+        assert out.returncode == 0 and accounts == ["APP", "APP"], out.stdout + out.stderr
         js = _cli(nats_cli, sysserver, "server", "report", "jetstream")
         assert "JetStream Summary" in js and re.search(r"│ sysacc +│", js)
         account = _cli(nats_cli, sysserver, "account", "info")
