@@ -26,7 +26,8 @@ from .subjects import SubjectIndex, is_subset, subject_matches, valid_subject
 
 GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
-_RESERVED = ("$G", "$SYS")
+SYSTEM = "$SYS"  # nats-server's default system account, there even when no account is configured
+_RESERVED = ("$G",)
 _ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream")
 
 
@@ -81,6 +82,17 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
             opts.users.append(u)
         out[name] = acc
     return out
+
+
+def parse_system_account(value, opts) -> str:
+    """``system_account`` (after ``accounts``): a configured account, or
+    ``$SYS``, which nats-server always has."""
+    name = str(value)
+    if name == GLOBAL:
+        raise ConfigError("natslab: the global account $G cannot be the system account")
+    if name != SYSTEM and name not in opts.accounts:
+        raise ConfigError("error resolving system account: account missing")
+    return name
 
 
 def _jetstream_flag(v, account: str):
@@ -157,6 +169,9 @@ class Accounts:
         if self.home is not None:
             self.home.index = server.index
             self.global_account = Account(GLOBAL)
+        # the system account: the $SYS.REQ requests' subject space (server/sysreq.py)
+        sys_name = getattr(server.opts, "system_account", SYSTEM)
+        self.system = self.by_name.get(sys_name) or Account(sys_name)
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for e in cfg.exports:

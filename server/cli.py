@@ -336,6 +336,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             o.tls = tls.parse_tls_block(c["tls"])
         if "accounts" in c:
             o.accounts = accounts.parse_accounts(c["accounts"], o)
+        if "system_account" in c:
+            o.system_account = accounts.parse_system_account(c["system_account"], o)
         if "no_auth_user" in c:
             o.no_auth_user = str(c["no_auth_user"])
         if "websocket" in c:

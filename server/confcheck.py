@@ -90,6 +90,7 @@ TOP = Block(
      **_alias("debug"), **_alias("trace"), **_alias("logfile", "log_file"), **_alias("pidfile", "pid_file"),
      # blocks whose own parsers check their keys (tls.py, websocket.py, accounts.py)
      **_alias("tls"), **_alias("websocket", "ws"), **_alias("accounts"), **_alias("no_auth_user"),
+     **_alias("system_account", "system"),
      **_alias("lame_duck_duration"), **_alias("lame_duck_grace_period"),
      **_known("client_advertise", "trace_verbose", "trace_headers", "logtime", "logtime_utc", "mappings", "maps",
               "disable_sublist_cache", "no_sublist_cache", "default_sentinel", "https", "https_port",
@@ -100,7 +101,7 @@ TOP = Block(
               "write_deadline", "write_timeout", "operator",
               "operators", "roots", "root", "root_operators", "root_operator", "resolver", "account_resolver",
               "accounts_resolver", "resolver_tls", "resolver_preload", "resolver_pinned_accounts",
-              "system_account", "system", "no_system_account", "no_system", "no_sys_acc", "no_header_support",
+              "no_system_account", "no_system", "no_sys_acc", "no_header_support",
               "trusted", "trusted_keys", "connect_error_reports", "reconnect_error_reports",
               "mqtt", "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
               "no_fast_producer_stall", "max_closed_clients", "proxies",

@@ -50,10 +50,12 @@ def _sublist_stats(idx) -> dict:
 
 def accountz(mon, q: dict):
     srv = mon.server
-    d = _head(srv) | {"system_account": SYSTEM_ACCOUNT}
+    system = getattr(srv.opts, "system_account", SYSTEM_ACCOUNT)
+    d = _head(srv) | {"system_account": system}
     acc = q.get("acc", "")
     if not acc:
-        d["accounts"] = [GLOBAL_ACCOUNT, SYSTEM_ACCOUNT]
+        names = [GLOBAL_ACCOUNT, system] + list(getattr(srv.opts, "accounts", {}) or {})
+        d["accounts"] = list(dict.fromkeys(names))
     elif acc == GLOBAL_ACCOUNT:
         d["account_detail"] = {
             "account_name": GLOBAL_ACCOUNT,

@@ -96,6 +96,11 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool =
     return d
 
 
+def _account_name(c) -> str:
+    account = getattr(c, "account", None)
+    return account.name if account is not None else "$G"
+
+
 class _ClosedConn:
     """A closed connection as far as the broker remembers it."""
 
@@ -105,7 +110,7 @@ class _ClosedConn:
         self.cid = rec.get("cid", getattr(client, "cid", 0))
         for key, default in (("host", ""), ("port", 0), ("start", 0.0), ("last_activity", 0.0), ("rtt", 0.0),
                              ("in_msgs", 0), ("out_msgs", 0), ("in_bytes", 0), ("out_bytes", 0),
-                             ("name", ""), ("lang", ""), ("version", ""), ("user", "")):
+                             ("name", ""), ("lang", ""), ("version", ""), ("user", ""), ("account", None)):
             setattr(self, key, rec.get(key, getattr(client, key, default)))
         self.subs = rec.get("subs", getattr(client, "subs", {})) or {}
         self.pending_bytes = 0
@@ -139,9 +144,8 @@ def connz(mon, q: dict):
         conns += [(c, None) for c in srv.clients.values()]
     if state in ("closed", "any"):
         conns += [(cc, cc.rec) for cc in map(_ClosedConn, reversed(getattr(srv, "closed_conns", [])))]
-    # one account only, so acc= either names it or matches nothing
-    if q.get("acc", "") not in ("", "$G"):
-        conns = []
+    if q.get("acc", ""):
+        conns = [x for x in conns if _account_name(x[0]) == q["acc"]]
     if q.get("user", ""):
         conns = [x for x in conns if getattr(x[0], "user", "") == q["user"]]
     if cid > 0:

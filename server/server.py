@@ -59,6 +59,7 @@ class ServerOptions:
     users: list[dict] = field(default_factory=list)  # [{"user":..,"password":..}] or [{"nkey":..}]
     no_auth_user: str = ""  # the user a client without credentials is (server/auth.py)
     accounts: dict = field(default_factory=dict)  # name -> AccountConfig (server/accounts.py)
+    system_account: str = "$SYS"  # its users may ask $SYS.REQ.SERVER.* (server/sysreq.py)
     trace: bool = False
     sync_always: bool = False
     sync_interval: float | None = None  # None: fsync before each PubAck (group commit); else lazy, every N s
@@ -299,6 +300,8 @@ class Server:
         if connect_info:
             info["connect_info"] = True
             info["remote_account"] = client.account.name if client.account is not None else "$G"
+            if client.account is not None and client.account is self.accounts.system:
+                info["acc_is_sys"] = True  # (nats account info: "System Account: true")
         info["natslab"] = True
         return info
 

@@ -1,17 +1,25 @@
-"""The `$SYS.REQ.*` requests nats-server answers for any connection, not only
-the system account's: today `$SYS.REQ.USER.INFO`, which `nats account info`
-(and nats.go's tooling) asks to show who the connection is. natslab has one
-account, `$G`, as a nats-server without accounts does. `server_block` is the
-"server" part of these answers and of message-trace events.
+"""The `$SYS.REQ.*` requests a single nats-server answers.
+
+Any connection may ask `$SYS.REQ.USER.INFO` (who am I: user, account,
+permissions; `nats account info` shows it), in whichever account it is, so
+it is subscribed in every account's subject space and answered in the
+requester's; so are `$SYS.REQ.SERVER.PING.CONNZ` and `$SYS.REQ.ACCOUNT.PING.
+CONNZ`, which outside the system account list the requester's own
+account's connections, as nats-server's imports of them into every account do. The system account's users (``system_account``, or nats-server's
+default ``$SYS``) also get the monitoring requests `nats server ls/info/
+report/ping` use (server/sysmon.py). `server_block` is the "server" part of
+these answers and of message-trace events.
 """
 
 from __future__ import annotations
 
 import time
 
+from .internal import InternalSubscription
 from .jetstream.shapes import dumps, rfc3339
 
 USER_INFO = "$SYS.REQ.USER.INFO"
+OWN_CONNZ = ("$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ")
 # nats-server's ServerInfo.Flags: JetStream enabled (1), binary stream
 # snapshots (2), accounts with msg trace (4), as 2.15 sets them with -js
 FLAGS_JETSTREAM = 7
@@ -21,9 +29,43 @@ FEATURE_FLAGS = {"js_ack_fc_v2": False, "js_api_reply_v2": False, "js_raft_delet
 
 class SysRequests:
     def __init__(self, server):
+        from .sysmon import SysMonitor
+
         self.server = server
         self.seq = 0
-        self.sub = server.subscribe_internal(USER_INFO, self.user_info)
+        self.subs: list[tuple[object, InternalSubscription]] = []  # (subject index, subscription)
+        accounts = server.accounts
+        spaces = [server.index] + [a.index for a in accounts.by_name.values()]
+        if accounts.global_account is not None:
+            spaces.append(accounts.global_account.index)
+        spaces.append(accounts.system.index)
+        self.monitor = SysMonitor(self, accounts.system)
+        seen: set[int] = set()
+        for index in spaces:
+            if id(index) not in seen:
+                seen.add(id(index))
+                self.subscribe(index, USER_INFO, self.user_info)
+                if index is not accounts.system.index:
+                    # as nats-server imports them into every account: its own connections
+                    for subject in OWN_CONNZ:
+                        self.subscribe(index, subject, self.monitor.own_account_connz)
+
+    def subscribe(self, index, subject: str, callback) -> InternalSubscription:
+        """An internal subscription in one account's subject space."""
+        sub = InternalSubscription(self.server.internal_client, subject.encode(), None, callback)
+        index.insert(sub)
+        self.subs.append((index, sub))
+        return sub
+
+    def reply(self, client, reply: str, payload: bytes) -> None:
+        """Answer ``client`` on ``reply`` in its own account."""
+        srv = self.server
+        acc = client.account
+        if acc is None or acc.index is srv.index:
+            srv.reply_internal(reply.encode(), payload)
+            return
+        srv.accounts._deliver(acc, srv.internal_client, reply.encode(), b"", None, payload)
+        srv.schedule_flush()
 
     def server_block(self) -> dict:
         srv = self.server
@@ -42,12 +84,15 @@ class SysRequests:
             user = "[REDACTED]"  # nats-server never shows a token
         else:
             user = getattr(client, "user", "") or ""
-        data: dict = {"user": user, "account": "$G", "account_name": "$G"}
+        account = client.account.name if client.account is not None else "$G"
+        data: dict = {"user": user, "account": account, "account_name": account}
         perms = getattr(client, "perms", None)
         if perms is not None:
             data["permissions"] = perms.as_config()
         body = {"server": self.server_block(), "data": data}
-        srv.reply_internal(reply.encode(), dumps(body).encode())
+        self.reply(client, reply, dumps(body).encode())
 
     def close(self) -> None:
-        self.server.unsubscribe_internal(self.sub)
+        for index, sub in self.subs:
+            index.remove(sub)
+        self.subs.clear()

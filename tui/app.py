@@ -75,6 +75,7 @@ class NatslabApp(App):
         self.remember_theme = remember_theme
         self.requested_theme = theme_name
         self.monitor_url = monitor_url
+        self.system_user = False  # system-account credentials (identify): Connections asks every server over NATS
         self.pending_bucket: str | None = None
         self.user_theme_names: set[str] = set()
         self.header_info = HeaderInfo(mode="embedded" if broker else "remote", read_only=read_only)
@@ -256,6 +257,7 @@ class NatslabApp(App):
         self.set_header(state="connected", detail="", **self._server_header())
         self.show_banner(None)
         self.client_generation += 1
+        self.identify()
         self.poll_usage()
 
     def _server_header(self) -> dict:
@@ -276,6 +278,23 @@ class NatslabApp(App):
         self.set_header(state="connected", detail="", **self._server_header())
         self.show_banner(None)
         self.client_generation += 1
+        self.identify()
+
+    @work(exclusive=True, group="identify", exit_on_error=False)
+    async def identify(self) -> None:
+        """The header's TLS version and account (tui/client/system.py)."""
+        from .client.system import is_system_user, tls_version, user_info
+
+        client = self.client
+        if client is None:
+            return
+        try:
+            info = await user_info(client)
+            self.system_user = await is_system_user(client)
+        except NatsError:
+            info = {}  # the connection went: the reconnect asks again
+        account = info.get("account", "")
+        self.set_header(tls=tls_version(client), account=f"{account} (system)" if account and self.system_user else account)
 
     @work(exclusive=True, group="usage", exit_on_error=False)
     async def poll_usage(self) -> None:

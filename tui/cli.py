@@ -44,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     auth.add_argument("--user", help="user name")
     auth.add_argument("--password", help="password for --user")
     auth.add_argument("--token", help="authentication token")
+    tls = p.add_argument_group("TLS (override the context's)")
+    tls.add_argument("--tlscert", metavar="FILE", help="client certificate (PEM), with --tlskey")
+    tls.add_argument("--tlskey", metavar="FILE", help="private key of --tlscert (PEM)")
+    tls.add_argument("--tlscacert", metavar="FILE", help="CA certificate(s) to verify the server with (PEM)")
+    tls.add_argument("--tlsfirst", action="store_true", help="TLS handshake before the server's INFO (handshake_first)")
     return p
 
 
@@ -58,6 +63,7 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         opts = ConnectOptions(
             url=args.connect or ctx.url or "nats://127.0.0.1:4222",
             user=ctx.user, password=ctx.password, token=ctx.token, creds=ctx.creds,
+            tls_cert=ctx.cert, tls_key=ctx.key, tls_ca=ctx.ca, tls_first=ctx.tls_first,
         )
     elif args.connect:
         opts = ConnectOptions(url=args.connect)
@@ -65,7 +71,14 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         opts.user = args.user or opts.user
         opts.password = args.password or opts.password
         opts.token = args.token or opts.token
+        opts.tls_cert = args.tlscert or opts.tls_cert
+        opts.tls_key = args.tlskey or opts.tls_key
+        opts.tls_ca = args.tlscacert or opts.tls_ca
+        opts.tls_first = args.tlsfirst or opts.tls_first
+        opts.ssl_context()  # a missing or unusable file is said now, not as a connect retry loop
         return opts, None
+    if args.tlscert or args.tlskey or args.tlscacert or args.tlsfirst:
+        raise ValueError("--tls* options are for --connect/--context (the embedded broker runs without TLS)")
     if args.memory and args.store_dir:
         raise ValueError("--memory and --store-dir exclude each other")
     if not 0 <= args.monitor_port <= 65535:

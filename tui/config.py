@@ -65,6 +65,10 @@ class NatsContext:
     password: str | None = None
     token: str | None = None
     creds: str | None = None
+    cert: str | None = None  # TLS client certificate, its key, the CA to trust
+    key: str | None = None
+    ca: str | None = None
+    tls_first: bool = False
 
 
 def _nats_config_home() -> Path:
@@ -97,4 +101,8 @@ def load_context(name: str) -> NatsContext:
         password=data.get("password") or None,
         token=data.get("token") or None,
         creds=data.get("creds") or None,
+        cert=data.get("cert") or None,
+        key=data.get("key") or None,
+        ca=data.get("ca") or None,
+        tls_first=bool(data.get("tls_first")),
     )

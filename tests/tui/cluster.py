@@ -18,8 +18,9 @@ from .conftest import _wait_for_info, free_port
 
 
 class Node:
-    def __init__(self, name: str, store: Path, cluster_port: int, routes: list[int]):
+    def __init__(self, name: str, store: Path, cluster_port: int, routes: list[int], conf: str = ""):
         self.name = name
+        self.conf = conf  # extra config file text (accounts, a system account), "" for none
         self.store = store
         self.port = free_port()
         self.http_port = free_port()
@@ -36,6 +37,10 @@ class Node:
         cmd = [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(self.port),
                "-m", str(self.http_port), "-js", "-sd", str(self.store), "-n", self.name,
                "--cluster_name", "C1", "--cluster", f"nats://127.0.0.1:{self.cluster_port}", "--routes", routes]
+        if self.conf:
+            path = self.store.parent / f"{self.name}.conf"
+            path.write_text(self.conf)
+            cmd += ["-c", str(path)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_for_info(self.port, self.proc)
 
@@ -56,14 +61,15 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, root: Path, size: int = 3):
+    def __init__(self, root: Path, size: int = 3, conf: str = "", probe: dict | None = None):
+        self.probe = probe or {}  # credentials of the meta leader probe (with accounts in conf)
         cluster_ports = [free_port() for _ in range(size)]
         self.nodes = []
         for i in range(size):
             store = root / f"n{i + 1}"
             store.mkdir(parents=True)
             others = [p for j, p in enumerate(cluster_ports) if j != i]
-            self.nodes.append(Node(f"n{i + 1}", store, cluster_ports[i], others))
+            self.nodes.append(Node(f"n{i + 1}", store, cluster_ports[i], others, conf))
         for node in self.nodes:
             node.start()
 
@@ -77,7 +83,7 @@ class Cluster:
     def wait_for_meta_leader(self, timeout: float = 20.0) -> None:
         """JetStream answers once the nodes elected a meta leader."""
         async def probe() -> bool:
-            nc = await nats.connect(self.urls.split(","), connect_timeout=1, max_reconnect_attempts=1)
+            nc = await nats.connect(self.urls.split(","), connect_timeout=1, max_reconnect_attempts=1, **self.probe)
             try:
                 await nc.jetstream().account_info()
                 return True

@@ -97,6 +97,13 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
             kw["token"] = options.token
         if options.creds:
             kw["user_credentials"] = options.creds
+        try:
+            tls = options.ssl_context()
+        except ValueError as exc:
+            raise NatsError(f"cannot connect to {options.url}: {exc}") from exc
+        if tls is not None:
+            kw["tls"] = tls
+            kw["tls_handshake_first"] = options.tls_first
         # import off the UI loop: nats-py takes a few hundred ms to import
         nats = await asyncio.to_thread(importlib.import_module, "nats")
         await asyncio.to_thread(importlib.import_module, "nats.js")

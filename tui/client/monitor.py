@@ -30,15 +30,19 @@ class Connection:
     idle: str
     uptime: str
     server_id: str = ""  # the server this connection is on (from /connz's server_id)
+    account: str = ""  # (connz with auth)
+    tls_version: str = ""  # "1.3"; "" for a plain connection
+    server_name: str = ""  # known when the system account asked every server
 
     @classmethod
-    def from_json(cls, c: dict, server_id: str = "") -> "Connection":
+    def from_json(cls, c: dict, server_id: str = "", server_name: str = "") -> "Connection":
         return cls(
             cid=c.get("cid", 0), name=c.get("name", ""), lang=c.get("lang", ""), version=c.get("version", ""),
             address=f"{c.get('ip', '')}:{c.get('port', '')}", subscriptions=c.get("subscriptions", 0),
             in_msgs=c.get("in_msgs", 0), out_msgs=c.get("out_msgs", 0), in_bytes=c.get("in_bytes", 0),
             out_bytes=c.get("out_bytes", 0), pending_bytes=c.get("pending_bytes", 0),
             idle=c.get("idle", ""), uptime=c.get("uptime", ""), server_id=server_id,
+            account=c.get("account") or c.get("name_tag", ""), tls_version=c.get("tls_version", ""), server_name=server_name,
         )
 
 
@@ -68,7 +72,7 @@ async def fetch_connz(base_urls: str, timeout: float = 1.5) -> list[Connection]:
     problems = []
     for base in monitor_urls(base_urls):
         try:
-            data = await asyncio.to_thread(_get, f"{base}/connz?subs=0", timeout)
+            data = await asyncio.to_thread(_get, f"{base}/connz?subs=0&auth=1", timeout)
         except MonitorUnreachable as exc:
             problems.append(str(exc))
             continue

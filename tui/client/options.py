@@ -19,3 +19,30 @@ class ConnectOptions:
     reconnect_time_wait: float = 1.0
     # --read-only: the client refuses every call that would change something
     read_only: bool = False
+    # TLS (--tlscert/--tlskey/--tlscacert, or the nats context's cert/key/ca/tls_first)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None
+    tls_first: bool = False
+
+    @property
+    def wants_tls(self) -> bool:
+        return bool(self.tls_cert or self.tls_key or self.tls_ca or self.tls_first)
+
+    def ssl_context(self):
+        """The client's TLS context when any TLS option is given, else None
+        (a tls:// URL alone gets nats-py's default one). Raises ValueError in
+        plain words when a file cannot be used."""
+        if not self.wants_tls:
+            return None
+        import ssl
+
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("--tlscert and --tlskey go together (the client certificate and its key)")
+        try:
+            ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.tls_ca or None)
+            if self.tls_cert:
+                ctx.load_cert_chain(self.tls_cert, self.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"cannot use the TLS files: {exc}") from None
+        return ctx

@@ -1,5 +1,6 @@
-"""The header: embedded or remote, the URL for other programs, store dir,
-server version, monitoring port, JetStream usage and connection state.
+"""The header: embedded or remote, the URL for other programs, TLS, store
+dir, server version, monitoring port, the account, JetStream usage and
+connection state.
 
 Two lines that never wrap: when the terminal is narrow the less important
 parts shorten, then go (the store path first), so the connection state and
@@ -37,6 +38,8 @@ class HeaderInfo:
     cluster: str = ""
     meta_leader: str = ""  # the JetStream meta leader (from /jsz), "?" when not known
     domain: str = ""
+    tls: str = ""  # "TLS 1.3" when the connection is encrypted
+    account: str = ""  # the account the credentials are in ($SYS.REQ.USER.INFO)
 
 
 # A part of a line: its variants from longest to shortest ("" drops it), its
@@ -93,6 +96,8 @@ class StatusHeader(Static):
         if info.read_only:
             line1.append(([" READ-ONLY ", " RO "], "bold reverse", 0))
         line1.append(([info.url or "…"], "bold underline", 0))
+        if info.tls:
+            line1.append(([f"  {info.tls}", f" {info.tls}"], "bold", 1))
         if info.cluster:
             line1.append(([f"   {info.server_name} in cluster {info.cluster}", f"  {info.server_name}@{info.cluster}"],
                           "bold", 1))
@@ -110,6 +115,8 @@ class StatusHeader(Static):
         state = {"connected": "● connected", "disconnected": "○ disconnected — reconnecting",
                  "starting": "◌ starting", "failed": "✕ not connected"}.get(info.state, info.state)
         line2: list[Part] = [([" " + state], "bold", 0)]
+        if info.account and info.account != "$G":  # $G: no accounts configured, nothing to tell
+            line2.append(([f"   account {info.account}", f"  acct {info.account}"], "bold", 1))
         if info.meta_leader:
             line2.append(([f"   meta leader {info.meta_leader}", f"  leader {info.meta_leader}"], "bold", 1))
         if info.detail:

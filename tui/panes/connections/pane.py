@@ -1,4 +1,9 @@
-"""Live /connz: client name, language, address, subscriptions, traffic and rates."""
+"""Live connections: client name, account, TLS version, server, language,
+address, subscriptions, traffic and rates.
+
+With system-account credentials the list comes over NATS from every server
+of a cluster (`$SYS.REQ.SERVER.PING.CONNZ`, each row naming its server);
+otherwise from the monitoring port's /connz (one URL, or one per node)."""
 
 from __future__ import annotations
 
@@ -11,12 +16,13 @@ from textual.message import Message
 from textual.widgets import Label
 
 from ...client.monitor import Connection, MonitorUnreachable, fetch_connz, monitor_urls
+from ...client.system import cluster_connz
 from ...format import fmt_bytes, fmt_count
 from ...widgets.live_table import LiveTable
 from ..base import LivePane
 
 COLUMNS = [
-    ("CID", "cid"), ("Name", "name"), ("Lang", "lang"), ("Version", "version"), ("Address", "address"),
+    ("CID", "cid"), ("Name", "name"), ("Account", "account"), ("TLS", "tls"), ("Server", "server"), ("Lang", "lang"), ("Version", "version"), ("Address", "address"),
     ("Subs", "subs"), ("Msgs in", "in_msgs"), ("Msgs out", "out_msgs"), ("In/s", "in_rate"), ("Out/s", "out_rate"),
     ("Bytes in", "in_bytes"), ("Bytes out", "out_bytes"), ("Pending", "pending"), ("Idle", "idle"),
 ]
@@ -29,6 +35,7 @@ class ConnectionsPane(LivePane):
     class Polled(Message):
         connections: list[Connection]
         error: str = ""
+        source: str = ""  # where the list came from, when not the monitoring port
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ConnectionsPane.Polled)
@@ -42,6 +49,15 @@ class ConnectionsPane(LivePane):
         yield LiveTable(COLUMNS, id="conn-table")
 
     async def fetch(self, client) -> None:
+        if getattr(self.app, "system_user", False):  # every server of a cluster, over NATS
+            conns = await cluster_connz(client)
+            if conns is None:
+                self.post_message(self.Polled([], "no server answered $SYS.REQ.SERVER.PING.CONNZ this time"))
+                return
+            servers = len({c.server_id for c in conns})
+            self.post_message(self.Polled(conns, source=f"$SYS.REQ.SERVER.PING.CONNZ of {servers} "
+                                                        f"server{'s' if servers != 1 else ''} (system account)"))
+            return
         url = getattr(self.app, "monitor_url", None)
         if not url:
             self.post_message(self.Polled([], "no monitoring URL known (start with --monitor http://host:8222)"))
@@ -66,6 +82,7 @@ class ConnectionsPane(LivePane):
         client = getattr(self.app, "client", None)
         me = (client.client_id, client.server_id) if client is not None else None
         several = len({c.server_id for c in event.connections}) > 1
+        names = {c.server_id: c.server_name for c in event.connections if c.server_name}
         for c in event.connections:
             last = self._last.get((c.server_id, c.cid))
             in_rate = out_rate = ""
@@ -78,12 +95,15 @@ class ConnectionsPane(LivePane):
             if stable:  # pictures: the app's own polls move these with timing
                 counters = ("-",) * len(counters)
             you = me is not None and c.cid == me[0] and (not c.server_id or c.server_id == me[1])
+            server = names.get(c.server_id) or (c.server_id[:8] if several else "")
             rows[f"{c.server_id[:8]}:{c.cid}" if several else str(c.cid)] = (
-                "-" if stable else c.cid, f"{c.name or '-'} ◀ you" if you else c.name or "-", c.lang, c.version, "-" if stable else c.address, c.subscriptions,
+                "-" if stable else c.cid, f"{c.name or '-'} ◀ you" if you else c.name or "-",
+                c.account or "-", c.tls_version or "-", server or "-",
+                c.lang, c.version, "-" if stable else c.address, c.subscriptions,
                 *counters, "-" if stable else c.idle,
             )
         table.sync(rows)
         urls = monitor_urls(getattr(self.app, "monitor_url", ""))
-        source = (f"{urls[0]}/connz" if len(urls) == 1 else f"/connz of {len(urls)} servers") if not stable \
-            else "http://127.0.0.1:8222/connz"
+        source = event.source or ((f"{urls[0]}/connz" if len(urls) == 1 else f"/connz of {len(urls)} servers")
+                                  if not stable else "http://127.0.0.1:8222/connz")
         status.update(f"Connections ({len(rows)}) from {source} — refreshed every second")
