@@ -13,7 +13,6 @@ import string
 from collections import deque
 
 from . import gojson, headers, priorities
-from .acks import TERM_UNACKED_DELETED
 from .shapes import NS, format_go_duration as _go_dur, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
@@ -171,7 +170,7 @@ class DeliveryMixin:
         # message moves sseq past exactly one pending message, a redelivery
         # does not move it
         lps = cfg["deliver_policy"] == "last_per_subject"
-        if ((waiting if pull else self.push_active) and not (self.rdq or self.replay or headers_only or pinned or lps)
+        if ((waiting if pull else self.push_active) and not (self.acks.rdq or self.replay or headers_only or pinned or lps)
                 and self.lss is None and len(self.filters) <= 1
                 and self._run(ack_prefix, tok) >= _BATCH_PER_TURN):
             self.signal()  # more to do: yield to the loop and come back
@@ -190,18 +189,18 @@ class DeliveryMixin:
                     break
             elif not self.push_active or (self.maxpb and self.pbytes > self.maxpb):
                 break
-            s0 = self.sseq
+            s0 = self.acks.sseq
             lss0 = self.lss is not None
             sm, dc = self.get_next_msg()
             if sm is None:
                 stalled_on_ack_pending = dc == -1
-                if self.replay and self.sseq > self._replay_lseq:
+                if self.replay and self.acks.sseq > self._replay_lseq:
                     self.replay = False
                 break
             if self.replay and self._lts and sm.seq != self._replay_ready:
                 delay = (sm.ts - self._lts) / NS
                 if delay > 0.001:
-                    self._put_back(sm.seq, dc)
+                    self.acks.put_back(sm.seq, dc)
                     self._replay_ready = sm.seq
                     self.server.loop.call_later(delay, self.signal)
                     return
@@ -220,7 +219,7 @@ class DeliveryMixin:
                 npv = self.num_pending()
             else:
                 key = (store._last, store.totals())
-                sseq = self.sseq
+                sseq = self.acks.sseq
                 if np_sseq == s0 and key == np_key and (sseq == s0 if dc > 1 else sseq == seq + 1 and dc == 1):
                     # (last per subject: only this message's subject can
                     # leave the count, if this was its last message)
@@ -229,7 +228,7 @@ class DeliveryMixin:
                 else:
                     np = self._count_from(sseq, lps)
                 np_sseq, np_key, npv = sseq, key, np
-            ack_reply = f"{ack_prefix}{dc}.{seq}.{self.dseq}.{sm.ts}.{npv}"
+            ack_reply = f"{ack_prefix}{dc}.{seq}.{self.acks.dseq}.{sm.ts}.{npv}"
             hdr, data = sm.hdr, sm.data
             if headers_only:
                 hdr = headers.append(hdr, [("Nats-Msg-Size", str(len(data)))])
@@ -238,7 +237,7 @@ class DeliveryMixin:
             if pull:
                 wr = self.next_waiting(size, tok, pinned)
                 if wr is None:
-                    self._put_back(seq, dc)
+                    self.acks.put_back(seq, dc)
                     break
                 if pinned and self.pin_id:
                     hdr = headers.append(hdr, [("Nats-Pin-Id", self.pin_id)])
@@ -288,18 +287,17 @@ class DeliveryMixin:
                 return 0
             dest = match(cfg["deliver_subject"].encode())
             limit = _BATCH_PER_TURN
-        pending = self.pending
         mp = cfg.get("max_ack_pending") or 0
         if mp > 0 and not ack_none:
-            limit = min(limit, mp - len(pending))
+            limit = min(limit, mp - len(self.acks.pending))
         if limit <= 0:
             return 0
-        start = self.sseq
+        start = self.acks.sseq
         msgs = self.stream.store.load_batch(start, self.filters[0] if self.filters else None, limit)
         if not msgs:
             return 0
         npv = self._count_from(start, False)
-        dseq = self.dseq
+        dseq = self.acks.dseq
         ts_now = now_ns()
         deliver_run = srv.deliver_matched_run
         prefix_b = ack_prefix.encode()
@@ -317,12 +315,6 @@ class DeliveryMixin:
                     if wr.hb:
                         wr.hbt = now + wr.hb
                 dest = dests[wr]
-            if not ack_none:
-                p = pending.get(seq)
-                if p is not None:
-                    p[1] = ts_now
-                else:
-                    pending[seq] = [dseq, ts_now]
             if subject is not subj_s:
                 subj_s = subject
                 subj_b = subject.encode()
@@ -334,72 +326,43 @@ class DeliveryMixin:
             run.append((subj_b, b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv), hdr, data))
             dseq += 1
         deliver_run(run_dest, run)
-        self.dseq = dseq
-        self.sseq = seq + 1
-        self.ldt = ts_now
+        self.acks.delivered_run(msgs, ts_now, ack_none)
         self._lts = ts
         self._last_send = now
-        if ack_none:
-            self.adflr, self.asflr = dseq - 1, seq
-            self.sfloor = [dseq - 1, seq]
-        else:
-            self.track_pending(seq)
         self.schedule_save()
         srv.schedule_flush()
         return len(msgs)
 
     def get_next_msg(self):
         """(msg, delivery count), or (None, -1) when held back by max_ack_pending."""
-        store = self.stream.store
-        maxdc = self.config["max_deliver"]
-        while self.rdq:
-            seq = self.rdq.pop(0)
-            if seq not in self.pending:
-                continue
-            dc = self.rdc.get(seq, 0) + 2
-            self.rdc[seq] = dc - 1
-            if maxdc > 0 and dc > maxdc:
-                if dc == maxdc + 1:
-                    self.advisory_max_deliveries(seq, dc - 1)
-                p = self.pending.pop(seq, None)
-                if p is not None:
-                    self.move_ack_floor(p[0], seq)
-                    self.schedule_save()
-                continue
-            sm = store.load(seq)
-            if sm is None:
-                self.rdc[seq] = dc - 2
-                if self.rdc[seq] <= 0:
-                    self.rdc.pop(seq, None)
-                p = self.pending.get(seq)
-                if p is not None:
-                    self.process_term(seq, p[0], dc - 1, TERM_UNACKED_DELETED)
-                continue
-            return sm, dc
-        mp = self.config.get("max_ack_pending") or 0
-        if mp > 0 and self.config["ack_policy"] != "none" and len(self.pending) >= mp:
+        acks = self.acks
+        r = acks.next_redelivery()
+        if r is not None:
+            return r
+        if acks.full():
             return None, -1
+        store = self.stream.store
         if self.lss is not None:
             while self.lss:
                 seq = self.lss.popleft()
                 if not self.lss:
                     self.lss = None
-                    self.sseq = self.lss_resume + 1
+                    acks.advance(self.lss_resume + 1)
                 else:
-                    self.sseq = seq + 1
+                    acks.advance(seq + 1)
                 sm = store.load(seq)
                 if sm is not None:
                     return sm, 1
             self.lss = None
-            self.sseq = max(self.sseq, self.lss_resume + 1)
+            acks.advance(max(acks.sseq, self.lss_resume + 1))
         if not self.filters:
-            sm = store.load_next(self.sseq)
+            sm = store.load_next(acks.sseq)
         elif len(self.filters) == 1:
-            sm = store.load_next(self.sseq, self.filters[0])
+            sm = store.load_next(acks.sseq, self.filters[0])
         else:
             sm = None
             for f in self.filters:
-                cand = store.load_next(self.sseq, f)
+                cand = store.load_next(acks.sseq, f)
                 if cand is not None and (sm is None or cand.seq < sm.seq):
                     sm = cand
         if sm is None:
@@ -407,35 +370,12 @@ class DeliveryMixin:
             # delivered.stream_seq keeps naming the last message delivered,
             # as on the real server, however many others follow it
             return None, 0
-        self.sseq = sm.seq + 1
+        acks.advance(sm.seq + 1)
         return sm, 1
 
-    def _put_back(self, seq: int, dc: int) -> None:
-        if dc == 1 and seq == self.sseq - 1:
-            self.sseq -= 1
-        elif seq not in self.rdq:
-            self.rdc[seq] = self.rdc.get(seq, 1) - 1
-            if self.rdc[seq] <= 0:
-                self.rdc.pop(seq, None)
-            self.rdq.insert(0, seq)
-
     def deliver_msg(self, dsubj: str, ack_reply: str, sm, dc: int, hdr, data, size: int) -> None:
-        dseq = self.dseq
-        self.dseq += 1
-        now = now_ns()
-        self.ldt = now
+        self.acks.delivered(sm.seq)
         self._last_send = self.server.loop.time()
-        ap = self.config["ack_policy"]
-        if ap == "none":
-            self.adflr, self.asflr = dseq, sm.seq
-            self.sfloor = [dseq, sm.seq]
-        else:
-            p = self.pending.get(sm.seq)
-            if p is not None:
-                p[1] = now
-            else:
-                self.pending[sm.seq] = [dseq, now]
-            self.track_pending(sm.seq)
         self.server.deliver_internal(dsubj, sm.subject, ack_reply, hdr, data)
         if self.maxpb:
             self.pbytes += size
@@ -444,7 +384,7 @@ class DeliveryMixin:
             elif self.fcid and self.pbytes - self.fcsz >= self.maxpb:
                 self.fcsz += size
         self.schedule_save()
-        if ap == "none" and self.stream.config["retention"] != "limits":
+        if self.config["ack_policy"] == "none" and self.stream.config["retention"] != "limits":
             self.stream.ack_processed(sm.seq, sm.subject)
 
     # -- pull requests ---------------------------------------------------------------------
@@ -506,7 +446,7 @@ class DeliveryMixin:
                     srv.publish_internal(reply, "", headers.status(423, "Nats-Pin-Id mismatch"), b"")
                     return
         if no_wait:
-            avail = self.num_pending() + len(self.rdq)
+            avail = self.num_pending() + len(self.acks.rdq)
             if avail == 0 and not expires:
                 srv.publish_internal(reply, "", headers.status(404, "No Messages"), b"")
                 self._touch_pull()
@@ -558,7 +498,7 @@ class DeliveryMixin:
         mp, map_ = wr.min_pending, wr.min_ack_pending
         if mp <= 0 and map_ <= 0:
             return True
-        return (mp > 0 and mp <= self.num_pending() + 1) or (map_ > 0 and map_ <= len(self.pending))
+        return (mp > 0 and mp <= self.num_pending() + 1) or (map_ > 0 and map_ <= len(self.acks.pending))
 
     # -- pinned_client priority -------------------------------------------------------------
     @property
@@ -729,7 +669,7 @@ class DeliveryMixin:
 
     # -- heartbeats and flow control ---------------------------------------------------------
     def send_heartbeat(self, subject: str) -> None:
-        hdrs = [("Nats-Last-Consumer", str(self.dseq - 1)), ("Nats-Last-Stream", str(self.sseq - 1))]
+        hdrs = [("Nats-Last-Consumer", str(self.acks.dseq - 1)), ("Nats-Last-Stream", str(self.acks.sseq - 1))]
         if self.fcid:
             hdrs.append(("Nats-Consumer-Stalled", self.fcid))
         self.server.publish_internal(subject, "", headers.status(100, "Idle Heartbeat", hdrs), b"")
