@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 import random
 import string
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import advisories, consumerconfig, errors
 from .acks import AckState, _nuid
+from .pullqueue import PullQueue
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
-from .delivery import DeliveryMixin
+from .delivery import Delivery
 from .consumerstate import ACK_LOG
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
@@ -39,7 +39,14 @@ def _gen_name() -> str:
     return "".join(random.choices(string.ascii_letters + string.digits, k=8))
 
 
-class Consumer(DeliveryMixin):
+class Consumer:
+    """The consumer and its three state objects, each with its own module:
+    ``acks`` (acks.AckState: delivered, ack floors, pending acks,
+    redelivery), ``pulls`` (pullqueue.PullQueue: waiting pull requests,
+    priority groups, the pin) and ``delivery`` (delivery.Delivery: the
+    delivery loop, push flow control, heartbeats, the skip list). They see
+    each other only through the consumer's attributes and their methods."""
+
     def __init__(self, stream: "Stream", name: str, config: dict, created: int):
         self.stream = stream
         self.server = stream.js.server
@@ -51,8 +58,6 @@ class Consumer(DeliveryMixin):
         self._set_filters()
         # what was delivered and acked, the floors and the ack timer (acks.py)
         self.acks = AckState(self)
-        self.lss: deque[int] | None = None  # last-per-subject skip list
-        self.lss_resume = 0
         self._save_handle = None
         self._config_saved = False
         self._held_replies: list[bytes] = []  # ack replies waiting for the state they confirm
@@ -64,7 +69,8 @@ class Consumer(DeliveryMixin):
         self._inactive_timer = None
         self._pause_timer = None
         self._subs: list = []
-        self.init_delivery()
+        self.pulls = PullQueue(self)
+        self.delivery = Delivery(self)
 
     # -- config helpers -------------------------------------------------------------
     def _set_filters(self) -> None:
@@ -110,7 +116,7 @@ class Consumer(DeliveryMixin):
                 lss = sorted(seqs)
                 sseq = lss[0] if lss else st.last_seq
                 if lss:
-                    self.lss, self.lss_resume = deque(lss), st.last_seq
+                    self.delivery.skip_list(lss, st.last_seq)
         elif dp == "by_start_time":
             t = parse_rfc3339(cfg["opt_start_time"])
             sseq = st.last_seq + 1
@@ -142,8 +148,8 @@ class Consumer(DeliveryMixin):
             self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.acks.on_ack, raw=True,
                                                      run=self.acks.ack_runs((ack_prefix + ".").encode())))
         if not self.is_pull:
-            self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.on_flow_control))
-        self.start_delivery()
+            self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.delivery.on_flow_control))
+        self.delivery.start()
         self._arm_pause_timer()
         self.check_inactive()
 
@@ -154,7 +160,8 @@ class Consumer(DeliveryMixin):
         for s in self._subs:
             self.server.unsubscribe_internal(s)
         self._subs.clear()
-        self.stop_delivery()
+        self.delivery.stop()
+        self.pulls.stop()
         self.acks.stop()
         for t in (self._inactive_timer, self._pause_timer):
             if t:
@@ -163,7 +170,7 @@ class Consumer(DeliveryMixin):
             self._slots.close()
 
     def delete(self, notify_stream: bool = True) -> None:
-        self.notify_waiting_deleted()
+        self.pulls.notify_deleted()
         self.stop()
         if self._save_handle:
             self._save_handle.cancel()
@@ -188,7 +195,7 @@ class Consumer(DeliveryMixin):
             # messages only the old filters wanted lose their interest now
             self.stream.check_interest_all()
         if old.get("deliver_subject") != cfg.get("deliver_subject"):
-            self.update_push_subject()
+            self.delivery.update_push_subject()
         if old.get("ack_wait") != cfg.get("ack_wait") or old.get("backoff") != cfg.get("backoff"):
             self.acks.rearm_pending()  # the ack timer looks at every pending deadline again
         self._arm_pause_timer()
@@ -214,7 +221,7 @@ class Consumer(DeliveryMixin):
         elif dp not in ("all", "by_start_sequence"):
             raise errors.consumer_invalid_reset("not allowed")
         seq = max(seq, 1)
-        self.lss = None
+        self.delivery.skip_list(None, 0)
         self.acks.start_at(seq)
         self.stream.check_interest_all()
         self.schedule_save()
@@ -227,7 +234,7 @@ class Consumer(DeliveryMixin):
         thr = self.config.get("inactive_threshold") or 0
         if self.closed or not thr:
             return
-        idle = (not self.push_active) if not self.is_pull else not self.waiting
+        idle = (not self.delivery.push_active) if not self.is_pull else not self.pulls.waiting
         if self._inactive_timer:
             self._inactive_timer.cancel()
             self._inactive_timer = None
@@ -238,7 +245,7 @@ class Consumer(DeliveryMixin):
         self._inactive_timer = None
         if self.closed:
             return
-        idle = (not self.push_active) if not self.is_pull else not self.waiting
+        idle = (not self.delivery.push_active) if not self.is_pull else not self.pulls.waiting
         if idle:
             self.server.logger.debug("deleting inactive consumer %s > %s", self.stream.name, self.name)
             self.delete()
@@ -287,11 +294,10 @@ class Consumer(DeliveryMixin):
 
     # -- info ----------------------------------------------------------------------------
     def num_pending(self) -> int:
-        if self.lss is not None:
-            return len(self.lss) + self._count_from(self.lss_resume + 1, False)
-        return self._count_from(self.acks.sseq, self.config["deliver_policy"] == "last_per_subject")
+        return self.delivery.num_pending()
 
-    def _count_from(self, start: int, lps: bool) -> int:
+    def count_from(self, start: int, lps: bool) -> int:
+        """Messages the filters match from ``start`` on (``lps``: the last per subject only)."""
         store = self.stream.store
         if not self.filters:
             return store.num_pending(start, None, lps)
@@ -308,10 +314,10 @@ class Consumer(DeliveryMixin):
             "ack_floor": sequence_info(self.acks.sfloor[0], self.acks.sfloor[1], self.acks.lat),
             "num_ack_pending": len(self.acks.pending),
             "num_redelivered": 0 if self.config["max_deliver"] == 1 else len(self.acks.rdc),
-            "num_waiting": self.num_waiting(),
+            "num_waiting": self.pulls.num_waiting(),
             "num_pending": self.num_pending(),
         }
-        if not self.is_pull and self.push_active:
+        if not self.is_pull and self.delivery.push_active:
             d["push_bound"] = True
         until = self.pause_until_ns()
         if until > now_ns():
@@ -322,11 +328,27 @@ class Consumer(DeliveryMixin):
         if groups:
             # as the real server: the state of the first group only
             g = {"group": groups[0]}
-            if self.pin_id:
-                g["pinned_client_id"] = self.pin_id
-            g["pinned_ts"] = rfc3339(self.pin_ts) if self.pin_ts else ZERO_TIME
+            pulls = self.pulls
+            if pulls.pin_id:
+                g["pinned_client_id"] = pulls.pin_id
+            g["pinned_ts"] = rfc3339(pulls.pin_ts) if pulls.pin_ts else ZERO_TIME
             d["priority_groups"] = [g]
         return d
+
+    # -- what the others call -----------------------------------------------------------------
+    def signal(self) -> None:
+        """Something may be deliverable: delivery runs soon."""
+        self.delivery.signal()
+
+    def on_stored(self, seq: int, subject: str) -> None:
+        if self.filter_matches(subject):
+            self.delivery.signal()
+
+    def on_pull_request(self, reply: str, payload: bytes) -> None:
+        self.pulls.on_request(reply, payload)
+
+    def unpin(self, group: str, reason: str) -> None:
+        self.pulls.unpin(group, reason)
 
     # -- stream changes ---------------------------------------------------------------------
     def on_purged(self, fseq: int, first: int, lseq: int, flt: str | None) -> None:
@@ -444,16 +466,16 @@ class Consumer(DeliveryMixin):
         if not self._config_saved:  # an ephemeral's, with its first state
             self.save_config()
         state = self.acks.as_dict()
-        state["lss"] = list(self.lss) if self.lss is not None else None
-        state["lss_resume"] = self.lss_resume
+        lss = self.delivery.lss
+        state["lss"] = list(lss) if lss is not None else None
+        state["lss_resume"] = self.delivery.lss_resume
         if self._slots is None:
             self._slots = StateSlots(d)
         self._slots.write(state, sync=sync)
         self._saved_at = (self.acks.sseq, self.acks.dseq, self._slots.generation)
 
     def load_state(self, state: dict) -> None:
-        lss = state.get("lss")
-        self.lss, self.lss_resume = (deque(lss) if lss is not None else None), state.get("lss_resume", 0)
+        self.delivery.skip_list(state.get("lss"), state.get("lss_resume", 0))
         self.acks.load(state)
 
 
