@@ -1,7 +1,16 @@
-"""Acks and redelivery (a mixin of ``consumer.Consumer``): the ``$JS.ACK``
-subject and its payloads (ack, -NAK with delay, +WPI, +TERM, +NXT, and the
-ack-of-ack reply), the ack floor, the ack-wait / backoff timer that queues
-redeliveries, max_deliver, the consumer advisories and sample_freq's ack samples."""
+"""A consumer's ack state (``AckState``, one per ``consumer.Consumer``): what
+has been delivered and what is still owed an ack, as nats-server's consumer
+store keeps it (delivered sequences, the two ack floors, pending acks,
+redelivery counts), with the redelivery queue and the ack-wait / backoff timer
+that fills it.
+
+It owns the ``$JS.ACK`` subject and its payloads (ack, -NAK with delay, +WPI,
++TERM, +NXT, and the ack-of-ack reply), max_deliver, sample_freq's ack
+samples and the consumer advisories those raise. Every ack, one or a run from
+one read, goes through ``on_acks``; the floors move in ``move_floors`` only.
+Delivery (``delivery.Delivery``) asks it for the next redelivery and tells it
+what it delivered; it never touches the maps itself. The consumer persists
+``as_dict()`` and restores it with ``load()``."""
 
 from __future__ import annotations
 
@@ -40,15 +49,113 @@ def parse_ack_subject(subject: bytes) -> tuple[int, int, int] | None:
     return None
 
 
-class AckMixin:
-    def init_acks(self) -> None:
+class AckState:
+    """The consumer store's state and the acks that move it. ``sseq`` /
+    ``dseq``: the stream and consumer sequences delivered next; ``adflr`` /
+    ``asflr``: the consumer's ack floor (what interest retention and
+    redelivery go by); ``sfloor``: the floor as the real server's consumer
+    store keeps it (what info reports; it differs only when max_deliver
+    drops a pending message); ``pending``: stream seq -> [consumer seq,
+    delivery time ns]; ``rdc``: stream seq -> times redelivered; ``rdq``:
+    the redelivery queue. Others read these; only this class changes them."""
+
+    def __init__(self, consumer) -> None:
+        self.c = consumer  # config, stream, server, advisories, signal(), schedule_save()
+        self.sseq = 1
+        self.dseq = 1
+        self.adflr = 0
+        self.asflr = 0
+        self.sfloor = [0, 0]
+        self.pending: dict[int, list[int]] = {}
+        self.rdc: dict[int, int] = {}
+        self.rdq: list[int] = []
+        self.ldt = 0  # last delivery time (ns)
+        self.lat = 0  # last ack time (ns)
         self._ptmr = None
         self._ptmr_at = 0.0
+        self._sample_src = None
+        self._sample_pct = 0
 
-    def stop_acks(self) -> None:
+    def stop(self) -> None:
         if self._ptmr:
             self._ptmr.cancel()
             self._ptmr = None
+
+    # -- the whole state -------------------------------------------------------------------
+    def start_at(self, sseq: int) -> None:
+        """Start (over) at stream sequence ``sseq``: nothing delivered, nothing
+        pending, the floors just below it (a new consumer, a reset)."""
+        self.pending.clear()
+        self.rdc.clear()
+        self.rdq.clear()
+        self.sseq, self.dseq = sseq, 1
+        self.adflr, self.asflr = 0, sseq - 1
+        self.sfloor = [0, sseq - 1]
+        self.ldt = self.lat = 0
+
+    def as_dict(self) -> dict:
+        """What the consumer writes to disk (consumerstate.py)."""
+        return {
+            "sseq": self.sseq,
+            "dseq": self.dseq,
+            "ack_floor": [self.adflr, self.asflr],
+            "store_ack_floor": self.sfloor,
+            "pending": self.pending,
+            "redelivered": self.rdc,
+        }
+
+    def go_state(self) -> dict:
+        """The Go ConsumerState (stream snapshots)."""
+        d = {"delivered": {"consumer_seq": self.dseq - 1, "stream_seq": self.sseq - 1},
+             "ack_floor": {"consumer_seq": self.sfloor[0], "stream_seq": self.sfloor[1]}}
+        if self.pending:
+            d["pending"] = {str(s): {"Sequence": p[0], "Timestamp": p[1]} for s, p in self.pending.items()}
+        if self.rdc:
+            d["redelivered"] = {str(s): n for s, n in self.rdc.items()}
+        return d
+
+    def load(self, state: dict) -> None:
+        """The state as written (by ``as_dict`` or an earlier build), less what
+        left the stream while the consumer was down; pending acks whose ack
+        wait ran out meanwhile are redelivered."""
+        self.sseq, self.dseq = state["sseq"], state["dseq"]
+        self.adflr, self.asflr = state["ack_floor"]
+        self.sfloor = list(state.get("store_ack_floor") or state["ack_floor"])
+        pending, rdc = state["pending"], state["redelivered"]
+        if isinstance(pending, list):  # the JSON state file of earlier builds
+            pending = {s: [d, t] for s, d, t in pending}
+            rdc = {s: n for s, n in rdc}
+        self.pending = {int(s): [int(d), int(t)] for s, (d, t) in pending.items()}
+        self.rdc = {int(s): int(n) for s, n in rdc.items()}
+        # anything acked-and-removed while we were down (workqueue / interest) is no longer pending
+        store = self.c.stream.store
+        first = store.state().first_seq
+        for s in list(self.pending):
+            if store.load(s) is None and s < self.sseq:
+                self.pending.pop(s)
+                self.rdc.pop(s, None)
+        if self.sseq < first:
+            self.sseq = first
+        if not self.pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            self.sfloor = [self.adflr, self.asflr]
+        self.rearm_pending()
+
+    def needs(self, seq: int) -> bool:
+        """needAck for a message the consumer's filters match."""
+        if seq <= self.asflr:
+            return False
+        if self.c.config["ack_policy"] == "none":
+            return True
+        if seq >= self.sseq:
+            return True
+        return seq in self.pending
+
+    def full(self) -> bool:
+        """Delivery is held back by max_ack_pending."""
+        cfg = self.c.config
+        mp = cfg.get("max_ack_pending") or 0
+        return mp > 0 and cfg["ack_policy"] != "none" and len(self.pending) >= mp
 
     # -- the ack subject -----------------------------------------------------------------
     def ack_runs(self, key: bytes) -> RunSpec:
@@ -60,13 +167,19 @@ class AckMixin:
             return key if reply is None and (not payload or payload == b"+ACK") else None
 
         def handler(_key: bytes, items: list) -> None:
-            self.on_acks([subject for subject, _, _ in items])
+            acks = []
+            for subject, _, _ in items:
+                t = parse_ack_subject(subject)
+                if t is not None:
+                    acks.append(t)
+            self.on_acks(acks)
 
         return RunSpec(starts, handler, (b"", b"+ACK"), False)
 
     def on_ack(self, subject: bytes, reply: bytes, hdr, msg: bytes) -> None:
         """The ack subscription (raw: subject and reply arrive as bytes)."""
-        if self.closed:
+        c = self.c
+        if c.closed:
             return
         try:
             t = parse_ack_subject(subject)
@@ -76,96 +189,77 @@ class AckMixin:
             send_reply = sseq != 0
             durable = False  # an ack (or term) whose answer waits until it is written
             if not msg or msg == b"+ACK" or msg == b"+OK":
-                send_reply = self.on_acks((subject,)) and send_reply
+                send_reply = self.on_acks((t,)) > 0 and send_reply
                 durable = True
             elif msg.startswith(b"+NXT"):
-                self.process_ack(sseq, dseq, dc)
+                self.on_acks((t,))
                 if reply:
-                    self.on_pull_request(reply.decode(), msg[4:])
+                    c.on_pull_request(reply.decode(), msg[4:])
                 send_reply = False
             elif msg.startswith(b"-NAK"):
-                self.process_nak(sseq, dseq, dc, msg[4:])
+                self.nak(sseq, dseq, dc, msg[4:])
             elif msg == b"+WPI":
                 p = self.pending.get(sseq)
                 if p is not None:
                     p[1] = now_ns()
-                    self.schedule_save()
+                    c.schedule_save()
             elif msg.startswith(b"+TERM"):
                 reason = msg[5:].strip().decode(errors="replace")
-                send_reply = self.process_term(sseq, dseq, dc, reason) and send_reply
+                send_reply = self.term(sseq, dseq, dc, reason) and send_reply
                 durable = True
             if reply and send_reply:
                 if durable:
-                    self.reply_when_saved(reply, sseq, dseq)
+                    c.reply_when_saved(reply, sseq, dseq)
                 else:
-                    self.server.reply_internal(reply, b"")
+                    c.server.reply_internal(reply, b"")
         except Exception:
-            self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
+            c.server.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
 
-    def on_acks(self, subjects) -> int:
-        """Plain acks (payload empty, +ACK or +OK), in order: a run of them
-        from one read (the parser hands those over at once) or one from
-        on_ack. Returns how many were for messages delivered (the ones an
-        ack-of-ack answers). The common case, explicit acks on a limits
-        stream, takes the time and the save once for the run."""
-        if self.closed:
+    def on_acks(self, acks) -> int:
+        """processAckMsg for acks (``(stream seq, consumer seq, delivery
+        count)`` each, in order): a run of them from one read (the parser
+        hands those over at once), one from on_ack or a term, or the acks a
+        restart applies again. Returns how many were for messages delivered
+        (the ones an ack-of-ack answers). The time and the save are taken
+        once for the run; an interest or workqueue stream is told of the
+        messages acked after it."""
+        c = self.c
+        if c.closed:
             return 0
         n = 0
         try:
-            if self.config["ack_policy"] != "explicit" or self.stream.config["retention"] != "limits":
-                for subject in subjects:
-                    t = parse_ack_subject(subject)
-                    if t is not None and self.process_ack(*t):
-                        n += 1
-                return n
+            ap = c.config["ack_policy"]
+            limits = c.stream.config["retention"] == "limits"
+            if ap == "none":
+                if limits:
+                    return 0
+                nxt = self.sseq
+                return sum(1 for t in acks if t[0] < nxt)
             sample = self.sample_percent()
-            for subject in subjects:
-                t = parse_ack_subject(subject)
-                if t is not None and t[0] < self.sseq:
-                    if sample:
-                        self.sample_ack(sample, *t)
-                    self._ack_explicit(t[0], t[1])
-                    n += 1
-            if n:
+            acked = None if limits else []
+            touched = False
+            for sseq, dseq, dc in acks:
+                if sseq >= self.sseq:
+                    continue  # not delivered yet: no ack-of-ack either
+                n += 1
+                if sample:
+                    self.sample_ack(sample, sseq, dseq, dc)
+                if ap == "explicit":
+                    touched = True
+                    if self._ack_explicit(sseq, dseq) and acked is not None:
+                        acked.append(sseq)
+                elif dseq > self.adflr and sseq > self.asflr:  # ack all, past the floor
+                    touched = True
+                    self._ack_through(dseq, sseq, acked)
+            if touched:
                 self.lat = _time_ns()
-                if self._save_handle is None:
-                    self.schedule_save()
+                c.schedule_save()
+            if acked:
+                for s in acked:
+                    c.stream.ack_processed(s)
         except Exception:
-            self.server.logger.exception("consumer %s > %s: ack failed", self.stream.name, self.name)
+            c.server.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
         return n
-
-    def process_ack(self, sseq: int, dseq: int, dc: int) -> bool:
-        """processAckMsg; False when the ack is for something not delivered yet
-        (then no ack-of-ack reply is sent)."""
-        if sseq >= self.sseq:
-            return False
-        sample = self.sample_percent()
-        if sample:
-            self.sample_ack(sample, sseq, dseq, dc)
-        ap = self.config["ack_policy"]
-        if ap == "explicit":
-            acked = [sseq] if self._ack_explicit(sseq, dseq) else []
-        elif ap == "all":
-            if dseq <= self.adflr or sseq <= self.asflr:
-                return True
-            self.adflr, self.asflr = dseq, sseq
-            self.sfloor = [dseq, sseq]
-            before = len(self.pending)
-            acked = [s for s in self.pending if s <= sseq]
-            for s in acked:
-                del self.pending[s]
-                self.rdc.pop(s, None)
-            self.rdq = [s for s in self.rdq if s > sseq]
-            self.signal_if_stalled(before)
-        else:
-            return self.stream.config["retention"] != "limits"
-        self.lat = _time_ns()
-        if self._save_handle is None:
-            self.schedule_save()
-        if acked and self.stream.config["retention"] != "limits":
-            for s in acked:
-                self.stream.ack_processed(s)
-        return True
 
     def _ack_explicit(self, sseq: int, dseq: int) -> bool:
         """An explicit ack of a delivered message: out of pending and the
@@ -180,71 +274,75 @@ class AckMixin:
             rdq.remove(sseq)
         if p is None:
             return False
-        pd = p[0]
-        fl = self.sfloor
-        if pd == dseq == fl[0] + 1 == self.adflr + 1 and self.dseq - 1 > dseq and pending:
-            # the next in order with both floors where they were: the two
-            # floors move alike, found with one scan (what _store_ack and
-            # move_ack_floor each do below)
-            nd, ns = dseq, sseq
-            for ss in range(sseq + 1, self.sseq):
-                q = pending.get(ss)
-                if q is not None:
-                    if q[0] > 0:
-                        nd, ns = q[0] - 1, ss - 1
-                    break
-            self.sfloor = [nd, ns]
-            self.adflr, self.asflr = nd, ns
-        else:
-            self._store_ack(dseq if not (0 < pd < dseq) else pd, sseq)
-            self.move_ack_floor(pd, sseq)
-        mp = self.config.get("max_ack_pending") or 0
+        self.move_floors(p[0], dseq, sseq)
+        mp = self.c.config.get("max_ack_pending") or 0
         if mp > 0 and len(pending) >= mp - 1:
-            self.signal()
+            self.c.signal()
         return True
+
+    def _ack_through(self, dseq: int, sseq: int, acked: list | None) -> None:
+        """AckAll of (dseq, sseq): everything up to it is acked, the floors
+        jump to it."""
+        self.adflr, self.asflr = dseq, sseq
+        self.sfloor = [dseq, sseq]
+        before = len(self.pending)
+        gone = [s for s in self.pending if s <= sseq]
+        for s in gone:
+            del self.pending[s]
+            self.rdc.pop(s, None)
+        self.rdq = [s for s in self.rdq if s > sseq]
+        self.signal_if_stalled(before)
+        if acked is not None:
+            acked.extend(gone)
+
+    def move_floors(self, pd: int, dseq: int, sseq: int, store: bool = True, ack: bool = True) -> None:
+        """The one place an ack floor moves once ``sseq`` has left pending
+        (``pd``: the consumer sequence it was delivered with; ``dseq``: the
+        one its ack named). ``store``: the floor the consumer store keeps
+        (UpdateAcks); ``ack``: the consumer's own. An ack moves both, a
+        max_deliver drop only the consumer's, a purge only the store's. A
+        floor moves only when this was the next above it: to it, or to just
+        below the next message still pending (one scan serves both)."""
+        pending = self.pending
+        sd = pd if 0 < pd < dseq else dseq
+        to_store = store and sd > self.sfloor[0]
+        if not pending:
+            if to_store:
+                self.sfloor = [self.dseq - 1, self.sseq - 1]
+            if ack:
+                self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            return
+        to_store = to_store and sd == self.sfloor[0] + 1
+        to_ack = ack and pd == self.adflr + 1
+        if not (to_store or to_ack):
+            return
+        nxt = None
+        last = self.dseq - 1
+        if to_ack or last > sd:
+            for ss in range(sseq + 1, self.sseq):
+                p = pending.get(ss)
+                if p is not None:
+                    if p[0] > 0:
+                        nxt = (p[0] - 1, ss - 1)
+                    break
+        if to_store:
+            self.sfloor = list(nxt) if nxt is not None and last > sd else [sd, sseq]
+        if to_ack:
+            self.adflr, self.asflr = nxt if nxt is not None else (pd, sseq)
 
     def signal_if_stalled(self, before: int) -> None:
         """Delivery held back by max_ack_pending (``before``: pending until
         now) goes on once acks bring pending under it, however many at once."""
-        mp = self.config.get("max_ack_pending") or 0
+        mp = self.c.config.get("max_ack_pending") or 0
         if mp > 0 and before >= mp > len(self.pending):
-            self.signal()
+            self.c.signal()
 
-    def _store_ack(self, dseq: int, sseq: int) -> None:
-        """UpdateAcks of the real consumer store (explicit ack, ``sseq`` just
-        removed from pending): moves the ack floor that info reports."""
-        fl = self.sfloor
-        if dseq <= fl[0]:
-            return
-        if not self.pending:
-            self.sfloor = [self.dseq - 1, self.sseq - 1]
-        elif dseq == fl[0] + 1:
-            self.sfloor = [dseq, sseq]
-            if self.dseq - 1 > dseq:
-                for ss in range(sseq + 1, self.sseq):
-                    p = self.pending.get(ss)
-                    if p is not None:
-                        if p[0] > 0:
-                            self.sfloor = [p[0] - 1, ss - 1]
-                        break
-
-    def move_ack_floor(self, dseq: int, sseq: int) -> None:
-        if not self.pending:
-            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
-        elif dseq == self.adflr + 1:
-            self.adflr, self.asflr = dseq, sseq
-            for ss in range(sseq + 1, self.sseq):
-                p = self.pending.get(ss)
-                if p is not None:
-                    if p[0] > 0:
-                        self.adflr, self.asflr = p[0] - 1, ss - 1
-                    break
-
-    def process_nak(self, sseq: int, dseq: int, dc: int, arg: bytes) -> None:
+    def nak(self, sseq: int, dseq: int, dc: int, arg: bytes) -> None:
+        c = self.c
         if dseq <= self.adflr or dseq > self.dseq or sseq not in self.pending:
             return
-        self.advisory(ADV_NAK, "io.nats.jetstream.advisory.v1.nak",
-                      {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc})
+        c.advisory(ADV_NAK, "io.nats.jetstream.advisory.v1.nak",
+                   {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc})
         arg = arg.strip()
         if arg:
             delay = None
@@ -254,27 +352,119 @@ class AckMixin:
                 else:
                     delay = parse_go_duration(arg.decode())
             except (ValueError, TypeError, AttributeError):
-                self.server.logger.warning("JetStream consumer '$G > %s > %s' bad NAK delay value: %r",
-                                           self.stream.name, self.name, arg)
+                c.server.logger.warning("JetStream consumer '$G > %s > %s' bad NAK delay value: %r",
+                                        c.stream.name, c.name, arg)
             if delay is not None:
                 self._remove_from_rdq(sseq)
                 p = self.pending.get(sseq)
                 if p is not None:
-                    p[1] = now_ns() - self.config.get("ack_wait", 0) + delay
+                    p[1] = now_ns() - c.config.get("ack_wait", 0) + delay
                     self._arm_ptmr(0.01)
-                    self.schedule_save()
+                    c.schedule_save()
                 return
         if sseq not in self.rdq:
             self._add_to_rdq([sseq])
-        self.signal()
+        c.signal()
 
-    def process_term(self, sseq: int, dseq: int, dc: int, reason: str) -> bool:
-        ok = self.process_ack(sseq, dseq, dc)
+    def term(self, sseq: int, dseq: int, dc: int, reason: str) -> bool:
+        ok = self.on_acks(((sseq, dseq, dc),)) > 0
         body = {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc}
         if reason:
             body["reason"] = reason
-        self.advisory(ADV_TERMINATED, "io.nats.jetstream.advisory.v1.terminated", body)
+        self.c.advisory(ADV_TERMINATED, "io.nats.jetstream.advisory.v1.terminated", body)
         return ok
+
+    # -- what delivery takes and gives back ------------------------------------------------------
+    def next_redelivery(self):
+        """(msg, delivery count) of the next redelivery, None when there is
+        none. On the way, messages past max_deliver are dropped from pending
+        (with the advisory) and ones gone from the stream are terminated."""
+        c = self.c
+        store = c.stream.store
+        maxdc = c.config["max_deliver"]
+        rdq, rdc, pending = self.rdq, self.rdc, self.pending
+        while rdq:
+            seq = rdq.pop(0)
+            if seq not in pending:
+                continue
+            dc = rdc.get(seq, 0) + 2
+            rdc[seq] = dc - 1
+            if maxdc > 0 and dc > maxdc:
+                if dc == maxdc + 1:
+                    self.advisory_max_deliveries(seq, dc - 1)
+                p = pending.pop(seq, None)
+                if p is not None:
+                    self.move_floors(p[0], p[0], seq, store=False)
+                    c.schedule_save()
+                continue
+            sm = store.load(seq)
+            if sm is None:
+                rdc[seq] = dc - 2
+                if rdc[seq] <= 0:
+                    rdc.pop(seq, None)
+                p = pending.get(seq)
+                if p is not None:
+                    self.term(seq, p[0], dc - 1, TERM_UNACKED_DELETED)
+                continue
+            return sm, dc
+        return None
+
+    def advance(self, sseq: int) -> None:
+        """The next new message to deliver is at ``sseq`` or after it."""
+        self.sseq = sseq
+
+    def put_back(self, seq: int, dc: int) -> None:
+        """``seq`` (delivery count ``dc``) was taken but not delivered: the
+        cursor goes back to it, or it goes first in the redelivery queue."""
+        if dc == 1 and seq == self.sseq - 1:
+            self.sseq -= 1
+        elif seq not in self.rdq:
+            self.rdc[seq] = self.rdc.get(seq, 1) - 1
+            if self.rdc[seq] <= 0:
+                self.rdc.pop(seq, None)
+            self.rdq.insert(0, seq)
+
+    def delivered(self, seq: int) -> int:
+        """``seq`` was delivered (with the consumer sequence returned): pending
+        and timed, or under ack none acked at once."""
+        dseq = self.dseq
+        self.dseq += 1
+        self.ldt = now = now_ns()
+        if self.c.config["ack_policy"] == "none":
+            self.adflr, self.asflr = dseq, seq
+            self.sfloor = [dseq, seq]
+        else:
+            p = self.pending.get(seq)
+            if p is not None:
+                p[1] = now
+            else:
+                self.pending[seq] = [dseq, now]
+            self.track_pending(seq)
+        return dseq
+
+    def delivered_run(self, msgs: list, now: int, ack_none: bool) -> None:
+        """A run of new messages (store.load_batch tuples, in stream order)
+        was delivered with consecutive consumer sequences from ``dseq``."""
+        dseq = self.dseq
+        last = msgs[-1][0]
+        if ack_none:
+            dseq += len(msgs)
+            self.adflr, self.asflr = dseq - 1, last
+            self.sfloor = [dseq - 1, last]
+        else:
+            pending = self.pending
+            for m in msgs:
+                seq = m[0]
+                p = pending.get(seq)
+                if p is not None:
+                    p[1] = now
+                else:
+                    pending[seq] = [dseq, now]
+                dseq += 1
+            self.track_pending(last)
+        self.dseq = dseq
+        self.sseq = last + 1
+        self.ldt = now
 
     # -- redelivery queue -------------------------------------------------------------------
     def _add_to_rdq(self, seqs: list[int]) -> None:
@@ -287,56 +477,61 @@ class AckMixin:
 
     # -- ack wait -------------------------------------------------------------------------
     def _ack_wait_for(self, seq: int) -> int:
-        bo = self.config.get("backoff")
+        cfg = self.c.config
+        bo = cfg.get("backoff")
         if bo:
             i = min(max(self.rdc.get(seq, 0), 0), len(bo) - 1)
             return bo[i] + _ACK_WAIT_DELAY
-        return self.config.get("ack_wait", 0) + _ACK_WAIT_DELAY
+        return cfg.get("ack_wait", 0) + _ACK_WAIT_DELAY
 
     def track_pending(self, sseq: int) -> None:
-        if self._ptmr is not None and not self.config.get("backoff"):
+        if self._ptmr is not None and not self.c.config.get("backoff"):
             # with one ack wait for every delivery, the armed timer is due
             # no later than this delivery's deadline (rearm_pending covers a
             # shortened ack_wait)
             return
         delay = self._ack_wait_for(sseq) / NS
-        at = self.server.loop.time() + delay
+        at = self.c.server.loop.time() + delay
         if self._ptmr is None or self._ptmr_at > at:
             self._arm_ptmr(delay)
 
     def _arm_ptmr(self, delay: float) -> None:
         if self._ptmr:
             self._ptmr.cancel()
-        if self.closed:
+        if self.c.closed:
             return
-        self._ptmr_at = self.server.loop.time() + delay
-        self._ptmr = self.server.loop.call_later(delay, self.check_pending)
+        loop = self.c.server.loop
+        self._ptmr_at = loop.time() + delay
+        self._ptmr = loop.call_later(delay, self.check_pending)
 
     def rearm_pending(self) -> None:
-        if self.pending and self.config.get("ack_wait"):
-            self._arm_ptmr(0.0 if self.server.loop else 0)
+        if self.pending and self.c.config.get("ack_wait"):
+            self._arm_ptmr(0.0 if self.c.server.loop else 0)
 
     def check_pending(self) -> None:
         """checkPending: queue expired pending acks for redelivery."""
         try:
             self._check_pending()
         except Exception:
-            self.server.logger.exception("consumer %s > %s: ack wait check failed", self.stream.name, self.name)
-            if not self.closed and self._ptmr is None:
+            c = self.c
+            c.server.logger.exception("consumer %s > %s: ack wait check failed", c.stream.name, c.name)
+            if not c.closed and self._ptmr is None:
                 self._arm_ptmr(1.0)
 
     def _check_pending(self) -> None:
         self._ptmr = None
-        if self.closed or not self.config.get("ack_wait"):
+        c = self.c
+        cfg = c.config
+        if c.closed or not cfg.get("ack_wait"):
             return
-        ttl = self.config["ack_wait"]
-        bo = self.config.get("backoff") or []
-        first = self.stream.store.state().first_seq
+        ttl = cfg["ack_wait"]
+        bo = cfg.get("backoff") or []
+        first = c.stream.store.state().first_seq
         now = now_ns()
         nxt = bo[-1] if bo else ttl + _ACK_WAIT_DELAY
         expired = []
         changed = False
-        maxdc = self.config["max_deliver"]
+        maxdc = cfg["max_deliver"]
         for seq, p in list(self.pending.items()):
             if seq < first or seq <= self.asflr:
                 del self.pending[seq]
@@ -368,14 +563,14 @@ class AckMixin:
                 p = self.pending.get(s)
                 if p is not None:
                     p[1] += off
-            self.signal()
+            c.signal()
         if self.pending:
             self._arm_ptmr(max(nxt, 0) / NS)
         else:
             self.rdq.clear()
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
         if changed or expired:
-            self.schedule_save()
+            c.schedule_save()
 
     def _has_max_deliveries(self, seq: int, maxdc: int) -> bool:
         if maxdc <= 0:
@@ -388,7 +583,7 @@ class AckMixin:
         before = len(self.pending)
         p = self.pending.pop(seq, None)
         if p is not None:
-            self.move_ack_floor(p[0], seq)
+            self.move_floors(p[0], p[0], seq, store=False)
         self.rdc[seq] = dc
         self.signal_if_stalled(before)
         return True
@@ -401,17 +596,18 @@ class AckMixin:
         (the first message left on that subject, 0 for none); one with a
         filter wider than it (or none) moves to the stream's ``first`` and
         drops the pending messages that are gone; others are not touched."""
+        c = self.c
         start, wider = fseq, False
         if flt:
-            filters = filters_of(self.config)
+            filters = filters_of(c.config)
             if not (filters and all(is_subset(f, flt) for f in filters)):
                 if filters and not any(is_subset(flt, f) for f in filters):
                     return
                 start, wider = first, True
         if start == 0 and not wider:
             start = lseq + 1
-        store = self.stream.store
-        ack_all = self.config["ack_policy"] == "all"
+        store = c.stream.store
+        ack_all = c.config["ack_policy"] == "all"
         sseq, dseq, adflr, asflr = max(self.sseq, start), self.dseq, self.adflr, self.asflr
         if asflr < start:
             asflr = start - 1
@@ -425,7 +621,7 @@ class AckMixin:
                     # the consumer store sees each, before the new state (under
                     # ack all, its floor jumps to the message)
                     if not ack_all:
-                        self._store_ack(p[0], seq)
+                        self.move_floors(p[0], p[0], seq, ack=False)
                     elif p[0] > self.sfloor[0]:
                         self.sfloor = [p[0], seq]
                     self.lat = _time_ns()
@@ -440,8 +636,8 @@ class AckMixin:
         if (asflr >= self.sfloor[1] and adflr <= dseq - 1 and asflr <= sseq - 1
                 and all(asflr < s <= sseq - 1 for s in self.pending)):
             self.sfloor = [adflr, asflr]
-        self.schedule_save()
-        self.signal()
+        c.schedule_save()
+        c.signal()
 
     def on_msg_removed(self, seq: int) -> None:
         """decStreamPending: a message left the stream by itself. Pending here,
@@ -450,20 +646,20 @@ class AckMixin:
         p = self.pending.get(seq)
         if p is not None:
             dc = self.rdc.get(seq) or 1  # deliveryCount: the redelivery count, at least 1
-            self.server.loop.call_soon(self._term_removed, seq, p[0], dc)
+            self.c.server.loop.call_soon(self._term_removed, seq, p[0], dc)
         elif self.rdc.pop(seq, None) is not None:
             self.lat = _time_ns()
 
     def _term_removed(self, seq: int, dseq: int, dc: int) -> None:
-        if not self.closed:
-            self.process_term(seq, dseq, dc, TERM_UNACKED_DELETED)
+        if not self.c.closed:
+            self.term(seq, dseq, dc, TERM_UNACKED_DELETED)
 
     # -- ack samples (sample_freq) -------------------------------------------------------
     def sample_percent(self) -> int:
         """sample_freq as a percentage (0: no sampling), read again when the
         config changes."""
-        freq = self.config.get("sample_freq") or ""
-        if getattr(self, "_sample_src", None) != freq:
+        freq = self.c.config.get("sample_freq") or ""
+        if self._sample_src != freq:
             digits = freq[:-1] if freq.endswith("%") else freq
             self._sample_src = freq
             self._sample_pct = max(0, min(100, int(digits))) if digits.lstrip("-").isdigit() else 0
@@ -476,22 +672,9 @@ class AckMixin:
         p = self.pending.get(sseq)
         if p is None or (percent < 100 and random.randrange(100) >= percent):
             return
-        self.advisory(METRIC_ACK, "io.nats.jetstream.metric.v1.consumer_ack",
-                      {"consumer_seq": dseq, "stream_seq": sseq, "ack_time": now_ns() - p[1], "deliveries": dc})
+        self.c.advisory(METRIC_ACK, "io.nats.jetstream.metric.v1.consumer_ack",
+                        {"consumer_seq": dseq, "stream_seq": sseq, "ack_time": now_ns() - p[1], "deliveries": dc})
 
-    # -- advisories -------------------------------------------------------------------------
     def advisory_max_deliveries(self, seq: int, dc: int) -> None:
-        self.advisory(ADV_MAX_DELIVERIES, "io.nats.jetstream.advisory.v1.max_deliver",
-                      {"stream_seq": seq, "deliveries": dc})
-
-    def advisory(self, prefix: str, type_name: str, body: dict, account: bool = False) -> None:
-        """``account``: the event names the account (the priority-group ones do)."""
-        subject = f"{prefix}.{self.stream.name}.{self.name}"
-        if not self.server.has_interest(subject):
-            return
-        d = {"type": type_name, "id": _nuid(), "timestamp": rfc3339(now_ns())}
-        if account:
-            d["account"] = "$G"
-        d["stream"], d["consumer"] = self.stream.name, self.name
-        d.update(body)
-        self.server.publish_internal(subject, "", None, dumps(d).encode())
+        self.c.advisory(ADV_MAX_DELIVERIES, "io.nats.jetstream.advisory.v1.max_deliver",
+                        {"stream_seq": seq, "deliveries": dc})

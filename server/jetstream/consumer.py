@@ -1,26 +1,26 @@
-"""A consumer: its config, its state (delivered, ack floor, pending acks,
-redelivery counts), ConsumerInfo, persistence of durables, ephemeral clean-up
-and creation through the API. Delivery lives in ``delivery.py`` and acks and
-redelivery in ``acks.py`` (mixins of ``Consumer``)."""
+"""A consumer: its config, ConsumerInfo, pause, persistence of durables,
+ephemeral clean-up and creation through the API. Its ack state (delivered,
+ack floors, pending acks, redelivery) is an ``acks.AckState``; delivery lives
+in ``delivery.py`` (a mixin of ``Consumer``)."""
 
 from __future__ import annotations
 
 import logging
 import random
 import string
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import advisories, consumerconfig, errors, limits
-from .acks import AckMixin
+from .acks import AckState, _nuid
+from .pullqueue import PullQueue
 from .names import MAX_NAME_LEN, byte_len, has_path_separators
-from .delivery import DeliveryMixin
+from .delivery import Delivery
 from .consumerstate import ACK_LOG
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
 from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
-from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
+from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, dumps, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
 from .subjects import collide, match
 
@@ -39,7 +39,14 @@ def _gen_name() -> str:
     return "".join(random.choices(string.ascii_letters + string.digits, k=8))
 
 
-class Consumer(DeliveryMixin, AckMixin):
+class Consumer:
+    """The consumer and its three state objects, each with its own module:
+    ``acks`` (acks.AckState: delivered, ack floors, pending acks,
+    redelivery), ``pulls`` (pullqueue.PullQueue: waiting pull requests,
+    priority groups, the pin) and ``delivery`` (delivery.Delivery: the
+    delivery loop, push flow control, heartbeats, the skip list). They see
+    each other only through the consumer's attributes and their methods."""
+
     def __init__(self, stream: "Stream", name: str, config: dict, created: int):
         self.stream = stream
         self.server = stream.js.server
@@ -49,21 +56,8 @@ class Consumer(DeliveryMixin, AckMixin):
         self.durable = bool(config.get("durable_name"))
         self.closed = False
         self._set_filters()
-        # state (the real server's names: sseq/dseq next to deliver, adflr/asflr ack floor)
-        self.sseq = 1
-        self.dseq = 1
-        self.adflr = 0
-        self.asflr = 0
-        # the ack floor as the real server's consumer store keeps it (what info reports);
-        # it differs from adflr/asflr only when max_deliver drops a pending message
-        self.sfloor = [0, 0]
-        self.pending: dict[int, list[int]] = {}  # stream seq -> [consumer seq, timestamp ns]
-        self.rdc: dict[int, int] = {}  # stream seq -> times redelivered
-        self.rdq: list[int] = []  # redelivery queue (stream seqs, in order)
-        self.lss: deque[int] | None = None  # last-per-subject skip list
-        self.lss_resume = 0
-        self.ldt = 0  # last delivery time (ns)
-        self.lat = 0  # last ack time (ns)
+        # what was delivered and acked, the floors and the ack timer (acks.py)
+        self.acks = AckState(self)
         self._save_handle = None
         self._config_saved = False
         self._held_replies: list[bytes] = []  # ack replies waiting for the state they confirm
@@ -75,8 +69,8 @@ class Consumer(DeliveryMixin, AckMixin):
         self._inactive_timer = None
         self._pause_timer = None
         self._subs: list = []
-        self.init_delivery()
-        self.init_acks()
+        self.pulls = PullQueue(self)
+        self.delivery = Delivery(self)
 
     # -- config helpers -------------------------------------------------------------
     def _set_filters(self) -> None:
@@ -122,7 +116,7 @@ class Consumer(DeliveryMixin, AckMixin):
                 lss = sorted(seqs)
                 sseq = lss[0] if lss else st.last_seq
                 if lss:
-                    self.lss, self.lss_resume = deque(lss), st.last_seq
+                    self.delivery.skip_list(lss, st.last_seq)
         elif dp == "by_start_time":
             t = parse_rfc3339(cfg["opt_start_time"])
             sseq = st.last_seq + 1
@@ -143,11 +137,7 @@ class Consumer(DeliveryMixin, AckMixin):
             sseq = st.last_seq + 1
         elif sseq < st.first_seq:
             sseq = st.first_seq
-        self.sseq = max(sseq, 1)
-        self.dseq = 1
-        self.adflr = 0
-        self.asflr = self.sseq - 1
-        self.sfloor = [0, self.sseq - 1]
+        self.acks.start_at(max(sseq, 1))
 
     def start(self) -> None:
         srv = self.server
@@ -155,11 +145,11 @@ class Consumer(DeliveryMixin, AckMixin):
             # as the real server: an ack-none consumer has no ack subject
             # (an ack sent anyway gets no responders)
             ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
-            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.on_ack, raw=True,
-                                                     run=self.ack_runs((ack_prefix + ".").encode())))
+            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.acks.on_ack, raw=True,
+                                                     run=self.acks.ack_runs((ack_prefix + ".").encode())))
         if not self.is_pull:
-            self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.on_flow_control))
-        self.start_delivery()
+            self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.delivery.on_flow_control))
+        self.delivery.start()
         self._arm_pause_timer()
         self.check_inactive()
 
@@ -170,8 +160,9 @@ class Consumer(DeliveryMixin, AckMixin):
         for s in self._subs:
             self.server.unsubscribe_internal(s)
         self._subs.clear()
-        self.stop_delivery()
-        self.stop_acks()
+        self.delivery.stop()
+        self.pulls.stop()
+        self.acks.stop()
         for t in (self._inactive_timer, self._pause_timer):
             if t:
                 t.cancel()
@@ -179,7 +170,7 @@ class Consumer(DeliveryMixin, AckMixin):
             self._slots.close()
 
     def delete(self, notify_stream: bool = True) -> None:
-        self.notify_waiting_deleted()
+        self.pulls.notify_deleted()
         self.stop()
         if self._save_handle:
             self._save_handle.cancel()
@@ -204,9 +195,9 @@ class Consumer(DeliveryMixin, AckMixin):
             # messages only the old filters wanted lose their interest now
             self.stream.check_interest_all()
         if old.get("deliver_subject") != cfg.get("deliver_subject"):
-            self.update_push_subject()
+            self.delivery.update_push_subject()
         if old.get("ack_wait") != cfg.get("ack_wait") or old.get("backoff") != cfg.get("backoff"):
-            self.rearm_pending()  # the ack timer looks at every pending deadline again
+            self.acks.rearm_pending()  # the ack timer looks at every pending deadline again
         self._arm_pause_timer()
         self.save_config()
         self.signal()
@@ -216,7 +207,7 @@ class Consumer(DeliveryMixin, AckMixin):
         ack floor + 1), forgetting pending acks and redelivery counts."""
         dp = self.config["deliver_policy"]
         if seq == 0:
-            seq = self.asflr + 1
+            seq = self.acks.asflr + 1
         elif dp == "by_start_sequence" and seq < self.config.get("opt_start_seq", 0):
             raise errors.consumer_invalid_reset("below start seq")
         elif dp == "by_start_time":
@@ -230,14 +221,8 @@ class Consumer(DeliveryMixin, AckMixin):
         elif dp not in ("all", "by_start_sequence"):
             raise errors.consumer_invalid_reset("not allowed")
         seq = max(seq, 1)
-        self.pending.clear()
-        self.rdc.clear()
-        self.rdq.clear()
-        self.lss = None
-        self.sseq, self.dseq = seq, 1
-        self.adflr, self.asflr = 0, seq - 1
-        self.sfloor = [0, seq - 1]
-        self.ldt = self.lat = 0
+        self.delivery.skip_list(None, 0)
+        self.acks.start_at(seq)
         self.stream.check_interest_all()
         self.schedule_save()
         self.signal()
@@ -249,7 +234,7 @@ class Consumer(DeliveryMixin, AckMixin):
         thr = self.config.get("inactive_threshold") or 0
         if self.closed or not thr:
             return
-        idle = (not self.push_active) if not self.is_pull else not self.waiting
+        idle = (not self.delivery.push_active) if not self.is_pull else not self.pulls.waiting
         if self._inactive_timer:
             self._inactive_timer.cancel()
             self._inactive_timer = None
@@ -260,7 +245,7 @@ class Consumer(DeliveryMixin, AckMixin):
         self._inactive_timer = None
         if self.closed:
             return
-        idle = (not self.push_active) if not self.is_pull else not self.waiting
+        idle = (not self.delivery.push_active) if not self.is_pull else not self.pulls.waiting
         if idle:
             self.server.logger.debug("deleting inactive consumer %s > %s", self.stream.name, self.name)
             self.delete()
@@ -309,11 +294,10 @@ class Consumer(DeliveryMixin, AckMixin):
 
     # -- info ----------------------------------------------------------------------------
     def num_pending(self) -> int:
-        if self.lss is not None:
-            return len(self.lss) + self._count_from(self.lss_resume + 1, False)
-        return self._count_from(self.sseq, self.config["deliver_policy"] == "last_per_subject")
+        return self.delivery.num_pending()
 
-    def _count_from(self, start: int, lps: bool) -> int:
+    def count_from(self, start: int, lps: bool) -> int:
+        """Messages the filters match from ``start`` on (``lps``: the last per subject only)."""
         store = self.stream.store
         if not self.filters:
             return store.num_pending(start, None, lps)
@@ -326,14 +310,14 @@ class Consumer(DeliveryMixin, AckMixin):
             "name": self.name,
             "created": rfc3339(self.created),
             "config": ordered(cfg, CONSUMER_CONFIG_FIELDS),
-            "delivered": sequence_info(self.dseq - 1, self.sseq - 1, self.ldt),
-            "ack_floor": sequence_info(self.sfloor[0], self.sfloor[1], self.lat),
-            "num_ack_pending": len(self.pending),
-            "num_redelivered": 0 if self.config["max_deliver"] == 1 else len(self.rdc),
-            "num_waiting": self.num_waiting(),
+            "delivered": sequence_info(self.acks.dseq - 1, self.acks.sseq - 1, self.acks.ldt),
+            "ack_floor": sequence_info(self.acks.sfloor[0], self.acks.sfloor[1], self.acks.lat),
+            "num_ack_pending": len(self.acks.pending),
+            "num_redelivered": 0 if self.config["max_deliver"] == 1 else len(self.acks.rdc),
+            "num_waiting": self.pulls.num_waiting(),
             "num_pending": self.num_pending(),
         }
-        if not self.is_pull and self.push_active:
+        if not self.is_pull and self.delivery.push_active:
             d["push_bound"] = True
         until = self.pause_until_ns()
         if until > now_ns():
@@ -344,24 +328,55 @@ class Consumer(DeliveryMixin, AckMixin):
         if groups:
             # as the real server: the state of the first group only
             g = {"group": groups[0]}
-            if self.pin_id:
-                g["pinned_client_id"] = self.pin_id
-            g["pinned_ts"] = rfc3339(self.pin_ts) if self.pin_ts else ZERO_TIME
+            pulls = self.pulls
+            if pulls.pin_id:
+                g["pinned_client_id"] = pulls.pin_id
+            g["pinned_ts"] = rfc3339(pulls.pin_ts) if pulls.pin_ts else ZERO_TIME
             d["priority_groups"] = [g]
         return d
+
+    # -- what the others call -----------------------------------------------------------------
+    def signal(self) -> None:
+        """Something may be deliverable: delivery runs soon."""
+        self.delivery.signal()
+
+    def on_stored(self, seq: int, subject: str) -> None:
+        if self.filter_matches(subject):
+            self.delivery.signal()
+
+    def on_pull_request(self, reply: str, payload: bytes) -> None:
+        self.pulls.on_request(reply, payload)
+
+    def unpin(self, group: str, reason: str) -> None:
+        self.pulls.unpin(group, reason)
+
+    # -- stream changes ---------------------------------------------------------------------
+    def on_purged(self, fseq: int, first: int, lseq: int, flt: str | None) -> None:
+        self.acks.on_purged(fseq, first, lseq, flt)
+
+    def on_msg_removed(self, seq: int) -> None:
+        self.acks.on_msg_removed(seq)
+
+    # -- advisories -------------------------------------------------------------------------
+    def advisory(self, prefix: str, type_name: str, body: dict, account: bool = False) -> None:
+        """An advisory about this consumer on ``prefix.<stream>.<consumer>``
+        (``account``: the event names the account, as the priority-group ones do)."""
+        subject = f"{prefix}.{self.stream.name}.{self.name}"
+        if not self.server.has_interest(subject):
+            return
+        d = {"type": type_name, "id": _nuid(), "timestamp": rfc3339(now_ns())}
+        if account:
+            d["account"] = "$G"
+        d["stream"], d["consumer"] = self.stream.name, self.name
+        d.update(body)
+        self.server.publish_internal(subject, "", None, dumps(d).encode())
 
     # -- interest retention ---------------------------------------------------------------
     def needs(self, seq: int, subject: str) -> bool:
         """needAck: does this consumer still need ``seq`` (interest retention)?"""
         if not self.filter_matches(subject):
             return False
-        if seq <= self.asflr:
-            return False
-        if self.config["ack_policy"] == "none":
-            return True
-        if seq >= self.sseq:
-            return True
-        return seq in self.pending
+        return self.acks.needs(seq)
 
     # -- persistence ----------------------------------------------------------------------
     def state_dir(self) -> Path | None:
@@ -420,7 +435,7 @@ class Consumer(DeliveryMixin, AckMixin):
         if not replies or self.closed:
             return
         try:
-            if self._slots is not None and self._saved_at == (self.sseq, self.dseq, self._slots.generation):
+            if self._slots is not None and self._saved_at == (self.acks.sseq, self.acks.dseq, self._slots.generation):
                 self._slots.log_acks(acks)
             else:
                 if self._save_handle is not None:
@@ -450,47 +465,18 @@ class Consumer(DeliveryMixin, AckMixin):
             return
         if not self._config_saved:  # an ephemeral's, with its first state
             self.save_config()
-        state = {
-            "sseq": self.sseq,
-            "dseq": self.dseq,
-            "ack_floor": [self.adflr, self.asflr],
-            "store_ack_floor": self.sfloor,
-            "pending": self.pending,
-            "redelivered": self.rdc,
-            "lss": list(self.lss) if self.lss is not None else None,
-            "lss_resume": self.lss_resume,
-        }
+        state = self.acks.as_dict()
+        lss = self.delivery.lss
+        state["lss"] = list(lss) if lss is not None else None
+        state["lss_resume"] = self.delivery.lss_resume
         if self._slots is None:
             self._slots = StateSlots(d)
         self._slots.write(state, sync=sync)
-        self._saved_at = (self.sseq, self.dseq, self._slots.generation)
+        self._saved_at = (self.acks.sseq, self.acks.dseq, self._slots.generation)
 
     def load_state(self, state: dict) -> None:
-        self.sseq, self.dseq = state["sseq"], state["dseq"]
-        self.adflr, self.asflr = state["ack_floor"]
-        self.sfloor = list(state.get("store_ack_floor") or state["ack_floor"])
-        pending, rdc = state["pending"], state["redelivered"]
-        if isinstance(pending, list):  # the JSON state file of earlier builds
-            pending = {s: [d, t] for s, d, t in pending}
-            rdc = {s: n for s, n in rdc}
-        self.pending = {int(s): [int(d), int(t)] for s, (d, t) in pending.items()}
-        self.rdc = {int(s): int(n) for s, n in rdc.items()}
-        lss = state.get("lss")
-        self.lss, self.lss_resume = (deque(lss) if lss is not None else None), state.get("lss_resume", 0)
-        # anything acked-and-removed while we were down (workqueue / interest) is no longer pending
-        store = self.stream.store
-        first = store.state().first_seq
-        for s in list(self.pending):
-            if store.load(s) is None and s < self.sseq:
-                self.pending.pop(s)
-                self.rdc.pop(s, None)
-        if self.sseq < first:
-            self.sseq = first
-        if not self.pending:
-            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
-            self.sfloor = [self.adflr, self.asflr]
-        # pending acks whose ack wait ran out while we were down are redelivered
-        self.rearm_pending()
+        self.delivery.skip_list(state.get("lss"), state.get("lss_resume", 0))
+        self.acks.load(state)
 
 
 def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None, subject_filter: str | None,
@@ -639,12 +625,12 @@ def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
             if state is None:
                 c.select_start()
                 logger.warning("consumer %s > %s: no delivery state; starting over from %d",
-                               stream.name, d.name, c.sseq)
+                               stream.name, d.name, c.acks.sseq)
             stream.consumers[c.name] = c
             c.start()
             acks = state.get("acks") if state else None
-            for sseq, dseq in acks or ():  # answered acks since that state, again
-                c.process_ack(sseq, dseq, 0)
+            if acks:  # answered acks since that state, again
+                c.acks.on_acks([(sseq, dseq, 0) for sseq, dseq in acks])
             legacy = d / LEGACY_STATE_FILE
             if not c._config_saved or state is None or legacy.exists() or acks:
                 # meta.json and state files for an earlier build's layout, or a new state

@@ -130,13 +130,7 @@ class _Reader:
 
 def _consumer_state(c) -> dict:
     """The Go ConsumerState of a natslab consumer."""
-    d = {"delivered": {"consumer_seq": c.dseq - 1, "stream_seq": c.sseq - 1},
-         "ack_floor": {"consumer_seq": c.sfloor[0], "stream_seq": c.sfloor[1]}}
-    if c.pending:
-        d["pending"] = {str(s): {"Sequence": p[0], "Timestamp": p[1]} for s, p in c.pending.items()}
-    if c.rdc:
-        d["redelivered"] = {str(s): n for s, n in c.rdc.items()}
-    return d
+    return c.acks.go_state()
 
 
 def build_archive(st: "Stream", include_consumers: bool) -> tuple[bytes, dict]:
