@@ -187,7 +187,7 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
         # from the command palette this time
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
-        await pilot.press(*"guided tour")
+        await pilot.press(*"guided")
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
