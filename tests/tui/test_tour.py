@@ -6,6 +6,7 @@ answered "yes" on this server natslab did not start) and the walkthrough's
 numbers are read where the user reads them: the panel's readings and the
 panes' cells. Afterwards the user's objects are exactly as they were.
 The waits are shortened (ack wait and max age 0.3 s); the tour says so.
+Under --read-only the tour explains and changes nothing.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
         # from the command palette this time
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
-        await pilot.press(*"guided tour")
+        await pilot.press(*"guided")
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
@@ -209,3 +210,23 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
         assert "DEMO_ORDERS exists already" in await answer(app, pilot)
         await wait_for(pilot, lambda: 0 in panel.results, what="step 1 ran again")
         assert (await js.stream_info("DEMO_ORDERS")).created != created
+
+
+async def test_read_only_the_tour_explains_and_creates_nothing(make_app, outside):
+    js = outside.jetstream()
+    app = make_app(read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("T")
+        await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Read-only: the tour's steps" in n.message for n in app._notifications),
+                       what="says why not")
+        assert not app.screen.query_one("#tour").results
+    assert [s async for s in _stream_names(js)] == []
+
+
+async def _stream_names(js):
+    for s in await js.streams_info():
+        yield s.config.name

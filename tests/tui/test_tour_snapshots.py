@@ -27,6 +27,9 @@ def test_tour_panel_after_the_four_orders(snap_compare, nats_server_url, size):
         await until(pilot, lambda: 1 in panel.results, what="step 2")
         table = app.screen.query_one("#streams-table")
         await until(pilot, lambda: table.value("DEMO_ORDERS", "bytes") == "222 B", what="222 B")
+        # the header's account usage is polled once a second: its storage too
+        await until(pilot, lambda: app.header_info.usage is not None and app.header_info.usage.storage == 222,
+                    what="222 B in the header")
         await until(pilot, lambda: app.focused is panel, what="the keys with the panel")
         await pilot.pause(0.3)
         await finish(pilot)

@@ -31,7 +31,7 @@ class TourPanel(Vertical):
         Binding("right,n", "move(1)", "Next step", id="tour.next"),
         Binding("left,p", "move(-1)", "Previous step", id="tour.back"),
         Binding("l", "look", "Look at the next place", id="tour.look"),
-        Binding("r", "again", "Run this step again", id="tour.again", show=False),
+        Binding("r", "again", "Run this part again", id="tour.again", show=False),
         Binding("escape", "close", "Close the tour", id="tour.close"),
     ]
     can_focus = True
