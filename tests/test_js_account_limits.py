@@ -174,6 +174,9 @@ async def test_each_limit(small_server):
         await js.publish("f1", b"x" * 100)
     assert await _err(js.publish("f1", b"x" * 100)) == (400, 10002, "resource limits exceeded for account")
     assert (await js.stream_info("F1")).state.messages == 7
+    await js.purge_stream("F1")  # room again
+    assert (await js.publish("f1", b"x" * 100)).seq == 8
+    await js.purge_stream("F1")
     # updates reserve only what max_bytes grows by
     assert await _err(js.update_stream(name="S1", subjects=["s1"], max_bytes=2500, **mem)) == (
         500, 10028, "insufficient memory resources available")

@@ -43,6 +43,7 @@ class JetStream:
         # the account's limits (its jetstream {} block; all -1 otherwise)
         self.limits = account_limits or limits.AccountLimits()
         self.bytes_limited = limits.is_limited(self)
+        self.stored_bytes = {s: limits.StoredBytes(self, s) for s in ("memory", "file")}
         self.logger = getattr(server, "logger", None) or log
         base = Path(store_dir) if store_dir else Path.cwd()
         self.store_dir = base / "jetstream"
@@ -268,6 +269,7 @@ class JetStream:
             n = store.state().messages
             self.logger.warning("Stream %s took over %d messages found in %s", st.name, n, d)
         self.streams[st.name] = st
+        self.stored_bytes[st.config["storage"]].forget()  # it may have taken over messages
         st.start()
         sourcing.stream_started(self, st)
         advisories.stream_action(self, st.name, "create")

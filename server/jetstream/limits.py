@@ -210,6 +210,41 @@ def consumer_limit(js: "JetStream", stream_max: int) -> int:
     return stream_max
 
 
+class StoredBytes:
+    """The bytes an account's streams of one storage type hold, as an upper
+    bound kept without summing the stores on every message: exact when
+    summed, then raised by each message a publish may store (what
+    check_store admits). Removals only lower the truth, so a message the
+    bound admits is admitted; only a message that would not fit under the
+    bound sums the stores again. Whatever adds bytes another way (a
+    snapshot restore, a stream that takes over a directory) calls
+    ``forget``."""
+
+    __slots__ = ("js", "storage", "bound")
+
+    def __init__(self, js: "JetStream", storage: str):
+        self.js, self.storage, self.bound = js, storage, -1
+
+    def exact(self) -> int:
+        self.bound = sum(st.store.totals()[1] for st in self.js.streams.values()
+                         if st.config["storage"] == self.storage)
+        return self.bound
+
+    def upper(self) -> int:
+        return self.bound if self.bound >= 0 else self.exact()
+
+    def forget(self) -> None:
+        self.bound = -1
+
+
+def _fits(usages: list[StoredBytes], size: int, cap: int) -> bool:
+    """Do the usages plus ``size`` stay within ``cap`` (summed exactly only
+    when the bounds say they may not)?"""
+    if sum(u.upper() for u in usages) + size <= cap:
+        return True
+    return sum(u.exact() for u in usages) + size <= cap
+
+
 def is_limited(js: "JetStream") -> bool:
     """Does a publish have totals to check (check_store)?"""
     return js.limits.max_memory >= 0 or js.limits.max_storage >= 0 or max(server_caps(js)) >= 0
@@ -219,17 +254,14 @@ def check_store(js: "JetStream", storage: str, size: int) -> None:
     """A message of ``size`` store bytes into a stream of the account: the
     server already over its memory or file limit is 10023 (limitsExceeded),
     over the account's with this message 10002 (wouldExceedLimits)."""
+    mine = js.stored_bytes[storage]
     cap = server_caps(js)[0 if storage == "memory" else 1]
-    if cap >= 0:
-        used = sum(st.store.totals()[1] for j in _all(js) for st in j.streams.values()
-                   if st.config["storage"] == storage)
-        if used > cap:
-            raise errors.insufficient_resources()
+    if cap >= 0 and not _fits([j.stored_bytes[storage] for j in _all(js)], 0, cap):
+        raise errors.insufficient_resources()
     lim = js.limits
     cap = lim.max_memory if storage == "memory" else lim.max_storage
-    if cap < 0:
-        return
-    used = sum(st.store.totals()[1] for st in js.streams.values() if st.config["storage"] == storage)
-    if used + size > cap:
+    if cap >= 0 and not _fits([mine], size, cap):
         raise errors.account_resources_exceeded()
+    if mine.bound >= 0:
+        mine.bound += size  # it may be stored now: the bound stays one
 

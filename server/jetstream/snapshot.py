@@ -376,6 +376,7 @@ class _Restore:
         st, _ = self.js.create_stream(self.raw)
         try:
             self._fill(st, msgs, first, max(last, lseq))
+            self.js.stored_bytes[st.config["storage"]].forget()  # bytes not stored by a publish
             for cname, cs in consumers:
                 self._add_consumer(st, cname, cs)
         except ApiError as e:
