@@ -8,8 +8,9 @@ With `Nats-Trace-Only` true (1, true or on, any case) the message goes
 nowhere and only the event is sent. A stream stores a traced message with
 its `Nats-Trace-Dest` set to "trace disabled", so a replay is not traced.
 
-Single server, one account: no routes, gateways, leaf nodes or imports to
-report, so no hop headers. Server.route hands a message here only when its
+A publish the connection may not make is reported too (``denied``: the
+ingress with the permissions error). Single server: no routes, gateways or
+leaf nodes to report, so no hop headers. Server.route hands a message here only when its
 headers name a trace destination; everything else keeps the fast path.
 """
 
@@ -20,7 +21,7 @@ import random
 import re
 import time
 
-from .subjects import valid_literal_subject
+from .subjects import pick_member, valid_literal_subject
 
 DEST = b"Nats-Trace-Dest:"
 TRACE_ONLY = "Nats-Trace-Only"
@@ -52,24 +53,56 @@ class MsgTrace:
     def __init__(self, server):
         self.server = server
 
+    @staticmethod
+    def _wanted(pub, hdr: bytes) -> tuple[dict, str, bool] | None:
+        """(headers, destination, trace-only) of a message to trace; None when
+        it is not traced after all (no destination)."""
+        if pub.internal:
+            return None
+        headers = _headers(hdr)
+        dest = (headers.get("Nats-Trace-Dest") or [""])[0]
+        if not dest:
+            return None
+        return headers, dest, (headers.get(TRACE_ONLY) or [""])[0].strip().lower() in ("1", "true", "on")
+
+    @staticmethod
+    def _ingress(pub, subject: bytes) -> dict:
+        ingress = {"type": "in", "ts": _now(), "kind": KIND_CLIENT, "cid": pub.cid}
+        if pub.name:
+            ingress["name"] = pub.name
+        ingress.update({"acc": pub.account.name if pub.account is not None else "$G",
+                        "subj": subject.decode("utf-8", "replace")})
+        return ingress
+
+    def _send(self, dest: str, headers: dict, hdr: bytes, payload: bytes, events: list) -> None:
+        event = {"server": self.server.sys_requests.server_block(),
+                 "request": {"header": headers, "msgsize": len(hdr) + len(payload)},
+                 "events": events}
+        self.server.publish_internal(dest, "", None, json.dumps(event, separators=(",", ":")).encode())
+
+    def denied(self, pub, subject: bytes, hdr: bytes, payload: bytes) -> None:
+        """A traced publish the connection may not make: the event has the
+        ingress only, with the permissions error (as nats-server's)."""
+        wanted = self._wanted(pub, hdr)
+        if wanted is None or not valid_literal_subject(wanted[1]):
+            return
+        headers, dest, _ = wanted
+        ingress = self._ingress(pub, subject)
+        ingress["error"] = f'Permissions Violation for Publish to "{ingress["subj"]}"'
+        self._send(dest, headers, hdr, payload, [ingress])
+
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes, payload: bytes, match) -> bool:
         """Route a message whose headers name a trace destination, with its
         event; False when it is not traced after all (no destination), so
         the caller routes it the plain way."""
-        if pub.internal:
+        wanted = self._wanted(pub, hdr)
+        if wanted is None:
             return False
-        headers = _headers(hdr)
-        dest = (headers.get("Nats-Trace-Dest") or [""])[0]
-        if not dest:
-            return False
-        only = (headers.get(TRACE_ONLY) or [""])[0].strip().lower() in ("1", "true", "on")
+        headers, dest, only = wanted
         if not valid_literal_subject(dest):
             return only  # nats-server drops a trace-only message it cannot report on
         srv = self.server
-        ingress = {"type": "in", "ts": _now(), "kind": KIND_CLIENT, "cid": pub.cid}
-        if pub.name:
-            ingress["name"] = pub.name
-        ingress.update({"acc": "$G", "subj": subject.decode("utf-8", "replace")})
+        ingress = self._ingress(pub, subject)
         js_events: list[dict] = []
         egress: list[dict] = []
         msg = ((subject, reply, hdr, payload),)
@@ -87,12 +120,9 @@ class MsgTrace:
                 c.deliver_run(sub, msg)
             n += 1
         for group in qgroups:
-            sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
-            if sub.client is pub and not pub.echo:
-                others = [s for s in group if s.client is not pub]
-                if not others:
-                    continue
-                sub = random.choice(others)
+            sub = pick_member(group, pub)
+            if sub is None:
+                continue
             if sub.client.internal:
                 n += self._internal(sub, subject, reply, hdr, payload, only, js_events)
                 continue
@@ -102,11 +132,7 @@ class MsgTrace:
             n += 1
         if not n and reply and pub.no_responders and not only:
             srv._no_responders(pub, subject, reply)
-        sysreq = srv.sys_requests
-        event = {"server": sysreq.server_block(),
-                 "request": {"header": headers, "msgsize": len(hdr) + len(payload)},
-                 "events": [ingress, *js_events, *egress]}
-        srv.publish_internal(dest, "", None, json.dumps(event, separators=(",", ":")).encode())
+        self._send(dest, headers, hdr, payload, [ingress, *js_events, *egress])
         return True
 
     @staticmethod
@@ -135,15 +161,18 @@ class MsgTrace:
             e.update(subject=subj, nointerest=True)
             if not only:
                 sub.client.deliver_run(sub, ((subject, reply, _DEST_LINE.sub(rb"\1 trace disabled", hdr), payload),))
-        elif only:
-            e["subject"] = subj
         else:
-            sub.msgs += 1
-            error = sub.callback(subject, reply, _DEST_LINE.sub(rb"\1 trace disabled", hdr), payload)
+            if not only:
+                sub.msgs += 1
+            # the stream checks the headers (trace-only: and stops there);
+            # the subject is reported once the checks passed, an error that
+            # comes from storing with it, as nats-server's
+            error, checked = stream.traced_publish(subject, reply, _DEST_LINE.sub(rb"\1 trace disabled", hdr),
+                                                   payload, only)
+            if checked:
+                e["subject"] = subj
             if error:
                 e["error"] = error
-            else:
-                e["subject"] = subj
         events.append(e)
         return 1
 

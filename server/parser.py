@@ -140,6 +140,8 @@ class Parser:
                 self.in_bytes += total
                 if self.perms is not None and not self.perms.can_publish(subject):
                     self.queue_out(violation("Publish", subject))
+                    if hdr is not None and b"Nats-Trace-Dest:" in hdr:
+                        srv.msg_trace.denied(self, subject, hdr, payload)  # its trace says so too
                     continue
                 if self.verbose:
                     self.queue_out(p.OK)

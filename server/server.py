@@ -22,7 +22,7 @@ from .internal import InternalClient, InternalSubscription, RunSpec
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .msgtrace import MsgTrace
 from .parser import READ_BUFFER_SIZE
-from .subjects import SubjectIndex
+from .subjects import SubjectIndex, pick_member
 
 if TYPE_CHECKING:  # (imported only when configured: start-up pays for what the flags need)
     from .tls import TLSOptions
@@ -469,14 +469,10 @@ class Server:
             c.deliver_run(sub, msg)
             n += 1
         for group in qgroups:
-            sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
-            if sub.client is pub and not pub.echo:
-                others = [s for s in group if s.client is not pub]
-                if not others:
-                    continue
-                sub = random.choice(others)
-            sub.client.deliver_run(sub, msg)
-            n += 1
+            sub = pick_member(group, pub)
+            if sub is not None:
+                sub.client.deliver_run(sub, msg)
+                n += 1
         if not n and reply and pub.no_responders:
             self._no_responders(pub, subject, reply)
 

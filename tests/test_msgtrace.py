@@ -119,3 +119,61 @@ async def test_trace_events_and_delivery(server):
         ("t.x", "NATS/1.0\r\nNats-Trace-Dest: \r\n\r\n"),
         ("t.x", "NATS/1.0\r\nnats-trace-dest: trace.dest\r\n\r\n"),
     ]
+
+
+async def test_trace_of_a_refused_publish(server_kind, tmp_path):
+    """What the trace says when a message is refused: a publish the user may
+    not make (the ingress carries the permissions error, nothing else); a
+    stream that refuses to store it (the stream entry names the subject and
+    the error); a trace-only publish whose expectation fails (the headers
+    are checked, the entry has the error and no subject, the publisher gets
+    the refusal) and one that would pass (the subject, nothing stored, no
+    PubAck)."""
+    from conftest import ServerProcess
+
+    conf = tmp_path / "auth.conf"
+    conf.write_text('authorization { users = [ {user: app, password: pw, permissions: '
+                    '{publish: {allow: [">"], deny: ["secret.>"]}, subscribe: ">"}} ] }\n')
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    srv.start()
+    try:
+        nc = await connect(srv.url, user="app", password="pw")
+        js = nc.jetstream()
+        await js.add_stream(name="FULL", subjects=["full.>"], max_msgs=1, discard="new")
+        await js.publish("full.a", b"1")
+        traces = await nc.subscribe("trace.dest")
+        acks = await nc.subscribe("acks.>")
+        await nc.flush()
+        await nc.flush()
+        events = []
+        for subject, extra, reply in [
+            ("secret.x", {"Nats-Trace-Only": "true"}, ""),
+            ("secret.y", {}, ""),
+            ("full.b", {}, "acks.1"),
+            ("full.b", {"Nats-Trace-Only": "true", "Nats-Expected-Last-Sequence": "99"}, "acks.2"),
+            ("full.b", {"Nats-Trace-Only": "true", "Nats-Expected-Last-Sequence": "1"}, "acks.3"),
+        ]:
+            await nc.publish(subject, b"x", reply=reply, headers={"Nats-Trace-Dest": "trace.dest", **extra})
+            events.append(shape(json.loads((await traces.next_msg(3)).data))["events"])
+        await nc.flush()
+        await asyncio.sleep(0.2)
+        answered = []
+        while acks.pending_msgs:
+            m = await acks.next_msg(1)
+            answered.append((m.subject, json.loads(m.data).get("error", {}).get("err_code")))
+        state = (await js.stream_info("FULL")).state
+        await nc.close()
+    finally:
+        srv.stop()
+
+    def ingress(subj, **more):
+        return {"type": "in", "kind": 0, "acc": "$G", "subj": subj, **more}
+
+    assert events[0] == [ingress("secret.x", error=True)]
+    assert events[1] == [ingress("secret.y", error=True)]
+    assert events[2] == [ingress("full.b"), {"type": "js", "stream": "FULL", "subject": "full.b", "error": True}]
+    assert events[3] == [ingress("full.b"), {"type": "js", "stream": "FULL", "error": True}]
+    assert events[4] == [ingress("full.b"), {"type": "js", "stream": "FULL", "subject": "full.b"}]
+    # a trace-only publish is answered only when its checks refuse it
+    assert answered == [("acks.1", 10077), ("acks.2", 10071)]
+    assert (state.messages, state.last_seq) == (1, 1)

@@ -485,16 +485,7 @@ func runCheck(url string) []string {
 			return nil, err
 		}
 		defer cc.Stop()
-		var seen []string
-		for len(seen) < 4 {
-			select {
-			case s := <-got:
-				seen = append(seen, s)
-			case <-ctx.Done():
-				return seen, ctx.Err()
-			}
-		}
-		return seen, nil
+		return collect(ctx, got, 4)
 	})
 	t.step("js.consumer.messages", func(ctx context.Context) (any, error) {
 		c, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "ITER", AckPolicy: jetstream.AckNonePolicy,
@@ -545,16 +536,7 @@ func runCheck(url string) []string {
 			return nil, err
 		}
 		defer cc.Stop()
-		var seen []string
-		for len(seen) < 4 {
-			select {
-			case s := <-got:
-				seen = append(seen, s)
-			case <-ctx.Done():
-				return seen, ctx.Err()
-			}
-		}
-		return seen, nil
+		return collect(ctx, got, 4)
 	})
 	t.step("js.consumer.pause", func(ctx context.Context) (any, error) {
 		return js.PauseConsumer(ctx, "ORDERS", "WORKER", time.Now().Add(time.Hour))
@@ -851,4 +833,18 @@ func runCheck(url string) []string {
 	t.step("js.stream.delete", func(ctx context.Context) (any, error) { return nil, js.DeleteStream(ctx, "EVENTS") })
 	t.step("js.stream.delete.missing", func(ctx context.Context) (any, error) { return nil, js.DeleteStream(ctx, "EVENTS") })
 	return t.lines
+}
+
+// collect takes n values from got, or what came before ctx ran out.
+func collect(ctx context.Context, got <-chan string, n int) ([]string, error) {
+	var seen []string
+	for len(seen) < n {
+		select {
+		case s := <-got:
+			seen = append(seen, s)
+		case <-ctx.Done():
+			return seen, ctx.Err()
+		}
+	}
+	return seen, nil
 }

@@ -14,7 +14,7 @@ from array import array
 
 from . import filestore_blocks as fb
 from .filestore_blocks import HEADER_SIZE, Block, rec_len
-from .persist import fsync_dir
+from .persist import fsync_dir, write_tmp
 
 FLUSH_INTERVAL = 1.0  # seconds between fsyncs when the store drives them itself
 
@@ -101,14 +101,7 @@ class Reclaim:
             lens.pop()
             sids.pop()
         tmp = blk.path.with_suffix(".blk.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(b"".join(parts))
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError:
-            tmp.unlink(missing_ok=True)  # the old block is whole
-            raise
+        write_tmp(tmp, b"".join(parts))  # raises with the old block whole
         self._close_rfd(blk)
         self._chunk = (None, 0, 0, b"")  # offsets change
         os.replace(tmp, blk.path)
@@ -137,14 +130,7 @@ class Reclaim:
                     n += 1
         path = self.msgs_dir / "deletes.log"
         tmp = path.with_suffix(".log.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(b"".join(recs))
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError:
-            tmp.unlink(missing_ok=True)  # the old log is whole
-            raise
+        write_tmp(tmp, b"".join(recs))  # raises with the old log whole
         if self._dfd >= 0:
             os.close(self._dfd)
         os.replace(tmp, path)

@@ -41,6 +41,7 @@ __all__ = [
     "write_json_atomic",
     "read_json_checked",
     "fsync_dir",
+    "write_tmp",
     "make_dirs",
 ]
 
@@ -91,6 +92,21 @@ def make_dirs(directory: Path) -> None:
         fsync_dir(d.parent)
 
 
+def write_tmp(tmp: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write the file ``tmp`` that is about to replace another (fsynced unless
+    ``sync`` is False). When that fails it is removed and the error raised:
+    on a full disk the file it was to replace is still whole."""
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_bytes_atomic(path: Path | str, body: bytes, *, sync: bool = True) -> None:
     """Replace ``path`` with a checksummed file holding ``body``, atomically.
 
@@ -105,15 +121,11 @@ def write_bytes_atomic(path: Path | str, body: bytes, *, sync: bool = True) -> N
         path.parent.mkdir(parents=True, exist_ok=True)
     header = b"%s %d %s %d\n" % (MAGIC, VERSION, _digest(body).encode(), len(body))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_tmp(tmp, header + body, sync=sync)
     try:
-        with open(tmp, "wb") as f:
-            f.write(header + body)
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError:
-        tmp.unlink(missing_ok=True)  # (a full disk: the old file is still whole)
+        tmp.unlink(missing_ok=True)
         raise
     if sync:
         fsync_dir(path.parent)

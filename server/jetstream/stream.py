@@ -145,10 +145,11 @@ class Stream(ExpiryMixin):
         self._start_scheduler()
 
     # -- publish path --------------------------------------------------------
-    def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> str | None:
+    def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes,
+                    trace: list | None = None) -> str | None:
         """The stream's subscription (raw: subject and reply arrive as bytes).
         Returns why the message was not stored, if it was refused (a message
-        trace reports it)."""
+        trace reports it; ``trace``: see ``traced_publish``)."""
         if subject == self._subj_b:
             subj = self._subj_s  # one str for a run on one subject (the stores keep it, not copies)
         else:
@@ -160,7 +161,7 @@ class Stream(ExpiryMixin):
                 return "invalid subject"
             self._subj_b, self._subj_s = subject, subj
         try:
-            self.process_msg(subj, reply, hdr, payload)
+            self.process_msg(subj, reply, hdr, payload, trace=trace)
         except ApiError as e:
             if reply and self._ack:
                 self._reply(reply, self._pub_error(e), False)
@@ -173,6 +174,16 @@ class Stream(ExpiryMixin):
             log.exception("stream %s: publish failed", self.name)
             return str(e)
         return None
+
+    def traced_publish(self, subject: bytes, reply: bytes, hdr: bytes, payload: bytes,
+                       only: bool) -> tuple[str | None, bool]:
+        """A publish a message trace follows: (why it was refused or None,
+        whether its headers passed the checks). Trace-only (``only``) runs the
+        checks and stops there: nothing is stored, and only a refusal is
+        answered (as nats-server does)."""
+        trace = [only]
+        error = self._on_publish(subject, reply, hdr, payload, trace)
+        return error, len(trace) > 1
 
     def drops_unwanted(self, subject: str) -> bool:
         """An interest stream drops a message no consumer wants on arrival."""
@@ -203,11 +214,13 @@ class Stream(ExpiryMixin):
             self.js.server.reply_run([(r, None, fail if stored else payload) for r, payload, stored in held])
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes,
-                    sourced: int = 0, ts: int = 0) -> None:
+                    sourced: int = 0, ts: int = 0, trace: list | None = None) -> None:
         """Store one message: a publish (``sourced`` 0), one copied from a
         source (SOURCED) or for a mirror (MIRRORED, kept at the origin's
         ``ts``; the mirror positioned the store at the origin's sequence).
-        Copied messages skip the publish-only checks, as nats-server's."""
+        Copied messages skip the publish-only checks, as nats-server's.
+        ``trace`` ([trace-only]) is marked once the checks passed; a
+        trace-only publish stops there."""
         if self._itr is not None:
             subject = self._itr.match(subject) or subject
         if self._sealed:
@@ -225,6 +238,8 @@ class Stream(ExpiryMixin):
             raise errors.stream_msg_too_big()
         if hlen > 65535:
             raise errors.header_too_big()
+        if trace is not None and trace[0] and (reply.endswith(_FAST_BATCH) or hdr and b"Nats-Batch-Id" in hdr):
+            return  # (a batch's checks need the whole batch: trace-only stages nothing)
         if reply.endswith(_FAST_BATCH):  # the reply names a fast batch
             if self._fast is None:
                 self._fast = fastbatch.FastBatches(self)
@@ -289,6 +304,10 @@ class Stream(ExpiryMixin):
                     raise errors.stream_rollup_failed(f'rollup value invalid: "{rollup}"')
                 if not allowed:
                     rollup = ""  # a copied rollup applies only where rollups are allowed
+        if trace is not None:
+            trace.append(True)
+            if trace[0]:
+                return
         ack_tail = b"}"
         if self._counter:
             if incr is None:

@@ -23,14 +23,11 @@ import nats
 import pytest
 from textual.css.query import NoMatches
 
+from conftest import free_port  # the root conftest's: never the same port twice in a run
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for_info(port: int, proc: subprocess.Popen | None, timeout: float = 10.0) -> None:

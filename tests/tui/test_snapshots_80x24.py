@@ -94,6 +94,8 @@ async def objects(pilot) -> None:
     await show(pilot, "objects")
     pane = pilot.app.screen.query_one("ObjectsPane")
     await until(pilot, lambda: pane.store == "FILES", what="store listed")
+    # RDL, WORKER and the objects pane's own: the header counts them a poll later
+    await until(pilot, lambda: pilot.app.header_info.usage.consumers == 4, timeout=12, what="usage settled")
 
 
 async def tail(pilot) -> None:

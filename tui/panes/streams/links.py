@@ -87,51 +87,50 @@ def link_fields(config: dict) -> Iterable[FormField]:
                     field_id="republish")
 
 
+def _mirror(text: str) -> dict:
+    return parse_origin(text)
+
+
+def _sources(text: str) -> list[dict] | None:
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    return [parse_origin(e) for e in entries] or None
+
+
+def _transform(text: str) -> dict:
+    src, dest, flags = parse_mapping(text, "subject transform")
+    if flags:
+        raise ValueError(f"unexpected {' '.join(flags)!r} after the destination")
+    return {"src": src, "dest": dest}
+
+
+def _republish(text: str) -> dict:
+    src, dest, flags = parse_mapping(text, "republish")
+    if flags not in ([], ["headers_only"]):
+        raise ValueError(f"unexpected {' '.join(flags)!r}: only headers_only may follow")
+    return {"src": src, "dest": dest, **({"headers_only": True} if flags else {})}
+
+
+# each link field: its id (also the config key) and the parser of its text
+_LINK_PARSERS = (("mirror", _mirror), ("sources", _sources),
+                 ("subject_transform", _transform), ("republish", _republish))
+
+
 def apply_links(form, config: dict) -> bool:
-    """Put the four fields into ``config``; False (errors shown) when one does not parse."""
+    """Put the four fields into ``config``; False (errors shown) when one does not parse.
+    An empty field removes its key."""
     ok = True
-    try:
-        text = form.value("mirror")
-        if text:
-            config["mirror"] = parse_origin(text)
+    for key, parse in _LINK_PARSERS:
+        text = form.value(key)
+        try:
+            value = parse(text) if text else None
+        except ValueError as exc:
+            form.show_error(key, str(exc))
+            ok = False
+            continue
+        if value:
+            config[key] = value
         else:
-            config.pop("mirror", None)
-    except ValueError as exc:
-        form.show_error("mirror", str(exc))
-        ok = False
-    try:
-        entries = [e.strip() for e in form.value("sources").split(",") if e.strip()]
-        if entries:
-            config["sources"] = [parse_origin(e) for e in entries]
-        else:
-            config.pop("sources", None)
-    except ValueError as exc:
-        form.show_error("sources", str(exc))
-        ok = False
-    try:
-        text = form.value("subject_transform")
-        if text:
-            src, dest, flags = parse_mapping(text, "subject transform")
-            if flags:
-                raise ValueError(f"unexpected {' '.join(flags)!r} after the destination")
-            config["subject_transform"] = {"src": src, "dest": dest}
-        else:
-            config.pop("subject_transform", None)
-    except ValueError as exc:
-        form.show_error("subject_transform", str(exc))
-        ok = False
-    try:
-        text = form.value("republish")
-        if text:
-            src, dest, flags = parse_mapping(text, "republish")
-            if flags not in ([], ["headers_only"]):
-                raise ValueError(f"unexpected {' '.join(flags)!r}: only headers_only may follow")
-            config["republish"] = {"src": src, "dest": dest, **({"headers_only": True} if flags else {})}
-        else:
-            config.pop("republish", None)
-    except ValueError as exc:
-        form.show_error("republish", str(exc))
-        ok = False
+            config.pop(key, None)
     if (config.get("mirror") or config.get("sources")) and not form.value("subjects"):
         config.pop("subjects", None)  # fed by other streams only, not by publishers
     return ok
