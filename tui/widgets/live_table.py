@@ -31,6 +31,17 @@ class LiveTable(DataTable):
         for label, key in self._column_spec:
             self.add_column(label, key=key)
 
+    async def _on_idle(self, event) -> None:
+        # Textual's DataTable sizes columns to new cells on idle but keeps the
+        # rows it rendered before at the old widths (its row cache is keyed by
+        # update count, not widths): a row painted in between stayed cut to
+        # the header's widths ("nats" for "natslab") until its next change.
+        widths = [c.content_width for c in self.columns.values()]
+        await super()._on_idle(event)
+        if widths != [c.content_width for c in self.columns.values()]:
+            self._clear_caches()
+            self.refresh()
+
     def _highlight_style(self) -> str:
         variables = getattr(self.app, "theme_variables", None) or self.app.get_css_variables()
         return f"bold {variables.get('text-accent', variables.get('accent', ''))}"
