@@ -21,8 +21,9 @@ class LiveTable(DataTable):
     LiveTable { height: 1fr; }
     """
 
-    def __init__(self, columns: Sequence[tuple[str, str]], **kw: Any):
+    def __init__(self, columns: Sequence[tuple[str, str]], *, repaint_on_resize: bool = False, **kw: Any):
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self.repaint_on_resize = repaint_on_resize
         self._column_spec = list(columns)
         self._values: dict[tuple[str, str], str] = {}
         self._order: list[str] = []
@@ -36,6 +37,10 @@ class LiveTable(DataTable):
         # rows it rendered before at the old widths (its row cache is keyed by
         # update count, not widths): a row painted in between stayed cut to
         # the header's widths ("nats" for "natslab") until its next change.
+        # Opt-in (repaint_on_resize): the other panes' status lines read the
+        # table's size at their own moments, and their pictures rely on that.
+        if not self.repaint_on_resize:
+            return  # (DataTable's own _on_idle runs as well: Textual calls each class's handler)
         widths = [c.content_width for c in self.columns.values()]
         await super()._on_idle(event)
         if widths != [c.content_width for c in self.columns.values()]:
