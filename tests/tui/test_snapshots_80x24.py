@@ -14,7 +14,7 @@ import pytest
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
-from .conftest import RealServer
+from .conftest import RealServer, screen_text
 from .test_snapshots import finish, ready, seed, until
 
 SIZE = (80, 24)
@@ -122,7 +122,11 @@ async def connections(pilot) -> None:
     table = pilot.app.screen.query_one("#conn-table")
     await until(pilot, lambda: table.row_count == 1, what="the app's connection listed")
     # the row counts at once; the columns are sized to it when the table is idle
-    await until(pilot, lambda: table.columns["name"].content_width >= len("natslab ◀ you"), what="columns sized")
+    await until(pilot, lambda: table.columns["name"].content_width >= len("natslab ◀ you")
+                and table.columns["lang"].content_width >= len("python3"), what="columns sized")
+    # and painted so (a loaded machine once showed the row at the header-only widths)
+    await until(pilot, lambda: "natslab ◀ you" in screen_text(pilot.app) and "python3" in screen_text(pilot.app),
+                what="the row painted at its widths")
 
 
 PANES = [streams, consumers, pull, publish, request, kv, objects, tail, connections]

@@ -22,8 +22,9 @@ class LiveTable(DataTable):
     LiveTable { height: 1fr; }
     """
 
-    def __init__(self, columns: Sequence[tuple[str, str]], **kw: Any):
+    def __init__(self, columns: Sequence[tuple[str, str]], *, repaint_on_resize: bool = False, **kw: Any):
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self.repaint_on_resize = repaint_on_resize
         self._column_spec = list(columns)
         self._values: dict[tuple[str, str], str] = {}
         self._order: list[str] = []
@@ -32,6 +33,21 @@ class LiveTable(DataTable):
     def on_mount(self) -> None:
         for label, key in self._column_spec:
             self.add_column(label, key=key)
+
+    async def _on_idle(self, event) -> None:
+        # Textual's DataTable sizes columns to new cells on idle but keeps the
+        # rows it rendered before at the old widths (its row cache is keyed by
+        # update count, not widths): a row painted in between stayed cut to
+        # the header's widths ("nats" for "natslab") until its next change.
+        # Opt-in (repaint_on_resize): the other panes' status lines read the
+        # table's size at their own moments, and their pictures rely on that.
+        if not self.repaint_on_resize:
+            return  # (DataTable's own _on_idle runs as well: Textual calls each class's handler)
+        widths = [c.content_width for c in self.columns.values()]
+        await super()._on_idle(event)
+        if widths != [c.content_width for c in self.columns.values()]:
+            self._clear_caches()
+            self.refresh()
 
     def _highlight_style(self) -> str:
         variables = getattr(self.app, "theme_variables", None) or self.app.get_css_variables()

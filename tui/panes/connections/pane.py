@@ -46,7 +46,7 @@ class ConnectionsPane(LivePane):
 
     def compose(self) -> ComposeResult:
         yield Label("Connections", id="conn-status", classes="pane-status")
-        yield LiveTable(COLUMNS, id="conn-table")
+        yield LiveTable(COLUMNS, id="conn-table", repaint_on_resize=True)
 
     async def fetch(self, client) -> None:
         if getattr(self.app, "system_user", False):  # every server of a cluster, over NATS
