@@ -167,12 +167,7 @@ class AckState:
             return key if reply is None and (not payload or payload == b"+ACK") else None
 
         def handler(_key: bytes, items: list) -> None:
-            acks = []
-            for subject, _, _ in items:
-                t = parse_ack_subject(subject)
-                if t is not None:
-                    acks.append(t)
-            self.on_acks(acks)
+            self.on_acks([t for subject, _, _ in items if (t := parse_ack_subject(subject)) is not None])
 
         return RunSpec(starts, handler, (b"", b"+ACK"), False)
 
@@ -238,19 +233,26 @@ class AckState:
             sample = self.sample_percent()
             acked = None if limits else []
             touched = False
-            for sseq, dseq, dc in acks:
-                if sseq >= self.sseq:
-                    continue  # not delivered yet: no ack-of-ack either
-                n += 1
-                if sample:
-                    self.sample_ack(sample, sseq, dseq, dc)
-                if ap == "explicit":
-                    touched = True
-                    if self._ack_explicit(sseq, dseq) and acked is not None:
-                        acked.append(sseq)
-                elif dseq > self.adflr and sseq > self.asflr:  # ack all, past the floor
-                    touched = True
-                    self._ack_through(dseq, sseq, acked)
+            nxt = self.sseq  # (acks do not deliver: it stays)
+            if ap == "explicit":
+                ack = self._ack_explicit
+                for sseq, dseq, dc in acks:
+                    if sseq < nxt:  # else not delivered yet: no ack-of-ack either
+                        n += 1
+                        if sample:
+                            self.sample_ack(sample, sseq, dseq, dc)
+                        if ack(sseq, dseq) and acked is not None:
+                            acked.append(sseq)
+                touched = n > 0
+            else:  # ack all
+                for sseq, dseq, dc in acks:
+                    if sseq < nxt:
+                        n += 1
+                        if sample:
+                            self.sample_ack(sample, sseq, dseq, dc)
+                        if dseq > self.adflr and sseq > self.asflr:  # past the floor
+                            touched = True
+                            self._ack_through(dseq, sseq, acked)
             if touched:
                 self.lat = _time_ns()
                 c.schedule_save()
@@ -305,14 +307,13 @@ class AckState:
         below the next message still pending (one scan serves both)."""
         pending = self.pending
         sd = pd if 0 < pd < dseq else dseq
-        to_store = store and sd > self.sfloor[0]
         if not pending:
-            if to_store:
+            if store and sd > self.sfloor[0]:
                 self.sfloor = [self.dseq - 1, self.sseq - 1]
             if ack:
                 self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             return
-        to_store = to_store and sd == self.sfloor[0] + 1
+        to_store = store and sd == self.sfloor[0] + 1
         to_ack = ack and pd == self.adflr + 1
         if not (to_store or to_ack):
             return

@@ -1,7 +1,10 @@
 """A consumer: its config, ConsumerInfo, pause, persistence of durables,
-ephemeral clean-up and creation through the API. Its ack state (delivered,
-ack floors, pending acks, redelivery) is an ``acks.AckState``; delivery lives
-in ``delivery.py`` (a mixin of ``Consumer``)."""
+ephemeral clean-up, advisories and creation through the API. Its state is
+three objects, each in its own module: the ack state (``acks.AckState``:
+delivered, ack floors, pending acks, redelivery), the pull queue
+(``pullqueue.PullQueue``: waiting requests, priority groups, the pin) and
+delivery (``delivery.Delivery``: the delivery loop, push flow control,
+heartbeats, the last-per-subject skip list)."""
 
 from __future__ import annotations
 
@@ -40,12 +43,9 @@ def _gen_name() -> str:
 
 
 class Consumer:
-    """The consumer and its three state objects, each with its own module:
-    ``acks`` (acks.AckState: delivered, ack floors, pending acks,
-    redelivery), ``pulls`` (pullqueue.PullQueue: waiting pull requests,
-    priority groups, the pin) and ``delivery`` (delivery.Delivery: the
-    delivery loop, push flow control, heartbeats, the skip list). They see
-    each other only through the consumer's attributes and their methods."""
+    """Owns ``acks``, ``pulls`` and ``delivery`` (see the module docstring).
+    They reach each other only through the consumer (``c.acks`` ...) and
+    change one another's state only through methods."""
 
     def __init__(self, stream: "Stream", name: str, config: dict, created: int):
         self.stream = stream

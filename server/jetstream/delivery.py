@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import string
 from collections import deque
+from itertools import repeat
 
 from . import headers
 from .shapes import NS, now_ns
@@ -275,13 +276,9 @@ class Delivery:
         subj_s = subj_b = None
         run: list = []  # consecutive deliveries to one destination
         run_dest = None
-        targets = pulls.assign(len(msgs), now, dests) if c.is_pull else None
-        i = 0
-        for seq, subject, hdr, data, ts in msgs:
+        targets = pulls.assign(len(msgs), now, dests) if c.is_pull else repeat(dest)
+        for (seq, subject, hdr, data, ts), dest in zip(msgs, targets):
             npv -= 1
-            if targets is not None:
-                dest = targets[i]
-                i += 1
             if subject is not subj_s:
                 subj_s = subject
                 subj_b = subject.encode()

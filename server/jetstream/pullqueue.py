@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import string
 from collections import deque
+from itertools import repeat
 
 from . import gojson, headers, priorities
 from .shapes import NS, format_go_duration as _go_dur, now_ns
@@ -343,8 +344,19 @@ class PullQueue:
 
     def assign(self, k: int, now: float, dests: dict) -> list:
         """Serve ``k`` messages round robin, as next_waiting would (the
-        requests of ``run_targets``): the target of each, in order."""
+        requests of ``run_targets``, which ask for ``k`` or more in all):
+        the target of each, in order."""
         waiting = self.waiting
+        if len(waiting) == 1:  # one request takes them all
+            wr = waiting[0]
+            wr.d += k
+            wr.n -= k
+            if wr.n > 0:
+                if wr.hb:
+                    wr.hbt = now + wr.hb
+            else:
+                waiting.popleft()
+            return repeat(dests[wr], k)
         out = []
         for _ in range(k):
             wr = waiting.popleft()
