@@ -373,3 +373,29 @@ async def test_a_run_of_identical_pubs_is_routed_as_single_ones_are(raw):
     q2, q5 = got.get("2", []), got.get("5", [])
     assert sorted(q2 + q5) == sorted(everything)
     assert q2 == [m for m in everything if m in q2] and q5 == [m for m in everything if m in q5]
+
+
+async def test_long_runs_cut_anywhere_are_framed_by_their_sizes(raw):
+    # thousands of identical PUB lines in writes cut at odd places (inside a
+    # control line, inside a payload, between CR and LF): natslab takes such
+    # runs with one pattern per line and big reads in slices. Payloads that
+    # hold the control line itself, and CRLF where the next message would
+    # start, must be taken by their size, as nats-server does; a run to
+    # nobody is dropped and the next message still routed.
+    sub = await raw()
+    await sub.send("SUB t.a 1\r\n")
+    assert await sub.read_until_pong() == []
+    pub = await raw()
+    tricky = "abcd\r\nPUB t.a 20\r\ncd"  # 20 bytes, a PUB line inside
+    payloads = [tricky if i % 7 == 3 else f"p{i:05d}-{'x' * 13}" for i in range(3000)]
+    assert {len(x) for x in payloads} == {20}
+    data = ("".join(f"PUB t.nobody 20\r\n{x}\r\n" for x in payloads[:500])
+            + "".join(f"PUB t.a 20\r\n{x}\r\n" for x in payloads)).encode()
+    cuts = [0, 5, 1000, 1003, 20011, 20012, 47777, len(data)]
+    for a, b in zip(cuts, cuts[1:]):
+        await pub.send(data[a:b])
+        await asyncio.sleep(0.02)
+    assert await pub.read_until_pong() == []
+    want = b"".join(b"MSG t.a 1 20\r\n%s\r\n" % x.encode() for x in payloads)
+    assert await sub.read_exactly(len(want), timeout=10) == want
+    assert await sub.read_until_pong() == []
