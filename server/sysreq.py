@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-from .jetstream.shapes import dumps, rfc3339
-
 USER_INFO = "$SYS.REQ.USER.INFO"
 # nats-server's ServerInfo.Flags: JetStream enabled (1), binary stream
 # snapshots (2), accounts with msg trace (4), as 2.15 sets them with -js
@@ -26,6 +24,8 @@ class SysRequests:
         self.sub = server.subscribe_internal(USER_INFO, self.user_info)
 
     def server_block(self) -> dict:
+        from .jetstream.shapes import rfc3339  # (not at start-up: it loads all of JetStream)
+
         srv = self.server
         self.seq += 1
         js = srv.jetstream is not None
@@ -46,6 +46,8 @@ class SysRequests:
         perms = getattr(client, "perms", None)
         if perms is not None:
             data["permissions"] = perms.as_config()
+        from .jetstream.shapes import dumps
+
         body = {"server": self.server_block(), "data": data}
         srv.reply_internal(reply.encode(), dumps(body).encode())
 
