@@ -204,11 +204,14 @@ class Parser:
         index's generation stays. The identical lines right behind it (the
         shape of telemetry and of every benchmark) join it, and the run goes
         to each target in one call (``deliver_payloads``). Other PUBs (with a
-        reply, to one-off subjects) are matched one at a time."""
+        reply, to one-off subjects) are matched one at a time; consecutive ones
+        that matched the same client subscriptions (requests to one service,
+        replies to one requester's inbox prefix) go to them as one run
+        (``Server.route_run``)."""
         srv = self.server
         index = srv.index
         route = srv.route
-        route_matched = srv.route_matched
+        route_run = srv.route_run
         cache_get = srv._match_cache.get
         match_miss = index.match_miss
         internal = srv.internal_client
@@ -220,6 +223,8 @@ class Parser:
         perms = self.perms
         msgs = nbytes = 0
         routed = routed_bytes = 0  # (route counts those for the server itself)
+        batch_r = None  # what the messages of ``batch`` matched (client subscriptions only)
+        batch: list = []
         while True:
             m = pub_match(data, pos, n)
             if m is None:
@@ -244,6 +249,11 @@ class Parser:
                         e = self._line_entry(line, subject, total, r)
             if e is not None:
                 # a run of this line: one entry, one call per target
+                if batch:
+                    route_run(self, batch_r, batch)
+                    batch = []
+                    if self.closed:
+                        break
                 kind, targets = e[2], e[3]
                 end = start + total
                 if end + 2 > n:
@@ -309,6 +319,9 @@ class Parser:
             msgs += 1
             nbytes += total
             if perms is not None and not perms.can_publish(subject):
+                if batch:
+                    route_run(self, batch_r, batch)
+                    batch = []
                 routed += 1
                 routed_bytes += total
                 self.queue_out(violation("Publish", subject))
@@ -319,6 +332,14 @@ class Parser:
                     r = match_miss(subject)
             if r is EMPTY_RESULT and reply is None:
                 continue
+            if r is batch_r:
+                batch.append((subject, reply or b"", None, data[start:end]))
+                continue
+            if batch:
+                route_run(self, batch_r, batch)
+                batch = []
+                if self.closed:
+                    break
             psubs, qgroups = r
             if len(psubs) == 1 and not qgroups:
                 sub = psubs[0]
@@ -346,11 +367,18 @@ class Parser:
                     if self.closed:
                         break
                     continue
-            routed += 1
-            routed_bytes += total
-            route_matched(self, r, subject, reply or b"", None, data[start:end])
-            if self.closed:
-                break
+            # a run starts here (it ends at the first message that matched
+            # something else): for client subscriptions only, each of which
+            # is told no later of a message than a subsystem would be
+            if _plain(r):
+                batch = [(subject, reply or b"", None, data[start:end])]
+                batch_r = r
+            else:
+                route_run(self, r, ((subject, reply or b"", None, data[start:end]),))
+                if self.closed:
+                    break
+        if batch:
+            route_run(self, batch_r, batch)
         self.in_msgs += msgs
         self.in_bytes += nbytes
         srv.in_msgs += msgs - routed
@@ -396,6 +424,27 @@ _INTERNAL = "internal"  # one subsystem's subscription alone (a stream's subject
 _DENIED = "denied"  # the publisher may not publish there
 _ROUTE = "route"  # a mix of clients and subsystems: the router, message by message
 _LINES_MAX = 1024  # control lines cached per connection
+
+
+def _plain(r: tuple) -> bool:
+    """Did a match (``r``) find client subscriptions only, none of them
+    ending after a count and no two on one connection? Messages to those may
+    be handed over in runs: each connection still sees them in the order
+    they were sent."""
+    psubs, qgroups = r
+    clients = set()
+    for sub in psubs:
+        if sub.client.internal or sub.max:
+            return False
+        clients.add(sub.client)
+    k = len(psubs)
+    for group in qgroups:
+        for sub in group:
+            if sub.client.internal or sub.max:
+                return False
+            clients.add(sub.client)
+        k += len(group)
+    return len(clients) == k
 
 
 def _line_run(line: bytes, size: int) -> tuple:

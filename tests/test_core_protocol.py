@@ -399,3 +399,39 @@ async def test_long_runs_cut_anywhere_are_framed_by_their_sizes(raw):
     want = b"".join(b"MSG t.a 1 20\r\n%s\r\n" % x.encode() for x in payloads)
     assert await sub.read_exactly(len(want), timeout=10) == want
     assert await sub.read_until_pong() == []
+
+
+async def test_requests_and_replies_read_together_are_routed_in_order(raw):
+    # requests to one service and replies to one requester's inbox prefix,
+    # each batch in one write (natslab hands consecutive PUBs that matched
+    # the same subscriptions over as a run): every subscriber gets them in
+    # order, a queue group one copy each, and the requests nothing takes get
+    # the no-responders status, between the others as sent
+    svc = await raw()
+    await svc.send("SUB svc.a 1\r\n")
+    qa, qb = await raw(), await raw()
+    await qa.send("SUB svc.a grp 7\r\n")
+    await qb.send("SUB svc.a grp 8\r\n")
+    pub = await raw(connect='{"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}')
+    await pub.send("SUB _INBOX.p.* 5\r\n")
+    for c in (svc, qa, qb, pub):
+        assert await c.read_until_pong() == []
+    reqs = "".join(f"PUB svc.a _INBOX.p.{i} 2\r\nr{i}\r\n" for i in range(10))
+    await pub.send(reqs + "PUB svc.none _INBOX.p.50 0\r\n\r\nPUB svc.none _INBOX.p.51 0\r\n\r\n" + reqs.replace("r", "s"))
+    assert await pub.read_until_pong() == [
+        "HMSG _INBOX.p.50 5 40 40", "NATS/1.0 503", "Nats-Subject: svc.none", "", "",
+        "HMSG _INBOX.p.51 5 40 40", "NATS/1.0 503", "Nats-Subject: svc.none", "", ""]
+    want = [(f"_INBOX.p.{i}", f"{x}{i}") for x in "rs" for i in range(10)]
+    lines = await svc.read_until_pong()
+    got = [(lines[k].split()[3], lines[k + 1]) for k in range(0, len(lines), 2)]
+    assert got == want and all(lines[k].startswith("MSG svc.a 1 ") for k in range(0, len(lines), 2))
+    shares = []
+    for c in (qa, qb):
+        lines = await c.read_until_pong()
+        shares.append([(lines[k].split()[3], lines[k + 1]) for k in range(0, len(lines), 2)])
+    assert sorted(shares[0] + shares[1]) == sorted(want)
+    assert all(s == [w for w in want if w in s] for s in shares)
+    await svc.send("".join(f"PUB _INBOX.p.{i} 3\r\nok{i}\r\n" for i in range(10)))
+    assert await svc.read_until_pong() == []
+    lines = await pub.read_until_pong()
+    assert lines == [x for i in range(10) for x in (f"MSG _INBOX.p.{i} 5 3", f"ok{i}")]
