@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import sys
 import time
 
@@ -155,42 +156,69 @@ def inprocess_startup_ms() -> float:
     return asyncio.run(go())
 
 
+TESTS = ("nc_pubsub", "nc_pub", "rr", "raw_ingest", "raw_fan")
+
+
+def run_once(kind: str, tests: tuple, n_nc: int, n_rr: int, n_raw: int, size: int) -> dict[str, float]:
+    b = Broker(kind, jetstream=False).start()
+    res = {"startup_ms": b.startup_s * 1000}
+    try:
+        if "nc_pubsub" in tests:
+            res["nc_pubsub"] = asyncio.run(nc_pubsub(b.url, n_nc, size))
+        if "nc_pub" in tests:
+            res["nc_pub"] = asyncio.run(nc_pub_only(b.url, n_nc, size))
+        if "rr" in tests:
+            res["rr_p50"], res["rr_p99"] = asyncio.run(nc_request_latency(b.url, n_rr))
+        if "raw_ingest" in tests:
+            res["raw_ingest"] = asyncio.run(raw_ingest(b.port, n_raw, size))
+        if "raw_fan" in tests:
+            res["raw_fan"] = asyncio.run(raw_fanthrough(b.port, n_raw // 2, size))
+        res["rss_mb"] = b.rss_kb() / 1024
+    finally:
+        b.stop()
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller counts")
+    ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(TESTS))
+    ap.add_argument("--runs", type=int, default=1,
+                    help="repeat the comparison (brokers in turn, order switching); figures and ratios are medians of the runs")
     args = ap.parse_args()
+    tests = tuple(args.only.split(",")) if args.only else TESTS
     k = 0.2 if args.quick else 1.0
     n_nc = int(100_000 * k)
     n_rr = int(2_000 * k)
     n_raw = int(1_000_000 * k)
     size = 128
-    results: dict[str, dict[str, float]] = {}
-    for kind in KINDS:
-        b = Broker(kind, jetstream=False).start()
-        res = results[kind] = {"startup_ms": b.startup_s * 1000}
-        try:
-            res["nc_pubsub"] = asyncio.run(nc_pubsub(b.url, n_nc, size))
-            res["nc_pub"] = asyncio.run(nc_pub_only(b.url, n_nc, size))
-            res["rr_p50"], res["rr_p99"] = asyncio.run(nc_request_latency(b.url, n_rr))
-            res["raw_ingest"] = asyncio.run(raw_ingest(b.port, n_raw, size))
-            res["raw_fan"] = asyncio.run(raw_fanthrough(b.port, n_raw // 2, size))
-            res["rss_mb"] = b.rss_kb() / 1024
-        finally:
-            b.stop()
-    ref, ours = results["nats-server"], results["natslab"]
-    rows = [
-        ("nats-py pub/sub msg/s (128 B)", ref["nc_pubsub"], ours["nc_pubsub"], ""),
-        ("nats-py publish-only msg/s (128 B)", ref["nc_pub"], ours["nc_pub"], ""),
-        ("nats-py request-reply p50", ref["rr_p50"], ours["rr_p50"], "us"),
-        ("nats-py request-reply p99", ref["rr_p99"], ours["rr_p99"], "us"),
-        ("raw ingest msg/s (128 B)", ref["raw_ingest"], ours["raw_ingest"], ""),
-        ("raw fan-through msg/s (128 B)", ref["raw_fan"], ours["raw_fan"], ""),
-        ("start-up to accept (subprocess)", ref["startup_ms"], ours["startup_ms"], "ms"),
-        ("peak RSS", ref["rss_mb"], ours["rss_mb"], "MB"),
+    runs: list[dict[str, dict[str, float]]] = []
+    for r in range(args.runs):
+        runs.append({kind: run_once(kind, tests, n_nc, n_rr, n_raw, size)
+                     for kind in (KINDS if r % 2 == 0 else KINDS[::-1])})
+    names = [
+        ("nc_pubsub", "nats-py pub/sub msg/s (128 B)", ""),
+        ("nc_pub", "nats-py publish-only msg/s (128 B)", ""),
+        ("rr_p50", "nats-py request-reply p50", "us"),
+        ("rr_p99", "nats-py request-reply p99", "us"),
+        ("raw_ingest", "raw ingest msg/s (128 B)", ""),
+        ("raw_fan", "raw fan-through msg/s (128 B)", ""),
+        ("startup_ms", "start-up to accept (subprocess)", "ms"),
+        ("rss_mb", "peak RSS", "MB"),
     ]
-    lower = {"nats-py request-reply p50": False, "nats-py request-reply p99": False,
-             "start-up to accept (subprocess)": False, "peak RSS": False}
-    report("core NATS", rows, lower)
+    lower = {"rr_p50", "rr_p99", "startup_ms", "rss_mb"}
+    rows = []
+    for key, label, unit in names:
+        if key not in runs[0]["natslab"]:
+            continue
+        ref = statistics.median(x["nats-server"][key] for x in runs)
+        ours = statistics.median(x["natslab"][key] for x in runs)
+        ratios = [(x["nats-server"][key] / x["natslab"][key]) if key in lower else (x["natslab"][key] / x["nats-server"][key])
+                  for x in runs]
+        rows.append((label, ref, ours, unit, statistics.median(ratios)))
+        if args.runs > 1:
+            print(f"{label:42} ratios per run: {', '.join(f'{v:.2f}' for v in ratios)}")
+    report(f"core NATS (medians of {args.runs} run{'s' if args.runs > 1 else ''})", rows)
     print(f"\nnatslab in-process start-up to accepting connections: {inprocess_startup_ms():.1f} ms")
 
 

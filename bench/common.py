@@ -29,6 +29,7 @@ class Broker:
         self.extra = extra or []
         self.proc: subprocess.Popen | None = None
         self.startup_s = 0.0
+        self.startup_cpu_s = 0.0
 
     @property
     def url(self) -> str:
@@ -54,6 +55,7 @@ class Broker:
                     raise RuntimeError(f"{self.kind} did not start")
                 time.sleep(0.005)
         self.startup_s = time.perf_counter() - t0
+        self.startup_cpu_s = cpu_seconds_fine(self.proc.pid)  # (steadier than wall time on a loaded machine)
         return self
 
     def rss_kb(self) -> int:

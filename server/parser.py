@@ -73,29 +73,28 @@ class Parser:
         try:
             n = len(data)
             if n <= _READ_SLICE:
-                self._parse(data)
+                pos = self._parse(data, 0, n)
             else:
                 # a big read is parsed a slice at a time with what it produced
                 # sent in between, so a client with many requests in flight
                 # gets its first replies (and refills its window) while the
-                # rest is parsed; a command cut by a slice is finished by the next
-                # (inside a payload, the rest goes at once: a big message
-                # is not copied again for every slice)
-                i = 0
+                # rest is parsed. Slices are bounds on the one buffer, not
+                # copies: a command cut by a slice's end is parsed again from
+                # its start by the next (inside a payload, the rest goes at
+                # once: a big message is not looked at again for every slice)
+                pos = limit = 0
                 step = min(max(n // 3, 1024), _READ_SLICE_MAX)
-                while i < n and not self.closed:
-                    j = i + step if self.pending is None else n
+                while True:
+                    limit = n if self.pending is not None else min(limit + step, n)
                     step = min(step * 2, _READ_SLICE_MAX)
-                    piece = data[i:j]
-                    if self.buf:
-                        piece = self.buf + piece
-                        self.buf = b""
-                    self._parse(piece)
-                    i = j
-                    if i < n:
-                        srv.reading = False
-                        srv.flush_dirty()
-                        srv.reading = True
+                    pos = self._parse(data, pos, limit)
+                    if limit >= n or self.closed:
+                        break
+                    srv.reading = False
+                    srv.flush_dirty()
+                    srv.reading = True
+            if pos < n and not self.closed:
+                self.buf = data[pos:]
         finally:
             srv.reading = False
             srv.flush_dirty()
@@ -106,10 +105,10 @@ class Parser:
                     self.stall(others)
 
     # -- parsing -----------------------------------------------------------
-    def _parse(self, data: bytes) -> None:
+    def _parse(self, data: bytes, pos: int, n: int) -> int:
+        """Parse the commands in ``data[pos:n]``; return where the first one
+        that is not complete by ``n`` starts (``n`` when none is)."""
         srv = self.server
-        n = len(data)
-        pos = 0
         # the common case, a plain PUB from a connected non-verbose,
         # non-pedantic client, is routed by _fast_pubs
         fast = self.connected and not self.verbose and not self.pedantic and self.account is None
@@ -127,7 +126,7 @@ class Parser:
                     break
                 if data[end : end + 2] != b"\r\n":
                     self.protocol_error(p.ERR_UNKNOWN_OP)
-                    return
+                    return n
                 self.pending = None
                 if hlen:
                     hdr = data[pos : pos + hlen]
@@ -147,17 +146,17 @@ class Parser:
                     self.queue_out(p.OK)
                 srv.route(self, subject, reply, hdr, payload)
                 continue
-            eol = data.find(b"\n", pos)
+            eol = data.find(b"\n", pos, n)
             if eol < 0:
-                if n - pos > p.MAX_CONTROL_LINE and p.control_arg_len(data[pos:]) > p.MAX_CONTROL_LINE:
+                if n - pos > p.MAX_CONTROL_LINE and p.control_arg_len(data[pos:n]) > p.MAX_CONTROL_LINE:
                     self.protocol_error(p.ERR_MAX_CONTROL_LINE)
-                    return
+                    return n
                 break
             line = data[pos:eol]
             pos = eol + 1
             if len(line) > p.MAX_CONTROL_LINE and p.control_arg_len(line) > p.MAX_CONTROL_LINE:
                 self.protocol_error(p.ERR_MAX_CONTROL_LINE)
-                return
+                return n
             args = _ARG_RE.findall(line) if b"\x0b" in line or b"\x0c" in line else line.split()
             if not args:
                 continue
@@ -167,7 +166,7 @@ class Parser:
                 # parser stops at an unknown operation (with a space and no
                 # arguments it closes without a word, as the handlers do)
                 self.protocol_error(p.ERR_UNKNOWN_OP)
-                return
+                return n
             if op == b"PUB":
                 self._op_pub(args, False)
             elif op == b"HPUB":
@@ -194,8 +193,7 @@ class Parser:
                 fast = self.connected and not self.verbose and not self.pedantic and self.account is None
             else:
                 self.protocol_error(p.ERR_UNKNOWN_OP)
-        if pos < n and not self.closed:
-            self.buf = data[pos:]
+        return pos
 
     def _fast_pubs(self, data: bytes, pos: int, n: int) -> int:
         """Route plain PUBs from ``pos`` on; return where they end. Anything
@@ -208,11 +206,14 @@ class Parser:
         index's generation stays. The identical lines right behind it (the
         shape of telemetry and of every benchmark) join it, and the run goes
         to each target in one call (``deliver_payloads``). Other PUBs (with a
-        reply, to one-off subjects) are matched one at a time."""
+        reply, to one-off subjects) are matched one at a time; consecutive ones
+        that matched the same client subscriptions (requests to one service,
+        replies to one requester's inbox prefix) go to them as one run
+        (``Server.route_run``)."""
         srv = self.server
         index = srv.index
         route = srv.route
-        route_matched = srv.route_matched
+        route_run = srv.route_run
         cache_get = srv._match_cache.get
         match_miss = index.match_miss
         internal = srv.internal_client
@@ -224,8 +225,10 @@ class Parser:
         perms = self.perms
         msgs = nbytes = 0
         routed = routed_bytes = 0  # (route counts those for the server itself)
+        batch_r = None  # what the messages of ``batch`` matched (client subscriptions only)
+        batch: list = []
         while True:
-            m = pub_match(data, pos)
+            m = pub_match(data, pos, n)
             if m is None:
                 break
             subject, reply, size = m.groups()
@@ -248,6 +251,11 @@ class Parser:
                         e = self._line_entry(line, subject, total, r)
             if e is not None:
                 # a run of this line: one entry, one call per target
+                if batch:
+                    route_run(self, batch_r, batch)
+                    batch = []
+                    if self.closed:
+                        break
                 kind, targets = e[2], e[3]
                 end = start + total
                 if end + 2 > n:
@@ -256,16 +264,18 @@ class Parser:
                     break
                 if not startswith(b"\r\n", end):
                     break
-                payloads = [data[start:end]]
-                step = end + 2 - pos
                 q = end + 2
                 if startswith(line, q):
-                    head = start - pos
-                    while startswith(line, q) and startswith(b"\r\n", q + step - 2) and q + step <= n:
-                        payloads.append(data[q + head : q + step - 2])
-                        q += step
+                    # the same line again: the run is found and its payloads
+                    # taken by two regex calls (C loops, no Python per message)
+                    whole, item = _line_run(line, total)
+                    q = whole.match(data, pos, n).end()
+                    k = (q - pos) // (end + 2 - pos)
+                    payloads = item.findall(data, pos, q) if kind is not _NOBODY and kind is not _DENIED else None
+                else:
+                    k = 1
+                    payloads = [data[start:end]]
                 pos = q
-                k = len(payloads)
                 msgs += k
                 nbytes += k * total
                 if kind is _PLAIN:
@@ -289,7 +299,7 @@ class Parser:
                     routed += k
                     routed_bytes += k * total
                     err = violation("Publish", subject)
-                    for _ in payloads:
+                    for _ in range(k):
                         self.queue_out(err)
                 else:  # _ROUTE: the router, message by message
                     routed += k
@@ -311,6 +321,9 @@ class Parser:
             msgs += 1
             nbytes += total
             if perms is not None and not perms.can_publish(subject):
+                if batch:
+                    route_run(self, batch_r, batch)
+                    batch = []
                 routed += 1
                 routed_bytes += total
                 self.queue_out(violation("Publish", subject))
@@ -321,6 +334,14 @@ class Parser:
                     r = match_miss(subject)
             if r is EMPTY_RESULT and reply is None:
                 continue
+            if r is batch_r:
+                batch.append((subject, reply or b"", None, data[start:end]))
+                continue
+            if batch:
+                route_run(self, batch_r, batch)
+                batch = []
+                if self.closed:
+                    break
             psubs, qgroups = r
             if len(psubs) == 1 and not qgroups:
                 sub = psubs[0]
@@ -338,7 +359,7 @@ class Parser:
                             sub.callback(subject, reply or b"", None, payload)
                         else:
                             items = [(subject, reply or b"", payload)]
-                            pos = _take_run(index, sub, key, run, data, pos, items)
+                            pos = _take_run(index, sub, key, run, data, pos, n, items)
                             k = len(items) - 1
                             msgs += k
                             sub.msgs += k
@@ -348,11 +369,18 @@ class Parser:
                     if self.closed:
                         break
                     continue
-            routed += 1
-            routed_bytes += total
-            route_matched(self, r, subject, reply or b"", None, data[start:end])
-            if self.closed:
-                break
+            # a run starts here (it ends at the first message that matched
+            # something else): for client subscriptions only, each of which
+            # is told no later of a message than a subsystem would be
+            if _plain(r):
+                batch = [(subject, reply or b"", None, data[start:end])]
+                batch_r = r
+            else:
+                route_run(self, r, ((subject, reply or b"", None, data[start:end]),))
+                if self.closed:
+                    break
+        if batch:
+            route_run(self, batch_r, batch)
         self.in_msgs += msgs
         self.in_bytes += nbytes
         srv.in_msgs += msgs - routed
@@ -398,6 +426,44 @@ _INTERNAL = "internal"  # one subsystem's subscription alone (a stream's subject
 _DENIED = "denied"  # the publisher may not publish there
 _ROUTE = "route"  # a mix of clients and subsystems: the router, message by message
 _LINES_MAX = 1024  # control lines cached per connection
+
+
+def _plain(r: tuple) -> bool:
+    """Did a match (``r``) find client subscriptions only, none of them
+    ending after a count and no two on one connection? Messages to those may
+    be handed over in runs: each connection still sees them in the order
+    they were sent."""
+    psubs, qgroups = r
+    clients = set()
+    for sub in psubs:
+        if sub.client.internal or sub.max:
+            return False
+        clients.add(sub.client)
+    k = len(psubs)
+    for group in qgroups:
+        for sub in group:
+            if sub.client.internal or sub.max:
+                return False
+            clients.add(sub.client)
+        k += len(group)
+    return len(clients) == k
+
+
+def _line_run(line: bytes, size: int) -> tuple:
+    """Patterns for a run of PUBs that all have control line ``line`` (with
+    its CRLF) and ``size``-byte payloads: the whole run (possessive: it never
+    backtracks), and one member with its payload as the group (for findall)."""
+    r = _LINE_RUNS.get(line)
+    if r is None:
+        head = re.escape(line)
+        if len(_LINE_RUNS) >= _LINES_MAX:
+            _LINE_RUNS.clear()
+        r = _LINE_RUNS[line] = (re.compile(b"(?:%s.{%d}\r\n)++" % (head, size), re.S),
+                                re.compile(b"%s(.{%d})\r\n" % (head, size), re.S))
+    return r
+
+
+_LINE_RUNS: dict[bytes, tuple] = {}  # per control line: the patterns of _line_run
 
 
 def _to_group(group: tuple, subject: bytes, size: int, payloads: list) -> None:
@@ -448,12 +514,12 @@ def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...]) -> 
 _RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies): the patterns of _run_patterns
 
 
-def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, items: list) -> int:
-    """Append to ``items`` the (subject, reply, payload) of the PUBs right at
-    ``pos`` that belong to the run under ``key``: of the shape ``run`` takes,
-    and reaching ``sub`` alone. Return where they end."""
+def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items: list) -> int:
+    """Append to ``items`` the (subject, reply, payload) of the PUBs in
+    ``data[pos:n]`` right at ``pos`` that belong to the run under ``key``: of
+    the shape ``run`` takes, and reaching ``sub`` alone. Return where they end."""
     whole, item, body_of = _run_patterns(key, run.reply, run.payloads)
-    m = whole.match(data, pos)
+    m = whole.match(data, pos, n)
     if m is None:
         return pos
     end = m.end()

@@ -486,34 +486,44 @@ class Server:
         self.route_matched(pub, r, subject, reply, hdr, payload)
 
     def route_matched(self, pub, r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        """route for a subject already matched (``r``, by the parser)."""
-        # internal subscribers (JetStream) may ask who sent what they handle
-        self.current_publisher = pub
-        psubs, qgroups = r
+        """route for a subject already matched (``r``)."""
         if not pub.internal:
             self.in_msgs += 1
             self.in_bytes += len(payload) + (len(hdr) if hdr else 0)
-        if hdr is not None and b"Nats-Trace-Dest:" in hdr and self.msg_trace.route(pub, subject, reply, hdr, payload, r):
-            return  # traced (server/msgtrace.py)
-        if not psubs and not qgroups:
-            if reply and pub.no_responders:
-                self._no_responders(pub, subject, reply)
-            return
-        msg = ((subject, reply, hdr, payload),)  # a run of one, for each subscription
+        if hdr is not None and b"Nats-Trace-Dest:" in hdr:
+            self.current_publisher = pub
+            if self.msg_trace.route(pub, subject, reply, hdr, payload, r):
+                return  # traced (server/msgtrace.py)
+        self.route_run(pub, r, ((subject, reply, hdr, payload),))
+
+    def route_run(self, pub, r: tuple, msgs) -> None:
+        """Deliver (subject, reply, hdr, payload) messages from ``pub`` that
+        all matched ``r``, in order (the parser hands over runs of PUBs; the
+        caller counts them): each subscription takes the run at once, a
+        queue group gives each message to one member, a publisher without
+        echo gets none of its own, and a request nothing takes gets the
+        no-responders answer."""
+        # internal subscribers (JetStream) may ask who sent what they handle
+        self.current_publisher = pub
+        psubs, qgroups = r
         n = 0
         for sub in psubs:
             c = sub.client
             if c is pub and not c.echo:
                 continue
-            c.deliver_run(sub, msg)
+            c.deliver_run(sub, msgs)
             n += 1
         for group in qgroups:
-            sub = pick_member(group, pub)
-            if sub is not None:
-                sub.client.deliver_run(sub, msg)
+            for msg in msgs:
+                sub = pick_member(group, pub)
+                if sub is None:
+                    break
+                sub.client.deliver_run(sub, (msg,))
                 n += 1
-        if not n and reply and pub.no_responders:
-            self._no_responders(pub, subject, reply)
+        if not n and pub.no_responders:
+            for subject, reply, _, _ in msgs:
+                if reply:
+                    self._no_responders(pub, subject, reply)
 
     def _no_responders(self, pub: Client, subject: bytes, reply: bytes) -> None:
         hdr = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 
 from .internal import InternalSubscription
-from .jetstream.shapes import dumps, rfc3339
 
 USER_INFO = "$SYS.REQ.USER.INFO"
 OWN_CONNZ = ("$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ")
@@ -68,6 +67,8 @@ class SysRequests:
         srv.schedule_flush()
 
     def server_block(self) -> dict:
+        from .jetstream.shapes import rfc3339  # (not at start-up: it loads all of JetStream)
+
         srv = self.server
         self.seq += 1
         js = srv.jetstream is not None
@@ -89,6 +90,8 @@ class SysRequests:
         perms = getattr(client, "perms", None)
         if perms is not None:
             data["permissions"] = perms.as_config()
+        from .jetstream.shapes import dumps
+
         body = {"server": self.server_block(), "data": data}
         self.reply(client, reply, dumps(body).encode())
 

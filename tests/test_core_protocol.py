@@ -373,3 +373,65 @@ async def test_a_run_of_identical_pubs_is_routed_as_single_ones_are(raw):
     q2, q5 = got.get("2", []), got.get("5", [])
     assert sorted(q2 + q5) == sorted(everything)
     assert q2 == [m for m in everything if m in q2] and q5 == [m for m in everything if m in q5]
+
+
+async def test_long_runs_cut_anywhere_are_framed_by_their_sizes(raw):
+    # thousands of identical PUB lines in writes cut at odd places (inside a
+    # control line, inside a payload, between CR and LF): natslab takes such
+    # runs with one pattern per line and big reads in slices. Payloads that
+    # hold the control line itself, and CRLF where the next message would
+    # start, must be taken by their size, as nats-server does; a run to
+    # nobody is dropped and the next message still routed.
+    sub = await raw()
+    await sub.send("SUB t.a 1\r\n")
+    assert await sub.read_until_pong() == []
+    pub = await raw()
+    tricky = "abcd\r\nPUB t.a 20\r\ncd"  # 20 bytes, a PUB line inside
+    payloads = [tricky if i % 7 == 3 else f"p{i:05d}-{'x' * 13}" for i in range(3000)]
+    assert {len(x) for x in payloads} == {20}
+    data = ("".join(f"PUB t.nobody 20\r\n{x}\r\n" for x in payloads[:500])
+            + "".join(f"PUB t.a 20\r\n{x}\r\n" for x in payloads)).encode()
+    cuts = [0, 5, 1000, 1003, 20011, 20012, 47777, len(data)]
+    for a, b in zip(cuts, cuts[1:]):
+        await pub.send(data[a:b])
+        await asyncio.sleep(0.02)
+    assert await pub.read_until_pong() == []
+    want = b"".join(b"MSG t.a 1 20\r\n%s\r\n" % x.encode() for x in payloads)
+    assert await sub.read_exactly(len(want), timeout=10) == want
+    assert await sub.read_until_pong() == []
+
+
+async def test_requests_and_replies_read_together_are_routed_in_order(raw):
+    # requests to one service and replies to one requester's inbox prefix,
+    # each batch in one write (natslab hands consecutive PUBs that matched
+    # the same subscriptions over as a run): every subscriber gets them in
+    # order, a queue group one copy each, and the requests nothing takes get
+    # the no-responders status, between the others as sent
+    svc = await raw()
+    await svc.send("SUB svc.a 1\r\n")
+    qa, qb = await raw(), await raw()
+    await qa.send("SUB svc.a grp 7\r\n")
+    await qb.send("SUB svc.a grp 8\r\n")
+    pub = await raw(connect='{"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}')
+    await pub.send("SUB _INBOX.p.* 5\r\n")
+    for c in (svc, qa, qb, pub):
+        assert await c.read_until_pong() == []
+    reqs = "".join(f"PUB svc.a _INBOX.p.{i} 2\r\nr{i}\r\n" for i in range(10))
+    await pub.send(reqs + "PUB svc.none _INBOX.p.50 0\r\n\r\nPUB svc.none _INBOX.p.51 0\r\n\r\n" + reqs.replace("r", "s"))
+    assert await pub.read_until_pong() == [
+        "HMSG _INBOX.p.50 5 40 40", "NATS/1.0 503", "Nats-Subject: svc.none", "", "",
+        "HMSG _INBOX.p.51 5 40 40", "NATS/1.0 503", "Nats-Subject: svc.none", "", ""]
+    want = [(f"_INBOX.p.{i}", f"{x}{i}") for x in "rs" for i in range(10)]
+    lines = await svc.read_until_pong()
+    got = [(lines[k].split()[3], lines[k + 1]) for k in range(0, len(lines), 2)]
+    assert got == want and all(lines[k].startswith("MSG svc.a 1 ") for k in range(0, len(lines), 2))
+    shares = []
+    for c in (qa, qb):
+        lines = await c.read_until_pong()
+        shares.append([(lines[k].split()[3], lines[k + 1]) for k in range(0, len(lines), 2)])
+    assert sorted(shares[0] + shares[1]) == sorted(want)
+    assert all(s == [w for w in want if w in s] for s in shares)
+    await svc.send("".join(f"PUB _INBOX.p.{i} 3\r\nok{i}\r\n" for i in range(10)))
+    assert await svc.read_until_pong() == []
+    lines = await pub.read_until_pong()
+    assert lines == [x for i in range(10) for x in (f"MSG _INBOX.p.{i} 5 3", f"ok{i}")]

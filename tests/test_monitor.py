@@ -479,3 +479,37 @@ async def test_monitor_port_from_config(server_kind, tmp_path, form):
         assert await get_json(srv, "/healthz") == {"status": "ok"}
     finally:
         srv.stop()
+
+
+async def test_runs_of_pubs_in_one_write_are_counted_exactly(http_server):
+    """One big write of identical PUB lines (to nobody, to a subscriber, one
+    with a reply between them), as a raw client pipelines it: /varz and
+    /connz count every message and byte as nats-server does."""
+    srv = http_server
+    v0 = await get_json(srv, "/varz")
+    s = await connect(srv.url, name="runs-sub")
+    await s.subscribe("runs.x")
+    await s.flush()
+    await s.flush()
+    r, w = await asyncio.open_connection(srv.host, srv.port)
+    await r.readline()
+    data = (b'CONNECT {"verbose":false,"pedantic":false,"name":"runs-pub","protocol":1}\r\n'
+            + b"PUB runs.none 10\r\n0123456789\r\n" * 1500
+            + b"PUB runs.x 5\r\nabcde\r\n" * 1200
+            + b"PUB runs.x _INBOX.r 3\r\nabc\r\n"
+            + b"PUB runs.x 5\r\nabcde\r\n" * 300 + b"PING\r\n")
+    w.write(data)
+    await w.drain()
+    while (await asyncio.wait_for(r.readline(), 10)) != b"PONG\r\n":
+        pass
+    await s.flush()
+    await asyncio.sleep(0.1)
+    v = await get_json(srv, "/varz")
+    n, nb = 1500 + 1200 + 1 + 300, 1500 * 10 + 1500 * 5 + 3
+    assert (v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"]) == (n, nb)
+    assert (v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (1501, 1500 * 5 + 3)
+    conns = {x["name"]: x for x in (await get_json(srv, "/connz"))["connections"]}
+    assert (conns["runs-pub"]["in_msgs"], conns["runs-pub"]["in_bytes"]) == (n, nb)
+    assert (conns["runs-sub"]["out_msgs"], conns["runs-sub"]["out_bytes"]) == (1501, 1500 * 5 + 3)
+    w.close()
+    await s.close()
