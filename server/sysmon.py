@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 
-from .jetstream.shapes import dumps, rfc3339
 from .monitor_cluster import accountz, gatewayz, leafz, routez
 from .monitor_connz import connz, subsz
 from .monitor_format import BadRequest, go_number
@@ -141,6 +140,8 @@ class SysMonitor:
     def _send(self, reply: str, body: dict) -> None:
         client = self.server.current_publisher
         if reply and client is not None and not client.internal:
+            from .jetstream.shapes import dumps  # (not at start-up: it loads all of JetStream)
+
             self.sysreq.reply(client, reply, dumps(body).encode())
 
     # -- handlers -----------------------------------------------------------------
@@ -195,6 +196,8 @@ class SysMonitor:
 
     def stats(self) -> dict:
         """nats-server's ServerStats for this server."""
+        from .jetstream.shapes import rfc3339
+
         srv = self.server
         out_msgs, out_bytes = srv.out_msgs, srv.out_bytes
         d = {
