@@ -93,6 +93,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin):
         return cls(nc, options, inbox_prefix)
 
     async def close(self) -> None:
+        await self._close_delivery_tap()  # the pull hand's second connection (pull.py)
         if not self.nc.is_closed:
             await quietly(asyncio.wait_for(self.nc.close(), 3), "close the connection")
 
