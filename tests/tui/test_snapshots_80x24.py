@@ -120,7 +120,8 @@ async def tail(pilot) -> None:
 async def connections(pilot) -> None:
     await show(pilot, "connections")
     table = pilot.app.screen.query_one("#conn-table")
-    await until(pilot, lambda: table.row_count == 1, what="the app's connection listed")
+    # the app's connection and the pull hand's delivery tap (a connection of its own)
+    await until(pilot, lambda: table.row_count == 2, what="the app's connections listed")
     # the row counts at once; the columns are sized to it when the table is idle
     await until(pilot, lambda: table.columns["name"].content_width >= len("natslab ◀ you")
                 and table.columns["lang"].content_width >= len("python3"), what="columns sized")

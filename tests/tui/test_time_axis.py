@@ -61,6 +61,9 @@ def test_nak_with_its_delay():
     assert row(events, now=12.0, cells=14) == "1↺╌╌╌╌···2✓   "
     # the delay still running: drawn to its end, like the rest of an ack wait
     assert row(events[:2], now=3.0, cells=10) == "1↺╌╌╌╌    "
+    # the delay ending inside a cell: that cell stays dashed, the dots start after it
+    mid = [ev(1, "deliver", 1, 0.2), ev(1, "nak", 1, 0.9, delay=3.0)]
+    assert row(mid, now=6.0, cells=8) == "1↺╌╌··  "
     # a nak without a delay: eligible at once, waiting for the next pull
     assert row([ev(1, "deliver", 1, 0.0), ev(1, "nak", 1, 1.0)], now=4.0, cells=8) == "1↺··    "
     # nak'd on its last try: the server gives up on the next pull (the advisory ends the dots)

@@ -115,6 +115,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
         return cls(nc, options, inbox_prefix, server_errors)
 
     async def close(self) -> None:
+        await self._close_delivery_tap()  # the pull hand's second connection (pull.py)
         if not self.nc.is_closed:
             await quietly(asyncio.wait_for(self.nc.close(), 3), "close the connection")
 

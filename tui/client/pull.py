@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Awaitable, Callable
 
@@ -12,6 +13,7 @@ from .errors import NatsError, _nats_errors, _plain, quietly
 from .models import DeliveryEvent, FetchedMessage
 
 ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER"
+log = logging.getLogger(__name__)
 
 
 class PullMixin:
@@ -96,7 +98,12 @@ class PullMixin:
         A pull consumer hands each message to the puller's reply inbox with that
         ack subject as its reply, so a tap on ``_INBOX.>`` sees other programs'
         deliveries the moment they happen (the app's own inbox is skipped: its
-        fetches are reported by the pull hand itself).
+        fetches are reported by the pull hand itself). That tap has a connection
+        of its own: on the app's connection it would match the app's own reply
+        inboxes too, and a server hands a request's no-responders status to only
+        one of the requester's matching subscriptions (nats-server's
+        subForReply), so the app's requests would time out instead of saying
+        "no responders". Without that connection (refused, say) the rest works.
         """
 
         async def on_advisory(msg) -> None:
@@ -163,8 +170,23 @@ class PullMixin:
         for suffix in ("MAX_DELIVERIES", "MSG_NAKED", "MSG_TERMINATED"):
             subs.append(await self.subscribe(f"{ADVISORY}.{suffix}.>", on_advisory))
         subs.append(await self.subscribe("$JS.ACK.>", on_ack))
-        subs.append(await self.subscribe("_INBOX.>", on_inbox))
+        await self._close_delivery_tap()  # a second watch (a new pull hand) replaces the first
+        from dataclasses import replace
+
+        try:
+            tap = await type(self).connect(replace(self.options, name=f"{self.options.name} delivery tap"))
+        except NatsError as exc:
+            log.warning("other programs' deliveries are not watched: %s", exc)
+            return subs
+        self._delivery_tap = tap
+        subs.append(await tap.subscribe("_INBOX.>", on_inbox))
         return subs
+
+    async def _close_delivery_tap(self) -> None:
+        tap = getattr(self, "_delivery_tap", None)
+        self._delivery_tap = None
+        if tap is not None:
+            await tap.close()
 
 
 def nak_delay(body: bytes) -> float | None:

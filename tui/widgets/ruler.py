@@ -267,6 +267,8 @@ class StreamRuler(Static):
         self.stream = ""
         self.first = self.last = 0
         self.lanes: list[Lane] = []
+        self._shown: Text | None = None  # what is on screen, and its line count
+        self._shown_lines = -1
 
     def styles_map(self) -> dict[str, Style]:
         return {name.removeprefix("ruler--"): self.get_component_rich_style(name, partial=True)
@@ -281,12 +283,20 @@ class StreamRuler(Static):
     def redraw(self) -> None:
         if not self.stream:
             self.update("")
+            self._shown, self._shown_lines = None, -1
             return
         width = self.content_region.width or (self.size.width - 2) or 78
-        self.update(render_ruler(self.stream, self.first, self.last, self.lanes, width, self.styles_map(),
-                                 retention=self.retention))
+        text = render_ruler(self.stream, self.first, self.last, self.lanes, width, self.styles_map(),
+                            retention=self.retention)
+        if text == self._shown:
+            return  # redrawn twice a second: most polls change nothing
+        # a new layout of the screen (~15 ms) only when the ruler's height changes
+        lines = text.plain.count("\n")
+        self.update(text, layout=lines != self._shown_lines)
+        self._shown, self._shown_lines = text, lines
 
     def on_resize(self) -> None:
+        self._shown = None  # the width changed: draw again
         self.redraw()
 
 

@@ -148,7 +148,8 @@ def paint_row(events: Sequence, ack_wait: float, now: float, start: float, cells
             if settled.kind == "nak":
                 eligible = settled.at + (settled.delay or 0.0)
                 fill(settled.at, min(eligible, next_at) if next_at is not None else eligible, DELAY, "delay")
-                fill(eligible, resume, WAITING, "waiting")
+                # the dots start in the first cell after the delay (its last cell stays dashed)
+                fill(max(eligible, start + -(-(eligible - start) // spc) * spc), resume, WAITING, "waiting")
             marks.append((settled.at, SETTLING[settled.kind], settled.kind))
         marks.append((d.at, tries, bar_key))
     tries_at = {cell(t): t for t, _, key in marks if key in ("bar", "other")}

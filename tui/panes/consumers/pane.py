@@ -106,6 +106,8 @@ class ConsumersPane(LivePane):
         self._history: dict[str, ConsumerRates] = {}
         self._stream_history = StreamRates()
         self.rates_window = WINDOWS[0]  # z: the charts' time window
+        self._detail_shape: tuple | None = None  # what the details showed last (charts: their shape)
+        self._status_text = ""
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
@@ -154,7 +156,8 @@ class ConsumersPane(LivePane):
         if event.stream != self.stream:
             return
         if event.error:
-            self.query_one("#consumers-status", Label).update(f"Consumers of {event.stream} — {event.error}")
+            self._status_text = f"Consumers of {event.stream} — {event.error}"
+            self.query_one("#consumers-status", Label).update(self._status_text)
             return
         now = time.monotonic()
         self.consumers = {c.name: c for c in sorted(event.consumers, key=lambda c: c.name)}
@@ -192,14 +195,17 @@ class ConsumersPane(LivePane):
     def _update_status(self) -> None:
         label = self.query_one("#consumers-status", Label)
         if not self.stream:
-            label.update("Consumers — select a stream in the Streams pane first")
+            text = "Consumers — select a stream in the Streams pane first"
         elif not self.consumers:
-            label.update(f"Consumers of {self.stream} — none yet; press n to create one")
+            text = f"Consumers of {self.stream} — none yet; press n to create one"
         else:
             table = self.query_one(LiveTable)
             more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
-            label.update(f"Consumers of {self.stream} ({len(self.consumers)}){more} — n new · e edit · "
-                         "space pause/resume · d delete · f pull hand")
+            text = (f"Consumers of {self.stream} ({len(self.consumers)}){more} — n new · e edit · "
+                    "space pause/resume · d delete · f pull hand")
+        if text != self._status_text:  # called on every poll: the same line would cost a layout each time
+            self._status_text = text
+            label.update(text)
 
     @on(DataTable.RowHighlighted, "#consumers-table")
     def on_highlight(self, event: DataTable.RowHighlighted) -> None:
@@ -209,13 +215,21 @@ class ConsumersPane(LivePane):
     def _selection_changed(self) -> None:
         key = self.query_one(LiveTable).selected_key
         c = self.consumers.get(key) if key else None
-        self.query_one("#consumer-config", Static).update(self._config_text(c))
+        config = self.query_one("#consumer-config", Static)
+        # the charts keep their height from poll to poll: no new layout of the
+        # screen (~15 ms, twice a second) unless what is shown changes shape
+        shape = ("graph", c is None, config.content_region.width) if self._graph_shows(c) else None
+        config.update(self._config_text(c), layout=shape is None or shape != self._detail_shape)
+        self._detail_shape = shape
         if key != self.selected and self.stream:
             self.selected = key
             self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
 
+    def _graph_shows(self, c: ConsumerSummary | None) -> bool:
+        return bool(self.graph and self.stream and (c is None or c.name in self._history))
+
     def _config_text(self, c: ConsumerSummary | None):
-        if self.graph and self.stream and (c is None or c.name in self._history):
+        if self._graph_shows(c):
             # the selected consumer's rates under its stream's; the stream's alone when it has no consumer
             width = self.query_one("#consumer-config").content_region.width or 76
             styles = {name.removeprefix("rates--"): self.get_component_rich_style(name, partial=True)
