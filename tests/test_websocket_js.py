@@ -1,6 +1,6 @@
 """nats.js over WebSocket (interop/nats-js/ws.mjs, wsconnect) against both
-servers: same transcript. Needs node and the interop packages
-(``cd interop/nats-js && npm ci``); skipped without them."""
+servers: same transcript. Needs node 20+; the pinned interop packages are
+installed with ``npm ci`` on first use (skipped, saying why, when that fails)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,29 @@ def run_ws_js(ws_url: str, tcp_url: str, env: dict | None = None) -> list[str]:
     return r.stdout.splitlines()
 
 
-needs_node = pytest.mark.skipif(
-    shutil.which("node") is None or not (JS_DIR / "node_modules" / "@nats-io" / "nats-core").is_dir(),
-    reason="node or interop/nats-js/node_modules missing (npm ci)")
+def _node_modules() -> str | None:
+    """None when nats.js is there to run, else why not. The pinned packages
+    (package-lock.json) are installed with `npm ci` the first time, as the
+    natscli tests build their CLI: a fresh clone runs these tests too."""
+    if shutil.which("node") is None:
+        return "node is not installed (nats.js needs node 20+)"
+    if (JS_DIR / "node_modules" / "@nats-io" / "nats-core").is_dir():
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        return "interop/nats-js/node_modules missing and no npm to install it (cd interop/nats-js && npm ci)"
+    try:
+        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True,
+                           timeout=120)
+    except subprocess.TimeoutExpired:
+        return "npm ci in interop/nats-js took over 120 s (no registry?)"
+    if r.returncode != 0:
+        return f"npm ci in interop/nats-js failed: {(r.stderr or r.stdout).strip()[-300:]}"
+    return None
+
+
+_WHY_NOT = _node_modules()
+needs_node = pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or "")
 
 
 @needs_node
