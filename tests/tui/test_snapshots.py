@@ -16,7 +16,7 @@ import pytest
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
-from .conftest import wait_for
+from .conftest import screen_text, wait_for
 
 SIZE = (120, 36)
 
@@ -98,7 +98,12 @@ def test_message_browser_json(snap_compare, nats_server_url):
         browser = pilot.app.screen.query_one("#browser-list")
         await until(pilot, lambda: browser.row_count == 4)
         browser.move_cursor(row=1)
+        # the detail follows the cursor a moment later: wait for it, or J may
+        # format the first message (one run in the full suite showed #1)
+        await until(pilot, lambda: "o-2" in screen_text(pilot.app), what="message 2 shown")
         await pilot.press("J")
+        await until(pilot, lambda: "(json)" in screen_text(pilot.app) and "o-2" in screen_text(pilot.app),
+                    what="message 2 as JSON")
         await finish(pilot)
 
     assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)
