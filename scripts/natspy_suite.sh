@@ -13,7 +13,7 @@
 # in its working directory before anything else, so nats/ is copied into a temp dir and a
 # `nats-server` script put beside it that execs either `python -m natslab.server` or this venv's
 # real nats-server binary. Bounded by 20 minutes.
-# The last lines of the output are pytest's summary (-rfE lists every failure with its reason).
+# The last lines of the output are pytest's summary (-rfEs lists every failure and skip with its reason).
 set -eu
 which=$1; checkout=$2; shift 2
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,5 +28,5 @@ esac
 chmod +x "$work/nats-server"
 echo "working directory: $work" >&2
 cd "$work"
-exec unshare -n sh -c 'ip link set lo up && w=$1 && pytest=$2 && shift 2 && PATH="$w:$PATH" exec timeout 1200 "$pytest" -p no:cacheprovider -q -rfE nats/tests "$@"' \
+exec unshare -n sh -c 'ip link set lo up && w=$1 && pytest=$2 && shift 2 && PATH="$w:$PATH" exec timeout 1200 "$pytest" -p no:cacheprovider -q -rfEs nats/tests "$@"' \
   sh "$work" "$venv/bin/pytest" "$@"
