@@ -5,7 +5,7 @@
 # Usage (as root; the suite uses fixed ports 4222-4225, 8222, ... so it runs in a network
 # namespace of its own where they are free):
 #   scripts/natspy_suite.sh natslab|nats-server NATS_PY_CHECKOUT [extra pytest args...]
-# NATS_PY_CHECKOUT is a checkout of github.com/nats-io/nats.py (the directory holding nats/tests),
+# NATS_PY_CHECKOUT is a checkout of github.com/nats-io/nats.py (its root: nats/tests, README.md, pyproject.toml),
 # e.g. from `git archive HEAD nats | tar x` of a clone. The tests run with this worktree's
 # .venv (nats-py, nkeys, aiohttp and pytest installed: `pip install -e '.[test]' nkeys aiohttp`).
 # As upstream's CI does, it runs from the repository root (`pytest nats/tests`: tests/conf/ws_tls.conf
@@ -20,6 +20,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 venv=$here/.venv
 work=$(mktemp -d /tmp/natspy_suite.XXXXXX)
 cp -r "$checkout/nats" "$work/nats"
+# test_js.py's object store tests upload ./README.md and ./pyproject.toml (the repository root's).
+cp "$checkout/README.md" "$checkout/pyproject.toml" "$work/"
 case $which in
   natslab) printf '#!/bin/sh\nexec %s -m natslab.server "$@"\n' "$venv/bin/python" > "$work/nats-server" ;;
   nats-server) printf '#!/bin/sh\nexec %s "$@"\n' "$venv/bin/nats-server" > "$work/nats-server" ;;
