@@ -37,10 +37,10 @@ class Node:
         cmd = [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(self.port),
                "-m", str(self.http_port), "-js", "-sd", str(self.store), "-n", self.name,
                "--cluster_name", "C1", "--cluster", f"nats://127.0.0.1:{self.cluster_port}", "--routes", routes]
-        # each node tagged with its name, so a test can place an R1 stream on it
-        path = self.store.parent / f"{self.name}.conf"
-        path.write_text(f'server_tags: ["node:{self.name}"]\n' + self.conf)
-        cmd += ["-c", str(path)]
+        if self.conf:
+            path = self.store.parent / f"{self.name}.conf"
+            path.write_text(self.conf)
+            cmd += ["-c", str(path)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_for_info(self.port, self.proc)
 
