@@ -14,7 +14,7 @@ from pathlib import Path
 import nats
 import nats.errors
 
-from .conftest import _wait_for_info, free_port
+from .conftest import _wait_for_info, free_port, stop_process
 
 
 class Node:
@@ -51,12 +51,8 @@ class Node:
         self.proc = None
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
 
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -45,24 +46,54 @@ def _wait_for_info(port: int, proc: subprocess.Popen | None, timeout: float = 10
 
 
 class RealServer:
+    """nats-server run as a child process (``args`` adds flags: ``-n``, ``-c``);
+    the one way the tests start and stop a broker process."""
+
     kind = "nats-server"
 
-    def __init__(self, store: Path, monitor: bool = False, port: int | None = None):
+    def __init__(self, store: Path, monitor: bool = False, port: int | None = None, args: tuple[str, ...] = ()):
         self.port = port or free_port()
         self.http_port = free_port() if monitor else None
-        cmd = [shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(store)]
+        cmd = self.program() + ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(store), *args]
         if self.http_port:
             cmd += ["-m", str(self.http_port)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_for_info(self.port, self.proc)
         self.url = f"nats://127.0.0.1:{self.port}"
 
+    def program(self) -> list[str]:
+        return [shutil.which("nats-server") or "nats-server"]
+
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, and SIGKILL for a broker that has not gone in 10 s."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+class ConfBroker(RealServer):
+    """The ``broker`` fixture's kind (natslab's broker as a process, or
+    nats-server with NATSLAB_TUI_BROKER) run with a config file: accounts,
+    TLS, permissions."""
+
+    def __init__(self, tmp: Path, conf: str, monitor: bool = True):
+        self.kind = broker_kind()
+        path = tmp / "broker.conf"
+        path.write_text(conf)
+        super().__init__(tmp / "store", monitor=monitor, args=("-c", str(path)))
+        self.monitor = f"http://127.0.0.1:{self.http_port}" if monitor else None
+
+    def program(self) -> list[str]:
+        return [sys.executable, "-m", "natslab.server"] if self.kind == "embedded" else super().program()
 
 
 class EmbeddedThread:
@@ -141,6 +172,46 @@ async def outside(broker_url):
     yield nc
     if not nc.is_closed:
         await nc.close()
+
+
+class UserData:
+    """A user's own objects, made by another program before the app starts:
+    the ORDERS stream (3 orders; consumers WORKER and RDL, the names the
+    walkthrough and the redelivery demo use) and the CONFIG bucket (history 5,
+    one key). The tour and the demos must leave them exactly as they were."""
+
+    def __init__(self, js, kv):
+        self.js, self.kv = js, kv
+        self.before: tuple = ()
+
+    async def state(self) -> tuple:
+        js = self.js
+        info = await js.stream_info("ORDERS")
+        consumers = [(c.name, c.delivered.stream_seq, c.num_pending, c.num_ack_pending, c.created)
+                     for c in sorted(await js.consumers_info("ORDERS"), key=lambda c: c.name)]
+        entry = await self.kv.get("region")
+        names = sorted(s.config.name for s in await js.streams_info())
+        return (info.config.subjects, info.state.messages, info.state.bytes, info.state.last_seq, info.created,
+                consumers, entry.value, entry.revision, [n for n in names if not n.startswith(("DEMO_", "KV_DEMO_"))])
+
+    async def assert_untouched(self) -> None:
+        assert await self.state() == self.before
+        assert [e.value for e in await self.kv.history("region")] == [b"written by another program"]
+
+
+@pytest.fixture
+async def user_data(outside) -> UserData:
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    for i in range(3):
+        await js.publish("orders.new", f"user order {i}".encode())
+    await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit")
+    kv = await js.create_key_value(bucket="CONFIG", history=5)
+    await kv.put("region", b"written by another program")
+    data = UserData(js, kv)
+    data.before = await data.state()
+    return data
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 6.0, what: str = "condition") -> None:

@@ -9,10 +9,6 @@ nats-server with NATSLAB_TUI_BROKER=nats-server."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import nats
 import pytest
@@ -23,7 +19,7 @@ from natslab.tui.client import ConnectOptions
 from natslab.tui.widgets.live_table import LiveTable
 
 from .cluster import Cluster
-from .conftest import _wait_for_info, broker_kind, connected, free_port, show_tab, wait_for
+from .conftest import ConfBroker, connected, show_tab, wait_for
 
 ACCOUNTS = """accounts {
   APP { jetstream: enabled, users: [{user: app, password: app}] }
@@ -31,30 +27,6 @@ ACCOUNTS = """accounts {
 }
 system_account: SYS
 """
-
-
-class ConfBroker:
-    """natslab's broker (or nats-server, NATSLAB_TUI_BROKER) run with a config file."""
-
-    def __init__(self, tmp: Path, conf: str):
-        self.port, self.http_port = free_port(), free_port()
-        path = tmp / "broker.conf"
-        path.write_text(conf)
-        base = [sys.executable, "-m", "natslab.server"] if broker_kind() == "embedded" else \
-            [shutil.which("nats-server") or "nats-server"]
-        cmd = base + ["-a", "127.0.0.1", "-p", str(self.port), "-m", str(self.http_port), "-js",
-                      "-sd", str(tmp / "store"), "-c", str(path)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for_info(self.port, self.proc)
-        self.url = f"nats://127.0.0.1:{self.port}"
-        self.monitor = f"http://127.0.0.1:{self.http_port}"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def header(app) -> str:

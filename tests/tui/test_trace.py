@@ -9,9 +9,6 @@ full stream with discard new, and a publish the server's permissions deny."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
-import sys
 
 import nats
 import pytest
@@ -21,7 +18,7 @@ from natslab.tui.client import ConnectOptions
 from natslab.tui.app import NatslabApp
 from natslab.tui.panes.publish.trace import TraceScreen
 
-from .conftest import _wait_for_info, broker_kind, connected, free_port, screen_text, show_tab, wait_for
+from .conftest import ConfBroker, connected, screen_text, show_tab, wait_for
 
 
 def shown(app, selector: str) -> str:
@@ -160,21 +157,9 @@ CONF = """authorization {
 @pytest.fixture
 def auth_broker(tmp_path):
     """The same broker kind as ``broker``, with a user who may not publish to secret.>."""
-    conf = tmp_path / "auth.conf"
-    conf.write_text(CONF)
-    port = free_port()
-    if broker_kind() == "embedded":
-        cmd = [sys.executable, "-m", "natslab.server"]
-    else:
-        cmd = [shutil.which("nats-server") or "nats-server"]
-    cmd += ["-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(tmp_path / "auth-store"), "-c", str(conf)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_info(port, proc)
-        yield f"nats://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    srv = ConfBroker(tmp_path, CONF, monitor=False)
+    yield srv.url
+    srv.stop()
 
 
 async def test_trace_publish_denied_by_permissions(auth_broker):

@@ -8,8 +8,6 @@ Same pinned display as ``test_snapshots``; update with
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 
 import nats
 import pytest
@@ -19,23 +17,16 @@ from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 from natslab.tui.panes.publish.trace import TraceScreen
 
-from .conftest import _wait_for_info, free_port
+from .conftest import RealServer
 from .test_snapshots import finish, ready, until
 
 
 @pytest.fixture
 def named_server(tmp_path):
     """nats-server names itself after its random id unless told: the picture shows the name."""
-    port = free_port()
-    proc = subprocess.Popen([shutil.which("nats-server") or "nats-server", "-a", "127.0.0.1", "-p", str(port),
-                             "-js", "-sd", str(tmp_path / "store"), "-n", "n1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_info(port, proc)
-        yield f"nats://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    srv = RealServer(tmp_path / "store", args=("-n", "n1"))
+    yield srv.url
+    srv.stop()
 
 
 def seed(url: str) -> None:
