@@ -1,7 +1,8 @@
 """The palette demos never touch the user's data.
 
 The broker holds a user's ORDERS stream (with a consumer RDL, as the demo's)
-and CONFIG bucket; every demo runs, twice, and both are checked untouched.
+and CONFIG bucket (the ``user_data`` fixture); every demo runs, twice, and
+both are checked untouched.
 On a server natslab did not start, every demo asks first; a demo that finds
 its own leftovers asks before it resets them.
 """
@@ -13,30 +14,8 @@ from natslab.tui.demos import DEMOS, run_demo
 from .conftest import answer, connected, wait_for
 
 
-async def user_data(outside):
-    js = outside.jetstream()
-    await js.add_stream(name="ORDERS", subjects=["orders.>"])
-    for i in range(3):
-        await js.publish("orders.new", f"user order {i}".encode())
-    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit")
-    kv = await js.create_key_value(bucket="CONFIG", history=5)
-    await kv.put("region", b"written by another program")
-    return js, kv
-
-
-async def snapshot(js, kv) -> tuple:
-    info = await js.stream_info("ORDERS")
-    rdl = await js.consumer_info("ORDERS", "RDL")
-    entry = await kv.get("region")
-    names = sorted([s.config.name for s in await js.streams_info()])
-    return (info.config.subjects, info.state.messages, info.state.last_seq, info.created,
-            rdl.delivered.stream_seq, rdl.num_pending, rdl.created, entry.value, entry.revision,
-            [n for n in names if not n.startswith(("DEMO_", "KV_DEMO_"))])
-
-
-async def test_demos_leave_the_users_orders_and_config_alone(make_app, outside):
-    js, kv = await user_data(outside)
-    before = await snapshot(js, kv)
+async def test_demos_leave_the_users_orders_and_config_alone(make_app, user_data):
+    js = user_data.js
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await connected(app, pilot)
@@ -66,8 +45,7 @@ async def test_demos_leave_the_users_orders_and_config_alone(make_app, outside):
         assert "DEMO_CONFIG exists already" in await answer(app, pilot)
         await wait_for(pilot, lambda: any("DEMO_CONFIG keeps" in n.message for n in app._notifications), what="kv")
 
-    assert await snapshot(js, kv) == before
-    assert [e.value for e in await kv.history("region")] == [b"written by another program"]
+    await user_data.assert_untouched()
 
 
 async def test_a_demo_cancelled_on_a_remote_server_creates_nothing(make_app, outside):
