@@ -4,6 +4,8 @@ drawing them live on a real broker."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
@@ -96,6 +98,25 @@ def test_rates_snapshot(snap_compare, window):
     assert snap_compare(ChartsHost(window), terminal_size=(80, 15))
 
 
+async def charts_of(app, pilot, stream: str, consumer: str) -> Callable[[], str]:
+    """Once connected, select ``consumer`` of ``stream`` ("": the stream
+    itself) in the Consumers pane and press g; returns a reader of the
+    detail panel's text, where the charts are drawn."""
+    await connected(app, pilot)
+    app.jump_to_consumer(stream, consumer)
+    pane = app.screen.query_one("ConsumersPane")
+    await wait_for(pilot, lambda: pane.stream == stream and (not consumer or pane.selected == consumer),
+                   what=f"{consumer or stream} selected")
+    await pilot.press("g")
+    detail = app.screen.query_one("#consumer-config")
+
+    def shown() -> str:
+        return "\n".join(s.text for s in detail.render_lines(detail.region.reset_offset)) \
+            if detail.region.width else ""
+
+    return shown
+
+
 async def test_g_shows_rates_as_another_program_consumes(make_app, outside):
     js = outside.jetstream()
     await js.add_stream(name="ORDERS", subjects=["orders.>"])
@@ -104,17 +125,7 @@ async def test_g_shows_rates_as_another_program_consumes(make_app, outside):
     await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit", ack_wait=30)
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await connected(app, pilot)
-        app.jump_to_consumer("ORDERS", "WORKER")
-        pane = app.screen.query_one("ConsumersPane")
-        await wait_for(pilot, lambda: pane.selected == "WORKER", what="WORKER selected")
-        await pilot.press("g")
-        detail = app.screen.query_one("#consumer-config")
-
-        def shown() -> str:
-            return "\n".join(s.text for s in detail.render_lines(detail.region.reset_offset)) \
-                if detail.region.width else ""
-
+        shown = await charts_of(app, pilot, "ORDERS", "WORKER")
         await wait_for(pilot, lambda: "Delivered/s" in shown() and "Pending now 30" in shown(), what="charts")
         psub = await js.pull_subscribe_bind(durable="WORKER", stream="ORDERS")
         for m in await psub.fetch(20, timeout=5):
@@ -148,17 +159,7 @@ async def test_a_stream_without_consumers_shows_its_own_rates(make_app, outside)
     await js.add_stream(name="LOGS", subjects=["logs.>"])
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await connected(app, pilot)
-        app.jump_to_consumer("LOGS", "")
-        pane = app.screen.query_one("ConsumersPane")
-        await wait_for(pilot, lambda: pane.stream == "LOGS", what="LOGS selected")
-        await pilot.press("g")
-        detail = app.screen.query_one("#consumer-config")
-
-        def shown() -> str:
-            return "\n".join(s.text for s in detail.render_lines(detail.region.reset_offset)) \
-                if detail.region.width else ""
-
+        shown = await charts_of(app, pilot, "LOGS", "")
         await wait_for(pilot, lambda: "LOGS · the last 1 m" in shown() and "LOGS in/s" in shown(), what="stream charts")
         assert "Delivered/s" not in shown()
         for i in range(10):
