@@ -28,7 +28,8 @@ def test_ruler_rdl_one_acked_one_outstanding(snap_compare, nats_server_url, size
         await until(pilot, lambda: card.state == "acked")
         app.jump_to_consumer("ORDERS", "RDL")
         ruler = app.screen.query_one("#consumers-ruler")
-        await until(pilot, lambda: "RDL" in str(ruler.render()) and "┃1" in str(ruler.render()))
+        await until(pilot, lambda: "RDL" in str(ruler.render()) and "┃1" in str(ruler.render())
+                    and "floor 1 · dlv 2 · ack pend 1 · pend 2" in str(ruler.render()), what="RDL's lane after the ack")
         app.screen.query_one("#consumers-table").focus()
         await finish(pilot)
 

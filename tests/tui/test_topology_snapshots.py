@@ -37,6 +37,17 @@ def test_topology_screen(snap_compare, nats_server_url, size):
         await until(pilot, lambda: view.topology is not None and len(view.links) == 4
                     and all(l.lag == 0 and l.active is not None for l in view.topology.links if l.kind != "republish"),
                     timeout=10)
+        # the header's usage is polled on its own, once a second: it shows what
+        # the server counts once the mirror and sources caught up
+        nc = await nats.connect(nats_server_url, connect_timeout=2, allow_reconnect=False)
+        try:
+            info = await nc.jetstream().account_info()
+        finally:
+            await nc.close()
+        want = (info.streams, info.consumers, info.storage)
+        await until(pilot, lambda: app.header_info.usage is not None and (
+            app.header_info.usage.streams, app.header_info.usage.consumers, app.header_info.usage.storage) == want,
+            timeout=10, what=f"the header's usage at {want}")
         await pilot.pause(0.3)
         await finish(pilot)
 
