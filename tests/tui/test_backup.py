@@ -6,6 +6,7 @@ a restore over an existing stream shows the server's refusal."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from nats.js import api
 from textual.widgets import Input
@@ -32,6 +33,22 @@ def dialog_of(app, cls: str):
     return app.screen if type(app.screen).__name__ == cls else None
 
 
+async def submit_folder(app, pilot, key: str, cls: str, folder: Path) -> list[tuple[int, int]]:
+    """``key`` opens dialog ``cls`` (backup or restore), which is given
+    ``folder`` and submitted; returns the list its progress reports
+    (done, total) go to as it works."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: dialog_of(app, cls) and app.screen.query("#directory"), what=f"{cls} open")
+    seen: list[tuple[int, int]] = []
+    dialog = app.screen
+    report = dialog.report
+    dialog.report = lambda done, total: (seen.append((done, total)), report(done, total))
+    app.screen.query_one("#directory", Input).value = str(folder)
+    await pilot.pause(0.2)  # let the layout settle (an error line moves the button)
+    await pilot.click("#form-submit")
+    return seen
+
+
 async def test_backup_delete_restore_round_trip(make_app, outside, tmp_path):
     js = outside.jetstream()
     before = await seed(js)
@@ -42,15 +59,7 @@ async def test_backup_delete_restore_round_trip(make_app, outside, tmp_path):
         await connected(app, pilot)
         app.jump_to_stream("BK")
         await wait_for(pilot, lambda: app.screen.query_one("StreamsPane").selected == "BK", what="BK selected")
-        await pilot.press("b")
-        await wait_for(pilot, lambda: dialog_of(app, "BackupDialog") and app.screen.query("#directory"), what="backup dialog")
-        seen: list[tuple[int, int]] = []
-        dialog = app.screen
-        report = dialog.report
-        dialog.report = lambda done, total: (seen.append((done, total)), report(done, total))
-        app.screen.query_one("#directory", Input).value = str(folder)
-        await pilot.pause(0.2)  # let the layout settle (an error line moves the button)
-        await pilot.click("#form-submit")
+        seen = await submit_folder(app, pilot, "b", "BackupDialog", folder)
         await wait_for(pilot, lambda: dialog_of(app, "BackupDialog") is None, timeout=10, what="backup done")
         meta = json.loads((folder / "backup.json").read_text())
         assert meta["config"]["name"] == "BK" and meta["state"]["messages"] == 40
@@ -61,15 +70,7 @@ async def test_backup_delete_restore_round_trip(make_app, outside, tmp_path):
 
         await js.delete_stream("BK")
         await wait_for(pilot, lambda: "BK" not in app.screen.query_one("StreamsPane").streams, what="BK gone")
-        await pilot.press("R")
-        await wait_for(pilot, lambda: dialog_of(app, "RestoreDialog") and app.screen.query("#directory"), what="restore dialog")
-        seen.clear()
-        dialog = app.screen
-        report = dialog.report
-        dialog.report = lambda done, total: (seen.append((done, total)), report(done, total))
-        app.screen.query_one("#directory", Input).value = str(folder)
-        await pilot.pause(0.2)  # let the layout settle (an error line moves the button)
-        await pilot.click("#form-submit")
+        seen = await submit_folder(app, pilot, "R", "RestoreDialog", folder)
         await wait_for(pilot, lambda: dialog_of(app, "RestoreDialog") is None, timeout=10, what="restore done")
         assert seen[-1] == (size, size)
         await wait_for(pilot, lambda: app.screen.query_one("StreamsPane").selected == "BK", what="BK back and selected")
@@ -82,11 +83,7 @@ async def test_backup_delete_restore_round_trip(make_app, outside, tmp_path):
             ci0.delivered.stream_seq, ci0.ack_floor.stream_seq, ci0.num_ack_pending, ci0.num_pending)
 
         # the stream is back: restoring it again is refused, and the dialog says why
-        await pilot.press("R")
-        await wait_for(pilot, lambda: dialog_of(app, "RestoreDialog") and app.screen.query("#directory"), what="restore dialog")
-        app.screen.query_one("#directory", Input).value = str(folder)
-        await pilot.pause(0.2)  # let the layout settle (an error line moves the button)
-        await pilot.click("#form-submit")
+        await submit_folder(app, pilot, "R", "RestoreDialog", folder)
         field = app.screen.query_one("#field-directory", FormField)
         await wait_for(pilot, lambda: "already in use" in field.error_text, what="the server's refusal")
         # a directory that holds no backup is the dialog's own error

@@ -66,14 +66,21 @@ async def test_redelivery_tries_two(make_app, outside):
         assert "✓ ack" in str(hand.query_one(DeliveryTimeline).render())
 
 
+async def demo_hand(app, pilot) -> PullHand:
+    """Once connected, the redelivery demo (answered yes: natslab did not
+    start this server, so it asks first), up to the pull hand it opens on RDL."""
+    await connected(app, pilot)
+    app.action_demo_redelivery()
+    await answer(app, pilot)
+    hand = app.screen.query_one(PullHand)
+    await wait_for(pilot, lambda: hand.consumer == "RDL", what="demo opened pull hand")
+    return hand
+
+
 async def test_redelivery_demo_from_palette_action(make_app):
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await connected(app, pilot)
-        app.action_demo_redelivery()
-        await answer(app, pilot)  # a server natslab did not start: the demo asks first
-        hand = app.screen.query_one(PullHand)
-        await wait_for(pilot, lambda: hand.consumer == "RDL", what="demo opened pull hand")
+        hand = await demo_hand(app, pilot)
         hand.query_one("#pull-batch", Input).value = "2"
         await pilot.click("#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 2, what="two cards")
@@ -92,11 +99,7 @@ async def test_demo_leaves_the_hand_keys_working(make_app):
     """After the demo the f key fetches; it is not typed into the batch field."""
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await connected(app, pilot)
-        app.action_demo_redelivery()
-        await answer(app, pilot)  # a server natslab did not start: the demo asks first
-        hand = app.screen.query_one(PullHand)
-        await wait_for(pilot, lambda: hand.consumer == "RDL", what="demo opened pull hand")
+        hand = await demo_hand(app, pilot)
         await pilot.pause(0.1)
         await pilot.press("f")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="f fetched one")
