@@ -1,4 +1,5 @@
-"""Form building blocks: a field with its inline error, and a modal form base.
+"""Form building blocks: a field with its inline error, a modal form base, and
+the base of the forms that build a JetStream config (stream, consumer).
 
 Every form validates on submit: client-side problems and the server's error
 both land next to the field they are about, never in a crash.
@@ -142,3 +143,34 @@ class ModalForm(ModalScreen):
 
     def submit(self) -> None:
         raise NotImplementedError
+
+
+class ConfigForm(ModalForm):
+    """A form that builds a JetStream config: ``build_config()`` reads the
+    fields (None once it has shown their errors), ``save()`` sends it, and
+    ctrl+y shows and copies it as code (``config_code()``)."""
+
+    BINDINGS = ModalForm.BINDINGS + [
+        Binding("ctrl+y", "copy_code", "Copy as code", id="form.code"),
+    ]
+
+    def build_config(self) -> dict | None:
+        raise NotImplementedError
+
+    def config_code(self, config: dict) -> str:
+        raise NotImplementedError
+
+    def save(self, config: dict) -> None:
+        raise NotImplementedError
+
+    def action_copy_code(self) -> None:
+        """Show (and copy) the nats CLI line and nats-py call for what the form says."""
+        self.clear_errors()
+        config = self.build_config()
+        if config is not None:
+            self.show_code(self.config_code(config))
+
+    def submit(self) -> None:
+        config = self.build_config()
+        if config is not None:
+            self.save(config)

@@ -6,12 +6,11 @@ import re
 from typing import Iterable
 
 from textual import work
-from textual.binding import Binding
 from textual.widgets import Input, Select
 
 from ...client import ConsumerSummary, NatsError, name_error, subject_error
 from ...format import fmt_duration, parse_duration, parse_int
-from ...widgets.form import FormField, ModalForm
+from ...widgets.form import ConfigForm, FormField
 
 NS = 1_000_000_000
 
@@ -36,7 +35,7 @@ def field_for_error(description: str) -> str | None:
     return None
 
 
-class ConsumerForm(ModalForm):
+class ConsumerForm(ConfigForm):
     """Returns the consumer name on success, None on cancel."""
 
     def __init__(self, stream: str, existing: ConsumerSummary | None = None):
@@ -116,24 +115,10 @@ class ConsumerForm(ModalForm):
             config.pop("filter_subject", None)
         return config if ok else None
 
-    BINDINGS = ModalForm.BINDINGS + [
-        Binding("ctrl+y", "copy_code", "Copy as code", id="form.code"),
-    ]
-
-    def action_copy_code(self) -> None:
-        """Show (and copy) the nats CLI line and nats-py call for what the form says."""
-        self.clear_errors()
-        config = self.build_config()
-        if config is None:
-            return
+    def config_code(self, config: dict) -> str:
         from ...codegen import consumer_code
 
-        self.show_code(consumer_code(self.stream, config, edit=bool(self.existing)))
-
-    def submit(self) -> None:
-        config = self.build_config()
-        if config is not None:
-            self.save(config)
+        return consumer_code(self.stream, config, edit=bool(self.existing))
 
     @work(exclusive=True, group="consumer-form", exit_on_error=False)
     async def save(self, config: dict) -> None:

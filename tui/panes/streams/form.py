@@ -6,12 +6,11 @@ import re
 from typing import Iterable
 
 from textual import work
-from textual.binding import Binding
 from textual.widgets import Input, Select
 
 from ...client import NatsError, StreamSummary, name_error, subject_error
 from ...format import fmt_duration, parse_duration, parse_int
-from ...widgets.form import FormField, ModalForm
+from ...widgets.form import ConfigForm, FormField
 
 NS = 1_000_000_000
 
@@ -46,7 +45,7 @@ def _limit(value: int | None) -> str:
     return "" if value is None or value < 0 else str(value)
 
 
-class StreamForm(ModalForm):
+class StreamForm(ConfigForm):
     """Returns the stream name on success, None on cancel."""
 
     def __init__(self, existing: StreamSummary | None = None):
@@ -134,26 +133,12 @@ class StreamForm(ModalForm):
         ok = apply_links(self, config) and ok
         return config if ok else None
 
-    BINDINGS = ModalForm.BINDINGS + [
-        Binding("ctrl+y", "copy_code", "Copy as code", id="form.code"),
-    ]
-
-    def action_copy_code(self) -> None:
-        """Show (and copy) the nats CLI line and nats-py call for what the form says."""
-        self.clear_errors()
-        config = self.build_config()
-        if config is None:
-            return
+    def config_code(self, config: dict) -> str:
         from ...codegen import stream_code
 
         from .links import code_note
 
-        self.show_code(stream_code(config, edit=bool(self.existing)) + code_note(config))
-
-    def submit(self) -> None:
-        config = self.build_config()
-        if config is not None:
-            self.save(config)
+        return stream_code(config, edit=bool(self.existing)) + code_note(config)
 
     @work(exclusive=True, group="stream-form", exit_on_error=False)
     async def save(self, config: dict) -> None:
