@@ -138,6 +138,16 @@ class ServerProcess:
         self.stop()
         self.start()
 
+    def bounce(self, how: str) -> None:
+        """Start again after a clean stop ("restart", SIGTERM) or a crash ("kill", SIGKILL)."""
+        if how == "kill":
+            self.kill()
+            self.start()
+        elif how == "restart":
+            self.restart()
+        else:
+            raise ValueError(f"bounce how={how!r}: restart or kill")
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-4000:]
@@ -166,6 +176,17 @@ def http_server(server_kind, tmp_path):
     srv.start()
     yield srv
     srv.stop()
+
+
+async def eventually(cond, timeout: float = 3.0) -> bool:
+    """cond() once it holds (nats-py runs error_cb in a task of its own, so
+    an -ERR can be reported a moment after the flush that brought it)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
 
 
 async def connect(url: str, **kw) -> nats.NATS:

@@ -114,11 +114,7 @@ async def test_backup_and_restore_round_trip(server, storage, how):
     if storage == "file":
         await asyncio.sleep(1.2)  # past the file store's sync interval
         await nc.close()
-        if how == "kill":
-            server.kill()
-            server.start()
-        else:
-            server.restart()
+        server.bounce(how)
         nc = await connect(server.url)
         js = nc.jetstream()
         assert (await js.stream_info("BK")).state.messages == 120

@@ -370,11 +370,7 @@ async def test_mirror_and_sources_catch_up_after_restart(server, how):
     assert await count_is(js, "M", 3) and await count_is(js, "S", 3)
     await asyncio.sleep(1.5)  # the file stores' sync interval (1 s here, on nats-server 2 min but all written)
     await nc.close()
-    if how == "kill":
-        server.kill()
-        server.start()
-    else:
-        server.restart()
+    server.bounce(how)
     nc = await connect(server.url)
     js = nc.jetstream()
     for i in range(3, 5):

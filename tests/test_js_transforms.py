@@ -211,11 +211,7 @@ async def test_transform_and_republish_survive_restart(server, how):
     cfg = (await req(nc, "$JS.API.STREAM.INFO.P"))["config"]
     await asyncio.sleep(1.5)  # past the file store's sync interval
     await nc.close()
-    if how == "kill":
-        server.kill()
-        server.start()
-    else:
-        server.restart()
+    server.bounce(how)
     nc = await connect(server.url)
     js = nc.jetstream()
     assert (await req(nc, "$JS.API.STREAM.INFO.P"))["config"] == cfg

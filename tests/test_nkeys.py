@@ -5,7 +5,6 @@ signs with too)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -14,23 +13,12 @@ import sys
 
 import pytest
 
-from conftest import RawClient, ServerProcess, connect, nats_server_binary
+from conftest import RawClient, ServerProcess, connect, eventually, nats_server_binary
 
 nkeys = pytest.importorskip("nkeys")
 
 from natslab.server.ed25519 import verify  # noqa: E402
 from natslab.server import nkeys as our_nkeys  # noqa: E402
-
-
-async def eventually(cond, timeout: float = 3.0) -> bool:
-    """cond() once it holds (nats-py runs error_cb in a task of its own, so
-    an -ERR can be reported a moment after the flush that brought it)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 def new_user() -> tuple[str, str]:

@@ -13,19 +13,8 @@ import ssl
 
 import pytest
 
-from conftest import ServerProcess, connect
+from conftest import ServerProcess, connect, eventually
 from pki import make_pki
-
-
-async def eventually(cond, timeout: float = 3.0) -> bool:
-    """cond() once it holds (nats-py runs error_cb in a task of its own, so
-    an -ERR can be reported a moment after the flush that brought it)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 class TLSServer(ServerProcess):
