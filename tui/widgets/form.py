@@ -7,6 +7,7 @@ both land next to the field they are about, never in a crash.
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from rich.text import Text
@@ -153,6 +154,18 @@ class ConfigForm(ModalForm):
     BINDINGS = ModalForm.BINDINGS + [
         Binding("ctrl+y", "copy_code", "Copy as code", id="form.code"),
     ]
+    # (pattern, field id): which field a server error is about, judged from
+    # its description; the first match wins
+    ERROR_FIELDS: list[tuple[str, str]] = []
+
+    def error_fields(self) -> list[tuple[str, str]]:
+        return self.ERROR_FIELDS
+
+    def show_server_error(self, description: str) -> None:
+        """The server's refusal, next to the field it is about (under the form when none is)."""
+        text = description.lower()
+        field = next((field_id for pattern, field_id in self.error_fields() if re.search(pattern, text)), None)
+        self.show_error(field, f"server: {description}")
 
     def build_config(self) -> dict | None:
         raise NotImplementedError

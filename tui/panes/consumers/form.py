@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
 from textual import work
@@ -14,29 +13,21 @@ from ...widgets.form import ConfigForm, FormField
 
 NS = 1_000_000_000
 
-ERROR_FIELDS = [
-    (r"deliver subject|push", "deliver_subject"),
-    (r"filter", "filter_subject"),
-    (r"ack wait", "ack_wait"),
-    (r"ack policy|ack_policy|acknowledg", "ack_policy"),
-    (r"max deliver", "max_deliver"),
-    (r"max ack pending", "max_ack_pending"),
-    (r"replica", "num_replicas"),
-    (r"deliver policy|start seq|start time", "deliver_policy"),
-    (r"durable|consumer name|name", "name"),
-]
-
-
-def field_for_error(description: str) -> str | None:
-    text = description.lower()
-    for pattern, field_id in ERROR_FIELDS:
-        if re.search(pattern, text):
-            return field_id
-    return None
-
 
 class ConsumerForm(ConfigForm):
     """Returns the consumer name on success, None on cancel."""
+
+    ERROR_FIELDS = [
+        (r"deliver subject|push", "deliver_subject"),
+        (r"filter", "filter_subject"),
+        (r"ack wait", "ack_wait"),
+        (r"ack policy|ack_policy|acknowledg", "ack_policy"),
+        (r"max deliver", "max_deliver"),
+        (r"max ack pending", "max_ack_pending"),
+        (r"replica", "num_replicas"),
+        (r"deliver policy|start seq|start time", "deliver_policy"),
+        (r"durable|consumer name|name", "name"),
+    ]
 
     def __init__(self, stream: str, existing: ConsumerSummary | None = None):
         super().__init__()
@@ -129,6 +120,6 @@ class ConsumerForm(ConfigForm):
         try:
             await client.create_consumer(self.stream, config, action="update" if self.existing else "create")
         except NatsError as exc:
-            self.show_error(field_for_error(exc.description), f"server: {exc.description}")
+            self.show_server_error(exc.description)
             return
         self.dismiss(config.get("durable_name") or config.get("name"))

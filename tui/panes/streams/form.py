@@ -14,32 +14,6 @@ from ...widgets.form import ConfigForm, FormField
 
 NS = 1_000_000_000
 
-# Which field a server error is about, judged from its description.
-ERROR_FIELDS = [
-    (r"subject", "subjects"),
-    (r"stream name|name is required|invalid name|name must", "name"),
-    (r"storage", "storage"),
-    (r"retention|work ?queue|interest", "retention"),
-    (r"max.?age", "max_age"),
-    (r"duplicate", "duplicate_window"),
-    (r"discard", "discard"),
-    (r"per.?subject", "max_msgs_per_subject"),
-    (r"max.?(msgs|messages)", "max_msgs"),
-    (r"max.?bytes", "max_bytes"),
-    (r"replica|cluster|peers", "num_replicas"),
-    (r"placement|tags", "placement"),
-]
-
-
-def field_for_error(description: str) -> str | None:
-    from .links import ERROR_FIELDS as LINK_FIELDS
-
-    text = description.lower()
-    for pattern, field_id in LINK_FIELDS + ERROR_FIELDS:
-        if re.search(pattern, text):
-            return field_id
-    return None
-
 
 def _limit(value: int | None) -> str:
     return "" if value is None or value < 0 else str(value)
@@ -47,6 +21,26 @@ def _limit(value: int | None) -> str:
 
 class StreamForm(ConfigForm):
     """Returns the stream name on success, None on cancel."""
+
+    ERROR_FIELDS = [
+        (r"subject", "subjects"),
+        (r"stream name|name is required|invalid name|name must", "name"),
+        (r"storage", "storage"),
+        (r"retention|work ?queue|interest", "retention"),
+        (r"max.?age", "max_age"),
+        (r"duplicate", "duplicate_window"),
+        (r"discard", "discard"),
+        (r"per.?subject", "max_msgs_per_subject"),
+        (r"max.?(msgs|messages)", "max_msgs"),
+        (r"max.?bytes", "max_bytes"),
+        (r"replica|cluster|peers", "num_replicas"),
+        (r"placement|tags", "placement"),
+    ]
+
+    def error_fields(self) -> list[tuple[str, str]]:
+        from .links import ERROR_FIELDS as LINK_FIELDS  # the mirror and source fields' patterns go first
+
+        return LINK_FIELDS + self.ERROR_FIELDS
 
     def __init__(self, existing: StreamSummary | None = None):
         super().__init__()
@@ -152,7 +146,7 @@ class StreamForm(ConfigForm):
             else:
                 await client.create_stream(config)
         except NatsError as exc:
-            self.show_error(field_for_error(exc.description), f"server: {exc.description}")
+            self.show_server_error(exc.description)
             return
         if not self.existing and not self.value("subjects") and config.get("subjects"):
             self.app.notify(f"No subjects given: {config['name']} stores what is published to the "
