@@ -98,6 +98,12 @@ class Stream(ExpiryMixin):
     def start(self) -> None:
         srv = self.js.server
         batch.recover(self)
+        # The deletes the limits made are logged but not synced with the
+        # PubAck of the message that made them (one sync per group commit:
+        # filestore_reclaim), so after a power cut the old revisions can be
+        # back; re-derive them from the limits, as nats-server enforces its
+        # limits when it recovers a stream.
+        self._enforce_limits_all()
         for subj in self.config["subjects"]:
             self._subs.append(srv.subscribe_internal(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
