@@ -518,6 +518,35 @@ def test_torn_record_in_preallocated_space_is_reported(tmp_path):
     st2.close()
 
 
+def test_group_commit_syncs_records_before_the_deletes_they_made(tmp_path, monkeypatch):
+    """A write-out holding no reply (publishes that asked for no PubAck) is
+    synced by the periodic flush, unless it made deletes (a KV put without
+    a reply replacing a key's revision): then the new record is on disk
+    before the delete is even written, so a power cut can lose the new
+    revision or keep both, never lose both."""
+    from powercut import PowerCut
+
+    d = tmp_path / "s"
+    cut = PowerCut(d)
+    cut.install(monkeypatch)
+    st = FileStore(d, group_commit=True)
+    st.write_behind = lambda store: None  # (the server's: write_out is called below instead)
+    st.store_msg("k", None, b"rev1", 1)  # (starting the block fsyncs the directory)
+    opened = cut.calls.copy()
+    st.write_out()
+    assert cut.calls == opened  # nothing to order: left to flush()
+    st.store_msg("k", None, b"rev2", 2)
+    assert st.trim_subject("k", 1) == [1]
+    st.write_out()
+    assert cut.calls - opened == {"fdatasync": 1}  # (the first sync of a block: the preallocating one)
+    image = cut.image(tmp_path / "cut")
+    st.close()
+    monkeypatch.undo()
+    st2 = FileStore(image)
+    assert st2.load(2).data == b"rev2" and st2.load(1).data == b"rev1"  # (the delete was not synced)
+    st2.close()
+
+
 def test_torn_tail_garbage_appended(tmp_path):
     d = tmp_path / "s"
     st = FileStore(d)

@@ -435,9 +435,11 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         err, first = None, self._active.first + self._wbuf_idx
         try:
             # group commit: every record of this write-out is on disk before
-            # any of their PubAcks (and deliveries) leave, with one sync;
-            # publishes that asked for no PubAck are synced by flush()
-            self._block_write(data, self._wbuf_off, self.group_commit and bool(held))
+            # any of their PubAcks (and deliveries) leave, with one sync, and
+            # before the deletes they made are written (an old revision never
+            # vanishes while the one that replaced it is lost); publishes that
+            # asked for no PubAck and deleted nothing are synced by flush()
+            self._block_write(data, self._wbuf_off, self.group_commit and bool(held or self._dbuf))
         except OSError as e:
             err = e
             self._forget_unwritten(e)
