@@ -124,6 +124,18 @@ async def test_power_cut_with_lazy_sync_interval_loses_acknowledged(tmp_path, mo
     assert lost > 0
 
 
+async def test_power_cut_with_sync_always_loses_nothing_acknowledged(tmp_path, monkeypatch):
+    """``sync_interval: always`` syncs every record as it is stored (the same
+    preallocated RWF_DSYNC writes as group commit): nothing acknowledged is lost."""
+    images = await _run_with_cuts(tmp_path, monkeypatch, 3, 2, sync_always=True)
+    checked = lost = 0
+    for image, acked, consumers in images:
+        checked += len(acked)
+        lost += (await _check_image(image, acked, consumers))[0]
+    print(f"\npower cuts (sync always): {len(images)} cuts, {checked} acked messages checked, {lost} lost")
+    assert checked > 0 and lost == 0
+
+
 async def test_kv_put_awaited_one_at_a_time_is_one_sync(tmp_path, monkeypatch):
     """Group commit at its smallest: a KV put (each replacing its key's last
     revision, so a delete as well) awaited one at a time costs one sync, a
