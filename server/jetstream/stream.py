@@ -439,7 +439,10 @@ class Stream(ExpiryMixin):
 
     def _enforce_limits_all(self) -> None:
         per = self.config["max_msgs_per_subject"]
-        if per > 0:
+        st = self.store.state() if per > 0 else None
+        # (no subject over the limit when there are no more messages than it,
+        # or one per subject: a KV bucket restarted cleanly is not walked)
+        if st is not None and st.messages > per and st.messages > st.num_subjects:
             for subj, n in self.store.subjects_state().items():
                 if n > per:
                     self._enforce_limits(subj)
