@@ -1,7 +1,7 @@
 """The broker's own CPU cost per message, without sockets: a steady number
 to optimise against when the machine is too noisy for wall-clock ratios.
 
-    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--profile]
+    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--chunk C] [--profile]
 
 Core workloads (128-byte PUBs, no JetStream work): ``core`` / ``core-1``
 (one subscriber), ``core-0`` (nobody listens), ``core-10`` and ``core-100``
@@ -278,8 +278,12 @@ async def main() -> None:
     ap.add_argument("-n", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile the measured part, print the top functions")
+    ap.add_argument("--chunk", type=int, default=256,
+                    help="commands per data_received (default 256); 1 measures one message per read, "
+                         "as a client with one request in flight sends them")
     a = ap.parse_args()
-    global PROFILE
+    global PROFILE, CHUNK
+    CHUNK = a.chunk
     if a.profile:
         PROFILE = cProfile.Profile()
     js = ["pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push"]

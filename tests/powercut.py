@@ -4,7 +4,12 @@ the store directory as only that would survive a power cut.
 
 The model is the worst case POSIX allows. A file's durable contents are its
 bytes at its last ``fsync``/``fdatasync`` (read back through /proc at that
-moment; never synced: empty). A directory's durable entries are those at its
+moment; never synced: empty), with the ranges written since by
+``pwritev(..., RWF_DSYNC or RWF_SYNC)`` laid over them (such a write makes
+just its own range durable, and the size it needs; a gap before it that was
+not durable reads as zeros). Opening a file with ``O_SYNC``/``O_DSYNC`` is
+refused: those writes are not modelled, and a store that made data durable
+through a call the model does not know would pass for safe. A directory's durable entries are those at its
 last fsync (never synced: none, except the root, taken as it was when
 recording began). So a write that was not fsynced is lost, a file created or
 renamed into a directory that was not fsynced afterwards is not there, and a
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 
 
@@ -35,6 +41,7 @@ class PowerCut:
         self.files: dict[tuple, bytes] = {}  # (dev, ino, gen) -> durable bytes
         self.dirs: dict[tuple, dict] = {}  # (dev, ino, gen) -> {name: ((dev, ino, gen), is_dir)}
         self.syncs = 0
+        self.calls: Counter = Counter()  # syncs by kind: fsync, fdatasync, rwf_dsync
         self._root_key = self._key(os.stat(self.root))
         self.dirs[self._root_key] = self._entries(self.root)
 
@@ -61,6 +68,16 @@ class PowerCut:
             with open(f"/proc/self/fd/{fd}", "rb") as f:
                 self.files[key] = f.read()
 
+    def _range_synced(self, fd: int, off: int, n: int) -> None:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or n <= 0:
+            return
+        key = self._key(st)
+        self.syncs += 1
+        data = os.pread(fd, n, off)
+        old = self.files.get(key, b"")
+        self.files[key] = old[:off].ljust(off, b"\0") + data + old[off + len(data):]
+
     def _freeing(self, path, dir_fd=None) -> None:
         """``path`` is about to lose a name: if that was its last, its inode
         is freed and a later file may get the same number."""
@@ -73,16 +90,32 @@ class PowerCut:
             self._gen[k] = self._gen.get(k, 0) + 1
 
     def install(self, monkeypatch) -> None:
-        real_fsync, real_fdatasync = os.fsync, os.fdatasync
+        real_fsync, real_fdatasync, real_pwritev, real_open = os.fsync, os.fdatasync, os.pwritev, os.open
+        sync_flags = getattr(os, "RWF_DSYNC", 0) | getattr(os, "RWF_SYNC", 0)
+        sync_opens = getattr(os, "O_DSYNC", 0) | getattr(os, "O_SYNC", 0)
         real_unlink, real_rmdir, real_replace, real_rename = os.unlink, os.rmdir, os.replace, os.rename
 
         def fsync(fd):
             real_fsync(fd)
+            self.calls["fsync"] += 1
             self._synced(fd if isinstance(fd, int) else fd.fileno())
 
         def fdatasync(fd):
             real_fdatasync(fd)
+            self.calls["fdatasync"] += 1
             self._synced(fd)
+
+        def pwritev(fd, buffers, offset, flags=0):
+            n = real_pwritev(fd, buffers, offset, flags)
+            if flags & sync_flags:
+                self.calls["rwf_dsync"] += 1
+                self._range_synced(fd, offset, n)
+            return n
+
+        def open_(path, flags, mode=0o777, *, dir_fd=None):
+            if flags & sync_opens:
+                raise AssertionError(f"powercut: {path} opened with O_SYNC/O_DSYNC, which the model does not cover")
+            return real_open(path, flags, mode, dir_fd=dir_fd)
 
         def unlink(path, *, dir_fd=None):
             self._freeing(path, dir_fd)
@@ -102,6 +135,8 @@ class PowerCut:
 
         monkeypatch.setattr(os, "fsync", fsync)
         monkeypatch.setattr(os, "fdatasync", fdatasync)
+        monkeypatch.setattr(os, "pwritev", pwritev)
+        monkeypatch.setattr(os, "open", open_)
         monkeypatch.setattr(os, "unlink", unlink)
         monkeypatch.setattr(os, "remove", unlink)
         monkeypatch.setattr(os, "rmdir", rmdir)

@@ -462,6 +462,91 @@ def test_torn_tail_is_cut_with_a_warning(tmp_path, caplog):
     st.close()
 
 
+def _crash_copy(d: Path, dst: Path) -> Path:
+    """The store directory as a SIGKILL would leave it (the store still open)."""
+    import shutil
+
+    shutil.copytree(d, dst)
+    return dst
+
+
+def test_preallocated_tail_is_the_clean_end_after_a_crash(tmp_path, caplog):
+    """A store that syncs every write (sync_always, or group commit under a
+    stream) writes zeros ahead of its records, so the syncs that follow
+    commit no metadata; after a crash those zeros are the end of the block,
+    not damage: no warning, cut off, and appending goes on where the records end."""
+    d = tmp_path / "s"
+    st = FileStore(d, sync_always=True)
+    fill(st, ["a", "b"] * 20)
+    blk = _blocks(d)[-1]
+    end = st._active.size
+    assert blk.stat().st_size >= 64 * 1024 > end  # preallocated
+    assert blk.read_bytes()[end:].count(0) == blk.stat().st_size - end
+    crashed = _crash_copy(d, tmp_path / "crashed")
+    st.close()
+    assert blk.stat().st_size == end  # closing cuts the zeros
+    with caplog.at_level(logging.WARNING, logger="natslab.server.filestore"):
+        st2 = FileStore(crashed, sync_always=True)
+    assert st2.warnings == [] and not caplog.records
+    assert _blocks(crashed)[-1].stat().st_size == end
+    assert [st2.load(q).data for q in (1, 40)] == [b"m0", b"m39"]
+    assert st2.store_msg("a", None, b"new", 1) == 41
+    st2.close()
+    st2 = FileStore(crashed)
+    assert st2.warnings == [] and st2.load(41).data == b"new" and st2.state().messages == 41
+    st2.close()
+
+
+def test_torn_record_in_preallocated_space_is_reported(tmp_path):
+    """A record torn inside the zeros (its first page on disk, the rest not)
+    is damage: reported and set aside as any torn tail, zeros and all."""
+    d = tmp_path / "s"
+    st = FileStore(d, sync_always=True)
+    fill(st, ["a"] * 10)
+    blk = _blocks(d)[-1]
+    end = st._active.size
+    crashed = _crash_copy(d, tmp_path / "crashed")
+    st.close()
+    rec = fb.pack_record(11, 1, b"a", b"", b"x" * 100)
+    cblk = _blocks(crashed)[-1]
+    with open(cblk, "r+b") as f:
+        f.seek(end)
+        f.write(rec[:40])  # the rest stays zeros
+    st2 = FileStore(crashed)
+    assert any("torn" in w for w in st2.warnings)
+    assert list(crashed.glob("msgs/*.torn-*")) and st2.state().messages == 10
+    st2.close()
+
+
+def test_group_commit_syncs_records_before_the_deletes_they_made(tmp_path, monkeypatch):
+    """A write-out holding no reply (publishes that asked for no PubAck) is
+    synced by the periodic flush, unless it made deletes (a KV put without
+    a reply replacing a key's revision): then the new record is on disk
+    before the delete is even written, so a power cut can lose the new
+    revision or keep both, never lose both."""
+    from powercut import PowerCut
+
+    d = tmp_path / "s"
+    cut = PowerCut(d)
+    cut.install(monkeypatch)
+    st = FileStore(d, group_commit=True)
+    st.write_behind = lambda store: None  # (the server's: write_out is called below instead)
+    st.store_msg("k", None, b"rev1", 1)  # (starting the block fsyncs the directory)
+    opened = cut.calls.copy()
+    st.write_out()
+    assert cut.calls == opened  # nothing to order: left to flush()
+    st.store_msg("k", None, b"rev2", 2)
+    assert st.trim_subject("k", 1) == [1]
+    st.write_out()
+    assert cut.calls - opened == {"fdatasync": 1}  # (the first sync of a block: the preallocating one)
+    image = cut.image(tmp_path / "cut")
+    st.close()
+    monkeypatch.undo()
+    st2 = FileStore(image)
+    assert st2.load(2).data == b"rev2" and st2.load(1).data == b"rev1"  # (the delete was not synced)
+    st2.close()
+
+
 def test_torn_tail_garbage_appended(tmp_path):
     d = tmp_path / "s"
     st = FileStore(d)

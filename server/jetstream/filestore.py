@@ -15,9 +15,13 @@ as errors if it failed (``on_written``). Reads and everything else that
 touches the block file write the buffer out first. Deletes wait the same way
 and go to the delete log with one write after the records; the floor record
 of a purge is written at once. By default (``group_commit``, set by JetStream
-unless a ``sync_interval`` is configured) each ``write_out`` ends with one
-fsync of the block before the replies it held go out, so an acknowledged
-message survives a power cut. Everything else is fsynced periodically:
+unless a ``sync_interval`` is configured) each ``write_out`` that holds
+replies is made durable with one sync of the block before they go out, so
+an acknowledged message survives a power cut (how, with preallocated space
+and RWF_DSYNC: ``filestore_reclaim``). The deletes it logs are not synced
+with it (the new record is on disk before they are even written; limit
+deletes lost to a power cut are made again when the stream is recovered).
+Everything else is fsynced periodically:
 JetStream's sync timer (``jetstream.py``) calls ``flush()`` on every file
 store each ``sync_interval`` (1 s by default), which also runs space
 reclamation; a busy store also calls it itself every 1024 writes when a
@@ -66,7 +70,6 @@ _pack_drec = fb.pack_drec
 _D_DELETE = fb.D_DELETE
 _DREC_SIZE = fb.DREC_SIZE
 _crc32 = zlib.crc32
-_write = os.write
 _MIN_REC = fb.MIN_REC
 _REC_UNPACK = fb.REC.unpack_from
 _unpack_record = fb.unpack_record
@@ -107,6 +110,11 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._firsts: list[int] = []  # blocks' first seqs, for bisect
         self._active: Block | None = None  # the block being appended to
         self._wfd = -1
+        # the active block's file: its size (records end at _active.size,
+        # zeros follow when preallocated) and how far it is known durable
+        self._alloc_end = 0
+        self._synced_to = 0
+        self._prealloc = group_commit or sync_always  # (modes that sync per write: see filestore_reclaim)
         self._next_num = 1
         self._read_fds: dict[int, Block] = {}  # block num -> block with an open rfd (LRU order)
         self._init_subjects()
@@ -176,7 +184,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         try:
             os.pwrite(self._lfd, fb.pack_last(self._last, self._last_ts), HEADER_SIZE + self._lslot * fb.LAST_SLOT)
             if sync:
-                os.fsync(self._lfd)
+                os.fdatasync(self._lfd)
         except OSError as e:
             self._write_failed("last.seq: writing the last sequence", e)
             return
@@ -273,7 +281,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._write_all(self._dfd, data)
         self._dlog_records += len(data) // fb.DREC_SIZE
         if self.sync_always:
-            os.fsync(self._dfd)
+            os.fdatasync(self._dfd)
         else:
             self._dirty = True
 
@@ -301,6 +309,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             raise
         self._next_num += 1
         self._wfd = fd
+        self._alloc_end, self._synced_to = HEADER_SIZE, 0  # (the header is synced with the first records)
+        self._prealloc = self.group_commit or self.sync_always
         self._active = blk
         self._blocks.append(blk)
         self._firsts.append(seq)
@@ -313,14 +323,15 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if self._active is not blk:
             return  # the write failed and took the whole block with it
         if self._wfd >= 0:
-            os.fsync(self._wfd)
+            self._trim_prealloc()
+            os.fdatasync(self._wfd)
             os.close(self._wfd)
             self._wfd = -1
         self._active = None
         self._write_index(blk, self._subjects)
 
     def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int) -> int:
-        # The hot path: one packed record, one os.write, a few array appends.
+        # The hot path: one packed record, one write, a few array appends.
         if self.read_only is not None:
             self._writable()
         seq = self._last + 1
@@ -355,17 +366,13 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             self._wbuf.append(rec)
         else:
             try:
-                if _write(self._wfd, rec) != n:
-                    raise OSError("short write to the message block")
+                self._block_write(rec, pos, self.sync_always)
             except OSError as e:
-                os.ftruncate(self._wfd, pos)
-                os.lseek(self._wfd, pos, os.SEEK_SET)
+                self._cut_active(pos)
                 self._write_failed(f"{blk.path.name}: writing message {seq}", e)
                 raise
             if self._failing is not None:
                 self._write_works()
-            if self.sync_always:
-                os.fsync(self._wfd)
         if not self.sync_always:
             self._dirty = True
         blk.size = pos + n
@@ -427,12 +434,12 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         held, self._held = self._held, []
         err, first = None, self._active.first + self._wbuf_idx
         try:
-            self._write_all(self._wfd, data)
-            if self.group_commit and held:
-                # one fsync for every record of this write-out, before any of
-                # their PubAcks (and deliveries) leave; publishes that asked
-                # for no PubAck are fsynced by flush() as before
-                os.fdatasync(self._wfd)
+            # group commit: every record of this write-out is on disk before
+            # any of their PubAcks (and deliveries) leave, with one sync, and
+            # before the deletes they made are written (an old revision never
+            # vanishes while the one that replaced it is lost); publishes that
+            # asked for no PubAck and deleted nothing are synced by flush()
+            self._block_write(data, self._wbuf_off, self.group_commit and bool(held or self._dbuf))
         except OSError as e:
             err = e
             self._forget_unwritten(e)
@@ -445,8 +452,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def _forget_unwritten(self, err: OSError) -> None:
         blk, off, idx = self._active, self._wbuf_off, self._wbuf_idx
-        os.ftruncate(self._wfd, off)
-        os.lseek(self._wfd, off, os.SEEK_SET)
+        self._cut_active(off)
         lost = blk.first + idx, blk.first + len(blk.offs) - 1
         self._write_failed(f"{blk.path.name}: writing messages {lost[0]}..{lost[1]}", err)
         for i in range(idx, len(blk.offs)):
@@ -680,7 +686,9 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             # reading in order (a consumer catching up, a rebuild): one pread
             # serves the next few hundred loads
             c_off = max(off + n - _READ_AHEAD, HEADER_SIZE) if seq < self._last_load else off
-            chunk = os.pread(self._rfd(blk), _READ_AHEAD, c_off)
+            # (never past the records: the active block's preallocated zeros
+            # would be served for records written there later)
+            chunk = os.pread(self._rfd(blk), min(_READ_AHEAD, blk.size - c_off), c_off)
             self._chunk = (blk, c_off, c_off + len(chunk), chunk)
             buf = chunk[off - c_off : off - c_off + n]
         else:
@@ -997,8 +1005,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         if self._closed:
             return
         self.flush()
-        if self._active is not None and self._active.size > HEADER_SIZE:
-            self._write_index(self._active, self._subjects)
+        if self._active is not None:
+            self._trim_prealloc()
+            if self._active.size > HEADER_SIZE:
+                self._write_index(self._active, self._subjects)
         self._note_last(sync=True)
         if self._lfd >= 0:
             os.close(self._lfd)

@@ -9,7 +9,10 @@ Message block ``msgs/<n>.blk`` (append-only)::
                  subject, header block, payload
                  <I crc32 of everything above in the record>
 
-``reclen`` counts the whole record (header, body and crc). Sequences rise
+``reclen`` counts the whole record (header, body and crc). Zeros after
+the last record are space preallocated for the next ones (see
+``filestore_reclaim``), the clean end of the block; a record never starts
+with a zero length. Sequences rise
 strictly within a block and from block to block. In memory a record is found
 through per-block arrays indexed by ``seq - block.first``: offset (0 = no
 record), the real server's charged size (``file_msg_size``) with bit 31 set
@@ -164,6 +167,7 @@ class ScanResult:
     subjects: list = field(default_factory=list)
     end: int = HEADER_SIZE  # end of the last good record
     truncate_at: int = -1  # where a torn / unreadable tail starts, -1 if none
+    zeros: int = 0  # bytes of zeros after the last record (preallocated space)
     warnings: list = field(default_factory=list)
 
 
@@ -229,6 +233,9 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
         else:
             ok = False
         if not ok:
+            if buf.count(0, pos) == end - pos:  # preallocated space: the end of the records
+                res.zeros = end - pos
+                break
             nxt = _resync(buf, mv, pos + 1, last)
             if nxt < 0:
                 res.truncate_at = pos

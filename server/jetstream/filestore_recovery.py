@@ -168,8 +168,9 @@ class Recovery:
             last = self._blocks[-1]
             if last.size < self.block_size and last.size == last.path.stat().st_size:
                 fd = os.open(last.path, os.O_RDWR)
-                os.lseek(fd, last.size, os.SEEK_SET)
                 self._active, self._wfd = last, fd
+                # (what the crash left in the page cache may not be on disk yet)
+                self._alloc_end, self._synced_to = last.size, 0
         self.read_only = None
 
     def _scan(self, blk: Block, after_seq: int) -> fb.ScanResult | None:
@@ -181,6 +182,11 @@ class Recovery:
             return None
         for w in res.warnings:
             self._warn(w)
+        if res.zeros:  # preallocated space after the records (a crash before it was cut)
+            try:
+                os.truncate(blk.path, res.end)
+            except OSError as e:  # left as it is: not appended to (its size is not res.end), a new block is started
+                self._warn(f"{blk.path.name}: could not cut {res.zeros} preallocated bytes after its records ({e})")
         if res.truncate_at >= 0:
             cut = max(res.truncate_at, HEADER_SIZE)
             res.end = cut

@@ -98,6 +98,12 @@ class Stream(ExpiryMixin):
     def start(self) -> None:
         srv = self.js.server
         batch.recover(self)
+        # The deletes the limits made are logged but not synced with the
+        # PubAck of the message that made them (one sync per group commit:
+        # filestore_reclaim), so after a power cut the old revisions can be
+        # back; re-derive them from the limits, as nats-server enforces its
+        # limits when it recovers a stream.
+        self._enforce_limits_all()
         for subj in self.config["subjects"]:
             self._subs.append(srv.subscribe_internal(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
@@ -433,7 +439,10 @@ class Stream(ExpiryMixin):
 
     def _enforce_limits_all(self) -> None:
         per = self.config["max_msgs_per_subject"]
-        if per > 0:
+        st = self.store.state() if per > 0 else None
+        # (no subject over the limit when there are no more messages than it,
+        # or one per subject: a KV bucket restarted cleanly is not walked)
+        if st is not None and st.messages > per and st.messages > st.num_subjects:
             for subj, n in self.store.subjects_state().items():
                 if n > per:
                     self._enforce_limits(subj)
