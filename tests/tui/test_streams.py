@@ -119,6 +119,7 @@ async def test_streams_created_live_take_their_place_by_name(make_app, outside):
 
         for name in ("DELTA", "BRAVO"):
             await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+        pane.schedule_poll(0.01)  # the next poll now rather than in up to a second
         await wait_for(pilot, lambda: len(shown()) == 2, what="two streams")
         assert shown() == ["BRAVO", "DELTA"]
         pane.select_stream("DELTA")
@@ -126,6 +127,7 @@ async def test_streams_created_live_take_their_place_by_name(make_app, outside):
 
         for name in ("CHARLIE", "ALPHA", "ECHO"):
             await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+        pane.schedule_poll(0.01)
         await wait_for(pilot, lambda: len(shown()) == 5, what="five streams")
         assert shown() == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO"]
         assert (table.selected_key, pane.selected, table.cursor_row) == ("DELTA", "DELTA", 3)
@@ -135,6 +137,7 @@ async def test_streams_created_live_take_their_place_by_name(make_app, outside):
         assert lines == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO"]
 
         await js.delete_stream("BRAVO")
+        pane.schedule_poll(0.01)
         await wait_for(pilot, lambda: len(shown()) == 4, what="BRAVO gone")
         assert shown() == ["ALPHA", "CHARLIE", "DELTA", "ECHO"]
         assert (table.selected_key, pane.selected) == ("DELTA", "DELTA")
