@@ -8,7 +8,7 @@ from natslab.tui.panes.streams import StreamsPane
 from natslab.tui.widgets.form import FormField
 from natslab.tui.widgets.live_table import LiveTable
 
-from .conftest import connected, wait_for
+from .conftest import connected, screen_text, wait_for
 
 
 async def test_create_stream_in_form_and_see_outside_publishes(make_app, outside):
@@ -101,3 +101,43 @@ async def test_purge_keep_delete_and_consumer_pause(make_app, outside):
         await wait_for(pilot, lambda: len(app.screen.query("#confirm")) > 0, what="confirm dialog")
         await pilot.press("y")
         await wait_for(pilot, lambda: table.value("ORDERS", "name") is None, what="ORDERS gone")
+
+
+async def test_streams_created_live_take_their_place_by_name(make_app, outside):
+    """Streams made by another program while the app runs stand in name order (as
+    $JS.API.STREAM.LIST gives them), and the highlighted stream stays highlighted
+    when a row is put in or taken out above it."""
+    js = outside.jetstream()
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        pane = app.screen.query_one(StreamsPane)
+        table = app.screen.query_one("#streams-table", LiveTable)
+
+        def shown() -> list[str]:
+            return [row.key.value for row in table.ordered_rows]
+
+        for name in ("DELTA", "BRAVO"):
+            await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+        pane.schedule_poll(0.01)  # the next poll now rather than in up to a second
+        await wait_for(pilot, lambda: len(shown()) == 2, what="two streams")
+        assert shown() == ["BRAVO", "DELTA"]
+        pane.select_stream("DELTA")
+        assert pane.selected == "DELTA"
+
+        for name in ("CHARLIE", "ALPHA", "ECHO"):
+            await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+        pane.schedule_poll(0.01)
+        await wait_for(pilot, lambda: len(shown()) == 5, what="five streams")
+        assert shown() == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO"]
+        assert (table.selected_key, pane.selected, table.cursor_row) == ("DELTA", "DELTA", 3)
+        await pilot.pause(0.1)  # painted in that order too, cursor on DELTA's line
+        lines = [line.split()[0] for line in screen_text(app).splitlines()[:12]
+                 if line.split() and line.split()[0] in ("ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO")]
+        assert lines == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO"]
+
+        await js.delete_stream("BRAVO")
+        pane.schedule_poll(0.01)
+        await wait_for(pilot, lambda: len(shown()) == 4, what="BRAVO gone")
+        assert shown() == ["ALPHA", "CHARLIE", "DELTA", "ECHO"]
+        assert (table.selected_key, pane.selected) == ("DELTA", "DELTA")

@@ -4,6 +4,12 @@ Rows are keyed (stream name, consumer name ...), updated in place cell by cell
 so the cursor never jumps, and a cell whose value changed is highlighted for a
 moment in the theme's accent colour. The guided tour can point at cells:
 they stay marked (reversed accent) until it points elsewhere.
+
+Rows stand in the order of the mapping each sync is given: the pane chooses it
+(by name for streams, consumers, buckets and keys, as `$JS.API.STREAM.LIST` and
+`CONSUMER.LIST` return them on both servers), and a row created while the app
+runs takes its place in that order, not the bottom, the cursor staying on its
+object when rows come or go above it.
 """
 
 from __future__ import annotations
@@ -57,8 +63,9 @@ class LiveTable(DataTable):
         return f"reverse {self._highlight_style()}" if cell in self._pointed else ""
 
     def sync(self, rows: dict[str, Sequence[Any]]) -> None:
-        """Make the table show exactly ``rows`` (row key -> cell values)."""
+        """Make the table show exactly ``rows`` (row key -> cell values), in their order."""
         keys = [key for _, key in self._column_spec]
+        selected = self.selected_key
         for row_key in [k for k in self._order if k not in rows]:
             self.remove_row(row_key)
             self._order.remove(row_key)
@@ -80,10 +87,26 @@ class LiveTable(DataTable):
                     self._values[(row_key, col)] = t
                     self.update_cell(row_key, col, Text(t, style=style), update_width=True)
                     changed.append((row_key, col))
+        if self._order != list(rows):
+            self._reorder(list(rows))
+        if selected in rows and self.get_row_index(selected) != self.cursor_row:
+            # a row came or went above it: the cursor keeps its object, not its line
+            self.move_cursor(row=self.get_row_index(selected), animate=False)
         if changed and getattr(self.app, "stable_display", False):
             self._unhighlight(changed)  # pictures and snapshots must not depend on timing
         elif changed:
             self.set_timer(self.HIGHLIGHT_SECONDS, lambda: self._unhighlight(changed))
+
+    def _reorder(self, order: list[str]) -> None:
+        """Put the rows in ``order`` (same keys as shown) without rebuilding them:
+        DataTable.sort only renumbers its row locations and repaints once."""
+        # sort's key function sees a row's cells, not its key; it is called once per
+        # row in the order of the table's rows (``self.rows``), so ranks are fed in
+        # that order
+        rank = {key: at for at, key in enumerate(order)}
+        ranks = iter([rank[row_key.value] for row_key in self.rows])
+        self.sort(key=lambda _cells: next(ranks))
+        self._order = order
 
     def _unhighlight(self, cells: list[tuple[str, str]]) -> None:
         for row_key, col in cells:
