@@ -227,7 +227,7 @@ class Parser:
         routed = routed_bytes = 0  # (route counts those for the server itself)
         batch_r = None  # what the messages of ``batch`` matched (client subscriptions only)
         batch: list = []
-        while True:
+        while pos < n:  # (a regex call at the end of a read costs what a short PUB's does)
             m = pub_match(data, pos, n)
             if m is None:
                 break
@@ -371,8 +371,16 @@ class Parser:
                     continue
             # a run starts here (it ends at the first message that matched
             # something else): for client subscriptions only, each of which
-            # is told no later of a message than a subsystem would be
-            if _plain(r):
+            # is told no later of a message than a subsystem would be. The
+            # verdict is kept for the last match (a requester's service, a
+            # responder's inbox prefix) while the index's generation stays
+            memo = self.plain_memo
+            if memo[0] is r and memo[1] == index.gen:
+                plain = memo[2]
+            else:
+                plain = _plain(r)
+                self.plain_memo = (r, index.gen, plain)
+            if plain:
                 batch = [(subject, reply or b"", None, data[start:end])]
                 batch_r = r
             else:
@@ -432,7 +440,8 @@ def _plain(r: tuple) -> bool:
     """Did a match (``r``) find client subscriptions only, none of them
     ending after a count and no two on one connection? Messages to those may
     be handed over in runs: each connection still sees them in the order
-    they were sent."""
+    they were sent. (A count set by UNSUB moves the index's generation, so
+    a verdict kept under one generation holds.)"""
     psubs, qgroups = r
     clients = set()
     for sub in psubs:
