@@ -96,6 +96,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
         self.subs: dict[bytes, Subscription] = {}
         self.lines: dict[bytes, tuple] = {}  # the control-line cache (see Parser._fast_pubs)
+        self.fast_path = False  # Parser._parse: connected, not verbose or pedantic, in the global account
         self.plain_memo: tuple = (None, -1, False)  # Parser._fast_pubs: last match, index generation, _plain of it
         self.out: list[bytes] = []
         self.out_size = 0
