@@ -96,6 +96,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
         self.subs: dict[bytes, Subscription] = {}
         self.lines: dict[bytes, tuple] = {}  # the control-line cache (see Parser._fast_pubs)
+        self.fast_path = False  # Parser._parse: connected, not verbose or pedantic, in the global account
+        self.plain_memo: tuple = (None, -1, False)  # Parser._fast_pubs: last match, index generation, _plain of it
         self.out: list[bytes] = []
         self.out_size = 0
         self.dirty = False
@@ -265,6 +267,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         if sub is not None:
             if mx > 0 and sub.msgs < mx:
                 sub.max = mx
+                self.server.index.gen += 1  # (routing decisions kept under a generation depend on counts)
             else:
                 self.remove_sub(sub)
         if self.verbose:

@@ -73,7 +73,11 @@ class Parser:
         try:
             n = len(data)
             if n <= _READ_SLICE:
-                pos = self._parse(data, 0, n)
+                # (a read of PUBs only, one request or answer mostly, needs
+                # no trip through the general loop)
+                pos = self._fast_pubs(data, 0, n) if self.fast_path and self.pending is None else 0
+                if pos < n and not self.closed:
+                    pos = self._parse(data, pos, n)
             else:
                 # a big read is parsed a slice at a time with what it produced
                 # sent in between, so a client with many requests in flight
@@ -110,8 +114,9 @@ class Parser:
         that is not complete by ``n`` starts (``n`` when none is)."""
         srv = self.server
         # the common case, a plain PUB from a connected non-verbose,
-        # non-pedantic client, is routed by _fast_pubs
-        fast = self.connected and not self.verbose and not self.pedantic and self.account is None
+        # non-pedantic client, is routed by _fast_pubs (whether this client
+        # is one changes with CONNECT only: kept in ``fast_path``)
+        fast = self.fast_path
         while pos < n and not self.closed:
             pend = self.pending
             if fast and pend is None:
@@ -190,7 +195,8 @@ class Parser:
                 self._op_unsub(args)
             elif op == b"CONNECT":
                 self._op_connect(line[len(args[0]) :].strip())
-                fast = self.connected and not self.verbose and not self.pedantic and self.account is None
+                fast = self.fast_path = (self.connected and not self.verbose and not self.pedantic
+                                         and self.account is None)
             else:
                 self.protocol_error(p.ERR_UNKNOWN_OP)
         return pos
@@ -212,11 +218,9 @@ class Parser:
         (``Server.route_run``)."""
         srv = self.server
         index = srv.index
-        route = srv.route
         route_run = srv.route_run
         cache_get = srv._match_cache.get
         match_miss = index.match_miss
-        internal = srv.internal_client
         pub_match = _PUB_RE.match
         startswith = data.startswith
         max_payload = srv.opts.max_payload
@@ -227,7 +231,7 @@ class Parser:
         routed = routed_bytes = 0  # (route counts those for the server itself)
         batch_r = None  # what the messages of ``batch`` matched (client subscriptions only)
         batch: list = []
-        while True:
+        while pos < n:  # (a regex call at the end of a read costs what a short PUB's does)
             m = pub_match(data, pos, n)
             if m is None:
                 break
@@ -305,7 +309,7 @@ class Parser:
                     routed += k
                     routed_bytes += k * total
                     for payload in payloads:
-                        route(self, subject, b"", None, payload)
+                        srv.route(self, subject, b"", None, payload)
                 if self.closed:
                     break
                 continue
@@ -342,10 +346,25 @@ class Parser:
                 batch = []
                 if self.closed:
                     break
+            # a run starts here (it ends at the first message that matched
+            # something else): for client subscriptions only, each of which
+            # is told no later of a message than a subsystem would be. The
+            # verdict is kept for the last match (a requester's service, a
+            # responder's inbox prefix) while the index's generation stays
+            memo = self.plain_memo
+            if memo[0] is r and memo[1] == index.gen:
+                plain = memo[2]
+            else:
+                plain = _plain(r)
+                self.plain_memo = (r, index.gen, plain)
+            if plain:
+                batch = [(subject, reply or b"", None, data[start:end])]
+                batch_r = r
+                continue
             psubs, qgroups = r
             if len(psubs) == 1 and not qgroups:
                 sub = psubs[0]
-                if sub.client is internal and sub.raw:
+                if sub.client is srv.internal_client and sub.raw:
                     # a subsystem's subject (a stream's, a consumer's acks,
                     # the API) with nothing else listening: handed over as the
                     # router (and InternalClient.deliver) would, minus the trip
@@ -369,16 +388,9 @@ class Parser:
                     if self.closed:
                         break
                     continue
-            # a run starts here (it ends at the first message that matched
-            # something else): for client subscriptions only, each of which
-            # is told no later of a message than a subsystem would be
-            if _plain(r):
-                batch = [(subject, reply or b"", None, data[start:end])]
-                batch_r = r
-            else:
-                route_run(self, r, ((subject, reply or b"", None, data[start:end]),))
-                if self.closed:
-                    break
+            route_run(self, r, ((subject, reply or b"", None, data[start:end]),))
+            if self.closed:
+                break
         if batch:
             route_run(self, batch_r, batch)
         self.in_msgs += msgs
@@ -432,7 +444,8 @@ def _plain(r: tuple) -> bool:
     """Did a match (``r``) find client subscriptions only, none of them
     ending after a count and no two on one connection? Messages to those may
     be handed over in runs: each connection still sees them in the order
-    they were sent."""
+    they were sent. (A count set by UNSUB moves the index's generation, so
+    a verdict kept under one generation holds.)"""
     psubs, qgroups = r
     clients = set()
     for sub in psubs:

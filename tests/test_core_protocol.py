@@ -401,6 +401,29 @@ async def test_long_runs_cut_anywhere_are_framed_by_their_sizes(raw):
     assert await sub.read_until_pong() == []
 
 
+async def test_count_set_after_requests_ends_the_run_with_no_responders(raw):
+    # the service's subscription takes requests first without a count, then
+    # UNSUB 1 2 gives it one more: of two requests read together the first
+    # reaches it and the second nobody, so the requester gets a 503 for it
+    # (natslab keeps its routing decisions for the last match: a count must
+    # not leave one behind)
+    svc = await raw()
+    await svc.send("SUB svc.c 1\r\n")
+    pub = await raw(connect='{"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}')
+    await pub.send("SUB _INBOX.c.* 5\r\n")
+    for c in (svc, pub):
+        assert await c.read_until_pong() == []
+    await pub.send("PUB svc.c _INBOX.c.1 2\r\nr1\r\n")
+    assert await pub.read_until_pong() == []
+    assert await svc.read_until_pong() == ["MSG svc.c 1 _INBOX.c.1 2", "r1"]
+    await svc.send("UNSUB 1 2\r\n")
+    assert await svc.read_until_pong() == []
+    await pub.send("PUB svc.c _INBOX.c.2 2\r\nr2\r\nPUB svc.c _INBOX.c.3 2\r\nr3\r\n")
+    assert await pub.read_until_pong() == [
+        "HMSG _INBOX.c.3 5 37 37", "NATS/1.0 503", "Nats-Subject: svc.c", "", ""]
+    assert await svc.read_until_pong() == ["MSG svc.c 1 _INBOX.c.2 2", "r2"]
+
+
 async def test_requests_and_replies_read_together_are_routed_in_order(raw):
     # requests to one service and replies to one requester's inbox prefix,
     # each batch in one write (natslab hands consecutive PUBs that matched
