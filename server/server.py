@@ -24,6 +24,7 @@ from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .msgtrace import MsgTrace
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex, pick_member
+from .sysreq import SysRequests
 
 if TYPE_CHECKING:  # (imported only when configured: start-up pays for what the flags need)
     from .tls import TLSOptions
@@ -160,8 +161,6 @@ class Server:
             if JetStream is not None:
                 log.info("Starting JetStream")
                 await self._start_jetstreams(JetStream, store_dir)
-        from .sysreq import SysRequests
-
         self.sys_requests = SysRequests(self)
         if o.http_port:
             from .monitor import Monitor
