@@ -24,8 +24,9 @@ NEVER = ("natslab.server.tls", "natslab.server.websocket", "natslab.server.nkeys
          "natslab.server.monitor", "natslab.server.monitor_connz", "natslab.server.monitor_varz",
          "natslab.server.monitor_jsz", "natslab.server.monitor_cluster", "shutil", "datetime", "lzma", "bz2",
          "_ssl")  # (asyncio's own import of ssl is listed even when it fails: _ssl is what loading it loads)
-# JetStream's subsystems: loaded by the first stream restored or created, or the first request for them
-STREAMS = ("stream", "filestore", "memstore", "consumer", "acks", "delivery", "pullqueue", "snapshot",
+# JetStream's subsystems: loaded by the first request (the API dispatcher and its request shapes), the
+# first stream restored or created, or the first request for them
+STREAMS = ("api", "gojson", "fields", "shapes", "advisories", "stream", "filestore", "memstore", "consumer", "acks", "delivery", "pullqueue", "snapshot",
            "sourcing", "schedules", "cron", "counters", "batch", "fastbatch", "directget", "republish",
            "transform", "streamconfig", "topoconfig", "consumerconfig", "s2")
 
@@ -69,6 +70,6 @@ def test_tls_flags_or_a_config_file_keep_ssl(tmp_path):
 
 def test_jetstream_start_on_an_empty_store_imports_no_stream_subsystem(tmp_path):
     mods = imported_at_start("-js", "-sd", str(tmp_path))
-    assert "natslab.server.jetstream.api" in mods
+    assert "natslab.server.jetstream.jetstream" in mods
     assert not mods & {f"natslab.server.jetstream.{m}" for m in STREAMS}
     assert not mods & set(NEVER)

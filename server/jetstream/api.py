@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable
 from . import advisories, errors, fields, gojson, headers
 from .errors import ApiError
 from .gojson import GoJSONError
+from .jetstream import DIRECT_GET_PREFIX, direct_get_key
 from .shapes import API_LEVEL, ZERO_TIME, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
 from .subjects import collide
 
@@ -73,22 +74,6 @@ class _Req:
     def require_empty(self) -> None:
         if not self.is_empty():
             raise errors.not_empty_request()
-
-
-DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
-_DG = len(DIRECT_GET_PREFIX)
-
-
-def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
-    """For a body-less ``DIRECT.GET.<stream>.<subject>`` request with a
-    reply (a KV get of nats.go, the nats CLI, nats-py): its
-    "$JS.API.DIRECT.GET.<stream>." prefix, which the requests of a run of
-    them for one stream share; None for anything else."""
-    if reply and not payload and subject.startswith(DIRECT_GET_PREFIX):
-        i = subject.find(b".", _DG)
-        if i > _DG and i + 1 < len(subject):
-            return subject[: i + 1]
-    return None
 
 
 class Api:
@@ -163,7 +148,7 @@ class Api:
         """A run of body-less ``DIRECT.GET.<stream>.<subject>`` requests for
         one stream (``prefix``: "$JS.API.DIRECT.GET.<stream>."), as (subject,
         reply, payload): each answered as on_request answers it, in order."""
-        st = self.js.streams.get(prefix[_DG:-1].decode("utf-8", "surrogateescape"))
+        st = self.js.streams.get(prefix[len(DIRECT_GET_PREFIX):-1].decode("utf-8", "surrogateescape"))
         if st is not None and st.config.get("allow_direct"):
             st.direct_get_run(items, len(prefix))
             return

@@ -10,8 +10,8 @@ import re
 import time
 
 from . import fields
+from .headers import API_LEVEL  # noqa: F401 (imported from here by the API's modules)
 
-API_LEVEL = 5
 ZERO_TIME = "0001-01-01T00:00:00Z"
 NS = 1_000_000_000
 
