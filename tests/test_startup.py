@@ -20,7 +20,7 @@ from natslab.server.nossl import may_need_tls
 SERVER = [sys.executable, "-X", "importtime", "-m", "natslab.server", "-a", "127.0.0.1", "-p", "0"]
 
 # loaded by no start, whatever the flags (their features are configured in a file)
-NEVER = ("natslab.server.tls", "natslab.server.websocket", "natslab.server.nkeys", "natslab.server.ed25519",
+NEVER = ("natslab.server.tls", "natslab.server.msgtrace", "natslab.server.websocket", "natslab.server.nkeys", "natslab.server.ed25519",
          "natslab.server.monitor", "natslab.server.monitor_connz", "natslab.server.monitor_varz",
          "natslab.server.monitor_jsz", "natslab.server.monitor_cluster", "shutil", "datetime", "lzma", "bz2",
          "_ssl")  # (asyncio's own import of ssl is listed even when it fails: _ssl is what loading it loads)
