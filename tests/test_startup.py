@@ -56,7 +56,7 @@ def test_core_start_imports_no_jetstream_tls_or_monitor():
     assert "natslab.server.server" in mods  # (the listing works)
     assert not {m for m in mods if m.startswith("natslab.server.jetstream")}
     assert not mods & set(NEVER)
-    assert "_hashlib" not in mods  # (auth, service imports and JetStream's stores load it when used)
+    assert "_hashlib" not in mods  # (OpenSSL's libcrypto: auth, service imports, mirrors and sources load it)
 
 
 def test_tls_flags_or_a_config_file_keep_ssl(tmp_path):
@@ -73,3 +73,4 @@ def test_jetstream_start_on_an_empty_store_imports_no_stream_subsystem(tmp_path)
     assert "natslab.server.jetstream.jetstream" in mods
     assert not mods & {f"natslab.server.jetstream.{m}" for m in STREAMS}
     assert not mods & set(NEVER)
+    assert "_hashlib" not in mods
