@@ -9,6 +9,9 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "server":
+        from natslab.server.nossl import skip_ssl_unless_needed
+
+        skip_ssl_unless_needed(argv[1:])  # before anything imports asyncio
         from natslab.server.cli import main as server_main
 
         return server_main(argv[1:])

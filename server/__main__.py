@@ -1,5 +1,9 @@
 import sys
 
-from natslab.server.cli import main
+from natslab.server.nossl import skip_ssl_unless_needed
+
+skip_ssl_unless_needed(sys.argv[1:])  # before anything imports asyncio
+
+from natslab.server.cli import main  # noqa: E402
 
 sys.exit(main())

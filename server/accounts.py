@@ -18,7 +18,6 @@ Every delivery goes through ``Client.deliver``, the one delivery path.
 from __future__ import annotations
 
 import random
-import secrets
 from dataclasses import dataclass, field
 
 from .conf import ConfigError
@@ -255,6 +254,8 @@ class Accounts:
         message goes to ``reply`` in the requesting account. It is a real
         subscription in the exporter's index, so an answer finds it by
         whatever path it takes (a client's PUB, JetStream's replies)."""
+        import secrets  # (here: a server without service imports does not load hashlib at start)
+
         from .internal import InternalSubscription
 
         srv = self.server

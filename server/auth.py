@@ -53,8 +53,6 @@ class Authenticator:
     def check(self, client, c: dict):
         import secrets  # (here: only a server with auth pays for hashlib and OpenSSL at start-up)
 
-        from . import tls
-
         o = self.opts
         user = str(c.get("user") or "")
         pw = str(c.get("pass") or "")
@@ -73,6 +71,8 @@ class Authenticator:
             ws = getattr(client, "ws", None)
             tls_map = (ws.opts.tls is not None and ws.opts.tls.map) if ws is not None else self.tls_map
             if tls_map:
+                from . import tls  # (only with TLS: a server without it runs without the ssl module, nossl.py)
+
                 entry = tls.map_user(client.tls_state, self.users)
                 if entry is None:
                     return False

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import accounts, confcheck
+from . import accounts
 from .conf import ConfigError, ConfMap, parse_config, parse_duration
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
@@ -140,6 +140,8 @@ def build_options(flags: dict) -> ServerOptions:
             why = (e.strerror or str(e))
             raise ConfigFileError(f"open {path}: {why[:1].lower()}{why[1:]}") from None
         try:
+            from . import confcheck  # (only a start with a config file needs it)
+
             conf = confcheck.check(parse_config(text), path)
         except ConfigError as e:
             if "\n" in str(e) or str(e).startswith(f"{path}:"):

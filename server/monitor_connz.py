@@ -9,7 +9,6 @@ import time
 from .monitor_format import (
     DEFAULT_LIMIT, NS, BadRequest, go_duration, go_number, go_time, page, q_bool, q_int, to_json, uptime,
 )
-from . import tls
 from .subjects import subject_matches, valid_literal_subject
 
 # sort option -> (key on a Client, descending); as nats-server orders them
@@ -80,6 +79,8 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool =
         d["type"] = "websocket"
     st = getattr(c, "tls_state", None)
     if st is not None:
+        from . import tls  # (a server without TLS never loads it, nor the ssl module)
+
         d.update(tls.connz_fields(st, getattr(c, "tls_first", False)))
     account = getattr(c, "account", None)
     if auth:

@@ -11,6 +11,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,9 @@ from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, InternalSubscription, RunSpec
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
-from .msgtrace import MsgTrace
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex, pick_member
+from .sysreq import SysRequests
 
 if TYPE_CHECKING:  # (imported only when configured: start-up pays for what the flags need)
     from .tls import TLSOptions
@@ -105,7 +106,6 @@ class Server:
         # the connection whose message is being routed right now; internal
         # callbacks read it (e.g. to honour the requester's no_responders)
         self.current_publisher = self.internal_client
-        self.msg_trace = MsgTrace(self)  # messages with a Nats-Trace-Dest header (Server.route)
         self.interest_listeners: list = []
         self._dirty: list[Client] = []
         self._writers: list = []  # stores with buffered records (write_behind)
@@ -141,6 +141,14 @@ class Server:
 
             self.websocket = WebsocketListener(self, o.websocket)
 
+    @cached_property
+    def msg_trace(self):
+        """Messages with a Nats-Trace-Dest header (Server.route; msgtrace.py),
+        made for the first of them: most servers never see one."""
+        from .msgtrace import MsgTrace
+
+        return MsgTrace(self)
+
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -160,8 +168,6 @@ class Server:
             if JetStream is not None:
                 log.info("Starting JetStream")
                 await self._start_jetstreams(JetStream, store_dir)
-        from .sysreq import SysRequests
-
         self.sys_requests = SysRequests(self)
         if o.http_port:
             from .monitor import Monitor

@@ -16,18 +16,18 @@ The pages themselves are the HTTP monitor's (monitor_varz, monitor_connz,
 monitor_jsz, monitor_cluster): one builder per page, with the JSON options
 turned into the query parameters those builders read. These subscriptions
 live in the system account's subject space only.
+
+The page builders are imported when a request first asks for one: every
+server subscribes these at start-up, few are ever asked, and the monitoring
+modules (with the TLS module connz reads) would otherwise be compiled and
+loaded by every start (server/sysreq.py makes this at start).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-
-from .monitor_cluster import accountz, gatewayz, leafz, routez
-from .monitor_connz import connz, subsz
-from .monitor_format import BadRequest, go_number
-from .monitor_jsz import jsz, varz_jetstream
-from .monitor_varz import _cpu_percent, _rss, healthz, varz
 
 PING = "$SYS.REQ.SERVER.PING"
 SERVER = "$SYS.REQ.SERVER.{}.{}"
@@ -65,18 +65,24 @@ def _accountz_q(o: dict) -> dict:
     return {"acc": str(o.get("account") or "")}
 
 
-# kind -> (page builder, JSON options -> its query parameters)
+# kind -> (the module and name of its page builder, JSON options -> its query parameters)
 PAGES = {
-    "VARZ": (varz, lambda o: {}),
-    "CONNZ": (connz, _connz_q),
-    "SUBSZ": (subsz, _subsz_q),
-    "JSZ": (jsz, _jsz_q),
-    "HEALTHZ": (healthz, lambda o: {}),
-    "ACCOUNTZ": (accountz, _accountz_q),
-    "ROUTEZ": (routez, lambda o: {}),
-    "GATEWAYZ": (gatewayz, lambda o: {}),
-    "LEAFZ": (leafz, lambda o: {}),
+    "VARZ": ("monitor_varz", "varz", lambda o: {}),
+    "CONNZ": ("monitor_connz", "connz", _connz_q),
+    "SUBSZ": ("monitor_connz", "subsz", _subsz_q),
+    "JSZ": ("monitor_jsz", "jsz", _jsz_q),
+    "HEALTHZ": ("monitor_varz", "healthz", lambda o: {}),
+    "ACCOUNTZ": ("monitor_cluster", "accountz", _accountz_q),
+    "ROUTEZ": ("monitor_cluster", "routez", lambda o: {}),
+    "GATEWAYZ": ("monitor_cluster", "gatewayz", lambda o: {}),
+    "LEAFZ": ("monitor_cluster", "leafz", lambda o: {}),
 }
+
+
+def _builder(kind: str):
+    """The page builder of a kind, its module imported on first use."""
+    module, name, _ = PAGES[kind]
+    return getattr(importlib.import_module(f".{module}", __package__), name)
 
 
 class SysMonitor:
@@ -154,10 +160,12 @@ class SysMonitor:
         return handle
 
     def _answer(self, reply: str, kind: str, o: dict) -> None:
-        build, to_query = PAGES[kind]
+        from .monitor_format import BadRequest
+
+        to_query = PAGES[kind][2]
         body: dict = {"server": self.sysreq.server_block()}
         try:
-            data = json.loads(build(self._monitor(), to_query(o))[1])
+            data = json.loads(_builder(kind)(self._monitor(), to_query(o))[1])
         except BadRequest as e:
             body["error"] = {"code": 500, "description": str(e)}
         else:
@@ -197,6 +205,9 @@ class SysMonitor:
     def stats(self) -> dict:
         """nats-server's ServerStats for this server."""
         from .jetstream.shapes import rfc3339
+        from .monitor_format import go_number
+        from .monitor_jsz import varz_jetstream
+        from .monitor_varz import _cpu_percent, _rss
 
         srv = self.server
         out_msgs, out_bytes = srv.out_msgs, srv.out_bytes

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from .internal import InternalSubscription
+from .sysmon import SysMonitor
 
 USER_INFO = "$SYS.REQ.USER.INFO"
 OWN_CONNZ = ("$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ")
@@ -28,8 +29,6 @@ FEATURE_FLAGS = {"js_ack_fc_v2": False, "js_api_reply_v2": False, "js_raft_delet
 
 class SysRequests:
     def __init__(self, server):
-        from .sysmon import SysMonitor
-
         self.server = server
         self.seq = 0
         self.subs: list[tuple[object, InternalSubscription]] = []  # (subject index, subscription)

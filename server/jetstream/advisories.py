@@ -18,10 +18,17 @@ from __future__ import annotations
 
 import time
 
-from .acks import _nuid as _id  # the consumer advisories' ids
 from .shapes import dumps, rfc3339
 
 API_AUDIT = "$JS.EVENT.ADVISORY.API"
+
+
+def _id() -> str:
+    """An advisory's id, as the consumer advisories make them (acks.py is
+    the consumers' module: a server with none has not loaded it)."""
+    from .acks import _nuid
+
+    return _nuid()
 
 
 def _publish(server, subject: str, body: dict) -> None:

@@ -7,7 +7,11 @@ counts in ``api.total`` and every error answer in ``api.errors``;
 ``CONSUMER.MSG.NEXT`` and ``DIRECT.GET`` are not API calls (they are answered
 by the consumer / stream) and get the no-responders status when nothing
 serves them, if the requester's CONNECT asked for no_responders. Request
-bodies are read the three ways the real server reads them (see ``_Req``)."""
+bodies are read the three ways the real server reads them (see ``_Req``).
+
+What only some requests need is imported by the first of them (consumers,
+snapshots, mirrors, MSG.GET's fields): a server starts with the dispatcher
+and the request shapes, not with every subsystem (jetstream.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +19,10 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import advisories, consumerconfig, directget, errors, fields, gojson, headers, snapshot, sourcing, streamconfig
-from .consumer import create_consumer
+from . import advisories, errors, fields, gojson, headers
 from .errors import ApiError
 from .gojson import GoJSONError
+from .jetstream import DIRECT_GET_PREFIX, direct_get_key
 from .shapes import API_LEVEL, ZERO_TIME, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
 from .subjects import collide
 
@@ -72,22 +76,6 @@ class _Req:
             raise errors.not_empty_request()
 
 
-DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
-_DG = len(DIRECT_GET_PREFIX)
-
-
-def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
-    """For a body-less ``DIRECT.GET.<stream>.<subject>`` request with a
-    reply (a KV get of nats.go, the nats CLI, nats-py): its
-    "$JS.API.DIRECT.GET.<stream>." prefix, which the requests of a run of
-    them for one stream share; None for anything else."""
-    if reply and not payload and subject.startswith(DIRECT_GET_PREFIX):
-        i = subject.find(b".", _DG)
-        if i > _DG and i + 1 < len(subject):
-            return subject[: i + 1]
-    return None
-
-
 class Api:
     def __init__(self, js: "JetStream"):
         self.js = js
@@ -125,7 +113,10 @@ class Api:
             "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
             "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
         }
-        snapshot.register(self)  # STREAM.SNAPSHOT / STREAM.RESTORE
+        # STREAM.SNAPSHOT / STREAM.RESTORE (snapshot.py)
+        self.routes["STREAM.SNAPSHOT"] = (self.stream_snapshot, "stream_snapshot_response", 1)
+        self.routes["STREAM.RESTORE"] = (self.stream_restore, "stream_restore_response", 1)
+        self.error_extras["stream_restore_response"] = {"deliver_subject": ""}
 
     # -- dispatch ---------------------------------------------------------------
     def on_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -157,7 +148,7 @@ class Api:
         """A run of body-less ``DIRECT.GET.<stream>.<subject>`` requests for
         one stream (``prefix``: "$JS.API.DIRECT.GET.<stream>."), as (subject,
         reply, payload): each answered as on_request answers it, in order."""
-        st = self.js.streams.get(prefix[_DG:-1].decode("utf-8", "surrogateescape"))
+        st = self.js.streams.get(prefix[len(DIRECT_GET_PREFIX):-1].decode("utf-8", "surrogateescape"))
         if st is not None and st.config.get("allow_direct"):
             st.direct_get_run(items, len(prefix))
             return
@@ -177,6 +168,8 @@ class Api:
         if subject.startswith("$JS.API.DIRECT.GET"):  # first: the KV read path of nats.go and the CLI
             st = self.js.streams.get(subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
             if st is None or not st.config.get("allow_direct"):
+                from . import sourcing
+
                 # a mirror with mirror_direct answers for its origin
                 st = sourcing.mirror_for_direct(self.js, subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
             if st is not None:
@@ -245,6 +238,17 @@ class Api:
             if not lvl.isdigit() or int(lvl) > API_LEVEL:
                 raise errors.required_api_level()
 
+    # -- snapshots ----------------------------------------------------------------
+    def stream_snapshot(self, req: _Req) -> dict:
+        from . import snapshot
+
+        return snapshot.snapshot_request(self, req)
+
+    def stream_restore(self, req: _Req) -> dict:
+        from . import snapshot
+
+        return snapshot.restore_request(self, req)
+
     # -- account ----------------------------------------------------------------
     def account_info(self, req: _Req) -> dict:
         return self.js.account_info()
@@ -278,6 +282,8 @@ class Api:
         return d
 
     def stream_update(self, req: _Req) -> dict:
+        from . import streamconfig
+
         body = req.decode(fields.STREAM_CONFIG_REQUEST)
         # an update has its config checked (checkStreamCfg) before the name
         streamconfig.normalize(body)
@@ -336,6 +342,8 @@ class Api:
         return {"total": len(sts), "offset": off, "limit": LIST_LIMIT, "streams": infos}
 
     def msg_get(self, req: _Req) -> dict:
+        from . import directget
+
         if req.is_empty():
             raise errors.bad_request()
         try:
@@ -403,6 +411,8 @@ class Api:
         return st, body, cfg
 
     def consumer_create(self, req: _Req) -> dict:
+        from .consumer import create_consumer
+
         st, body, cfg = self._consumer_body(req)
         name = req.tokens[1] if len(req.tokens) > 1 else None
         flt = ".".join(req.tokens[2:]) if len(req.tokens) > 2 else None
@@ -411,6 +421,8 @@ class Api:
         return c.info_json()
 
     def consumer_durable_create(self, req: _Req) -> dict:
+        from .consumer import create_consumer
+
         st, body, cfg = self._consumer_body(req)
         c = create_consumer(st, cfg, subject_name=req.tokens[1], subject_filter=None, durable_api=True,
                             action=body.get("action") or "")
@@ -479,6 +491,8 @@ class Api:
         group = body.get("group") or ""
         if not group:
             raise errors.invalid_json("consumer group not specified")
+        from . import consumerconfig
+
         if not consumerconfig.valid_group_name(group):
             raise errors.consumer_invalid_group_name()
         c = self._consumer(req)

@@ -19,6 +19,10 @@ EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 ROLLUP = "Nats-Rollup"
 TTL = "Nats-TTL"
 REQUIRED_API_LEVEL = "Nats-Required-Api-Level"
+# the JetStream API level this server implements: what a Nats-Required-Api-Level
+# is checked against, INFO's api_lvl (here, not in shapes.py, which re-exports
+# it: a JetStream starts without shapes.py and the request tables it loads)
+API_LEVEL = 5
 
 
 def value(hdr: bytes, key: bytes) -> str:

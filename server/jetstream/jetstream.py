@@ -4,32 +4,53 @@ the ``$JS.API.>`` subscription, the account's limits, API counters and
 account info. Each account with JetStream has its own (``$G`` when no
 accounts are configured); ``server`` is what it sends and subscribes
 through: the server itself on the server's index, else the account's
-``AccountInternal``."""
+``AccountInternal``.
+
+Start-up imports only what an empty JetStream needs (this module, limits and
+persistence): the API dispatcher (api.py, with the request and response
+shapes it reads) is imported by the first ``$JS.API`` request, the streams'
+modules (stream, the two stores, mirrors and sources, config checks) by the
+first stream restored or created, so ``-js`` with an empty store starts
+nearly as fast as without it."""
 
 from __future__ import annotations
 
 import errno
 
 import logging
-import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import advisories, errors, limits, sourcing, streamconfig, topoconfig
-from .filestore import FileStore
-from .memstore import MemoryStore
+from . import errors, limits
+from .headers import API_LEVEL
 from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
-from .shapes import API_LEVEL, now_ns
-from .store import Store
-from .stream import Stream
 
 if TYPE_CHECKING:
     from .consumer import Consumer
+    from .store import Store
+    from .stream import Stream
 
 log = logging.getLogger("natslab.jetstream")
 
 ACCOUNT = "$G"
 STREAM_META = "meta.json"
+
+DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
+_DG = len(DIRECT_GET_PREFIX)
+
+
+def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
+    """For a body-less ``DIRECT.GET.<stream>.<subject>`` request with a
+    reply (a KV get of nats.go, the nats CLI, nats-py): its
+    "$JS.API.DIRECT.GET.<stream>." prefix, which the requests of a run of
+    them for one stream share; None for anything else (the ``$JS.API.>``
+    subscription's RunSpec key)."""
+    if reply and not payload and subject.startswith(DIRECT_GET_PREFIX):
+        i = subject.find(b".", _DG)
+        if i > _DG and i + 1 < len(subject):
+            return subject[: i + 1]
+    return None
 
 
 class JetStream:
@@ -52,6 +73,7 @@ class JetStream:
         self.api_total = 0
         self.api_errors = 0
         self._api_sub = None
+        self._api = None  # the dispatcher, made by the first request (the api property)
         opts = getattr(server, "opts", None)
         self.sync_always = bool(getattr(opts, "sync_always", False))
         interval = getattr(opts, "sync_interval", None)
@@ -68,19 +90,17 @@ class JetStream:
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
         from ..internal import RunSpec
-        from .api import Api, direct_get_key  # the dispatcher needs the consumer module too
 
         self.logger.info(f'Store Directory: "{self.store_dir}"')
         self._adopt_legacy_store()
         make_dirs(self.streams_dir)
         self._restore()
-        self.api = Api(self)
         # a consumer's ack subjects ($JS.ACK.<stream>.<consumer>.<...>) carry
         # sequence numbers: matched by stream and consumer, never cached one by one
         self.server.index.route_by_prefix(b"$JS.ACK.", 4)
         self._api_sub = self.server.subscribe_internal(
-            "$JS.API.>", self.api.on_request, raw=True,
-            run=RunSpec(direct_get_key, self.api.on_direct_gets, (b"",), True))
+            "$JS.API.>", self._on_api_request, raw=True,
+            run=RunSpec(direct_get_key, self._on_direct_gets, (b"",), True))
         if self.domain:
             from .domain import DomainMapping
 
@@ -88,6 +108,22 @@ class JetStream:
             self._domain_mapping.start()
         self._arm_sync_timer()
         self.logger.info("JetStream started: %d streams", len(self.streams))
+
+    @property
+    def api(self):
+        """The ``$JS.API`` dispatcher (api.py), imported and made when first
+        asked for: by the first request, not by the start."""
+        if self._api is None:
+            from .api import Api
+
+            self._api = Api(self)
+        return self._api
+
+    def _on_api_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
+        self.api.on_request(subject, reply, hdr, payload)
+
+    def _on_direct_gets(self, prefix: bytes, items: list) -> None:
+        self.api.on_direct_gets(prefix, items)
 
     def _adopt_legacy_store(self) -> None:
         """Streams an earlier build kept in ``jetstream/$G/streams`` for the
@@ -150,8 +186,11 @@ class JetStream:
         if self._domain_mapping is not None:
             self._domain_mapping.stop()
             self._domain_mapping = None
-        for st in list(self.streams.values()):
-            sourcing.stream_stopped(st)
+        if self.streams:
+            from . import sourcing
+
+            for st in list(self.streams.values()):
+                sourcing.stream_stopped(st)
         for st in list(self.streams.values()):
             for c in list(st.consumers.values()):
                 c.save_state(sync=True)
@@ -167,12 +206,13 @@ class JetStream:
         self.streams.clear()
 
     def _restore(self) -> None:
-        from .consumer import restore_consumers
-
         for d in sorted(self.streams_dir.iterdir()) if self.streams_dir.exists() else ():
             meta_path = d / STREAM_META
             if not meta_path.exists():
                 continue
+            from .consumer import restore_consumers
+            from .stream import Stream
+
             try:
                 meta = read_json_checked(meta_path)
                 cfg, created = meta["config"], meta["created"]
@@ -186,6 +226,10 @@ class JetStream:
                     self.logger.error("Stream %s is read-only: %s", cfg["name"], store.read_only)
             except (CorruptStateError, KeyError, ValueError, OSError) as e:
                 self.logger.error("Could not restore stream from %s: %s", d, e)
+        if not self.streams:
+            return
+        from . import sourcing
+
         # mirrors and sources once every origin is back
         for st in list(self.streams.values()):
             sourcing.stream_started(self, st)
@@ -197,10 +241,14 @@ class JetStream:
     def _make_store(self, cfg: dict, directory: Path) -> Store:
         first = cfg.get("first_seq") or 0  # 0: not configured
         if cfg["storage"] == "file":
+            from .filestore import FileStore
+
             # FileStore keeps its blocks under directory/msgs/
             _migrate_nested_msgs(directory)
             return FileStore(directory, first_seq=first, sync_always=self.sync_always,
                              group_commit=self.group_commit)
+        from .memstore import MemoryStore
+
         return MemoryStore(first_seq=first)
 
     def save_stream_meta(self, st: Stream) -> None:
@@ -222,6 +270,9 @@ class JetStream:
 
     def create_stream(self, raw: dict) -> tuple[Stream, bool]:
         """STREAM.CREATE: returns (stream, created). Raises ApiError."""
+        from . import advisories, sourcing, streamconfig, topoconfig
+        from .stream import Stream
+
         # the account's limits, on the request as sent, before its config
         # is checked (nats-server: jsNonClusteredStreamLimitsCheck)
         limits.check_stream_create(self, {
@@ -255,7 +306,7 @@ class JetStream:
                 # the real server, before anything is written
                 raise errors.stream_store_create_failed() from None
             raise errors.stream_create(str(e)) from None
-        st = Stream(self, cfg, now_ns(), store)
+        st = Stream(self, cfg, time.time_ns(), store)
         try:
             self.save_stream_meta(st)
         except OSError as e:
@@ -281,11 +332,13 @@ class JetStream:
         try:
             read_json_checked(meta, None)
         except (CorruptStateError, OSError) as e:
-            aside = meta.with_name(f"{STREAM_META}.corrupt-{now_ns()}")
+            aside = meta.with_name(f"{STREAM_META}.corrupt-{time.time_ns()}")
             self.logger.warning("Stream directory %s: %s; kept as %s", d, e, aside.name)
             meta.rename(aside)
 
     def update_stream(self, raw: dict) -> Stream:
+        from . import sourcing, streamconfig, topoconfig
+
         name = raw.get("name") if isinstance(raw, dict) else None
         st = self.streams.get(name or "")
         if st is None:
@@ -306,6 +359,10 @@ class JetStream:
         st = self.streams.pop(name, None)
         if st is None:
             raise errors.stream_not_found()
+        import shutil  # (it imports the compression modules: not at start-up)
+
+        from . import sourcing
+
         for c in list(st.consumers.values()):
             c.delete(notify_stream=False)
         sourcing.stream_stopped(st)

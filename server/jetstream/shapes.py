@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime
 
 from . import fields
+from .headers import API_LEVEL  # noqa: F401 (imported from here by the API's modules)
 
-API_LEVEL = 5
 ZERO_TIME = "0001-01-01T00:00:00Z"
 NS = 1_000_000_000
 
@@ -49,6 +48,8 @@ def parse_rfc3339(s: str) -> int:
     base, frac, tz = m.groups()
     if base.startswith("0001-01-01T00:00:00"):
         return 0
+    from datetime import datetime  # (a big module, not loaded at start-up for this rare parse)
+
     dt = datetime.fromisoformat(base + ("+00:00" if tz == "Z" else tz))
     return int(dt.timestamp()) * NS + int((frac or "0").ljust(9, "0"))
 

@@ -160,13 +160,6 @@ def build_archive(st: "Stream", include_consumers: bool) -> tuple[bytes, dict]:
     return b"".join(parts), state
 
 
-def register(api) -> None:
-    """Add the two API subjects to the dispatcher's routes."""
-    api.routes["STREAM.SNAPSHOT"] = (lambda req: snapshot_request(api, req), "stream_snapshot_response", 1)
-    api.routes["STREAM.RESTORE"] = (lambda req: restore_request(api, req), "stream_restore_response", 1)
-    api.error_extras["stream_restore_response"] = {"deliver_subject": ""}
-
-
 # -- SNAPSHOT ------------------------------------------------------------------------
 
 def snapshot_request(api, req) -> dict:
