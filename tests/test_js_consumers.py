@@ -5,6 +5,7 @@ API errors, with the same assertions on natslab and nats-server 2.15.1."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import pytest
@@ -570,6 +571,71 @@ async def test_idle_heartbeat_and_flow_control(nc, js, raw):
             break
         seen.append(len(m.data))
     assert seen == [200_000] * 6 + [("fc", "FlowControl Request", True)]
+
+
+FC_WINDOW = 32 * 1024 * 1024 // 16  # nats-server's first flow-control window (JsFlowControlMaxPending / 16)
+
+
+@pytest.mark.parametrize("filters", [None, ["fw.a", "fw.b"]], ids=["one-filter", "two-filters"])
+async def test_flow_control_window(nc, js, filters):
+    """nats-server counts a push delivery against the flow-control window as
+    len(deliver subject) + len(ack reply) + header + payload (pmsg.size()):
+    the FlowControl request follows the message that takes the count over
+    half the window, delivery stops after the one that takes it over the
+    whole window, heartbeats name the request (Nats-Consumer-Stalled) until
+    it is answered, then the window doubles and the rest follows. The stream
+    subject is short and the deliver subject long, so counting the wrong one
+    moves the request. (Two filters: natslab's general delivery loop; one:
+    its batch path.)"""
+    n, payload = 700, b"z" * 4000
+    await js.add_stream(name="FCW", subjects=["fw.a", "fw.b"])
+    for _ in range(n):
+        await nc.publish("fw.a", payload)
+    await nc.flush()
+    for _ in range(100):
+        if (await js.stream_info("FCW")).state.messages == n:
+            break
+        await asyncio.sleep(0.05)
+    ds = "flow.control.window.deliver." + "d" * 40
+    got: list = []  # ("m", counted size) / ("fc", reply) / ("hb", headers), in arrival order
+    stalled, done = asyncio.Event(), asyncio.Event()
+
+    async def cb(m):
+        if m.headers and m.headers.get("Status") == "100":
+            if m.reply:
+                got.append(("fc", m.reply))
+            elif m.headers.get("Nats-Consumer-Stalled"):
+                got.append(("hb", dict(m.headers)))
+                stalled.set()
+            return
+        got.append(("m", len(ds) + len(m.reply) + len(m.data)))
+        if sum(k == "m" for k, _ in got) == n:
+            done.set()
+
+    await nc.subscribe(ds, cb=cb)
+    await nc.flush()
+    await nc.flush()
+    await js.add_consumer("FCW", api.ConsumerConfig(deliver_subject=ds, flow_control=True, idle_heartbeat=0.2,
+                                                    ack_policy="none", filter_subjects=filters))
+    await asyncio.wait_for(stalled.wait(), 10)
+    first = got.index(next(e for e in got if e[0] == "hb"))
+    sizes = [v for k, v in got[:first] if k == "m"]
+    cum = list(itertools.accumulate(sizes))
+    k1 = next(i for i, c in enumerate(cum, 1) if c > FC_WINDOW // 2)
+    k2 = next(i for i, c in enumerate(cum, 1) if c > FC_WINDOW)
+    assert k2 == len(sizes) < n
+    assert [k for k, _ in got[:first]] == ["m"] * k1 + ["fc"] + ["m"] * (k2 - k1)
+    fc_reply = got[k1][1]
+    assert fc_reply.startswith("$JS.FC.FCW.")
+    hb = got[first][1]
+    assert (hb["Nats-Consumer-Stalled"], hb["Nats-Last-Consumer"]) == (fc_reply, str(k2))
+    await nc.publish(fc_reply, b"")
+    await asyncio.wait_for(done.wait(), 10)
+    rest = [k for k, _ in got[first:] if k != "hb"]
+    sizes += [v for k, v in got[first:] if k == "m"]
+    # answered: the window doubled and what is left stays under half of it
+    assert sum(sizes[k1:]) <= FC_WINDOW
+    assert rest == ["m"] * (n - k2)
 
 
 async def test_consumer_api_errors_and_forms(nc, js):

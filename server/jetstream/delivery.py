@@ -215,8 +215,9 @@ class Delivery:
             if headers_only:
                 hdr = headers.append(hdr, [("Nats-Msg-Size", str(len(data)))])
                 data = b""
-            size = len(sm.subject) + len(ack_reply) + (len(hdr) if hdr else 0) + len(data)
+            body = len(ack_reply) + (len(hdr) if hdr else 0) + len(data)
             if pull:
+                size = len(sm.subject) + body
                 wr = pulls.next_waiting(size, tok, pinned)
                 if wr is None:
                     acks.put_back(seq, dc)
@@ -227,7 +228,8 @@ class Delivery:
                 self.deliver_msg(wr.reply, ack_reply, sm, dc, hdr, data, size)
                 pulls.served(wr)
             else:
-                self.deliver_msg(dsubj, ack_reply, sm, dc, hdr, data, size)
+                # (flow control counts the deliver subject, as nats-server's pmsg.size())
+                self.deliver_msg(dsubj, ack_reply, sm, dc, hdr, data, len(dsubj) + body)
         else:
             self.signal()  # more to do: yield to the loop and come back
             stalled_on_ack_pending = True  # not the end of the stream either
@@ -239,7 +241,9 @@ class Delivery:
         consumer without flow control or to plain waiting pull requests (no
         max_bytes, no priority rules). Delivers what it can exactly as the
         general loop would, message for message, and returns how many; the
-        general loop goes on from there (or does all when this declines)."""
+        general loop goes on from there (or does all when this declines).
+        With flow control it stops where the window is full and sends the
+        FlowControl request right after the message that crosses half of it."""
         c = self.c
         srv = c.server
         now = srv.loop.time()
@@ -254,10 +258,12 @@ class Delivery:
                 return 0
             limit = min(pulls.wanted(), _BATCH_PER_TURN)
         else:
-            if self.maxpb:
-                return 0
+            if self.maxpb and self.pbytes > self.maxpb:
+                return 0  # the window is full: wait for the FlowControl reply
             dest = srv.index.match(cfg["deliver_subject"].encode())
             limit = _BATCH_PER_TURN
+        fc = self.maxpb  # (push with flow control only)
+        dlen = len(cfg["deliver_subject"]) if fc else 0
         mp = cfg.get("max_ack_pending") or 0
         if mp > 0 and not ack_none:
             limit = min(limit, mp - len(acks.pending))
@@ -278,6 +284,9 @@ class Delivery:
         run_dest = None
         targets = pulls.assign(len(msgs), now, dests) if c.is_pull else repeat(dest)
         for (seq, subject, hdr, data, ts), dest in zip(msgs, targets):
+            if fc and self.pbytes > self.maxpb:
+                msgs = msgs[:dseq - acks.dseq]  # the rest waits for the FlowControl reply
+                break
             npv -= 1
             if subject is not subj_s:
                 subj_s = subject
@@ -287,11 +296,17 @@ class Delivery:
                     deliver_run(run_dest, run)
                     run = []
                 run_dest = dest
-            run.append((subj_b, b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv), hdr, data))
+            reply = b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv)
+            run.append((subj_b, reply, hdr, data))
             dseq += 1
-        deliver_run(run_dest, run)
+            if fc and self._count_pending(dlen + len(reply) + (len(hdr) if hdr else 0) + len(data)):
+                deliver_run(run_dest, run)
+                run = []
+                self.send_flow_control()
+        if run:
+            deliver_run(run_dest, run)
         acks.delivered_run(msgs, ts_now, ack_none)
-        self._lts = ts
+        self._lts = msgs[-1][4]
         self._last_send = now
         c.schedule_save()
         srv.schedule_flush()
@@ -345,17 +360,24 @@ class Delivery:
         srv = c.server
         self._last_send = srv.loop.time()
         srv.deliver_internal(dsubj, sm.subject, ack_reply, hdr, data)
-        if self.maxpb:
-            self.pbytes += size
-            if not self.fcid and self.pbytes > self.maxpb // 2:
-                self.send_flow_control()
-            elif self.fcid and self.pbytes - self.fcsz >= self.maxpb:
-                self.fcsz += size
+        if self.maxpb and self._count_pending(size):
+            self.send_flow_control()
         c.schedule_save()
         if c.config["ack_policy"] == "none" and c.stream.config["retention"] != "limits":
             c.stream.ack_processed(sm.seq, sm.subject)
 
     # -- heartbeats and flow control ---------------------------------------------------------
+    def _count_pending(self, size: int) -> bool:
+        """A push delivery of ``size`` bytes went out under flow control
+        (nats-server's needFlowControl): True when a FlowControl request is
+        due now, the window being over half full with none outstanding."""
+        self.pbytes += size
+        if not self.fcid:
+            return self.pbytes > self.maxpb // 2
+        if self.pbytes - self.fcsz >= self.maxpb:
+            self.fcsz += size
+        return False
+
     def send_heartbeat(self, subject: str) -> None:
         acks = self.c.acks
         hdrs = [("Nats-Last-Consumer", str(acks.dseq - 1)), ("Nats-Last-Stream", str(acks.sseq - 1))]
