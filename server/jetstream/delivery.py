@@ -276,6 +276,7 @@ class Delivery:
         subj_s = subj_b = None
         run: list = []  # consecutive deliveries to one destination
         run_dest = None
+        replies: list | None = None if ack_none else []  # (the ack state remembers them)
         targets = pulls.assign(len(msgs), now, dests) if c.is_pull else repeat(dest)
         for (seq, subject, hdr, data, ts), dest in zip(msgs, targets):
             npv -= 1
@@ -287,10 +288,13 @@ class Delivery:
                     deliver_run(run_dest, run)
                     run = []
                 run_dest = dest
-            run.append((subj_b, b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv), hdr, data))
+            reply = b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv)
+            run.append((subj_b, reply, hdr, data))
+            if replies is not None:
+                replies.append(reply)
             dseq += 1
         deliver_run(run_dest, run)
-        acks.delivered_run(msgs, ts_now, ack_none)
+        acks.delivered_run(msgs, ts_now, ack_none, replies)
         self._lts = ts
         self._last_send = now
         c.schedule_save()
