@@ -501,43 +501,59 @@ def _to_group(group: tuple, subject: bytes, size: int, payloads: list) -> None:
         sub.client.deliver_payloads(sub, subject, b"", size, share)
 
 
-def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...]) -> tuple:
+def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...], strict: bool = False) -> tuple:
     """Patterns for the PUBs of a run under ``key`` as clients write them
     (single spaces, no headers): the whole run, and each member in it
     (groups: subject, the reply when ``with_reply``, the size line and body
     when more than one body is allowed). Subjects and replies are short
     enough that a line stays under the control-line limit (anything else is
     left to the parser loop); whether their tokens are valid is checked by
-    _take_run (a token pattern here cost more than the rest of a KV get)."""
-    k = (key, with_reply, payloads)
+    _take_run (a token pattern here cost more than the rest of a KV get).
+    A token is "not a space" ([^ ], which the regex engine scans several
+    times faster than \\S) unless ``strict`` (or a body holds other white
+    space): _take_run makes sure the run it took has no other white space
+    than its line ends, and takes it again with ``strict`` if it has."""
+    strict = strict or any(c in b for b in payloads for c in _WHITE)
+    k = (key, with_reply, payloads, strict)
     r = _RUNS.get(k)
     if r is None:
-        tail = rb"\S{1,1024}"
-        reply = rb" (\S{1,1024})" if with_reply else b""
+        tail = rb"\S{1,1024}" if strict else rb"[^ ]{1,1024}"
+        reply = (rb" (\S{1,1024})" if strict else rb" ([^ ]{1,1024})") if with_reply else b""
         bodies = b"|".join(b"%d\r\n%s" % (len(b), re.escape(b)) for b in payloads)
         body = b"(%s)" % bodies if len(payloads) > 1 else bodies
         item = rb"PUB (%s%s)%s +%s\r\n" % (re.escape(key), tail, reply, body)
         whole = rb"(?:%s)+" % item.replace(b"(", b"(?:").replace(b"(?:?:", b"(?:")
         if len(_RUNS) >= 1024:
             _RUNS.clear()
-        r = _RUNS[k] = (re.compile(whole), re.compile(item), {b"%d\r\n%s" % (len(b), b): b for b in payloads})
+        r = _RUNS[k] = (re.compile(whole), re.compile(item), {b"%d\r\n%s" % (len(b), b): b for b in payloads},
+                        strict)
     return r
 
 
-_RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies): the patterns of _run_patterns
+_RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies, strict): the patterns of _run_patterns
+_WHITE = (b"\t", b"\r", b"\n", b"\x0b", b"\x0c")  # white space that \S excludes, besides the space
 
 
-def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items: list) -> int:
+def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items: list, strict: bool = False) -> int:
     """Append to ``items`` the (subject, reply, payload) of the PUBs in
     ``data[pos:n]`` right at ``pos`` that belong to the run under ``key``: of
     the shape ``run`` takes, and reaching ``sub`` alone. Return where they end."""
-    whole, item, body_of = _run_patterns(key, run.reply, run.payloads)
+    whole, item, body_of, strict = _run_patterns(key, run.reply, run.payloads, strict)
     m = whole.match(data, pos, n)
     if m is None:
         return pos
     end = m.end()
     alone = ((sub,), ())
     found = item.findall(data, pos, end)
+    if not strict:
+        # the only other white space in the run is its members' two line
+        # ends each (no body holds any): else a token took some, and the
+        # run is taken again as \S tokens
+        k = 2 * len(found)
+        find = data.find
+        if (data.count(b"\r", pos, end) != k or data.count(b"\n", pos, end) != k
+                or find(b"\t", pos, end) >= 0 or find(b"\x0b", pos, end) >= 0 or find(b"\x0c", pos, end) >= 0):
+            return _take_run(index, sub, key, run, data, pos, n, items, True)
     names = found if type(found[0]) is bytes else [f[0] for f in found]
     joined = b" ".join(names) + b" "
     if b".." not in joined and b". " not in joined and index.tail_match(key[:-1]) == alone:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from itertools import repeat
 from time import time_ns as _time_ns
 
 from ..internal import RunSpec
@@ -29,6 +30,9 @@ ADV_NAK = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"
 ADV_TERMINATED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
 METRIC_ACK = "$JS.EVENT.METRIC.CONSUMER.ACK"  # sample_freq's ack samples
 _ACK_WAIT_DELAY = 1_000_000  # ns, as ackWaitDelay in the real server
+# ack subjects handed out and not yet acked that ``parse`` answers from
+# memory (``delivered_run`` fills it); above this many it starts again
+_SENT_MAX = 16384
 TERM_UNACKED_DELETED = "Unacknowledged message was deleted"
 
 
@@ -75,6 +79,12 @@ class AckState:
         self._ptmr_at = 0.0
         self._sample_src = None
         self._sample_pct = 0
+        # ack subject -> what parse_ack_subject makes of it, for the ack
+        # subjects of recent deliveries: an ack's subject is looked up, not
+        # split and converted (three int() calls cost more than the rest of
+        # the ack). A memo of a pure function: whatever it holds or drops,
+        # every ack is read the same.
+        self._sent: dict[bytes, tuple[int, int, int]] = {}
 
     def stop(self) -> None:
         if self._ptmr:
@@ -167,9 +177,19 @@ class AckState:
             return key if reply is None and (not payload or payload == b"+ACK") else None
 
         def handler(_key: bytes, items: list) -> None:
-            self.on_acks([t for subject, _, _ in items if (t := parse_ack_subject(subject)) is not None])
+            subjects = next(zip(*items))
+            acks = list(map(self._sent.pop, subjects, repeat(None)))
+            if None in acks:  # not one of the subjects remembered: read it
+                acks = [a for s, t in zip(subjects, acks) if (a := t or parse_ack_subject(s)) is not None]
+            self.on_acks(acks)
 
         return RunSpec(starts, handler, (b"", b"+ACK"), False)
+
+    def parse(self, subject: bytes) -> tuple[int, int, int] | None:
+        """parse_ack_subject, answered from the ack subjects handed out when
+        it is one of them."""
+        t = self._sent.pop(subject, None)
+        return t if t is not None else parse_ack_subject(subject)
 
     def on_ack(self, subject: bytes, reply: bytes, hdr, msg: bytes) -> None:
         """The ack subscription (raw: subject and reply arrive as bytes)."""
@@ -177,7 +197,7 @@ class AckState:
         if c.closed:
             return
         try:
-            t = parse_ack_subject(subject)
+            t = self.parse(subject)
             if t is None:
                 return
             sseq, dseq, dc = t
@@ -443,9 +463,10 @@ class AckState:
             self.track_pending(seq)
         return dseq
 
-    def delivered_run(self, msgs: list, now: int, ack_none: bool) -> None:
+    def delivered_run(self, msgs: list, now: int, ack_none: bool, replies: list | None = None) -> None:
         """A run of new messages (store.load_batch tuples, in stream order)
-        was delivered with consecutive consumer sequences from ``dseq``."""
+        was delivered with consecutive consumer sequences from ``dseq``
+        (``replies``: their ack subjects, in bytes, when they are to be acked)."""
         dseq = self.dseq
         last = msgs[-1][0]
         if ack_none:
@@ -454,13 +475,18 @@ class AckState:
             self.sfloor = [dseq - 1, last]
         else:
             pending = self.pending
-            for m in msgs:
+            sent = self._sent
+            if len(sent) > _SENT_MAX:
+                sent.clear()
+            for m, reply in zip(msgs, replies or repeat(None)):
                 seq = m[0]
                 p = pending.get(seq)
                 if p is not None:
                     p[1] = now
                 else:
                     pending[seq] = [dseq, now]
+                if reply is not None:
+                    sent[reply] = (seq, dseq, 1)
                 dseq += 1
             self.track_pending(last)
         self.dseq = dseq

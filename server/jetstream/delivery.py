@@ -282,6 +282,7 @@ class Delivery:
         subj_s = subj_b = None
         run: list = []  # consecutive deliveries to one destination
         run_dest = None
+        replies: list | None = None if ack_none else []  # (the ack state remembers them)
         targets = pulls.assign(len(msgs), now, dests) if c.is_pull else repeat(dest)
         for (seq, subject, hdr, data, ts), dest in zip(msgs, targets):
             if fc and self.pbytes > self.maxpb:
@@ -298,6 +299,8 @@ class Delivery:
                 run_dest = dest
             reply = b"%b1.%d.%d.%d.%d" % (prefix_b, seq, dseq, ts, npv)
             run.append((subj_b, reply, hdr, data))
+            if replies is not None:
+                replies.append(reply)
             dseq += 1
             if fc and self._count_pending(dlen + len(reply) + (len(hdr) if hdr else 0) + len(data)):
                 deliver_run(run_dest, run)
@@ -305,7 +308,7 @@ class Delivery:
                 self.send_flow_control()
         if run:
             deliver_run(run_dest, run)
-        acks.delivered_run(msgs, ts_now, ack_none)
+        acks.delivered_run(msgs, ts_now, ack_none, replies)
         self._lts = msgs[-1][4]
         self._last_send = now
         c.schedule_save()
