@@ -59,9 +59,6 @@ class Recovery:
             tmp.unlink(missing_ok=True)
         nums = sorted(int(p.stem) for p in self.msgs_dir.glob("*.blk") if p.stem.isdigit())
         dlog_path = self.msgs_dir / "deletes.log"
-        if not nums and _blank(dlog_path):
-            dlog_path.unlink()  # made by a create whose bytes were not synced yet: holds nothing
-        fresh = not nums and not dlog_path.exists()
         self._next_num = (nums[-1] + 1) if nums else 1
         phys_last = 0
         for n in nums:
@@ -98,6 +95,8 @@ class Recovery:
             self._firsts.append(blk.first)
 
         # deletes and the floor
+        if not self._blocks and _blank(dlog_path):
+            dlog_path.unlink()  # made by a create whose bytes were not synced yet: holds nothing
         floor, floor_ts, dels = 0, 0, set()
         if dlog_path.exists():
             data = dlog_path.read_bytes()
@@ -111,7 +110,7 @@ class Recovery:
             elif good != len(data):
                 os.truncate(dlog_path, good)  # a torn record: less than one whole record
             self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
-        if not nums and floor < first_seq:  # configured (0: not), even 1: reported from the start
+        if not self._blocks and floor < first_seq:  # configured (0: not), even 1: reported from the start
             # (a new store's delete log holds it, but may have been cut
             # before its record was synced: the floor never goes below it)
             floor = first_seq
