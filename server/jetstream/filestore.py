@@ -54,7 +54,6 @@ from typing import Iterator
 
 from . import filestore_blocks as fb
 from .filestore_blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
-from .persist import fsync_dir
 from .store import Store, StoredMsg, StoreState, file_msg_size
 from .filestore_reclaim import Reclaim
 from .filestore_recovery import Recovery
@@ -135,6 +134,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._lslot = 0
         self._noted_last = 0  # what it holds
         self._dlog_records = 0
+        self._aux_pending = False  # last.seq / deletes.log not synced yet (see filestore_recovery)
+        self._unsynced_dirs: list[Path] = []  # made without a sync: synced with the first block
         self._dirty = False  # written since the last fsync
         self._ops = 0
         self._last_flush = time.monotonic()
@@ -185,6 +186,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             os.pwrite(self._lfd, fb.pack_last(self._last, self._last_ts), HEADER_SIZE + self._lslot * fb.LAST_SLOT)
             if sync:
                 os.fdatasync(self._lfd)
+                if self._aux_pending:  # (sequences used by writes that failed in a new store)
+                    self._aux_durable()
         except OSError as e:
             self._write_failed("last.seq: writing the last sequence", e)
             return
@@ -314,7 +317,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._active = blk
         self._blocks.append(blk)
         self._firsts.append(seq)
-        fsync_dir(self.msgs_dir)
+        self._aux_durable()  # (the directory's entry for the block, and a new store's files)
         return blk
 
     def _seal(self, blk: Block) -> None:

@@ -204,6 +204,8 @@ def scan_block(buf: bytes, after_seq: int, name: str) -> ScanResult:
     (already held by an earlier block) are skipped. Damage is skipped over and
     reported; a damaged tail is marked for truncation."""
     res = ScanResult()
+    if not buf:  # created, then a power cut before anything in it was synced: nothing lost
+        return res
     if buf[:4] != BLOCK_MAGIC:
         res.warnings.append(f"{name}: bad block header; scanning for records anyway")
     elif buf[4] != BLOCK_VERSION:

@@ -14,7 +14,23 @@ store that cannot write (a full disk, a read-only file system) still opens
 with everything it could read: index files it cannot write are skipped (the
 block is scanned again next time), and when the delete log or the last block
 cannot be opened for writing the store opens read-only (``read_only`` says
-why), serves what it has and tries again at the next write."""
+why), serves what it has and tries again at the next write.
+
+A new store costs no sync (issue #16 asks that a stream whose CREATE was
+answered survive a power cut, with as few syncs as the ordering needs): its
+directories, ``last.seq`` and ``deletes.log`` are written without one and
+hold only what opening assumes when they are missing (last 0 or the floor's,
+the floor 0 or the configured first sequence). JetStream makes the stream
+directory durable with meta.json (``JetStream.create_stream``, the commit
+point) and calls ``dirs_durable``; the files' bytes and their directory
+entries are synced when the first block is made (``_aux_durable``), before
+the first record they stand beside can be acknowledged. So a power cut
+between two steps of a create leaves, for a store with no block:
+``msgs/`` or the two files missing, empty or zeros (never synced) -- taken
+as missing, no damage reported, the files made again; a store with a block
+has had both synced, so anything wrong with them there is damage and said so.
+A block file created just before a cut and never synced is empty: dropped,
+nothing lost."""
 
 from __future__ import annotations
 
@@ -28,14 +44,21 @@ from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
 from .persist import fsync_dir, make_dirs
 
 
+def _blank(path) -> bool:
+    """Missing, empty or all zeros: a file whose bytes never reached the disk."""
+    try:
+        return not path.read_bytes().strip(b"\0")
+    except FileNotFoundError:
+        return False
+
+
 class Recovery:
     def _open(self, first_seq: int) -> None:
-        make_dirs(self.msgs_dir)
+        self._unsynced_dirs = make_dirs(self.msgs_dir, sync=False)
         for tmp in self.msgs_dir.glob("*.tmp"):
             tmp.unlink(missing_ok=True)
         nums = sorted(int(p.stem) for p in self.msgs_dir.glob("*.blk") if p.stem.isdigit())
         dlog_path = self.msgs_dir / "deletes.log"
-        fresh = not nums and not dlog_path.exists()
         self._next_num = (nums[-1] + 1) if nums else 1
         phys_last = 0
         for n in nums:
@@ -72,6 +95,8 @@ class Recovery:
             self._firsts.append(blk.first)
 
         # deletes and the floor
+        if not self._blocks and _blank(dlog_path):
+            dlog_path.unlink()  # made by a create whose bytes were not synced yet: holds nothing
         floor, floor_ts, dels = 0, 0, set()
         if dlog_path.exists():
             data = dlog_path.read_bytes()
@@ -85,7 +110,9 @@ class Recovery:
             elif good != len(data):
                 os.truncate(dlog_path, good)  # a torn record: less than one whole record
             self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
-        elif fresh and first_seq > 0:  # configured (0: not), even 1: reported from the start
+        if not self._blocks and floor < first_seq:  # configured (0: not), even 1: reported from the start
+            # (a new store's delete log holds it, but may have been cut
+            # before its record was synced: the floor never goes below it)
             floor = first_seq
         self._floor = floor
         if phys_last:
@@ -136,6 +163,8 @@ class Recovery:
             self._warn(f"last.seq: unreadable ({e}); the last sequence comes from the blocks")
             return None
         noted = fb.read_last(data)
+        if noted is None and not self._blocks and not data.strip(b"\0"):
+            return None  # a new store's, cut before it was synced: holds nothing
         if noted is None:
             self._warn("last.seq: damaged; the last sequence comes from the blocks")
         return noted
@@ -152,18 +181,33 @@ class Recovery:
                     rec = fb.pack_last(self._last, self._last_ts)
                     os.pwrite(fd, fb.LAST_HEADER + rec + rec, 0)
                     os.ftruncate(fd, fb.LAST_FILE_SIZE)
-                    os.fsync(fd)
-                    fsync_dir(self.msgs_dir)
+                    if self._blocks:  # (without: synced with the first block, see the docstring)
+                        os.fsync(fd)
+                        fsync_dir(self.msgs_dir)
             except OSError:
                 os.close(fd)
                 raise
             self._lfd, self._noted_last = fd, self._last
         dlog_path = self.msgs_dir / "deletes.log"
         if self._dfd < 0:
-            if not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
+            if not self._blocks and not dlog_path.exists():
+                # new: written in place, synced with the first block
+                recs = fb.DLOG_HEADER
+                if self._floor:
+                    recs += fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts)
+                fd = os.open(dlog_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                try:
+                    self._write_all(fd, recs)
+                except OSError:
+                    os.close(fd)
+                    dlog_path.unlink(missing_ok=True)
+                    raise
+                self._dfd, self._dlog_records = fd, (len(recs) - HEADER_SIZE) // fb.DREC_SIZE
+            elif not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
                 self._rewrite_dlog()
             else:
                 self._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
+        self._aux_pending = not self._blocks  # (see _aux_durable)
         if self._blocks and self._active is None:
             last = self._blocks[-1]
             if last.size < self.block_size and last.size == last.path.stat().st_size:
@@ -172,6 +216,25 @@ class Recovery:
                 # (what the crash left in the page cache may not be on disk yet)
                 self._alloc_end, self._synced_to = last.size, 0
         self.read_only = None
+
+    def _aux_durable(self) -> None:
+        """Before a store's first block: sync ``last.seq``, the delete log
+        and the directories made without a sync (see the docstring)."""
+        if self._aux_pending:
+            if self._lfd >= 0:
+                os.fdatasync(self._lfd)
+            if self._dfd >= 0:
+                os.fdatasync(self._dfd)
+            self._aux_pending = False
+        fsync_dir(self.msgs_dir)
+        for d in reversed(self._unsynced_dirs):
+            fsync_dir(d.parent)
+        self._unsynced_dirs = []
+
+    def dirs_durable(self) -> None:
+        """The owner has made the store's directories durable (JetStream's
+        create: with meta.json and the streams directory)."""
+        self._unsynced_dirs = []
 
     def _scan(self, blk: Block, after_seq: int) -> fb.ScanResult | None:
         try:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from . import errors, limits
 from .headers import API_LEVEL
-from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
+from .persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -316,6 +316,15 @@ class JetStream:
             else:
                 store.delete()  # made just now: holds nothing
             raise errors.stream_create(str(e)) from None
+        if cfg["storage"] == "file":
+            # The commit point of a create (issue #16): meta.json's bytes and
+            # the stream directory's entries (meta.json, msgs/) were synced
+            # by save_stream_meta; this syncs the streams directory's entry
+            # for it. Nothing before needs a sync (filestore_recovery's
+            # docstring): a cut before this leaves no stream, or one whose
+            # store opens as new.
+            fsync_dir(self.streams_dir)
+            store.dirs_durable()
         if adopted:
             n = store.state().messages
             self.logger.warning("Stream %s took over %d messages found in %s", st.name, n, d)

@@ -79,13 +79,15 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def make_dirs(directory: Path) -> None:
+def make_dirs(directory: Path, sync: bool = True) -> list[Path]:
     """``mkdir -p`` that makes each directory it creates durable (the
     parent's entry fsynced), so a power cut cannot drop a stream's or a
-    consumer's directory with the files fsynced inside it."""
+    consumer's directory with the files fsynced inside it. With ``sync``
+    False the caller makes them durable later; the directories created are
+    returned, outermost first."""
     directory = Path(directory)
     if directory.is_dir():
-        return
+        return []
     missing = []
     d = directory
     while not d.exists():
@@ -96,7 +98,9 @@ def make_dirs(directory: Path) -> None:
             d.mkdir()
         except FileExistsError:
             pass
-        fsync_dir(d.parent)
+        if sync:
+            fsync_dir(d.parent)
+    return missing[::-1]
 
 
 def write_tmp(tmp: Path, data: bytes, *, sync: bool = True) -> None:
