@@ -363,6 +363,11 @@ class Client(Parser, asyncio.BufferedProtocol):
         out = self.out
         headers = self.headers
         size = nbytes = 0
+        k = len(msgs)
+        if k > 2:
+            size, nbytes = self._frame_uniform(sid, msgs)
+        if size:
+            msgs = ()  # framed whole above
         for subject, reply, hdr, payload in msgs:
             if hdr is None or not headers:
                 n = len(payload)
@@ -401,7 +406,6 @@ class Client(Parser, asyncio.BufferedProtocol):
                 out += (line, hdr, payload, CRLF)
             size += len(line) + n + 2
             nbytes += n
-        k = len(msgs)
         self.out_size += size
         self.out_msgs += k
         self.out_bytes += nbytes
@@ -413,6 +417,40 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.remove_sub(sub)
         if self.out_size > self.max_pending:
             self.flush()
+
+    def _frame_uniform(self, sid: bytes, msgs) -> tuple[int, int]:
+        """Frame a run of deliver_run's messages that share the subject and
+        the payload size, with no headers to send (what JetStream deliveries
+        and PubAck runs mostly are), with list operations instead of a format
+        per message: the parts that change (reply, payload) are sliced into
+        a list of the constant ones. Returns (bytes queued, payload bytes),
+        or (0, 0) having queued nothing when the run is not uniform."""
+        first, last = msgs[0], msgs[-1]
+        if first[0] != last[0] or len(first[3]) != len(last[3]):
+            return 0, 0  # (PubAcks to per-request inboxes: told apart cheaply)
+        subjects, replies, hdrs, payloads = zip(*msgs)
+        k = len(msgs)
+        subject = subjects[0]
+        n = len(payloads[0])
+        if (subjects.count(subject) != k or (self.headers and hdrs.count(None) != k)
+                or len(set(map(len, payloads))) != 1):
+            return 0, 0
+        tail = b" %d\r\n" % n
+        if all(replies):
+            pre = b"MSG %b %b " % (subject, sid)
+            frames = [pre, b"", tail, b"", CRLF] * k
+            frames[1::5] = replies
+            frames[3::5] = payloads
+            size = k * (len(pre) + len(tail) + n + 2) + sum(map(len, replies))
+        elif not any(replies):
+            line = b"MSG %b %b%b" % (subject, sid, tail)
+            frames = [line, b"", CRLF] * k
+            frames[1::3] = payloads
+            size = k * (len(line) + n + 2)
+        else:
+            return 0, 0
+        self.out += frames
+        return size, k * n
 
     def deliver_payloads(self, sub: Subscription, subject: bytes, reply: bytes, size: int, payloads: list) -> None:
         """deliver_run for a run of messages that share subject and reply,
