@@ -18,7 +18,25 @@ def _options(host: str, port: int, jetstream: bool, store_dir, **kw) -> ServerOp
     )
 
 
-class EmbeddedServer:
+class _Address:
+    """Where the broker (``self.server``) listens, for both ways of running it."""
+
+    server: Server
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def host(self) -> str:
+        return self.server.opts.host
+
+    @property
+    def client_url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+
+class EmbeddedServer(_Address):
     """The broker on the current event loop. ``port=0`` picks a free port."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4222, jetstream: bool = True,
@@ -38,20 +56,8 @@ class EmbeddedServer:
     async def __aexit__(self, *exc) -> None:
         await self.stop()
 
-    @property
-    def port(self) -> int:
-        return self.server.port
 
-    @property
-    def host(self) -> str:
-        return self.server.opts.host
-
-    @property
-    def client_url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
-
-
-class ServerThread:
+class ServerThread(_Address):
     """The broker on a thread of its own with its own event loop.
 
     ``start()`` blocks until the broker accepts connections (or raises what
@@ -103,15 +109,3 @@ class ServerThread:
             self._loop.call_soon_threadsafe(self._stopped.set)
         self._thread.join(timeout)
         self._thread = None
-
-    @property
-    def port(self) -> int:
-        return self.server.port
-
-    @property
-    def host(self) -> str:
-        return self.server.opts.host
-
-    @property
-    def client_url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
