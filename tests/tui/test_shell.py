@@ -107,13 +107,14 @@ async def test_guided_demos_set_up_the_walkthrough(make_app, outside):
         await answer(app, pilot)
         streams = app.screen.query_one("StreamsPane")
         await wait_for(pilot, lambda: streams.selected == "DEMO_LIMITS", what="DEMO_LIMITS selected")
-        await wait_for(pilot, lambda: streams.streams["DEMO_LIMITS"].messages == 2, what="limits applied")
-        assert streams.streams["DEMO_LIMITS"].first_seq == 3
+        # (the row is live: after the third publish it reads 2 messages from seq 2; the demo is done at 2 from 3)
+        limits = lambda: (streams.streams["DEMO_LIMITS"].messages, streams.streams["DEMO_LIMITS"].first_seq)
+        await wait_for(pilot, lambda: limits() == (2, 3), what="limits applied: 2 messages from seq 3")
         run_demo(app, "workqueue")
         await answer(app, pilot)
         consumers = app.screen.query_one("ConsumersPane")
-        await wait_for(pilot, lambda: consumers.stream == "DEMO_JOBS" and "WQ" in consumers.consumers, what="DEMO_JOBS › WQ")
-        assert consumers.consumers["WQ"].num_pending == 2
+        await wait_for(pilot, lambda: consumers.stream == "DEMO_JOBS" and "WQ" in consumers.consumers
+                       and consumers.consumers["WQ"].num_pending == 2, what="DEMO_JOBS › WQ with 2 pending")
         run_demo(app, "kv-history")
         await answer(app, pilot)
         await wait_for(pilot, lambda: len(app.screen.query("KvPane")) > 0, what="KV pane")
