@@ -8,8 +8,14 @@ they stay marked (reversed accent) until it points elsewhere.
 Rows stand in the order of the mapping each sync is given: the pane chooses it
 (by name for streams, consumers, buckets and keys, as `$JS.API.STREAM.LIST` and
 `CONSUMER.LIST` return them on both servers), and a row created while the app
-runs takes its place in that order, not the bottom, the cursor staying on its
-object when rows come or go above it.
+runs takes its place in that order, not the bottom.
+
+Where the cursor goes as rows come and go: until someone puts it on a row (the
+user with keys or the mouse, a pane with ``select_key``), it stays on the top
+row, whatever object that is, so rows arriving one by one (a KV watch) leave it
+on the first in name order, not on the first that arrived; once put on a row,
+it stays on that object when rows come or go above it. A table that empties
+(another bucket, another stream) starts again at the top.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
@@ -35,6 +42,10 @@ class LiveTable(DataTable):
         self._values: dict[tuple[str, str], str] = {}
         self._order: list[str] = []
         self._pointed: set[tuple[str, str]] = set()
+        # the cursor was put on an object (keys, mouse, select_key): it follows
+        # that object from then on; until then it keeps to the top row
+        self._chosen = False
+        self._syncing = False  # the cursor moves sync makes are not a choice
 
     def on_mount(self) -> None:
         for label, key in self._column_spec:
@@ -64,8 +75,15 @@ class LiveTable(DataTable):
 
     def sync(self, rows: dict[str, Sequence[Any]]) -> None:
         """Make the table show exactly ``rows`` (row key -> cell values), in their order."""
+        self._syncing = True
+        try:
+            self._sync(rows)
+        finally:
+            self._syncing = False
+
+    def _sync(self, rows: dict[str, Sequence[Any]]) -> None:
         keys = [key for _, key in self._column_spec]
-        selected = self.selected_key
+        selected, at = self.selected_key, self.cursor_coordinate
         for row_key in [k for k in self._order if k not in rows]:
             self.remove_row(row_key)
             self._order.remove(row_key)
@@ -89,9 +107,22 @@ class LiveTable(DataTable):
                     changed.append((row_key, col))
         if self._order != list(rows):
             self._reorder(list(rows))
-        if selected in rows and self.get_row_index(selected) != self.cursor_row:
+        if not rows:
+            self._chosen = False  # emptied: the next rows are a fresh start, cursor on top
+        elif not self._chosen:
+            if self.cursor_row != 0:
+                self.move_cursor(row=0, animate=False)
+        elif selected in rows and self.get_row_index(selected) != self.cursor_row:
             # a row came or went above it: the cursor keeps its object, not its line
             self.move_cursor(row=self.get_row_index(selected), animate=False)
+        now = self.selected_key
+        if selected is not None and now is not None and now != selected and self.cursor_coordinate == at:
+            # another object under the cursor on the same line (one sorting
+            # before it arrived, or its own row went): DataTable only says so
+            # when the cursor's coordinate changes, and the panes show the
+            # highlighted row's details
+            self.post_message(self.RowHighlighted(self, self.cursor_row,
+                                                  self.coordinate_to_cell_key(self.cursor_coordinate).row_key))
         if changed and getattr(self.app, "stable_display", False):
             self._unhighlight(changed)  # pictures and snapshots must not depend on timing
         elif changed:
@@ -147,5 +178,17 @@ class LiveTable(DataTable):
         return self._values.get((row_key, col))
 
     def select_key(self, row_key: str) -> None:
+        """Put the cursor on ``row_key``'s row; it follows that object from now on."""
         if row_key in self._order:
+            self._chosen = True
             self.move_cursor(row=self.get_row_index(row_key))
+
+    def watch_cursor_coordinate(self, old: Coordinate, new: Coordinate) -> None:
+        super().watch_cursor_coordinate(old, new)
+        if old != new and not self._syncing:
+            self._chosen = True  # keys, a click, a page key: the user chose this row
+
+    def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
+        # Enter, or a click on the row the cursor is on (row 0 before any move):
+        # a choice too, though the cursor did not move. The message goes on to the pane.
+        self._chosen = True

@@ -92,7 +92,10 @@ class KvPane(LivePane):
 
     def on_mount(self) -> None:
         super().on_mount()
-        history = self.query_one("#kv-history", DataTable)
+        self._history_columns(self.query_one("#kv-history", DataTable))
+
+    @staticmethod
+    def _history_columns(history: DataTable) -> None:
         for label, key in (("Rev", "rev"), ("Op", "op"), ("Time", "time"), ("Value", "value")):
             history.add_column(label, key=key)
 
@@ -222,7 +225,10 @@ class KvPane(LivePane):
         if (event.bucket, event.key) != (self.bucket, self.key):
             return
         table = self.query_one("#kv-history", DataTable)
-        table.clear()
+        # columns too: DataTable.clear keeps their widths, and a key's history
+        # would stand in the columns of the one shown before (a long value's)
+        table.clear(columns=True)
+        self._history_columns(table)
         stable = getattr(self.app, "stable_display", False)
         for e in reversed(event.entries):
             when = "--:--:--" if stable or e.created is None else e.created.astimezone().strftime("%H:%M:%S")
