@@ -93,7 +93,7 @@ async def test_api_audit_and_asset_advisories(server):
     assert audits[9]["response"]["error"]["err_code"] == 10059
     stream = "io.nats.jetstream.advisory.v1.stream_action"
     consumer = "io.nats.jetstream.advisory.v1.consumer_action"
-    assert assets == [
+    want = [
         ("$JS.EVENT.ADVISORY.STREAM.CREATED.X", {"type": stream, "stream": "X", "action": "create"}),
         ("$JS.EVENT.ADVISORY.STREAM.UPDATED.X", {"type": stream, "stream": "X", "action": "modify"}),
         ("$JS.EVENT.ADVISORY.CONSUMER.CREATED.X.C", {"type": consumer, "stream": "X", "consumer": "C", "action": "create"}),
@@ -104,6 +104,15 @@ async def test_api_audit_and_asset_advisories(server):
         ("$JS.EVENT.ADVISORY.CONSUMER.DELETED.X.D", {"type": consumer, "stream": "X", "consumer": "D", "action": "delete"}),
         ("$JS.EVENT.ADVISORY.STREAM.DELETED.X", {"type": stream, "stream": "X", "action": "delete"}),
     ]
+    # nats-server 2.15 can lose the last one: its stream's stop() queues
+    # STREAM.DELETED on the out queue the consumers share and at once closes
+    # the quit channel of the goroutine that drains it; when that goroutine is
+    # still busy sending D's DELETED, its next select sees both ready and Go
+    # picks either (missing in 3 of about 60 runs under load, once still 5 s
+    # after the delete). natslab always sends it.
+    if server.kind == "nats-server" and assets == want[:-1]:
+        return
+    assert assets == want
 
 
 async def test_nothing_built_without_a_listener(server):
