@@ -11,6 +11,7 @@ process with the same nats-server flags, so ``kill()`` (SIGKILL) and
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import resource
 import shutil
@@ -180,9 +181,11 @@ def http_server(server_kind, tmp_path):
 
 async def eventually(cond, timeout: float = 3.0) -> bool:
     """cond() once it holds (nats-py runs error_cb in a task of its own, so
-    an -ERR can be reported a moment after the flush that brought it)."""
+    an -ERR can be reported a moment after the flush that brought it). cond
+    may be a coroutine function (a state nats-server reaches on a goroutine
+    of its own, read through the API)."""
     deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
+    while not ((await v) if inspect.isawaitable(v := cond()) else v):
         if asyncio.get_running_loop().time() > deadline:
             return False
         await asyncio.sleep(0.02)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from conftest import connect
+from conftest import connect, eventually
 
 
 def masked(subject: str, body: dict) -> tuple:
@@ -28,19 +28,33 @@ def masked(subject: str, body: dict) -> tuple:
 
 async def test_api_audit_and_asset_advisories(server):
     nc = await connect(server.url, name="auditor")
+    got = []  # (subject, masked body) in arrival order
+
+    async def keep(m):
+        got.append(masked(m.subject, json.loads(m.data)))
+
+    def audited() -> int:
+        return sum(s == "$JS.EVENT.ADVISORY.API" for s, _ in got)
     try:
-        events = await nc.subscribe("$JS.EVENT.ADVISORY.>")
+        await nc.subscribe("$JS.EVENT.ADVISORY.>", cb=keep)
         await nc.flush()
         await nc.flush()
 
-        async def api(subject: str, body: dict | None = None) -> dict:
+        async def api(subject: str, body: dict | None = None, *, audit: bool = True) -> dict:
+            # nats-server answers $JS.API requests on a pool of goroutines and
+            # publishes each audit after its reply, so the next request's audit
+            # can overtake it: wait for this one's before making the next
+            before = audited()
             data = json.dumps(body).encode() if body is not None else b""
-            return json.loads((await nc.request("$JS.API." + subject, data, timeout=3)).data)
+            r = json.loads((await nc.request("$JS.API." + subject, data, timeout=3)).data)
+            if audit:
+                assert await eventually(lambda: audited() > before, 5), f"no audit for {subject}"
+            return r
 
         await api("STREAM.CREATE.X", {"name": "X", "subjects": ["x.>"], "allow_direct": True})
         await api("STREAM.UPDATE.X", {"name": "X", "subjects": ["x.>"], "allow_direct": True, "max_msgs": 5})
         await nc.request("x.a", b"m", timeout=3)
-        await api("STREAM.MSG.GET.X", {"seq": 1})  # answered, not audited
+        await api("STREAM.MSG.GET.X", {"seq": 1}, audit=False)  # answered, not audited
         await api("STREAM.MSG.GET.X", {"seq": 9})  # an error: audited
         await nc.request("$JS.API.DIRECT.GET.X", b'{"seq":1}', timeout=3)  # never audited
         await api("CONSUMER.CREATE.X.C", {"stream_name": "X", "config": {"durable_name": "C", "ack_policy": "explicit"}})
@@ -53,12 +67,11 @@ async def test_api_audit_and_asset_advisories(server):
         await api("CONSUMER.CREATE.X.D", {"stream_name": "X", "config": {"durable_name": "D", "ack_policy": "explicit"}})
         await api("STREAM.DELETE.X")  # D goes with it, announced
         await api("STREAM.INFO.NOPE")
+        # the asset advisories come from the stream's own goroutine: wait for
+        # the 9 expected, then a moment more for any that should not be there
+        await eventually(lambda: len(got) >= 10 + 9, 5)
         await nc.flush()
-        await asyncio.sleep(0.3)
-        got = []
-        while events.pending_msgs:
-            m = await events.next_msg(1)
-            got.append(masked(m.subject, json.loads(m.data)))
+        await asyncio.sleep(0.2)
     finally:
         await nc.close()
 
@@ -80,7 +93,7 @@ async def test_api_audit_and_asset_advisories(server):
     assert audits[9]["response"]["error"]["err_code"] == 10059
     stream = "io.nats.jetstream.advisory.v1.stream_action"
     consumer = "io.nats.jetstream.advisory.v1.consumer_action"
-    assert assets == [
+    want = [
         ("$JS.EVENT.ADVISORY.STREAM.CREATED.X", {"type": stream, "stream": "X", "action": "create"}),
         ("$JS.EVENT.ADVISORY.STREAM.UPDATED.X", {"type": stream, "stream": "X", "action": "modify"}),
         ("$JS.EVENT.ADVISORY.CONSUMER.CREATED.X.C", {"type": consumer, "stream": "X", "consumer": "C", "action": "create"}),
@@ -91,6 +104,15 @@ async def test_api_audit_and_asset_advisories(server):
         ("$JS.EVENT.ADVISORY.CONSUMER.DELETED.X.D", {"type": consumer, "stream": "X", "consumer": "D", "action": "delete"}),
         ("$JS.EVENT.ADVISORY.STREAM.DELETED.X", {"type": stream, "stream": "X", "action": "delete"}),
     ]
+    # nats-server 2.15 can lose the last one: its stream's stop() queues
+    # STREAM.DELETED on the out queue the consumers share and at once closes
+    # the quit channel of the goroutine that drains it; when that goroutine is
+    # still busy sending D's DELETED, its next select sees both ready and Go
+    # picks either (missing in 3 of about 60 runs under load, once still 5 s
+    # after the delete). natslab always sends it.
+    if server.kind == "nats-server" and assets == want[:-1]:
+        return
+    assert assets == want
 
 
 async def test_nothing_built_without_a_listener(server):

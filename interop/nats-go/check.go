@@ -644,6 +644,25 @@ func runCheck(url string) []string {
 		close(watchDone)
 		t.emit("kv.watch.start", map[string]any{"error": errInfo(werr)})
 	}
+	// Each write waits until the watcher has it before the next is made:
+	// nats-server delivers to the watcher from the consumer's goroutine, so a
+	// write right behind another can be stored before the first is delivered,
+	// and that delivery's Delta (its num_pending) is then 1, not 0.
+	writes := 0
+	watchSaw := func(err error) {
+		if err != nil || werr != nil {
+			return
+		}
+		writes++
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			watchMu.Lock()
+			n := len(watched)
+			watchMu.Unlock()
+			if n >= writes+1 { // and the <initial done> marker
+				return
+			}
+		}
+	}
 	t.step("kv.put", func(ctx context.Context) (any, error) {
 		var revs []uint64
 		for _, v := range []string{"eu", "us"} {
@@ -651,6 +670,7 @@ func runCheck(url string) []string {
 			if err != nil {
 				return revs, err
 			}
+			watchSaw(nil)
 			revs = append(revs, r)
 		}
 		return revs, nil
@@ -671,12 +691,28 @@ func runCheck(url string) []string {
 	})
 	t.step("kv.get.missing", func(ctx context.Context) (any, error) { return kv.Get(ctx, "nope") })
 	t.step("kv.create.exists", func(ctx context.Context) (any, error) { return kv.Create(ctx, "region", []byte("x")) })
-	t.step("kv.create.new", func(ctx context.Context) (any, error) { return kv.Create(ctx, "zone", []byte("a")) })
+	t.step("kv.create.new", func(ctx context.Context) (any, error) {
+		r, err := kv.Create(ctx, "zone", []byte("a"))
+		watchSaw(err)
+		return r, err
+	})
 	t.step("kv.update.wrong_rev", func(ctx context.Context) (any, error) { return kv.Update(ctx, "zone", []byte("b"), 1) })
-	t.step("kv.update.right_rev", func(ctx context.Context) (any, error) { return kv.Update(ctx, "zone", []byte("b"), 3) })
-	t.step("kv.delete", func(ctx context.Context) (any, error) { return nil, kv.Delete(ctx, "zone") })
+	t.step("kv.update.right_rev", func(ctx context.Context) (any, error) {
+		r, err := kv.Update(ctx, "zone", []byte("b"), 3)
+		watchSaw(err)
+		return r, err
+	})
+	t.step("kv.delete", func(ctx context.Context) (any, error) {
+		err := kv.Delete(ctx, "zone")
+		watchSaw(err)
+		return nil, err
+	})
 	t.step("kv.get.deleted", func(ctx context.Context) (any, error) { return kv.Get(ctx, "zone") })
-	t.step("kv.create.after_delete", func(ctx context.Context) (any, error) { return kv.Create(ctx, "zone", []byte("c")) })
+	t.step("kv.create.after_delete", func(ctx context.Context) (any, error) {
+		r, err := kv.Create(ctx, "zone", []byte("c"))
+		watchSaw(err)
+		return r, err
+	})
 	t.step("kv.keys", func(ctx context.Context) (any, error) {
 		k, err := kv.Keys(ctx)
 		sort.Strings(k)
@@ -690,7 +726,11 @@ func runCheck(url string) []string {
 		}
 		return out, err
 	})
-	t.step("kv.purge", func(ctx context.Context) (any, error) { return nil, kv.Purge(ctx, "region") })
+	t.step("kv.purge", func(ctx context.Context) (any, error) {
+		err := kv.Purge(ctx, "region")
+		watchSaw(err)
+		return nil, err
+	})
 	t.step("kv.history.purged", func(ctx context.Context) (any, error) {
 		h, err := kv.History(ctx, "region")
 		var out []string
