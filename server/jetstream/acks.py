@@ -521,33 +521,36 @@ class AckState:
             self.track_pending(seq)
         return dseq
 
-    def delivered_run(self, msgs: list, now: int, ack_none: bool, replies: list | None = None) -> None:
-        """A run of new messages (store.load_batch tuples, in stream order)
-        was delivered with consecutive consumer sequences from ``dseq``
-        (``replies``: their ack subjects, in bytes, when they are to be acked)."""
+    def delivered_run(self, seqs, now: int, ack_none: bool, replies: list | None = None) -> None:
+        """A run of new messages (``seqs``: their stream seqs, in stream
+        order) was delivered with consecutive consumer sequences from
+        ``dseq`` (``replies``: their ack subjects, in bytes, when they are
+        to be acked), at ``now``."""
         dseq = self.dseq
-        last = msgs[-1][0]
+        k = len(seqs)
+        last = seqs[-1]
         if ack_none:
-            dseq += len(msgs)
-            self.adflr, self.asflr = dseq - 1, last
-            self.sfloor = [dseq - 1, last]
+            self.adflr, self.asflr = dseq + k - 1, last
+            self.sfloor = [dseq + k - 1, last]
         else:
             pending = self.pending
-            sent = self._sent
-            if len(sent) > _SENT_MAX:
-                sent.clear()
-            for m, reply in zip(msgs, replies or repeat(None)):
-                seq = m[0]
-                p = pending.get(seq)
-                if p is not None:
-                    p[1] = now
-                else:
-                    pending[seq] = [dseq, now]
-                if reply is not None:
-                    sent[reply] = (seq, dseq, 1)
-                dseq += 1
+            dseqs = range(dseq, dseq + k)
+            if pending.keys().isdisjoint(seqs):
+                pending.update(zip(seqs, map(list, zip(dseqs, repeat(now)))))
+            else:  # one pending already keeps its consumer sequence, with a new time
+                for seq, d in zip(seqs, dseqs):
+                    p = pending.get(seq)
+                    if p is not None:
+                        p[1] = now
+                    else:
+                        pending[seq] = [d, now]
+            if replies is not None:
+                sent = self._sent
+                if len(sent) > _SENT_MAX:
+                    sent.clear()
+                sent.update(zip(replies, zip(seqs, dseqs, repeat(1))))
             self.track_pending(last)
-        self.dseq = dseq
+        self.dseq = dseq + k
         self.sseq = last + 1
         self.ldt = now
 
