@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 import re
 import time
+from itertools import repeat
+from operator import itemgetter
 
 from . import protocol as p
 from .permissions import violation
@@ -381,6 +383,8 @@ class Parser:
                             pos = _take_run(index, sub, key, run, data, pos, n, items)
                             k = len(items) - 1
                             msgs += k
+                            if run.payloads != _EMPTY_BODY:  # (the first one's bytes are counted above)
+                                nbytes += sum(map(len, map(_payload, items))) - total
                             sub.msgs += k
                             run.handler(key, items)
                     except Exception:
@@ -530,6 +534,8 @@ def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...], str
     return r
 
 
+_EMPTY_BODY = (b"",)
+_payload = itemgetter(2)  # of a run's (subject, reply, payload)
 _RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies, strict): the patterns of _run_patterns
 _WHITE = (b"\t", b"\r", b"\n", b"\x0b", b"\x0c")  # white space that \S excludes, besides the space
 
@@ -544,28 +550,26 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
         return pos
     end = m.end()
     alone = ((sub,), ())
-    found = item.findall(data, pos, end)
+    names = _members(data, pos, end, run.reply, body_of) if not strict else None
+    if names is None:
+        found = item.findall(data, pos, end)
+        names, replies, bodies = _columns(found, run, body_of)
+    else:
+        names, replies, bodies = names
     if not strict:
         # the only other white space in the run is its members' two line
         # ends each (no body holds any): else a token took some, and the
         # run is taken again as \S tokens
-        k = 2 * len(found)
+        k = 2 * len(names)
         find = data.find
         if (data.count(b"\r", pos, end) != k or data.count(b"\n", pos, end) != k
                 or find(b"\t", pos, end) >= 0 or find(b"\x0b", pos, end) >= 0 or find(b"\x0c", pos, end) >= 0):
             return _take_run(index, sub, key, run, data, pos, n, items, True)
-    names = found if type(found[0]) is bytes else [f[0] for f in found]
     joined = b" ".join(names) + b" "
     if b".." not in joined and b". " not in joined and index.tail_match(key[:-1]) == alone:
         # whatever (valid tokens) follows key reaches sub alone: the run is
         # taken whole
-        if run.reply:
-            items += [(s, r, b"") for s, r in found]
-        elif len(body_of) > 1:
-            items += [(s, b"", body_of[b]) for s, b in found]
-        else:
-            body = run.payloads[0]
-            items += [(s, b"", body) for s in found]
+        items += zip(names, replies, bodies)
         return end
     # where a member goes depends on its tokens (or it has an empty one):
     # each is matched, up to the first that reaches someone else too
@@ -581,3 +585,31 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
             items.append((s, b"", body_of[mm.group(2)] if multi else run.payloads[0]))
         pos = mm.end()
     return pos
+
+
+def _members(data: bytes, pos: int, end: int, with_reply: bool, body_of: dict) -> tuple | None:
+    """The (subjects, replies, payloads) of a run of PUBs ``data[pos:end]``
+    that ``whole`` matched with [^ ] tokens, by splitting rather than a
+    regex: "\r\nPUB " holds a space, which no token does, so it is found
+    exactly between members. None when a member has more than one space
+    between its fields (the regex columns take those)."""
+    members = data[pos + 4 : end - 2].split(b"\r\nPUB ")
+    names, _, rest = zip(*map(bytes.partition, members, repeat(b" ")))
+    replies = repeat(b"")
+    if with_reply:
+        replies, _, rest = zip(*map(bytes.partition, rest, repeat(b" ")))
+    bodies = list(map(body_of.get, rest))
+    if None in bodies:
+        return None
+    return names, replies, bodies
+
+
+def _columns(found: list, run, body_of: dict) -> tuple:
+    """(subjects, replies, payloads) of a run's members from the item
+    pattern's findall."""
+    if type(found[0]) is bytes:  # subjects only
+        return found, repeat(b""), repeat(run.payloads[0])
+    cols = tuple(zip(*found))
+    if run.reply:
+        return cols[0], cols[1], repeat(b"")
+    return cols[0], repeat(b""), list(map(body_of.__getitem__, cols[1]))

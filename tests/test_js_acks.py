@@ -128,3 +128,28 @@ async def test_acks_of_a_batch_release_max_ack_pending(nc, js, raw):
     more = [await c.readline() for _ in range(4)]
     assert [line.split()[1] for line in more[::2]] == ["ak.a", "ak.b"]
     assert counters(await info(nc, "AK", "C")) == ((6, 6), (4, 4), 2, 0, 6)
+
+
+async def test_a_run_of_acks_is_counted_exactly(http_server):
+    """Acks sent back to back, empty and +ACK (as nats.go sends them): /varz
+    and /connz count every one and its bytes."""
+    from conftest import RawClient, connect
+    from test_monitor import get_json
+
+    srv = http_server
+    nc = await connect(srv.url)
+    await stream(nc, nc.jetstream())
+    await consumer(nc, "C")
+    c = await RawClient.open(srv, '{"verbose":false,"pedantic":false,"headers":true,"protocol":1,"name":"acker"}')
+    await c.send("SUB pulled.> 1\r\n")
+    replies = await fetch(c, "C", 10)
+    v0 = await get_json(srv, "/varz")
+    await c.send("".join(f"PUB {r} 0\r\n\r\n" for r in replies[:4]) + "".join(f"PUB {r} 4\r\n+ACK\r\n" for r in replies[4:]))
+    assert await c.read_until_pong() == []
+    v = await get_json(srv, "/varz")
+    assert (v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"]) == (10, 24)
+    acker = [x for x in (await get_json(srv, "/connz"))["connections"] if x.get("name") == "acker"]
+    assert (acker[0]["in_msgs"], acker[0]["in_bytes"]) == (11, 24 + len('{"batch": 10, "expires": 5000000000}'))
+    assert counters(await info(nc, "AK", "C")) == ((10, 10), (10, 10), 0, 0, 2)
+    c.close()
+    await nc.close()
