@@ -591,13 +591,20 @@ def _members(data: bytes, pos: int, end: int, with_reply: bool, body_of: dict) -
     """The (subjects, replies, payloads) of a run of PUBs ``data[pos:end]``
     that ``whole`` matched with [^ ] tokens, by splitting rather than a
     regex: "\r\nPUB " holds a space, which no token does, so it is found
-    exactly between members. None when a member has more than one space
-    between its fields (the regex columns take those)."""
-    members = data[pos + 4 : end - 2].split(b"\r\nPUB ")
+    exactly between members, and a member's fields are what lies between
+    its runs of spaces. None if something does not add up (the regex
+    columns take it then)."""
+    region = data[pos + 4 : end - 2]
+    members = region.split(b"\r\nPUB ")
     names, _, rest = zip(*map(bytes.partition, members, repeat(b" ")))
+    spaced = b"  " in region  # (nats-py writes "PUB <subject>  <size>" when there is no reply)
+    if spaced:
+        rest = map(bytes.lstrip, rest, repeat(b" "))
     replies = repeat(b"")
     if with_reply:
         replies, _, rest = zip(*map(bytes.partition, rest, repeat(b" ")))
+        if spaced:
+            rest = map(bytes.lstrip, rest, repeat(b" "))
     bodies = list(map(body_of.get, rest))
     if None in bodies:
         return None
