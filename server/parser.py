@@ -550,12 +550,10 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
         return pos
     end = m.end()
     alone = ((sub,), ())
-    names = _members(data, pos, end, run.reply, body_of) if not strict else None
+    names = None if strict or run.reply else _alike(data, pos, end, item, run, body_of)
     if names is None:
         found = item.findall(data, pos, end)
-        names, replies, bodies = _columns(found, run, body_of)
-    else:
-        names, replies, bodies = names
+        names = found if type(found[0]) is bytes else [f[0] for f in found]
     if not strict:
         # the only other white space in the run is its members' two line
         # ends each (no body holds any): else a token took some, and the
@@ -569,7 +567,15 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
     if b".." not in joined and b". " not in joined and index.tail_match(key[:-1]) == alone:
         # whatever (valid tokens) follows key reaches sub alone: the run is
         # taken whole
-        items += zip(names, replies, bodies)
+        if type(names) is _Names:
+            items += zip(names, repeat(b""), repeat(names.body))
+        elif run.reply:
+            items += [(s, r, b"") for s, r in found]
+        elif len(body_of) > 1:
+            items += [(s, b"", body_of[b]) for s, b in found]
+        else:
+            body = run.payloads[0]
+            items += [(s, b"", body) for s in found]
         return end
     # where a member goes depends on its tokens (or it has an empty one):
     # each is matched, up to the first that reaches someone else too
@@ -587,36 +593,28 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
     return pos
 
 
-def _members(data: bytes, pos: int, end: int, with_reply: bool, body_of: dict) -> tuple | None:
-    """The (subjects, replies, payloads) of a run of PUBs ``data[pos:end]``
-    that ``whole`` matched with [^ ] tokens, by splitting rather than a
-    regex: "\r\nPUB " holds a space, which no token does, so it is found
-    exactly between members, and a member's fields are what lies between
-    its runs of spaces. None if something does not add up (the regex
-    columns take it then)."""
-    region = data[pos + 4 : end - 2]
-    members = region.split(b"\r\nPUB ")
-    names, _, rest = zip(*map(bytes.partition, members, repeat(b" ")))
-    spaced = b"  " in region  # (nats-py writes "PUB <subject>  <size>" when there is no reply)
-    if spaced:
-        rest = map(bytes.lstrip, rest, repeat(b" "))
-    replies = repeat(b"")
-    if with_reply:
-        replies, _, rest = zip(*map(bytes.partition, rest, repeat(b" ")))
-        if spaced:
-            rest = map(bytes.lstrip, rest, repeat(b" "))
-    bodies = list(map(body_of.get, rest))
-    if None in bodies:
+class _Names(list):
+    """The subjects of a run's members written alike, with their one body."""
+
+    __slots__ = ("body",)
+
+
+def _alike(data: bytes, pos: int, end: int, item, run, body_of: dict) -> _Names | None:
+    """The subjects of a run of PUBs without reply ``data[pos:end]`` (that
+    ``whole`` matched with [^ ] tokens) when every member is written like
+    the first after its subject (the same spaces, size and body: how a
+    client writes a batch of acks), cut apart by one split on that tail and
+    the next "PUB "; None when they are not alike (findall takes them)."""
+    first = item.match(data, pos)
+    tail = data[first.end(1) : first.end()]
+    if not data.startswith(tail, end - len(tail)):
         return None
-    return names, replies, bodies
-
-
-def _columns(found: list, run, body_of: dict) -> tuple:
-    """(subjects, replies, payloads) of a run's members from the item
-    pattern's findall."""
-    if type(found[0]) is bytes:  # subjects only
-        return found, repeat(b""), repeat(run.payloads[0])
-    cols = tuple(zip(*found))
-    if run.reply:
-        return cols[0], cols[1], repeat(b"")
-    return cols[0], repeat(b""), list(map(body_of.__getitem__, cols[1]))
+    region = data[pos + 4 : end - len(tail)]
+    sep = tail + b"PUB "
+    names = _Names(region.split(sep))
+    # a member written otherwise leaves a space in what the split made of
+    # it (every tail starts with one, and no token holds one)
+    if region.count(b" ") != (len(names) - 1) * sep.count(b" "):
+        return None
+    names.body = body_of[first.group(2)] if len(body_of) > 1 else run.payloads[0]
+    return names
