@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 import re
 import time
+from itertools import repeat
+from operator import itemgetter
 
 from . import protocol as p
 from .permissions import violation
@@ -381,6 +383,8 @@ class Parser:
                             pos = _take_run(index, sub, key, run, data, pos, n, items)
                             k = len(items) - 1
                             msgs += k
+                            if run.payloads != _EMPTY_BODY:  # (the first one's bytes are counted above)
+                                nbytes += sum(map(len, map(_payload, items))) - total
                             sub.msgs += k
                             run.handler(key, items)
                     except Exception:
@@ -530,6 +534,8 @@ def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...], str
     return r
 
 
+_EMPTY_BODY = (b"",)
+_payload = itemgetter(2)  # of a run's (subject, reply, payload)
 _RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies, strict): the patterns of _run_patterns
 _WHITE = (b"\t", b"\r", b"\n", b"\x0b", b"\x0c")  # white space that \S excludes, besides the space
 
@@ -544,22 +550,26 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
         return pos
     end = m.end()
     alone = ((sub,), ())
-    found = item.findall(data, pos, end)
+    names = None if strict or run.reply else _alike(data, pos, end, item, run, body_of)
+    if names is None:
+        found = item.findall(data, pos, end)
+        names = found if type(found[0]) is bytes else [f[0] for f in found]
     if not strict:
         # the only other white space in the run is its members' two line
         # ends each (no body holds any): else a token took some, and the
         # run is taken again as \S tokens
-        k = 2 * len(found)
+        k = 2 * len(names)
         find = data.find
         if (data.count(b"\r", pos, end) != k or data.count(b"\n", pos, end) != k
                 or find(b"\t", pos, end) >= 0 or find(b"\x0b", pos, end) >= 0 or find(b"\x0c", pos, end) >= 0):
             return _take_run(index, sub, key, run, data, pos, n, items, True)
-    names = found if type(found[0]) is bytes else [f[0] for f in found]
     joined = b" ".join(names) + b" "
     if b".." not in joined and b". " not in joined and index.tail_match(key[:-1]) == alone:
         # whatever (valid tokens) follows key reaches sub alone: the run is
         # taken whole
-        if run.reply:
+        if type(names) is _Names:
+            items += zip(names, repeat(b""), repeat(names.body))
+        elif run.reply:
             items += [(s, r, b"") for s, r in found]
         elif len(body_of) > 1:
             items += [(s, b"", body_of[b]) for s, b in found]
@@ -581,3 +591,30 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
             items.append((s, b"", body_of[mm.group(2)] if multi else run.payloads[0]))
         pos = mm.end()
     return pos
+
+
+class _Names(list):
+    """The subjects of a run's members written alike, with their one body."""
+
+    __slots__ = ("body",)
+
+
+def _alike(data: bytes, pos: int, end: int, item, run, body_of: dict) -> _Names | None:
+    """The subjects of a run of PUBs without reply ``data[pos:end]`` (that
+    ``whole`` matched with [^ ] tokens) when every member is written like
+    the first after its subject (the same spaces, size and body: how a
+    client writes a batch of acks), cut apart by one split on that tail and
+    the next "PUB "; None when they are not alike (findall takes them)."""
+    first = item.match(data, pos)
+    tail = data[first.end(1) : first.end()]
+    if not data.startswith(tail, end - len(tail)):
+        return None
+    region = data[pos + 4 : end - len(tail)]
+    sep = tail + b"PUB "
+    names = _Names(region.split(sep))
+    # a member written otherwise leaves a space in what the split made of
+    # it (every tail starts with one, and no token holds one)
+    if region.count(b" ") != (len(names) - 1) * sep.count(b" "):
+        return None
+    names.body = body_of[first.group(2)] if len(body_of) > 1 else run.payloads[0]
+    return names

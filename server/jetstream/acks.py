@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import random
 import string
-from itertools import repeat
+from collections import deque
+from itertools import islice, repeat
+from operator import itemgetter, le, lt
 from time import time_ns as _time_ns
 
 from ..internal import RunSpec
@@ -34,6 +36,7 @@ _ACK_WAIT_DELAY = 1_000_000  # ns, as ackWaitDelay in the real server
 # memory (``delivered_run`` fills it); above this many it starts again
 _SENT_MAX = 16384
 TERM_UNACKED_DELETED = "Unacknowledged message was deleted"
+_pd = itemgetter(0)  # a pending entry's consumer sequence
 
 
 def _nuid() -> str:
@@ -255,14 +258,20 @@ class AckState:
             touched = False
             nxt = self.sseq  # (acks do not deliver: it stays)
             if ap == "explicit":
-                ack = self._ack_explicit
-                for sseq, dseq, dc in acks:
-                    if sseq < nxt:  # else not delivered yet: no ack-of-ack either
-                        n += 1
-                        if sample:
-                            self.sample_ack(sample, sseq, dseq, dc)
-                        if ack(sseq, dseq) and acked is not None:
-                            acked.append(sseq)
+                run = None if sample else self._ack_in_order(acks, nxt)
+                if run is not None:
+                    n = len(run)
+                    if acked is not None:
+                        acked += run
+                else:
+                    ack = self._ack_explicit
+                    for sseq, dseq, dc in acks:
+                        if sseq < nxt:  # else not delivered yet: no ack-of-ack either
+                            n += 1
+                            if sample:
+                                self.sample_ack(sample, sseq, dseq, dc)
+                            if ack(sseq, dseq) and acked is not None:
+                                acked.append(sseq)
                 touched = n > 0
             else:  # ack all
                 for sseq, dseq, dc in acks:
@@ -301,6 +310,55 @@ class AckState:
         if mp > 0 and len(pending) >= mp - 1:
             self.c.signal()
         return True
+
+    def _ack_in_order(self, acks, nxt: int) -> tuple | None:
+        """Explicit acks of a run taken at once when they are the messages
+        right above the ack floor, in the order delivered (what a client
+        acking a fetched batch sends): the stream seqs acked, or None (and
+        nothing done) when the run is not of that shape, for
+        ``_ack_explicit`` to take one by one.
+
+        The shape: pending holds each (once), with the consumer sequences
+        just above both floors (the two are equal) in stream order, no
+        other pending message lies between the first and the last, and no
+        ack names an earlier delivery than the one pending. One by one,
+        each ack then moves both floors to just below the next in the run
+        (move_floors finds it first in its scan), so the floors reach just
+        below the last, and the last ack moves them as move_floors says:
+        that one call is the whole run's floor move, the same end state."""
+        k = len(acks)
+        if k < 2:
+            return None
+        sseqs, dseqs, _ = zip(*acks)
+        first, last = sseqs[0], sseqs[-1]
+        base = self.adflr
+        if last >= nxt or self.sfloor[0] != base:
+            return None
+        pending = self.pending
+        ps = list(map(pending.get, sseqs))
+        if None in ps:
+            return None
+        pds = list(map(_pd, ps))
+        if (pds[0] != base + 1 or pds[-1] != base + k or not all(map(lt, pds, islice(pds, 1, None)))
+                or not all(map(lt, sseqs, islice(sseqs, 1, None))) or not all(map(le, pds, dseqs))):
+            return None
+        if last - first != k - 1 and sum(map(pending.__contains__, range(first + 1, last))) != k - 2:
+            return None  # another pending message between them stops the floor
+        before = len(pending)
+        deque(map(pending.pop, sseqs), 0)
+        if self.rdc:
+            deque(map(self.rdc.pop, sseqs, repeat(None)), 0)
+        if self.rdq:
+            gone = set(sseqs)
+            self.rdq[:] = [s for s in self.rdq if s not in gone]
+        pd = pds[-1]
+        self.adflr, self.asflr = pd - 1, last - 1
+        self.sfloor = [pd - 1, last - 1]
+        self.move_floors(pd, dseqs[-1], last)
+        mp = self.c.config.get("max_ack_pending") or 0
+        if mp > 0 and before >= mp:  # (one by one: the first ack would signal)
+            self.c.signal()
+        return sseqs
 
     def _ack_through(self, dseq: int, sseq: int, acked: list | None) -> None:
         """AckAll of (dseq, sseq): everything up to it is acked, the floors
@@ -463,33 +521,36 @@ class AckState:
             self.track_pending(seq)
         return dseq
 
-    def delivered_run(self, msgs: list, now: int, ack_none: bool, replies: list | None = None) -> None:
-        """A run of new messages (store.load_batch tuples, in stream order)
-        was delivered with consecutive consumer sequences from ``dseq``
-        (``replies``: their ack subjects, in bytes, when they are to be acked)."""
+    def delivered_run(self, seqs, now: int, ack_none: bool, replies: list | None = None) -> None:
+        """A run of new messages (``seqs``: their stream seqs, in stream
+        order) was delivered with consecutive consumer sequences from
+        ``dseq`` (``replies``: their ack subjects, in bytes, when they are
+        to be acked), at ``now``."""
         dseq = self.dseq
-        last = msgs[-1][0]
+        k = len(seqs)
+        last = seqs[-1]
         if ack_none:
-            dseq += len(msgs)
-            self.adflr, self.asflr = dseq - 1, last
-            self.sfloor = [dseq - 1, last]
+            self.adflr, self.asflr = dseq + k - 1, last
+            self.sfloor = [dseq + k - 1, last]
         else:
             pending = self.pending
-            sent = self._sent
-            if len(sent) > _SENT_MAX:
-                sent.clear()
-            for m, reply in zip(msgs, replies or repeat(None)):
-                seq = m[0]
-                p = pending.get(seq)
-                if p is not None:
-                    p[1] = now
-                else:
-                    pending[seq] = [dseq, now]
-                if reply is not None:
-                    sent[reply] = (seq, dseq, 1)
-                dseq += 1
+            dseqs = range(dseq, dseq + k)
+            if pending.keys().isdisjoint(seqs):
+                pending.update(zip(seqs, map(list, zip(dseqs, repeat(now)))))
+            else:  # one pending already keeps its consumer sequence, with a new time
+                for seq, d in zip(seqs, dseqs):
+                    p = pending.get(seq)
+                    if p is not None:
+                        p[1] = now
+                    else:
+                        pending[seq] = [d, now]
+            if replies is not None:
+                sent = self._sent
+                if len(sent) > _SENT_MAX:
+                    sent.clear()
+                sent.update(zip(replies, zip(seqs, dseqs, repeat(1))))
             self.track_pending(last)
-        self.dseq = dseq
+        self.dseq = dseq + k
         self.sseq = last + 1
         self.ldt = now
 

@@ -47,6 +47,7 @@ import os
 import shutil
 import time
 import zlib
+from array import array
 from bisect import bisect_left, bisect_right
 from itertools import compress
 from pathlib import Path
@@ -811,6 +812,17 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             return [(sm.seq, sm.subject, sm.hdr, sm.data, sm.ts)
                     for sm in map(self.load, [first + j for j in idxs]) if sm is not None]
         buf = os.pread(self._rfd(blk), end - start, start)
+        i0, k = idxs[0], len(idxs)
+        if k > 1 and idxs[-1] - i0 == k - 1:
+            # one record length, back to back (no deleted message among
+            # them): maybe a uniform run, cut up at once
+            lens_run = lens[i0 : i0 + k]
+            n = rec_len(lens_run[0])
+            if lens_run.count(lens_run[0]) == k and offs[i0 : i0 + k] == array("I", range(start, end, n)):
+                out = fb.unpack_uniform_run(buf, n, first + i0)
+                if out is not None:
+                    self._last_load = first + idxs[-1]
+                    return out
         view = memoryview(buf)
         size = len(buf)
         out = []

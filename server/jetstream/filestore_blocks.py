@@ -57,6 +57,7 @@ import struct
 import sys
 from array import array
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from zlib import crc32
 
@@ -113,6 +114,67 @@ def unpack_record(buf: bytes, seq: int) -> StoredMsg | None:
         return None
     p = 27 + sl
     return StoredMsg(seq, buf[27:p].decode(), buf[p : p + hl] if hl else None, buf[p + hl : reclen - 4], ts)
+
+
+def unpack_uniform_run(buf: bytes, n: int, first_seq: int) -> list[tuple] | None:
+    """The (seq, subject, hdr, data, ts) rows of the records of ``n`` bytes
+    each that fill ``buf`` back to back, from ``first_seq`` on in sequence
+    order, when they are whole and share the first one's subject and header
+    lengths (a run of one subject's messages of one size, what a stream
+    mostly holds); None when anything does not check out (unpack_record then
+    finds which).
+
+    Such a run is cut up by one struct in one C loop, and its checksums are
+    checked at once: the crc32 of k whole records of n bytes back to back is
+    a constant (``run_crc``), as crc32 is affine in its input and each whole
+    record leaves CRC_RESIDUE. Damage within one record changes it exactly
+    when it changes that record's own crc32 (what follows multiplies the
+    error by a power of x, which the CRC-32 polynomial does not divide);
+    damage in several records at once could cancel out, with a 2^-32
+    chance, as any one CRC-32 can miss damage."""
+    k = len(buf) // n
+    if k * n != len(buf) or n < MIN_REC:
+        return None
+    reclen, kind, seq, ts, sl, hl = _REC_UNPACK(buf)
+    dl = n - MIN_REC - sl - hl
+    if dl < 0 or crc32(buf) != run_crc(n, k):
+        return None
+    key = (sl, hl, dl)
+    st = _RUN_STRUCTS.get(key)
+    if st is None:
+        if len(_RUN_STRUCTS) >= 256:
+            _RUN_STRUCTS.clear()
+        st = _RUN_STRUCTS[key] = struct.Struct(f"<IBQqHI{sl}s{hl}s{dl}s4x")
+    reclens, kinds, seqs, tss, sls, hls, subjects, hdrs, datas = zip(*st.iter_unpack(buf))
+    if (reclens.count(n) != k or kinds.count(KIND_MSG) != k or sls.count(sl) != k or hls.count(hl) != k
+            or seqs != tuple(range(first_seq, first_seq + k))):
+        return None
+    names = {sb: sb.decode() for sb in set(subjects)}  # one str per subject
+    return list(zip(seqs, map(names.__getitem__, subjects), hdrs if hl else repeat(None, k), datas, tss))
+
+
+def run_crc(n: int, k: int) -> int:
+    """crc32 of k whole records of n bytes each, back to back: each record
+    (crc32 0 -> CRC_RESIDUE on its own) carries the crc32 so far through its
+    n bytes as n zero bytes would (crc32's linearity), so the value depends
+    on n and k only. Kept per n for the run lengths asked so far."""
+    vals = _RUN_CRCS.get(n)
+    if vals is None:
+        if len(_RUN_CRCS) >= 64:
+            _RUN_CRCS.clear()
+        vals = _RUN_CRCS[n] = [0]
+    if len(vals) <= k:
+        z = bytes(n)
+        step = crc32(z) ^ CRC_RESIDUE
+        e = vals[-1]
+        while len(vals) <= k:
+            e = crc32(z, e) ^ step
+            vals.append(e)
+    return vals[k]
+
+
+_RUN_STRUCTS: dict[tuple, struct.Struct] = {}  # per (subject, header, payload length)
+_RUN_CRCS: dict[int, list[int]] = {}  # per record length: run_crc for k = 0, 1, 2, ...
 
 
 def zeros(n: int) -> array:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 import string
 from collections import deque
-from itertools import repeat
 
 from . import gojson, headers, priorities
 from .shapes import NS, format_go_duration as _go_dur, now_ns
@@ -345,7 +344,7 @@ class PullQueue:
     def assign(self, k: int, now: float, dests: dict) -> list:
         """Serve ``k`` messages round robin, as next_waiting would (the
         requests of ``run_targets``, which ask for ``k`` or more in all):
-        the target of each, in order."""
+        the targets in order, as [target, how many messages in a row]."""
         waiting = self.waiting
         if len(waiting) == 1:  # one request takes them all
             wr = waiting[0]
@@ -356,7 +355,7 @@ class PullQueue:
                     wr.hbt = now + wr.hb
             else:
                 waiting.popleft()
-            return repeat(dests[wr], k)
+            return [[dests[wr], k]]
         out = []
         for _ in range(k):
             wr = waiting.popleft()
@@ -366,7 +365,11 @@ class PullQueue:
                 waiting.append(wr)
                 if wr.hb:
                     wr.hbt = now + wr.hb
-            out.append(dests[wr])
+            t = dests[wr]
+            if out and out[-1][0] is t:  # (one request left, or two on one reply subject)
+                out[-1][1] += 1
+            else:
+                out.append([t, 1])
         return out
 
     def process_waiting(self, eos: bool) -> None:
