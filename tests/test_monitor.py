@@ -354,12 +354,12 @@ async def test_connection_details(http_server, request):
     await nc.subscribe("brief.x")
     await nc.publish("brief.x", b"12345")
     await nc.flush()
-    await asyncio.sleep(0.1)
-    (c,) = (await get_json(srv, "/connz"))["connections"]
+    cz = await poll_json(srv, "/connz", lambda cz: [x["rtt"] != "0s" for x in cz["connections"]] == [True])
+    (c,) = cz["connections"]
     assert c["rtt"] != "0s"
     await nc.close()
-    await asyncio.sleep(0.1)
-    closed = [x for x in (await get_json(srv, "/connz?state=closed"))["connections"] if x.get("name") == "brief"]
+    cz = await poll_json(srv, "/connz?state=closed", lambda cz: any(x.get("name") == "brief" for x in cz["connections"]))
+    closed = [x for x in cz["connections"] if x.get("name") == "brief"]
     (x,) = closed
     assert (x["ip"], x["port"], x["start"]) == (c["ip"], c["port"], c["start"])
     assert (x["in_msgs"], x["out_msgs"], x["in_bytes"], x["subscriptions"]) == (1, 1, 5, 1)
@@ -516,9 +516,10 @@ async def test_runs_of_pubs_in_one_write_are_counted_exactly(http_server):
     while (await asyncio.wait_for(r.readline(), 10)) != b"PONG\r\n":
         pass
     await s.flush()
-    await asyncio.sleep(0.1)
-    v = await get_json(srv, "/varz")
     n, nb = 1500 + 1200 + 1 + 300, 1500 * 10 + 1500 * 5 + 3
+    v = await poll_json(srv, "/varz", lambda v: (
+        v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"],
+        v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (n, nb, 1501, 1500 * 5 + 3))
     assert (v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"]) == (n, nb)
     assert (v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (1501, 1500 * 5 + 3)
     conns = {x["name"]: x for x in (await get_json(srv, "/connz"))["connections"]}
