@@ -347,10 +347,15 @@ async def test_a_rollup_moves_consumers_as_a_purge_does(nc, js, rollup):
     for c in ("A", "W"):
         await pull_no_wait(nc, "RU", c, 2)
     await js.publish("ru.a", b"rolled", headers={"Nats-Rollup": rollup})
-    await asyncio.sleep(0.2)
-    got = [floors(await info(nc, "RU", c)) for c in ("A", "W")]
-    assert got == {"sub": [((2, 3), (2, 3), 0, 1, True), ((2, 2), (1, 1), 1, 1, True)],
-                   "all": [((2, 3), (2, 3), 0, 1, True), ((2, 3), (2, 3), 0, 1, True)]}[rollup]
+    want = {"sub": [((2, 3), (2, 3), 0, 1, True), ((2, 2), (1, 1), 1, 1, True)],
+            "all": [((2, 3), (2, 3), 0, 1, True), ((2, 3), (2, 3), 0, 1, True)]}[rollup]
+    got = []
+
+    async def settled():  # nats-server moves the consumers on their own goroutines, after the PubAck
+        got[:] = [floors(await info(nc, "RU", c)) for c in ("A", "W")]
+        return got == want
+    await eventually(settled, 5)
+    assert got == want
 
 
 async def test_pull_status_replies(nc, js, raw):

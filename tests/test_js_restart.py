@@ -11,7 +11,7 @@ import pytest
 from nats.js import api
 from nats.js.errors import NotFoundError
 
-from conftest import connect
+from conftest import connect, eventually
 from test_js_consumers import counters, info, orders
 from test_js_streams import req
 
@@ -146,10 +146,16 @@ async def test_retention_and_redelivery_survive_restart(server):
     b = await js.pull_subscribe_bind("B", "EV")
     (mb,) = await b.fetch(1, timeout=2)
     await mb.ack_sync()  # seq 1 is done for both consumers
-    await asyncio.sleep(0.3)
-    st = (await js.stream_info("EV")).state
+    want_a, want_b = ((4, 4), (3, 3), 1, 0, 0), ((1, 1), (1, 1), 0, 0, 3)
+
+    async def settled():  # nats-server removes acked interest messages on the stream's own goroutine
+        nonlocal st, ca, cb
+        st = (await js.stream_info("EV")).state
+        ca, cb = await info(nc, "EV", "A"), await info(nc, "EV", "B")
+        return ((st.messages, st.first_seq, st.last_seq), counters(ca), counters(cb)) == ((3, 2, 4), want_a, want_b)
+    st = ca = cb = None
+    await eventually(settled, 5)
     assert (st.messages, st.first_seq, st.last_seq) == (3, 2, 4)
-    ca, cb = await info(nc, "EV", "A"), await info(nc, "EV", "B")
     await nc.close()
 
     server.restart()
@@ -157,8 +163,8 @@ async def test_retention_and_redelivery_survive_restart(server):
     js = nc.jetstream()
     st = (await js.stream_info("EV")).state
     assert (st.messages, st.first_seq, st.last_seq) == (3, 2, 4)
-    assert counters(await info(nc, "EV", "A")) == counters(ca) == ((4, 4), (3, 3), 1, 0, 0)
-    assert counters(await info(nc, "EV", "B")) == counters(cb) == ((1, 1), (1, 1), 0, 0, 3)
+    assert counters(await info(nc, "EV", "A")) == counters(ca) == want_a == ((4, 4), (3, 3), 1, 0, 0)
+    assert counters(await info(nc, "EV", "B")) == counters(cb) == want_b == ((1, 1), (1, 1), 0, 0, 3)
     await asyncio.sleep(1.2)  # A's ack wait runs out after the restart too
     a = await js.pull_subscribe_bind("A", "EV")
     (m,) = await a.fetch(1, timeout=2)
@@ -167,8 +173,12 @@ async def test_retention_and_redelivery_survive_restart(server):
     b = await js.pull_subscribe_bind("B", "EV")
     for m in await b.fetch(3, timeout=2):
         await m.ack_sync()
-    await asyncio.sleep(0.2)
-    st = (await js.stream_info("EV")).state
+
+    async def emptied():
+        nonlocal st
+        st = (await js.stream_info("EV")).state
+        return (st.messages, st.first_seq, st.last_seq) == (0, 5, 4)
+    await eventually(emptied, 5)
     assert (st.messages, st.first_seq, st.last_seq) == (0, 5, 4)
     await nc.close()
 

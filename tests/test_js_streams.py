@@ -20,6 +20,20 @@ async def req(nc, subject: str, body=None, timeout: float = 2.0, headers=None) -
     return json.loads(msg.data)
 
 
+async def lines_until(c, n: int, timeout: float = 5.0) -> list[str]:
+    """The lines a raw client reads, PING after PING, until there are at
+    least ``n`` or ``timeout`` runs out: nats-server sends PubAcks from the
+    stream's own goroutine, so they can come after the PONG to a PING sent
+    behind the publishes."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    lines = await c.read_until_pong()
+    while len(lines) < n and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+        lines += await c.read_until_pong()
+    return lines
+
+
 def err(resp: dict) -> tuple[int, int, str]:
     e = resp["error"]
     assert set(e) == {"code", "err_code", "description"}
@@ -65,8 +79,7 @@ async def test_empty_stream_state_and_pub_ack_bytes(nc, js, raw):
     c = await raw()
     await c.send("SUB _in.> 1\r\nPUB s.a _in.1 2\r\nhi\r\nHPUB s.a _in.2 30 30\r\nNATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n\r\n"
                  "HPUB s.a _in.3 30 30\r\nNATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n\r\n")
-    await asyncio.sleep(0.2)  # the real server acks from the stream's own goroutine
-    lines = await c.read_until_pong()
+    lines = await lines_until(c, 6)
     assert lines == ["MSG _in.1 1 22", '{"stream":"S","seq":1}', "MSG _in.2 1 22", '{"stream":"S","seq":2}',
                      "MSG _in.3 1 40", '{"stream":"S","seq":2,"duplicate": true}']
     si = await js.stream_info("S")
@@ -88,8 +101,7 @@ async def test_pub_acks_sent_together_reach_every_matching_inbox(nc, js, raw, st
     await c.send("SUB _INBOX.a.* 1\r\nSUB _INBOX.a.5 2\r\nSUB _INBOX.b.* 3\r\n")
     await c.read_until_pong()
     await c.send("".join(f"PUB pa {r} 1\r\nx\r\n" for r in ("_INBOX.a.4", "_INBOX.a.5", "_INBOX.b.1", "_INBOX.a.6", "_INBOX.a.5.x")))
-    await asyncio.sleep(0.2)  # the real server acks from the stream's own goroutine
-    lines = await c.read_until_pong()
+    lines = await lines_until(c, 10)
     heads = [ln for ln in lines if ln.startswith("MSG")]
     assert sorted(heads[1:3]) == ["MSG _INBOX.a.5 1 23", "MSG _INBOX.a.5 2 23"]
     assert [heads[0], heads[3], heads[4]] == ["MSG _INBOX.a.4 1 23", "MSG _INBOX.b.1 3 23", "MSG _INBOX.a.6 1 23"]

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import ServerProcess, connect, free_port
+from conftest import ServerProcess, connect, eventually, free_port
 
 VARZ_KEYS = {
     "server_id", "server_name", "version", "proto", "git_commit", "go", "host", "port",
@@ -85,6 +85,20 @@ async def get_json(srv, path: str) -> dict:
     return json.loads(body)
 
 
+async def poll_json(srv, path: str, cond, timeout: float = 5.0) -> dict:
+    """The JSON at ``path`` once cond(it) holds, or the last one read when
+    ``timeout`` runs out (the caller's asserts then show what differs):
+    nats-server adds to its counters and closed-connection list on goroutines
+    of its own, so a fixed sleep before reading them is a race under load."""
+    last = {}
+
+    async def holds():
+        last.update(await get_json(srv, path))
+        return cond(last)
+    await eventually(holds, timeout)
+    return last
+
+
 async def test_healthz_index_and_unknown_path(http_server):
     # up as soon as the client port accepts: no retry here
     assert await get_json(http_server, "/healthz") == {"status": "ok"}
@@ -134,9 +148,10 @@ async def test_core_counts(http_server):
         await b.publish("mon.q", b"abcde")  # to a (mon.*) and b's queue group
     await b.flush()
     await a.flush()
-    await asyncio.sleep(0.1)
 
-    v = await get_json(srv, "/varz")
+    v = await poll_json(srv, "/varz", lambda v: (
+        v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"],
+        v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (7, 55, 14, 110))
     assert v["connections"] == 2
     assert v["total_connections"] - v0["total_connections"] == 2
     assert v["subscriptions"] - v0["subscriptions"] == 3
@@ -178,8 +193,7 @@ async def test_core_counts(http_server):
         ("mon.*", None, 7, "$G"), ("mon.q", "q1", 3, "$G")]
 
     await a.close()
-    await asyncio.sleep(0.1)
-    c = await get_json(srv, "/connz?state=closed")
+    c = await poll_json(srv, "/connz?state=closed", lambda c: any(x.get("name") == "mon-a" for x in c["connections"]))
     closed = [x for x in c["connections"] if x.get("name") == "mon-a"]
     assert closed and closed[0]["reason"] == "Client Closed" and "stop" in closed[0]
     await b.close()
@@ -201,8 +215,8 @@ async def test_jsz(http_server):
 
     # client traffic with JetStream counts once: 9 requests in, 9 replies out
     # (nats-server does not count the hops through its internal subscriptions)
-    await asyncio.sleep(0.1)  # nats-server adds a read's counts to its totals after the reply may be out
-    v = await get_json(srv, "/varz")
+    # (nats-server adds a read's counts to its totals after the reply may be out)
+    v = await poll_json(srv, "/varz", lambda v: (v["in_msgs"] - v0["in_msgs"], v["out_msgs"] - v0["out_msgs"]) == (9, 9))
     assert (v["in_msgs"] - v0["in_msgs"], v["out_msgs"] - v0["out_msgs"]) == (9, 9)
 
     j = await get_json(srv, "/jsz")
@@ -243,8 +257,7 @@ async def test_jsz(http_server):
     for m in await psub.fetch(3, timeout=2):
         await m.ack()
     await nc.flush()
-    await asyncio.sleep(0.1)
-    v2 = await get_json(srv, "/varz")
+    v2 = await poll_json(srv, "/varz", lambda v2: (v2["in_msgs"] - v["in_msgs"], v2["out_msgs"] - v["out_msgs"]) == (4, 3))
     assert (v2["in_msgs"] - v["in_msgs"], v2["out_msgs"] - v["out_msgs"]) == (4, 3)
 
     # direct gets sent together (natslab answers a run of them at once): one in, one out each
@@ -341,12 +354,12 @@ async def test_connection_details(http_server, request):
     await nc.subscribe("brief.x")
     await nc.publish("brief.x", b"12345")
     await nc.flush()
-    await asyncio.sleep(0.1)
-    (c,) = (await get_json(srv, "/connz"))["connections"]
+    cz = await poll_json(srv, "/connz", lambda cz: [x["rtt"] != "0s" for x in cz["connections"]] == [True])
+    (c,) = cz["connections"]
     assert c["rtt"] != "0s"
     await nc.close()
-    await asyncio.sleep(0.1)
-    closed = [x for x in (await get_json(srv, "/connz?state=closed"))["connections"] if x.get("name") == "brief"]
+    cz = await poll_json(srv, "/connz?state=closed", lambda cz: any(x.get("name") == "brief" for x in cz["connections"]))
+    closed = [x for x in cz["connections"] if x.get("name") == "brief"]
     (x,) = closed
     assert (x["ip"], x["port"], x["start"]) == (c["ip"], c["port"], c["start"])
     assert (x["in_msgs"], x["out_msgs"], x["in_bytes"], x["subscriptions"]) == (1, 1, 5, 1)
@@ -503,9 +516,10 @@ async def test_runs_of_pubs_in_one_write_are_counted_exactly(http_server):
     while (await asyncio.wait_for(r.readline(), 10)) != b"PONG\r\n":
         pass
     await s.flush()
-    await asyncio.sleep(0.1)
-    v = await get_json(srv, "/varz")
     n, nb = 1500 + 1200 + 1 + 300, 1500 * 10 + 1500 * 5 + 3
+    v = await poll_json(srv, "/varz", lambda v: (
+        v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"],
+        v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (n, nb, 1501, 1500 * 5 + 3))
     assert (v["in_msgs"] - v0["in_msgs"], v["in_bytes"] - v0["in_bytes"]) == (n, nb)
     assert (v["out_msgs"] - v0["out_msgs"], v["out_bytes"] - v0["out_bytes"]) == (1501, 1500 * 5 + 3)
     conns = {x["name"]: x for x in (await get_json(srv, "/connz"))["connections"]}
