@@ -550,8 +550,11 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
         return pos
     end = m.end()
     alone = ((sub,), ())
-    names = None if strict or run.reply else _alike(data, pos, end, item, run, body_of)
-    if names is None:
+    alike = None if strict or run.reply else _alike(data, pos, end, item, run, body_of)
+    if alike is not None:
+        names, one_body = alike
+    else:
+        one_body = None
         found = item.findall(data, pos, end)
         names = found if type(found[0]) is bytes else [f[0] for f in found]
     if not strict:
@@ -567,8 +570,8 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
     if b".." not in joined and b". " not in joined and index.tail_match(key[:-1]) == alone:
         # whatever (valid tokens) follows key reaches sub alone: the run is
         # taken whole
-        if type(names) is _Names:
-            items += zip(names, repeat(b""), repeat(names.body))
+        if one_body is not None:
+            items += zip(names, repeat(b""), repeat(one_body))
         elif run.reply:
             items += [(s, r, b"") for s, r in found]
         elif len(body_of) > 1:
@@ -593,28 +596,22 @@ def _take_run(index, sub, key: bytes, run, data: bytes, pos: int, n: int, items:
     return pos
 
 
-class _Names(list):
-    """The subjects of a run's members written alike, with their one body."""
-
-    __slots__ = ("body",)
-
-
-def _alike(data: bytes, pos: int, end: int, item, run, body_of: dict) -> _Names | None:
-    """The subjects of a run of PUBs without reply ``data[pos:end]`` (that
-    ``whole`` matched with [^ ] tokens) when every member is written like
-    the first after its subject (the same spaces, size and body: how a
-    client writes a batch of acks), cut apart by one split on that tail and
-    the next "PUB "; None when they are not alike (findall takes them)."""
+def _alike(data: bytes, pos: int, end: int, item, run, body_of: dict) -> tuple[list, bytes] | None:
+    """The subjects, and their one body, of a run of PUBs without reply
+    ``data[pos:end]`` (that ``whole`` matched with [^ ] tokens) when every
+    member is written like the first after its subject (the same spaces,
+    size and body: how a client writes a batch of acks), cut apart by one
+    split on that tail and the next "PUB "; None when they are not alike
+    (findall takes them)."""
     first = item.match(data, pos)
     tail = data[first.end(1) : first.end()]
     if not data.startswith(tail, end - len(tail)):
         return None
     region = data[pos + 4 : end - len(tail)]
     sep = tail + b"PUB "
-    names = _Names(region.split(sep))
+    names = region.split(sep)
     # a member written otherwise leaves a space in what the split made of
     # it (every tail starts with one, and no token holds one)
     if region.count(b" ") != (len(names) - 1) * sep.count(b" "):
         return None
-    names.body = body_of[first.group(2)] if len(body_of) > 1 else run.payloads[0]
-    return names
+    return names, (body_of[first.group(2)] if len(body_of) > 1 else run.payloads[0])
