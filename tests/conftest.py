@@ -192,6 +192,16 @@ async def eventually(cond, timeout: float = 3.0) -> bool:
     return True
 
 
+async def settled(read, want, timeout: float = 5.0):
+    """``await read()`` once it equals ``want`` (or as it is after
+    ``timeout``), for an exact assertion on a state nats-server reaches on a
+    goroutine of its own after the reply or PONG that a test waited for."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (got := await read()) != want and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    return got
+
+
 async def connect(url: str, **kw) -> nats.NATS:
     """nats.connect with test-friendly limits (no endless reconnect loops)."""
     kw.setdefault("connect_timeout", 2)
@@ -256,6 +266,19 @@ class RawClient:
             if line == "PING" or line.startswith("INFO "):
                 continue  # server keepalives and async INFO updates
             lines.append(line)
+
+    async def read_lines(self, n: int, timeout: float = 5.0) -> list[str]:
+        """Every line up to a PONG once at least ``n`` have come (PING after
+        PING, up to ``timeout``): nats-server sends pull replies, heartbeats
+        and deliveries from goroutines of their own, so they can trail a PONG.
+        Returns what came by then, so an assertion shows what was missing."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        lines: list[str] = []
+        while True:
+            lines += await self.read_until_pong()
+            if len(lines) >= n or asyncio.get_running_loop().time() > deadline:
+                return lines
+            await asyncio.sleep(0.02)
 
     async def read_exactly(self, n: int, timeout: float = 3.0) -> bytes:
         return await asyncio.wait_for(self.reader.readexactly(n), timeout)

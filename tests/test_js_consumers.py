@@ -13,12 +13,16 @@ from nats.js import api
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 
-from conftest import eventually
+from conftest import eventually, settled
 from test_js_streams import err, req
 
 
 async def info(nc, stream: str, consumer: str) -> dict:
     return await req(nc, f"$JS.API.CONSUMER.INFO.{stream}.{consumer}")
+
+
+async def count(nc, stream: str, consumer: str) -> tuple:
+    return counters(await info(nc, stream, consumer))
 
 
 def counters(ci: dict) -> tuple:
@@ -154,8 +158,8 @@ async def test_acks_are_seen_by_a_subscriber_on_the_ack_subjects(nc, js, server)
         await nc.flush()
         seen = [await sub.next_msg(timeout=2) for _ in range(2)]
         assert [(m.subject, m.data) for m in seen] == [(m.reply, b"") for m in msgs[:2]]  # nats-py acks with an empty payload
-        ci = await info(nc, "AS", "C")
-        assert counters(ci) == ((3, 3), (2, 2), 1, 0, 0)
+        want = ((3, 3), (2, 2), 1, 0, 0)  # nats-server takes acks on the consumer's goroutine
+        assert await settled(lambda: count(nc, "AS", "C"), want) == want
     finally:
         await spy.close()
 
@@ -368,59 +372,61 @@ async def test_pull_status_replies(nc, js, raw):
 
     async def pull(body: str, reply: str) -> None:
         await c.send(f"PUB {nxt} {reply} {len(body)}\r\n{body}\r\n")
-        await asyncio.sleep(0.15)  # the real server answers pulls from another goroutine
+
+    # the real server answers pulls from another goroutine: its replies can
+    # trail a PONG, so each read waits for the lines it expects (read_lines)
+    async def got(expected: list[str]) -> list[str]:
+        return await c.read_lines(len(expected))
 
     await pull('{"batch":1,"no_wait":true}', "r.1")
-    assert await c.read_until_pong() == status("r.1", "NATS/1.0 404 No Messages")
+    assert await got(e := status("r.1", "NATS/1.0 404 No Messages")) == e
     await pull('{"batch":20}', "r.2")
-    assert await c.read_until_pong() == status("r.2", "NATS/1.0 409 Exceeded MaxRequestBatch of 10")
+    assert await got(e := status("r.2", "NATS/1.0 409 Exceeded MaxRequestBatch of 10")) == e
     await pull('{"batch":1,"expires":100000000,"idle_heartbeat":100000000}', "r.3")
-    assert await c.read_until_pong() == status("r.3", "NATS/1.0 400 Bad Request - heartbeat value too large")
+    assert await got(e := status("r.3", "NATS/1.0 400 Bad Request - heartbeat value too large")) == e
     # a body that does not decode gets Go's message
     for body, why in (('{"expires":true}', "json: cannot unmarshal bool into Go struct field .expires of type time.Duration"),
                       ('{"batch":"2"}', "json: cannot unmarshal string into Go struct field .batch of type int"),
                       ('{"batch":', "unexpected end of JSON input")):
         await pull(body, "r.x")
-        assert await c.read_until_pong() == status("r.x", f"NATS/1.0 400 Bad Request - {why}"), body
+        assert await got(e := status("r.x", f"NATS/1.0 400 Bad Request - {why}")) == e, body
     # the batch is kept as asked, even 0 or less, and a negative expires is already past
     await pull('{"no_wait":true,"expires":5}', "r.x")
-    assert await c.read_until_pong() == status("r.x", "NATS/1.0 408 Request Timeout",
-                                                "Nats-Pending-Messages: 0", "Nats-Pending-Bytes: 0")
+    assert await got(e := status("r.x", "NATS/1.0 408 Request Timeout",
+                                                "Nats-Pending-Messages: 0", "Nats-Pending-Bytes: 0")) == e
     await pull('{"batch":3,"expires":-1}', "r.x")
-    assert await c.read_until_pong() == status("r.x", "NATS/1.0 408 Request Timeout",
-                                                "Nats-Pending-Messages: 3", "Nats-Pending-Bytes: 0")
+    assert await got(e := status("r.x", "NATS/1.0 408 Request Timeout",
+                                                "Nats-Pending-Messages: 3", "Nats-Pending-Bytes: 0")) == e
     await pull('{"batch":2,"expires":300000000}', "r.4")
-    await asyncio.sleep(0.5)
-    assert await c.read_until_pong() == status("r.4", "NATS/1.0 408 Request Timeout",
-                                                "Nats-Pending-Messages: 2", "Nats-Pending-Bytes: 0")
+    assert await got(e := status("r.4", "NATS/1.0 408 Request Timeout",
+                                                "Nats-Pending-Messages: 2", "Nats-Pending-Bytes: 0")) == e
     # a waiting request counts in num_waiting and gets messages as they arrive
     await pull('{"batch":1,"expires":5000000000}', "r.5")
     await c.read_until_pong()
-    assert (await info(nc, "PS", "C"))["num_waiting"] == 1
+
+    async def waiting():
+        return (await info(nc, "PS", "C"))["num_waiting"]
+    assert await settled(waiting, 1) == 1
     await js.publish("ps.a", b"one")
-    await asyncio.sleep(0.15)
-    lines = await c.read_until_pong()
+    lines = await c.read_lines(2)
     assert lines[0].startswith("MSG ps.a 1 $JS.ACK.PS.C.1.1.1.") and lines[0].endswith(".0 3") and lines[1] == "one"
     # max_bytes: the next message does not fit
     await js.publish("ps.b", b"x" * 100)
     await pull('{"batch":5,"max_bytes":50}', "r.6")
-    lines = await c.read_until_pong()
+    lines = await c.read_lines(4)
     assert lines[1] == "NATS/1.0 409 Message Size Exceeds MaxBytes" and lines[2] == "Nats-Pending-Messages: 5"
     await pull('{"batch":1,"max_bytes":1000}', "r.7")
-    lines = await c.read_until_pong()
+    lines = await c.read_lines(6)
     assert lines[0].startswith("MSG ps.b 1 $JS.ACK.PS.C.1.2.2.") and lines[2].startswith("HMSG r.7 1 ")
     assert lines[3] == "NATS/1.0 409 Batch Completed" and lines[4] == "Nats-Pending-Messages: 0"
     # a waiting request learns that its consumer was deleted
     await pull('{"batch":1,"expires":5000000000}', "r.9")
     await js.delete_consumer("PS", "C")
-    await asyncio.sleep(0.15)
-    lines = await c.read_until_pong()
-    assert lines == status("r.9", "NATS/1.0 409 Consumer Deleted")
+    assert await got(e := status("r.9", "NATS/1.0 409 Consumer Deleted")) == e
     # pull from a push consumer
     await js.add_consumer("PS", api.ConsumerConfig(durable_name="P", deliver_subject="dp", ack_policy="explicit"))
     await c.send("PUB $JS.API.CONSUMER.MSG.NEXT.PS.P r.8 0\r\n\r\n")
-    await asyncio.sleep(0.15)
-    assert await c.read_until_pong() == status("r.8", "NATS/1.0 409 Consumer is push based")
+    assert await got(e := status("r.8", "NATS/1.0 409 Consumer is push based")) == e
 
 
 async def test_max_ack_pending_and_fetch(nc, js):
@@ -462,7 +468,7 @@ async def test_ack_kinds_and_advisories(nc, js):
     with pytest.raises(asyncio.TimeoutError):
         await sub.fetch(1, timeout=0.5)  # max_deliver 2 reached: not delivered again
     await nc.flush()
-    await asyncio.sleep(0.1)
+    await eventually(lambda: len(adv) >= 4, 5)  # advisories come from the consumer's goroutine
     kinds = [(s.rsplit(".", 2)[0], d["type"], d["stream_seq"], d["deliveries"]) for s, d in adv]
     assert kinds == [
         ("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", 1, 1),
@@ -471,8 +477,8 @@ async def test_ack_kinds_and_advisories(nc, js):
         ("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES", "io.nats.jetstream.advisory.v1.max_deliver", 1, 2),
     ]
     assert adv[0][0] == "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.AK.C"
-    ci = await info(nc, "AK", "C")
-    assert counters(ci) == ((5, 4), (0, 0), 1, 1, 0)
+    want = ((5, 4), (0, 0), 1, 1, 0)
+    assert await settled(lambda: count(nc, "AK", "C"), want) == want
     await m3.ack_sync()
     ci = await info(nc, "AK", "C")
     assert counters(ci) == ((5, 4), (5, 4), 0, 1, 0)
@@ -517,9 +523,9 @@ async def test_push_consumers(nc, js):
     await js.publish("pu.x", b"late")
     await asyncio.wait_for(done.wait(), 3)
     assert got == [("pu.0", b"0", 1), ("pu.1", b"1", 2), ("pu.2", b"2", 3), ("pu.x", b"late", 4)]
-    await asyncio.sleep(0.1)
-    ci = await info(nc, "PU", "PD")
-    assert counters(ci) == ((4, 4), (4, 4), 0, 0, 0) and ci["push_bound"] is True
+    want = ((4, 4), (4, 4), 0, 0, 0)
+    assert await settled(lambda: count(nc, "PU", "PD"), want) == want
+    assert (await info(nc, "PU", "PD"))["push_bound"] is True
     await sub.unsubscribe()
     await nc.flush()
     # the real server drops push_bound asynchronously after the UNSUB; allow it a moment
@@ -754,12 +760,14 @@ async def test_ack_all_releases_max_ack_pending_at_once(nc, js):
     await nc.flush()
     await js.add_consumer("AA", api.ConsumerConfig(durable_name="C", deliver_subject="aa.deliver", ack_policy="all",
                                                    max_ack_pending=3))
-    await asyncio.sleep(0.3)
+    await eventually(lambda: len(got) >= 3, 5)
+    await asyncio.sleep(0.3)  # and no more: max_ack_pending holds the rest back
     assert [m.data for m in got] == [b"0", b"1", b"2"]
     await got[2].ack_sync()
-    await asyncio.sleep(0.3)
+    await eventually(lambda: len(got) >= 6, 5)
     assert [m.data for m in got] == [b"0", b"1", b"2", b"3", b"4", b"5"]
-    assert counters(await info(nc, "AA", "C")) == ((6, 6), (3, 3), 3, 0, 0)
+    want = ((6, 6), (3, 3), 3, 0, 0)
+    assert await settled(lambda: count(nc, "AA", "C"), want) == want
 
 
 async def test_interest_retention(nc, js):
@@ -832,9 +840,11 @@ async def test_workqueue_retention(nc, js):
     (m,) = await sb.fetch(1, timeout=2)
     await m.term()
     await nc.flush()
-    await asyncio.sleep(0.1)
-    st = (await js.stream_info("JOBS")).state
-    assert (st.messages, st.first_seq, st.last_seq) == (1, 3, 3)
+
+    async def state():  # nats-server removes it on the stream's goroutine
+        st = (await js.stream_info("JOBS")).state
+        return (st.messages, st.first_seq, st.last_seq)
+    assert await settled(state, (1, 3, 3)) == (1, 3, 3)
 
 
 async def test_ephemeral_inactive_threshold(nc, js):
