@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import os
 import resource
 import shutil
@@ -41,15 +42,36 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and not os.environ.get("PYTHO
 _ISSUED_PORTS: set[int] = set()
 
 
+def _worker_ports() -> "itertools.count | None":
+    """Under pytest-xdist each worker hands out ports from a range of its own,
+    below the kernel's ephemeral range: two workers asking the kernel could
+    both be given a port one of them just released."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return None
+    n = int(worker[2:]) % 4  # (past 4 workers, or the range used up: the kernel's)
+    return itertools.chain(range(10000 + 5500 * n, 15500 + 5500 * n), itertools.repeat(None))
+
+
+_WORKER_PORTS = _worker_ports()
+
+
 def free_port() -> int:
     """A port nothing listens on, never one this test run handed out before:
     the kernel may give a just-released port again, and two servers of one
     test (natslab and nats-server, made one after the other) given the same
     port would end up as one server answering on both URLs."""
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        if _WORKER_PORTS is not None and (port := next(_WORKER_PORTS)) is not None:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue  # in use by something else
+        else:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
         if port not in _ISSUED_PORTS:
             _ISSUED_PORTS.add(port)
             return port

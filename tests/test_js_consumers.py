@@ -421,6 +421,7 @@ async def test_pull_status_replies(nc, js, raw):
     assert lines[3] == "NATS/1.0 409 Batch Completed" and lines[4] == "Nats-Pending-Messages: 0"
     # a waiting request learns that its consumer was deleted
     await pull('{"batch":1,"expires":5000000000}', "r.9")
+    assert await settled(waiting, 1) == 1  # the request is in before the delete (another connection)
     await js.delete_consumer("PS", "C")
     assert await got(e := status("r.9", "NATS/1.0 409 Consumer Deleted")) == e
     # pull from a push consumer

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+from conftest import eventually, settled
+
 
 async def req(nc, subject: str, body=None) -> dict:
     data = b"" if body is None else json.dumps(body).encode()
@@ -85,13 +87,13 @@ async def test_prioritized_delivery_order(nc, js):
             body["priority"] = prio
         await nc.publish("$JS.API.CONSUMER.MSG.NEXT.P.C", json.dumps(body).encode(), reply=f"r.{reply}")
     await nc.flush()
-    await asyncio.sleep(0.2)
+
+    async def waiting():
+        return (await req(nc, "$JS.API.CONSUMER.INFO.P.C", {}))["num_waiting"]
+    assert await settled(waiting, 4) == 4
     for i in range(8):
         await js.publish("p.x", b"m%d" % i)
-        await asyncio.sleep(0.05)  # one message at a time: each goes to the request first in line
-    for _ in range(40):
-        if len(got) >= 8:
-            break
-        await asyncio.sleep(0.05)
+        # one message at a time: each goes to the request first in line
+        assert await eventually(lambda: len(got) > i, 5), got
     # zero (priority 0) first; then hi1 and hi2 (priority 1) take turns; then low (5)
     assert got == ["zero", "hi1", "hi2", "hi1", "hi1", "low", "low", "low"]

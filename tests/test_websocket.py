@@ -211,7 +211,7 @@ async def test_frames(ws_server):
     assert await c.eof()
 
 
-@pytest.mark.parametrize("data, text", [
+FRAME_ERRORS = [
     (frame(2, b"PING\r\n", mask=False), b"mask bit missing"),
     (bytes((0x82 | 0x20, 0x80)) + b"\0\0\0\0", b"RSV2 and RSV3 must be clear"),
     (frame(2, b"PING\r\n", rsv1=True), b"compressed frame received without negotiated permessage-deflate"),
@@ -222,7 +222,12 @@ async def test_frames(ws_server):
      b"new message started before final frame for previous message was received"),
     (frame(8, b"\x03"), b"close frame payload cannot be 1 byte"),
     (frame(8, (1005).to_bytes(2, "big")), b"invalid close status code 1005"),
-])
+]
+
+
+# ids from the expected text: the frames carry random masks, and pytest-xdist
+# workers must collect the same test ids
+@pytest.mark.parametrize("data, text", FRAME_ERRORS, ids=[t.decode() for _, t in FRAME_ERRORS])
 async def test_frame_errors(ws_server, data, text):
     """A frame nats-server refuses: the connection is closed with a close
     frame saying 1002 and why. (nats-server's close races its write loop:

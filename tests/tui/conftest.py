@@ -231,6 +231,26 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 6.0, w
     raise AssertionError(f"timed out waiting for {what}" + (f" (still: {missing})" if missing else "")) from missing
 
 
+async def settle(pilot, quiet: float = 0.5, timeout: float = 15.0) -> None:
+    """Wait until the screen has stopped changing: animations done and the
+    same text on screen for ``quiet`` seconds in a row (a busy machine only
+    makes that take longer). For snapshots, after the state they show has
+    been waited for: a repaint still on its way would otherwise be caught
+    half done."""
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        await pilot.wait_for_scheduled_animations()
+        text = screen_text(pilot.app)
+        now = time.monotonic()
+        if text != last:
+            last, since = text, now
+        elif now - since >= quiet:
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"the screen kept changing for {timeout} s")
+
+
 async def connected(app: NatslabApp, pilot) -> None:
     await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="app connected")
 

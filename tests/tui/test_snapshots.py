@@ -16,7 +16,7 @@ import pytest
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
-from .conftest import screen_text, wait_for
+from .conftest import screen_text, settle, wait_for
 
 SIZE = (120, 36)
 
@@ -58,12 +58,12 @@ async def ready(pilot, streams: int) -> None:
     polled = ("Streams (", "No streams yet")  # the label only says either after a poll
     await until(pilot, lambda: table.row_count == streams and app.header_info.usage is not None
                 and str(status.render()).startswith(polled))
-    await pilot.pause(0.3)
+    await settle(pilot)
 
 
 async def finish(pilot) -> None:
     pilot.app.clear_notifications()
-    await pilot.pause(0.2)
+    await settle(pilot)
 
 
 def test_empty_broker(snap_compare, nats_server_url):

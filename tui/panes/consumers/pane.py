@@ -111,7 +111,7 @@ class ConsumersPane(LivePane):
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
-        yield LiveTable(COLUMNS, id="consumers-table")
+        yield LiveTable(COLUMNS, id="consumers-table", repaint_on_resize=True)
         yield StreamRuler(id="consumers-ruler")
         with VerticalScroll(id="consumer-detail"):
             yield Static("", id="consumer-config")
