@@ -76,6 +76,9 @@ class _Faults(_Address):
         self._frozen: dict = {}  # what is frozen -> how to thaw it
         self._thaw_timer: asyncio.TimerHandle | None = None
         self._record_syncs = record_syncs
+        # restart(), crash() and power_cut() return once as many clients are
+        # connected again as were before, or after this many seconds
+        self.reconnect_wait = 3.0
 
     @property
     def disk(self) -> DiskFaults:
@@ -102,16 +105,22 @@ class _Faults(_Address):
         self.disk.update()
 
     # -- stop and start ---------------------------------------------------------
-    async def _start_again(self, old: Server) -> None:
+    async def _start_again(self, old: Server, clients: int = 0) -> None:
         self._thaw_all()
         self.server = Server(dataclasses.replace(old.opts, port=old.port))
         await self.server.start()
+        # the clients that were connected come back on their own; a test
+        # goes on more simply once they have (bounded: some never will)
+        deadline = self.server.loop.time() + self.reconnect_wait
+        while len(self.server.clients) < clients and self.server.loop.time() < deadline:
+            await asyncio.sleep(0.005)
 
     async def _restart(self) -> None:
         old = self.server
         self._thaw_all()
+        n = len(old.clients)
         await old.stop()
-        await self._start_again(old)
+        await self._start_again(old, n)
 
     @staticmethod
     def _abandon_clients(server: Server) -> None:
@@ -149,25 +158,27 @@ class _Faults(_Address):
         keys = image.keys_by_path() if image is not None else None
         # the files as the kernel has them now: what a SIGKILL leaves (no loop
         # turn between this copy and cutting the connections)
+        n = len(old.clients)
         snap = _sibling(store, "crash")
         shutil.copytree(store, snap, symlinks=True)
         await self._stop_into_the_void(old, image)
         self._replace_store(snap)
         if image is not None:
             image.moved(keys)
-        await self._start_again(old)
+        await self._start_again(old, n)
 
     async def _power_cut(self) -> None:
         disk = self._disk
         if disk is None or disk.image is None:
             raise RuntimeError("power_cut() needs the syncs recorded: record_syncs=True or arm_power_cut() first")
         old, store = self.server, self.store_dir
+        n = len(old.clients)
         cut = disk.image.build(_sibling(store, "powercut"))
         await self._stop_into_the_void(old, None)
         self._replace_store(cut)
         disk.image = DurableImage(store)  # what survived is durable
         disk.update()
-        await self._start_again(old)
+        await self._start_again(old, n)
 
     # -- clients and delivery -----------------------------------------------------
     def _drop_client(self, name_or_cid) -> list[int]:

@@ -6,6 +6,7 @@ test_faults_*.py files, on both servers)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import nats
@@ -16,6 +17,8 @@ from nats.js.errors import APIError
 
 from conftest import eventually
 from natslab.server import EmbeddedServer, ServerThread
+
+_REAL_OS = {n: getattr(os, n) for n in ("fsync", "fdatasync", "write", "pwrite", "pwritev", "ftruncate", "unlink")}
 
 
 async def _connect(srv, **kw) -> nats.NATS:
@@ -241,6 +244,8 @@ async def test_slow_disk_slows_pubacks(tmp_path):
         assert srv.disk.slowed == n
         assert await _stream_msgs(js) == [b"warm", b"slow", b"fast"] and ack.seq == 2
         await nc.close()
+    # unarmed, the store's I/O is the os module's own again: nothing in the way
+    assert {n: getattr(os, n) for n in _REAL_OS} == _REAL_OS
 
 
 async def test_disk_full_refuses_then_release_restores(tmp_path):
