@@ -69,6 +69,11 @@ def test_worker_acks_survive_a_crash(natslab_server):
 '''
 
 
+def test_the_readme_shows_this_example():
+    readme = (ROOT / "README.md").read_text()
+    assert EXAMPLE_ASYNC.strip() in readme
+
+
 def _ini(pytester, mode: str | None) -> None:
     lines = ["[pytest]", "asyncio_default_fixture_loop_scope = function"]
     if mode:
