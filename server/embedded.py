@@ -19,7 +19,10 @@ when the broker fails (the same methods on both: awaitable on
 - ``disk_full()`` / ``release_disk()``: the store's writes fail with ENOSPC
   until released.
 
-The disk faults are in ``faults.py``; nothing of them runs while none is armed.
+``restart()``, ``crash()`` and ``power_cut()`` return once as many clients are
+connected again as were before (nats-py reconnects by itself), or after
+``reconnect_wait`` seconds (3). The disk faults are in ``faults.py``; nothing
+of them runs while none is armed.
 """
 
 from __future__ import annotations
@@ -159,6 +162,10 @@ class _Faults(_Address):
         # the files as the kernel has them now: what a SIGKILL leaves (no loop
         # turn between this copy and cutting the connections)
         n = len(old.clients)
+        if not old.opts.jetstream or not store.is_dir():  # no store: only the connections and memory go
+            await self._stop_into_the_void(old, image)
+            await self._start_again(old, n)
+            return
         snap = _sibling(store, "crash")
         shutil.copytree(store, snap, symlinks=True)
         await self._stop_into_the_void(old, image)

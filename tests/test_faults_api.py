@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from pathlib import Path
 
 import nats
 import pytest
@@ -101,6 +102,42 @@ async def test_crash_loses_what_was_never_written(tmp_path):
         assert await _stream_msgs(js) == [b"a", b"b"]
         await nc.close()
     assert not list(tmp_path.glob(".store.*")), "crash left its copies next to the store"
+
+
+def _files(store) -> dict:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+
+
+async def test_crash_starts_from_the_files_as_they_were(tmp_path, monkeypatch):
+    """The broker after crash() starts on exactly the bytes the store had at
+    the crash: nothing the dying broker would still write (its shutdown's
+    index files and state) reaches them; after restart() it does."""
+    from natslab.server.server import Server
+
+    seen = []
+    real_start = Server.start
+
+    async def start(self):  # what the next broker finds, before it touches anything
+        seen.append(_files(Path(self.opts.store_dir)))
+        await real_start(self)
+
+    monkeypatch.setattr(Server, "start", start)
+    store = tmp_path / "store"
+    async with EmbeddedServer(port=0, store_dir=store) as srv:
+        nc = await _connect(srv)
+        js = nc.jetstream()
+        sub = await _consumer_setup(js, 30)
+        for m in await sub.fetch(10, timeout=5):
+            await m.ack_sync()
+        before = _files(store)  # (no loop turn between this and the crash's own copy)
+        await _fault(nc, srv.crash)
+        assert seen[-1] == before
+        for m in await sub.fetch(10, timeout=5):
+            await m.ack_sync()
+        before = _files(store)
+        await _fault(nc, srv.restart)
+        assert seen[-1] != before  # a clean stop writes
+        await nc.close()
 
 
 async def test_power_cut_keeps_every_puback(tmp_path):
