@@ -44,9 +44,14 @@ class DurableImage:
     def __init__(self, root: Path):
         self.root = Path(root)
         self._gen: dict[tuple, int] = {}  # (dev, ino) -> times freed
-        self.files: dict[tuple, bytes] = {}  # (dev, ino, gen) -> durable bytes
+        self.files: dict[tuple, bytearray] = {}  # (dev, ino, gen) -> durable bytes
         self.dirs: dict[tuple, dict] = {}  # (dev, ino, gen) -> {name: ((dev, ino, gen), is_dir)}
         self.syncs = 0
+        # files whose every change since their last sync went through the
+        # wrappers below: key -> [lowest size truncated to, [(offset, length) written]];
+        # a sync of one of these reads only those ranges, of any other file
+        # the whole file (the first sync of each, and after a write not seen)
+        self.pending: dict[tuple, list] = {}
         self._root_key = self._key(os.stat(self.root))
         self._take_all(self.root, self._root_key)
 
@@ -70,7 +75,8 @@ class DurableImage:
                 self._take_all(path / name, k)
             else:
                 try:
-                    self.files[k] = (path / name).read_bytes()
+                    self.files[k] = bytearray((path / name).read_bytes())
+                    self.pending[k] = [len(self.files[k]), []]
                 except OSError:
                     pass
 
@@ -81,8 +87,53 @@ class DurableImage:
         if stat.S_ISDIR(st.st_mode):
             self.dirs[key] = self._entries(f"/proc/self/fd/{fd}")
         elif stat.S_ISREG(st.st_mode):
-            with open(f"/proc/self/fd/{fd}", "rb") as f:
-                self.files[key] = f.read()
+            p = self.pending.get(key)
+            if p is None:
+                with open(f"/proc/self/fd/{fd}", "rb") as f:
+                    self.files[key] = bytearray(f.read())
+            else:  # in place: the durable copy of a growing block is not copied per sync
+                low, ranges = p
+                data = self._buf(key)
+                del data[min(low, st.st_size):]
+                data.extend(bytes(st.st_size - len(data)))  # (what a truncate and no write since left: zeros)
+                if ranges:
+                    rfd = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)  # (fd may be write-only)
+                    try:
+                        for off, n in ranges:
+                            if off < st.st_size:
+                                data[off:off + n] = os.pread(rfd, min(n, st.st_size - off), off)
+                    finally:
+                        os.close(rfd)
+            self.pending[key] = [st.st_size, []]
+
+    def _buf(self, key: tuple) -> bytearray:
+        data = self.files.get(key)
+        if not isinstance(data, bytearray):
+            data = self.files[key] = bytearray(data or b"")
+        return data
+
+    def wrote(self, fd: int, off: int, n: int) -> None:
+        """``n`` bytes were written at ``off`` (not yet durable)."""
+        if n <= 0:
+            return
+        p = self.pending.get(self._key(os.fstat(fd)))
+        if p is not None:
+            r = p[1]
+            if r and r[-1][0] + r[-1][1] == off:
+                r[-1] = (r[-1][0], r[-1][1] + n)  # appends: one range
+            else:
+                r.append((off, n))
+                if len(r) > 4096:  # rewritten in many places: read it whole at the sync
+                    self.pending.pop(self._key(os.fstat(fd)), None)
+
+    def truncated(self, st: os.stat_result, length: int) -> None:
+        p = self.pending.get(self._key(st))
+        if p is not None:
+            p[0] = min(p[0], length)
+
+    def unseen_write(self, fd: int) -> None:
+        """The file is written by a way the wrappers do not see."""
+        self.pending.pop(self._key(os.fstat(fd)), None)
 
     def range_synced(self, fd: int, off: int, n: int) -> None:
         st = os.fstat(fd)
@@ -90,9 +141,15 @@ class DurableImage:
             return
         key = self._key(st)
         self.syncs += 1
-        data = os.pread(fd, n, off)
-        old = self.files.get(key, b"")
-        self.files[key] = old[:off].ljust(off, b"\0") + data + old[off + len(data):]
+        rfd = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
+        try:
+            data = os.pread(rfd, n, off)
+        finally:
+            os.close(rfd)
+        buf = self._buf(key)
+        if len(buf) < off:
+            buf.extend(bytes(off - len(buf)))
+        buf[off:off + len(data)] = data
 
     def freeing(self, st: os.stat_result) -> None:
         """A name of this inode is about to go: if it was its last, the
@@ -190,7 +247,7 @@ class _Hooks:
     def __init__(self):
         self.armed: list[DiskFaults] = []
         self.real: dict[str, object] = {}
-        self._persist = None
+        self._opens: tuple = ()
 
     def update(self, f: DiskFaults) -> None:
         if f.armed and f not in self.armed:
@@ -234,40 +291,72 @@ class _Hooks:
                     f.image.synced(n)
             return wrapper
 
-        def refusing(name):
+        lseek = os.lseek
+
+        def at_position(name):  # write, writev: at the file position (or the end, O_APPEND)
             fn = real[name]
 
-            def wrapper(fd, *a):
+            def wrapper(fd, data):
                 f = by_fd(fd)
-                if f is not None and f.full:
+                if f is None:
+                    return fn(fd, data)
+                if f.full:
                     f.refuse()
-                return fn(fd, *a)
+                n = fn(fd, data)
+                if f.image is not None:
+                    f.image.wrote(fd, lseek(fd, 0, os.SEEK_CUR) - n, n)
+                return n
             return wrapper
+
+        def pwrite(fd, data, offset):
+            f = by_fd(fd)
+            if f is None:
+                return real["pwrite"](fd, data, offset)
+            if f.full:
+                f.refuse()
+            n = real["pwrite"](fd, data, offset)
+            if f.image is not None:
+                f.image.wrote(fd, offset, n)
+            return n
 
         def pwritev(fd, buffers, offset, flags=0):
             f = by_fd(fd)
-            if f is not None and f.full:
+            if f is None:
+                return real["pwritev"](fd, buffers, offset, flags)
+            if f.full:
                 f.refuse()
-            if f is not None and flags & _RWF_SYNC and f.slow_ms:
+            if flags & _RWF_SYNC and f.slow_ms:
                 f.slowed += 1
                 time.sleep(f.slow_ms / 1000)
             n = real["pwritev"](fd, buffers, offset, flags)
-            if f is not None and flags & _RWF_SYNC and f.image is not None:
-                f.image.range_synced(fd, offset, n)
+            if f.image is not None:
+                f.image.wrote(fd, offset, n)
+                if flags & _RWF_SYNC:
+                    f.image.range_synced(fd, offset, n)
             return n
 
         def ftruncate(fd, length):
             f = by_fd(fd)
-            if f is not None and f.full and length > os.fstat(fd).st_size:
+            if f is None:
+                return real["ftruncate"](fd, length)
+            st = os.fstat(fd)
+            if f.full and length > st.st_size:
                 f.refuse()
+            if f.image is not None:
+                f.image.truncated(st, length)
             return real["ftruncate"](fd, length)
 
         def truncate(path, length):
             if isinstance(path, int):
                 return ftruncate(path, length)
             f = by_path(path)
-            if f is not None and f.full and length > os.stat(path).st_size:
+            if f is None:
+                return real["truncate"](path, length)
+            st = os.stat(path)
+            if f.full and length > st.st_size:
                 f.refuse()
+            if f.image is not None:
+                f.image.truncated(st, length)
             return real["truncate"](path, length)
 
         def freeing(path, dir_fd):
@@ -295,31 +384,35 @@ class _Hooks:
             return wrapper
 
         os.fsync, os.fdatasync = sync("fsync"), sync("fdatasync")
-        os.write, os.pwrite, os.writev = refusing("write"), refusing("pwrite"), refusing("writev")
+        os.write, os.pwrite, os.writev = at_position("write"), pwrite, at_position("writev")
         os.pwritev, os.ftruncate, os.truncate = pwritev, ftruncate, truncate
         os.unlink, os.remove, os.rmdir = unlink, unlink, rmdir
         os.replace, os.rename = moving("replace"), moving("rename")
 
-        # persist.write_tmp writes through a file object, which os.write does not see
-        from .jetstream import persist
+        # the store modules that write through file objects (persist.write_tmp,
+        # recovery's repairs), which the os wrappers do not see
+        from .jetstream import filestore_recovery, persist
 
         def open_(file, mode="r", *a, **kw):
-            if any(c in mode for c in "wax+"):
-                f = by_path(file)
-                if f is not None and f.full:
-                    f.refuse()
-            return open(file, mode, *a, **kw)
+            f = by_path(file) if any(c in mode for c in "wax+") else None
+            if f is not None and f.full:
+                f.refuse()
+            fo = open(file, mode, *a, **kw)
+            if f is not None and f.image is not None:
+                f.image.unseen_write(fo.fileno())
+            return fo
 
-        self._persist = persist
-        persist.open = open_
+        self._opens = (persist, filestore_recovery)
+        for m in self._opens:
+            m.open = open_
 
     def _uninstall(self) -> None:
         for n, fn in self.real.items():
             setattr(os, n, fn)
         self.real = {}
-        if self._persist is not None:
-            self._persist.__dict__.pop("open", None)
-            self._persist = None
+        for m in self._opens:
+            m.__dict__.pop("open", None)
+        self._opens = ()
 
 
 _hooks = _Hooks()

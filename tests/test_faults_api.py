@@ -182,6 +182,43 @@ async def test_power_cut_drops_what_was_not_fsynced(tmp_path):
         await nc.close()
 
 
+async def test_power_cut_model_agrees_with_the_test_suites(tmp_path, monkeypatch):
+    """The product's model of what a power cut leaves (server/faults.py,
+    which reads only the ranges written since a file's last sync) against
+    the test suite's own (tests/powercut.py, which rereads whole files),
+    both recording one run: publishes awaited and pipelined, consumer acks,
+    a purge, a deleted stream, the sync timer's reclaims. The images must be
+    byte for byte the same, at several moments."""
+    from powercut import PowerCut
+
+    store = tmp_path / "store"
+    cut = PowerCut(store)
+    cut.install(monkeypatch)  # first: the product's wrappers go over it
+    async with EmbeddedServer(port=0, store_dir=store, record_syncs=True) as srv:
+        nc = await _connect(srv)
+        js = nc.jetstream()
+        sub = await _consumer_setup(js, 50)
+        await js.add_stream(name="T", subjects=["t"], max_msgs=40)
+
+        async def compare(n: int) -> None:
+            mine = _files(srv.disk.image.build(tmp_path / f"mine{n}"))
+            theirs = _files(cut.image(tmp_path / f"theirs{n}"))
+            assert mine == theirs, sorted(set(mine.items()) ^ set(theirs.items()))[:3]
+            assert mine  # (not two empty images)
+
+        for r in range(4):
+            await asyncio.gather(*(js.publish("t", b"%d-%d" % (r, i) * (1 + i % 50)) for i in range(200)))
+            for m in await sub.fetch(10, timeout=5):
+                await m.ack_sync()
+            await js.publish(f"s.{r}", b"x" * 3000)
+            await compare(r)
+        await js.purge_stream("S", seq=30)
+        await js.delete_stream("T")
+        srv.server.jetstream.flush_stores()  # what the sync timer does
+        await compare(9)
+        await nc.close()
+
+
 async def test_power_cut_needs_recording(tmp_path):
     async with EmbeddedServer(port=0, store_dir=tmp_path / "store") as srv:
         with pytest.raises(RuntimeError, match="record_syncs"):
