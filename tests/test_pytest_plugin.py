@@ -112,8 +112,8 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def lossy_crash(monkeypatch):
-    from natslab.server import embedded
-    real = embedded._Faults._crash
+    from natslab.server import faults
+    real = faults.Faults._crash
 
     async def crash(self):
         for js in self.server.jetstreams.values():
@@ -121,7 +121,7 @@ def lossy_crash(monkeypatch):
                 for c in st.consumers.values():
                     c.delete()
         await real(self)
-    monkeypatch.setattr(embedded._Faults, "_crash", crash)
+    monkeypatch.setattr(faults.Faults, "_crash", crash)
 ''')
     pytester.makepyfile(test_worker=EXAMPLE_ASYNC)
     _run(pytester).assert_outcomes(failed=1)
