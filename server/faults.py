@@ -37,8 +37,7 @@ class Faults:
 
     def _init_faults(self, opts: ServerOptions, record_syncs: bool) -> None:
         self._disk: DiskFaults | None = None
-        self._frozen: dict = {}  # what is frozen -> how to thaw it
-        self._thaw_timer: asyncio.TimerHandle | None = None
+        self._frozen: dict = {}  # what is frozen -> (thaw(send), its timer)
         self._record_syncs = record_syncs
         # restart(), crash() and power_cut() return once as many clients are
         # connected again as were before, or after this many seconds
@@ -97,7 +96,7 @@ class Faults:
     async def _stop_into_the_void(self, old: Server, image: DurableImage | None) -> None:
         """Stop ``old`` with its connections cut; what it writes meanwhile is
         thrown away by the caller (and not recorded as durable)."""
-        self._thaw_all()
+        self._thaw_all(send=False)  # what a freeze held dies with the broker
         self._abandon_clients(old)
         disk = self._disk
         if disk is not None:
@@ -170,32 +169,46 @@ class Faults:
         raise LookupError(f"no consumer {consumer!r} (give 'STREAM/CONSUMER')")
 
     def _freeze(self, seconds: float, consumer=None) -> None:
+        thaws = []  # (key, thaw(send))
         if consumer is not None:
             c = self._consumer(consumer)
-            key = ("consumer", id(c))
-            if key not in self._frozen:
-                # an instance attribute over the method: delivery asks it, info does not
-                c.is_paused = lambda: True
-                self._frozen[key] = lambda: (c.__dict__.pop("is_paused", None), c.signal())
+
+            def thaw_consumer(send: bool, c=c) -> None:
+                c.__dict__.pop("is_paused", None)
+                if send:
+                    try:
+                        c.signal()
+                    except Exception:  # (deleted meanwhile)
+                        pass
+            # an instance attribute over the method: delivery asks it, info does not
+            c.is_paused = lambda: True
+            thaws.append((("consumer", id(c)), thaw_consumer))
         else:
             for cl in list(self.server.clients.values()):
-                key = ("client", id(cl))
-                if key in self._frozen or cl.transport is None or cl.closed:
+                if cl.transport is None or cl.closed or isinstance(cl.transport, _HeldTransport):
                     continue
                 held = _HeldTransport(cl.transport)
                 cl.transport = held
-                self._frozen[key] = lambda cl=cl, held=held: held.release(cl)
-        if self._thaw_timer is not None:
-            self._thaw_timer.cancel()
-        self._thaw_timer = self.server.loop.call_later(max(0.0, seconds), self._thaw_all)
+                thaws.append((("client", id(cl)), lambda send, cl=cl, held=held: held.release(cl, send)))
+            thaws += [(k, v[0]) for k, v in self._frozen.items() if k[0] == "client"]  # frozen already: longer
+        loop = self.server.loop
+        for key, thaw in thaws:
+            old = self._frozen.pop(key, None)
+            if old is not None:
+                old[1].cancel()
+                thaw = old[0]
+            self._frozen[key] = (thaw, loop.call_later(max(0.0, seconds), self._thaw, key))
 
-    def _thaw_all(self) -> None:
-        if self._thaw_timer is not None:
-            self._thaw_timer.cancel()
-            self._thaw_timer = None
-        frozen, self._frozen = self._frozen, {}
-        for thaw in frozen.values():
-            thaw()
+    def _thaw(self, key, send: bool = True) -> None:
+        entry = self._frozen.pop(key, None)
+        if entry is not None:
+            entry[1].cancel()
+            entry[0](send)
+
+    def _thaw_all(self, send: bool = True) -> None:
+        """End every freeze; ``send`` False: what was held is dropped (a crash)."""
+        for key in list(self._frozen):
+            self._thaw(key, send)
 
     @property
     def frozen(self) -> bool:
@@ -220,10 +233,10 @@ class _HeldTransport:
     def __getattr__(self, name):
         return getattr(self.real, name)
 
-    def release(self, client) -> None:
+    def release(self, client, send: bool = True) -> None:
         if client.transport is self:
             client.transport = self.real
-        if self.held and not self.real.is_closing():
+        if send and self.held and not self.real.is_closing():
             self.real.write(b"".join(self.held))
         self.held.clear()
 

@@ -278,6 +278,27 @@ async def test_freeze_holds_delivery_then_resumes(tmp_path):
         await nc.close()
 
 
+async def test_crash_during_a_freeze_drops_what_was_held(tmp_path):
+    """A frozen broker that dies never sends what it held (core NATS: gone)."""
+    async with EmbeddedServer(port=0, store_dir=tmp_path / "store") as srv:
+        pub = await _connect(srv)
+        nc = await _connect(srv)
+        sub = await nc.subscribe("x")
+        await nc.flush()
+        await nc.flush()
+        await srv.freeze(60)
+        n = srv.server.in_msgs
+        await pub.publish("x", b"held")
+        assert await eventually(lambda: srv.server.in_msgs > n)  # routed, and held for the subscriber
+        await _fault(nc, srv.crash)
+        assert not srv.frozen
+        assert await eventually(lambda: pub.is_connected and pub.stats["reconnects"] > 0, timeout=10)
+        await pub.publish("x", b"after")
+        assert (await sub.next_msg(timeout=5)).data == b"after"
+        await pub.close()
+        await nc.close()
+
+
 async def test_freeze_one_consumer(tmp_path):
     async with EmbeddedServer(port=0, store_dir=tmp_path / "store") as srv:
         nc = await _connect(srv)
@@ -291,6 +312,10 @@ async def test_freeze_one_consumer(tmp_path):
         assert len(await other.fetch(3, timeout=5)) == 3  # the others deliver
         info = await js.consumer_info("S", "C")
         assert not info.paused and info.num_pending == 3  # nothing handed out
+        await srv.freeze(0.05)  # a short broker freeze, its own timer: the consumer stays frozen
+        assert await eventually(lambda: len(srv._frozen) == 1, timeout=10)
+        with pytest.raises(NatsTimeout):
+            await sub.fetch(1, timeout=0.5)
         await srv.thaw()
         assert [m.data for m in await sub.fetch(3, timeout=5)] == [b"m0", b"m1", b"m2"]
         with pytest.raises(LookupError):
