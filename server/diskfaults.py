@@ -247,8 +247,10 @@ class _Hooks:
 
     def __init__(self):
         self.armed: list[DiskFaults] = []
-        self.real: dict[str, object] = {}
+        self.real: dict[str, object] = {}  # the functions found at install
+        self.ours: dict[str, object] = {}  # the wrappers put there
         self._opens: tuple = ()
+        self._gen = 0  # installs so far
 
     def update(self, f: DiskFaults) -> None:
         if f.armed and f not in self.armed:
@@ -276,7 +278,13 @@ class _Hooks:
         names = ("fsync", "fdatasync", "write", "pwrite", "pwritev", "writev", "ftruncate", "truncate",
                  "unlink", "remove", "rmdir", "replace", "rename")
         real = self.real = {n: getattr(os, n) for n in names}
-        by_fd, by_path = self._by_fd, self._by_path
+        gen = self._gen = self._gen + 1
+
+        def by_fd(fd):  # (wrappers of an earlier install left in someone's chain: pass-through)
+            return self._by_fd(fd) if self._gen == gen else None
+
+        def by_path(path, dir_fd=None):
+            return self._by_path(path, dir_fd) if self._gen == gen else None
 
         def sync(name):
             fn = real[name]
@@ -389,6 +397,7 @@ class _Hooks:
         os.pwritev, os.ftruncate, os.truncate = pwritev, ftruncate, truncate
         os.unlink, os.remove, os.rmdir = unlink, unlink, rmdir
         os.replace, os.rename = moving("replace"), moving("rename")
+        self.ours = {n: getattr(os, n) for n in names}
 
         # the store modules that write through file objects (persist.write_tmp,
         # recovery's repairs), which the os wrappers do not see
@@ -408,8 +417,12 @@ class _Hooks:
             m.open = open_
 
     def _uninstall(self) -> None:
+        self._gen += 1
         for n, fn in self.real.items():
-            setattr(os, n, fn)
+            # (one that someone wrapped over ours stays: theirs calls ours,
+            # which passes everything through while nothing is armed)
+            if getattr(os, n) is self.ours.get(n):
+                setattr(os, n, fn)
         self.real = {}
         for m in self._opens:
             m.__dict__.pop("open", None)

@@ -413,3 +413,31 @@ def test_server_thread_faults_are_plain_calls(tmp_path):
         loop.close()
     finally:
         srv.stop()
+
+
+def test_disk_wrappers_under_someone_elses(tmp_path, monkeypatch):
+    """Someone (a test's monkeypatch) wraps os.fsync over the armed
+    wrapper: disarming leaves theirs in place, and arming again does not
+    slow a sync twice (the old wrapper in their chain passes through)."""
+    from natslab.server.diskfaults import DiskFaults
+
+    f = DiskFaults(tmp_path)
+    f.slow_ms = 1
+    f.update()
+    ours = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd, _ours=ours: _ours(fd))
+    theirs = os.fsync
+    f.slow_ms = 0
+    f.update()
+    assert os.fsync is theirs
+    f.slow_ms = 1
+    f.update()
+    fd = os.open(tmp_path / "x", os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert f.slowed == 1
+    f.slow_ms = 0
+    f.update()
+    assert os.fsync is theirs
