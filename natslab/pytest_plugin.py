@@ -8,7 +8,8 @@ Fixtures (all prefixed, so they never clash with a project's own):
   (``restart``, ``crash``, ``power_cut``, ``drop_client``, ``freeze``,
   ``slow_disk``, ``disk_full``/``release_disk``). In an ``async def`` test it
   is an ``EmbeddedServer`` on the test's event loop (the faults are awaited);
-  in a plain test a ``ServerThread`` (the faults are plain calls).
+  in a plain test (or an async one on a module- or session-wide loop) a
+  ``ServerThread`` (the faults are plain calls).
 - ``natslab_url``: its URL.
 - ``nats_client``: a nats-py connection to it (async tests), which reconnects
   by itself after a fault.
@@ -124,15 +125,28 @@ def _thread_server(config, marker, record: bool):
     return srv, store
 
 
-def _is_async(request) -> bool:
+def _on_the_tests_loop(request) -> bool:
+    """An async test on a loop of its own (pytest-asyncio's default): the
+    broker can run on that loop. A test on a longer-lived loop
+    (``loop_scope="module"``...) gets the ServerThread instead, which serves
+    any loop (its faults are plain calls there)."""
     fn = getattr(request, "function", None)
-    return fn is not None and inspect.iscoroutinefunction(fn) and pytest_asyncio is not None
+    if fn is None or not inspect.iscoroutinefunction(fn) or pytest_asyncio is None:
+        return False
+    m = request.node.get_closest_marker("asyncio")
+    scope = (m.kwargs.get("loop_scope") or m.kwargs.get("scope")) if m is not None else None
+    if not scope:
+        try:
+            scope = request.config.getini("asyncio_default_test_loop_scope")
+        except ValueError:  # (an older pytest-asyncio)
+            scope = None
+    return scope in (None, "", "function")
 
 
 @pytest.fixture
 def natslab_server(request):
     """A broker with JetStream for this test (see the module docstring)."""
-    if _is_async(request):
+    if _on_the_tests_loop(request):
         yield request.getfixturevalue("natslab_embedded_server")
         return
     marker = _marker(request)
@@ -163,7 +177,7 @@ def natslab_server_session(request):
 
 if pytest_asyncio is not None:
 
-    @pytest_asyncio.fixture
+    @pytest_asyncio.fixture(loop_scope="function")
     async def natslab_embedded_server(request):
         """The broker as an EmbeddedServer on the test's own event loop
         (what ``natslab_server`` is in an async test)."""

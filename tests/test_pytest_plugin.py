@@ -137,6 +137,7 @@ import asyncio
 import inspect
 
 import nats
+import pytest
 from natslab.server import EmbeddedServer, ServerThread
 
 
@@ -167,13 +168,21 @@ def test_session_first(natslab_server_session):
     asyncio.run(go())
 
 
+@pytest.mark.asyncio(loop_scope="module")
+async def test_module_loop_gets_the_thread(natslab_server):
+    assert isinstance(natslab_server, ServerThread)
+    nc = await nats.connect(natslab_server.url)
+    await nc.jetstream().add_stream(name="M", subjects=["m"])
+    await nc.close()
+
+
 async def test_session_second(natslab_server_session, natslab_server):
     assert natslab_server_session.url != natslab_server.url
     nc = await nats.connect(natslab_server_session.url)
     assert (await nc.jetstream().stream_info("SHARED")).config.name == "SHARED"
     await nc.close()
 ''')
-    _run(pytester).assert_outcomes(passed=4)
+    _run(pytester).assert_outcomes(passed=5)
 
 
 def test_config_file_by_flag_ini_and_marker(pytester):
