@@ -80,7 +80,7 @@ class EmbeddedServer(_Address, Faults):
                  record_syncs: bool = False, **options):
         opts = opts or _options(host, port, jetstream, store_dir, **options)
         self.server = Server(opts)
-        self._init_faults(opts, record_syncs)
+        self._init_faults(record_syncs)
 
     async def start(self) -> "EmbeddedServer":
         if self._record_syncs:
@@ -164,7 +164,7 @@ class ServerThread(_Address, Faults):
                  record_syncs: bool = False, **options):
         opts = opts or _options(host, port, jetstream, store_dir, **options)
         self.server = Server(opts)
-        self._init_faults(opts, record_syncs)
+        self._init_faults(record_syncs)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()

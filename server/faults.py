@@ -1,5 +1,5 @@
 """The fault API of the embedded broker (``EmbeddedServer`` and
-``ServerThread``, ``embedded.py``, list what each fault does): the work of
+``ServerThread`` in ``embedded.py`` say what each fault does): the work of
 each, done on the broker's own event loop. The disk faults (slow, full,
 power cut) are in ``diskfaults.py``.
 
@@ -35,7 +35,7 @@ class Faults:
     server: Server
     store_dir: Path
 
-    def _init_faults(self, opts: ServerOptions, record_syncs: bool) -> None:
+    def _init_faults(self, record_syncs: bool) -> None:
         self._disk: DiskFaults | None = None
         self._frozen: dict = {}  # what is frozen -> (thaw(send), its timer)
         self._record_syncs = record_syncs
@@ -54,7 +54,8 @@ class Faults:
     def arm_power_cut(self) -> None:
         """Record from now on what each fsync makes durable, so ``power_cut()``
         can drop the rest (what is in the store now counts as durable). Costs
-        a read of each synced file per sync: for tests, not for production."""
+        a read of the store now, and per sync of what was written since the
+        file's last one: for tests, not for production."""
         if self.disk.image is None:
             self.disk.image = DurableImage(self.disk.root)
             self.disk.update()
