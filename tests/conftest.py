@@ -201,7 +201,7 @@ def http_server(server_kind, tmp_path):
     srv.stop()
 
 
-async def eventually(cond, timeout: float = 3.0) -> bool:
+async def eventually(cond, timeout: float = 10.0) -> bool:
     """cond() once it holds (nats-py runs error_cb in a task of its own, so
     an -ERR can be reported a moment after the flush that brought it). cond
     may be a coroutine function (a state nats-server reaches on a goroutine
@@ -214,7 +214,7 @@ async def eventually(cond, timeout: float = 3.0) -> bool:
     return True
 
 
-async def settled(read, want, timeout: float = 5.0):
+async def settled(read, want, timeout: float = 10.0):
     """``await read()`` once it equals ``want`` (or as it is after
     ``timeout``), for an exact assertion on a state nats-server reaches on a
     goroutine of its own after the reply or PONG that a test waited for."""
@@ -289,7 +289,7 @@ class RawClient:
                 continue  # server keepalives and async INFO updates
             lines.append(line)
 
-    async def read_lines(self, n: int, timeout: float = 5.0) -> list[str]:
+    async def read_lines(self, n: int, timeout: float = 10.0) -> list[str]:
         """Every line up to a PONG once at least ``n`` have come (PING after
         PING, up to ``timeout``): nats-server sends pull replies, heartbeats
         and deliveries from goroutines of their own, so they can trail a PONG.

@@ -214,7 +214,7 @@ async def user_data(outside) -> UserData:
     return data
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 6.0, what: str = "condition") -> None:
+async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
     """Poll ``predicate`` until it holds. A widget not mounted yet
     (textual's NoMatches) is waited for; any other exception is a bug in the
     app or the test and propagates at once, rather than reading as a timeout."""

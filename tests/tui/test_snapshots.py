@@ -46,7 +46,7 @@ def app_for(url: str, theme: str = "natslab-dark") -> NatslabApp:
     )
 
 
-async def until(pilot, predicate, timeout: float = 6.0, what: str = "snapshot state") -> None:
+async def until(pilot, predicate, timeout: float = 15.0, what: str = "snapshot state") -> None:
     await wait_for(pilot, predicate, timeout=timeout, what=what)
 
 
