@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 
 from . import protocol as p
@@ -80,6 +81,14 @@ def connect_fields(opts: dict) -> tuple[dict, str]:
     return out, ""
 
 
+class _NoLines(dict):
+    """Parser.lines for a client whose publish permissions change as it
+    receives requests (allow_responses): nothing is kept."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
 class Client(Parser, asyncio.BufferedProtocol):
     """A NATS client connection (``kind`` "Client" in monitoring)."""
 
@@ -114,6 +123,9 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.version = ""
         self.user = ""
         self.perms = None  # Permissions of the authenticated user, if any
+        # its Permissions once deliveries to it must pass them (a subscribe deny
+        # filter is on, or allow_responses notes replies): Permissions.admit
+        self.gate = None
         self._connect_opts: dict = {}  # every CONNECT so far, merged
         # stats
         self.start = time.time()
@@ -235,9 +247,16 @@ class Client(Parser, asyncio.BufferedProtocol):
         if not valid_subject(subject):
             self.queue_out(p.ERR_INVALID_SUBJECT)
             return
-        if self.perms is not None and not self.perms.can_subscribe(subject):
-            self.queue_out(violation("Subscription", subject))
-            return
+        perms = self.perms
+        if perms is not None:
+            if not perms.can_subscribe(subject, queue):
+                self.server.logger.error("%s:%d - cid:%d - Subscription Violation - User %r, Subject %r, SID %s",
+                                         self.host, self.port, self.cid, self.user, subject.decode(errors="replace"),
+                                         sid.decode(errors="replace"))
+                self.queue_out(violation("Subscription", subject, queue))
+                return
+            if perms.gates_delivery:
+                self.gate = perms
         if sid in self.subs:
             # re-using a sid keeps the existing subscription (as nats-server does)
             if self.verbose:
@@ -323,6 +342,11 @@ class Client(Parser, asyncio.BufferedProtocol):
                 from .permissions import Permissions
 
                 self.perms = Permissions(entry["permissions"])
+                if self.perms.responses is not None:
+                    # what it may publish changes with what it receives: PUB
+                    # lines are not cached as allowed or denied (Parser.lines)
+                    self.gate = self.perms
+                    self.lines = _NoLines()
             if self._auth_timer:
                 self._auth_timer.cancel()
                 self._auth_timer = None
@@ -352,6 +376,13 @@ class Client(Parser, asyncio.BufferedProtocol):
         dirty mark and the slow-consumer check are taken once per run."""
         if self.closed:
             return
+        if self.gate is not None:
+            admitted = self.gate.admit(sub.queue, msgs)
+            if admitted is not msgs:
+                self._denied(sub, msgs, admitted)
+                if not admitted:
+                    return False
+                msgs = admitted
         mx = sub.max
         if mx:
             left = mx - sub.msgs
@@ -418,6 +449,31 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self.out_size > self.max_pending:
             self.flush()
 
+    def _denied(self, sub: Subscription, msgs, admitted) -> None:
+        """Messages of a run the deny filter kept from ``sub``: a queue
+        group's go to another member that may take them (nats-server tries
+        the group's next member when one is denied)."""
+        if sub.queue is not None:
+            kept = set(map(id, admitted))
+            self._to_other_member(sub, [m for m in msgs if id(m) not in kept])
+
+    def _to_other_member(self, sub: Subscription, msgs) -> None:
+        srv = self.server
+        acc = self.account
+        index = acc.index if acc is not None else srv.index
+        pub = srv.current_publisher
+        for m in msgs:
+            for group in index.match(m[0])[1]:
+                if sub not in group:
+                    continue
+                others = [s for s in group if s is not sub and not (s.client is pub and not pub.echo)
+                          and not (s.client.gate is not None and s.client.gate.filtering
+                                   and s.client.gate.denies(m[0], s.queue))]
+                if others:
+                    other = others[0] if len(others) == 1 else random.choice(others)
+                    other.client.deliver_run(other, (m,))
+                break
+
     def _frame_uniform(self, sid: bytes, msgs) -> tuple[int, int]:
         """Frame a run of deliver_run's messages that share the subject and
         the payload size, with no headers to send (what JetStream deliveries
@@ -459,6 +515,13 @@ class Client(Parser, asyncio.BufferedProtocol):
         list operations."""
         if self.closed:
             return
+        if self.gate is not None:
+            if self.gate.filtering and self.gate.denies(subject, sub.queue):
+                if sub.queue is not None:
+                    self._to_other_member(sub, [(subject, reply, None, pl) for pl in payloads])
+                return False
+            if reply and self.gate.responses is not None:
+                self.gate.admit(None, ((subject, reply, None, b""),))
         k = len(payloads)
         mx = sub.max
         if mx:

@@ -1,0 +1,348 @@
+"""Subscribe and publish permissions on every delivery path, on both servers
+(raw sockets, so the exact -ERR lines and MSG lines are compared).
+
+A user allowed ``>`` and denied ``secret.>``, ``_INBOX.>`` and ``$JS.API.>``
+may still subscribe to ``>`` (nats-server does not refuse a wider wildcard
+over a deny): the denied subjects are filtered out at delivery, for plain
+and queue subscriptions, core messages, JetStream push deliveries, stream
+and service imports. ``allow_responses`` lets a responder answer the
+requests it received, ``max`` times within ``expires``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from conftest import RawClient, ServerProcess, connect, eventually
+
+SPY_PERMS = '{subscribe: {allow: ">", deny: ["secret.>", "_INBOX.>", "$JS.API.>"]}}'
+USERS = f"""[
+    {{user: spy, password: spy, permissions: {SPY_PERMS}}}
+    {{user: app, password: app}}
+    {{user: other, password: other}}
+  ]"""
+CONFS = {
+    "authorization": f"authorization {{\n  users = {USERS}\n}}\n",
+    "accounts": f"accounts {{\n  A {{\n    users = {USERS}\n  }}\n}}\n",
+}
+
+
+def start(kind: str, tmp_path, conf: str) -> ServerProcess:
+    path = tmp_path / "perms.conf"
+    path.write_text(conf)
+    srv = ServerProcess(kind, tmp_path / "store", extra=["-c", str(path)])
+    srv.start()
+    return srv
+
+
+@pytest.fixture(params=list(CONFS))
+def users_server(request, server_kind, tmp_path):
+    srv = start(server_kind, tmp_path, CONFS[request.param])
+    yield srv
+    srv.stop()
+
+
+def creds(user: str, password: str | None = None) -> str:
+    return json.dumps({"verbose": False, "pedantic": False, "headers": True, "protocol": 1,
+                       "user": user, "pass": password or user})
+
+
+async def login(srv, user: str, password: str | None = None) -> RawClient:
+    return await RawClient.open(srv, connect=creds(user, password))
+
+
+async def lines_of(raw: RawClient) -> list[str]:
+    """Every line up to a PONG, server PINGs left out."""
+    return [ln for ln in await raw.read_until_pong() if ln != "PING"]
+
+
+def msgs(lines: list[str]) -> list[tuple[str, str, str]]:
+    """(subject, sid, payload) of each MSG in ``lines`` (payload lines follow them)."""
+    out = []
+    for i, ln in enumerate(lines):
+        if ln.startswith("MSG "):
+            parts = ln.split()
+            out.append((parts[1], parts[2], lines[i + 1]))
+    return out
+
+
+async def test_wildcard_over_deny_is_filtered(users_server):
+    """SUB > (plain and queue) is taken; a SUB inside a deny is refused, the
+    queue one with 'using queue'; the denied subjects never reach '>'."""
+    srv = users_server
+    spy = await login(srv, "spy")
+    await spy.send("SUB > 1\r\nSUB > q 2\r\nSUB secret.* 3\r\nSUB secret.x q 4\r\nSUB _INBOX.> 5\r\n")
+    assert await lines_of(spy) == [
+        "-ERR 'Permissions Violation for Subscription to \"secret.*\"'",
+        "-ERR 'Permissions Violation for Subscription to \"secret.x\" using queue \"q\"'",
+        "-ERR 'Permissions Violation for Subscription to \"_INBOX.>\"'",
+    ]
+    app = await login(srv, "app")
+    await app.send("SUB _INBOX.app.* 1\r\n"
+                   "PUB secret.k 1\r\na\r\nPUB public.k 1\r\nb\r\nPUB _INBOX.app.1 1\r\nc\r\n"
+                   "PUB $JS.API.STREAM.NAMES 2\r\n{}\r\nPUB secret.deep.er 1\r\nd\r\nPUB end 1\r\ne\r\n")
+    assert msgs(await lines_of(app)) == [("_INBOX.app.1", "1", "c")]
+    # (the API's audit advisory may come at any time: not asserted)
+    got = [m for m in msgs(await lines_of(spy)) if not m[0].startswith("$JS.EVENT.")]
+    assert sorted(got) == [("end", "1", "e"), ("end", "2", "e"), ("public.k", "1", "b"), ("public.k", "2", "b")]
+    spy.close()
+    app.close()
+
+
+async def test_request_reply_not_seen_by_spy(users_server):
+    """Other users' requests are seen on '>', their replies on _INBOX are not."""
+    srv = users_server
+    spy = await login(srv, "spy")
+    await spy.send("SUB > 1\r\n")
+    assert await lines_of(spy) == []
+    responder = await login(srv, "other")
+    await responder.send("SUB svc 1\r\n")
+    assert await lines_of(responder) == []
+    app = await login(srv, "app")
+    await app.send("SUB _INBOX.app.> 1\r\nPUB svc _INBOX.app.r1 3\r\nreq\r\n")
+    assert await lines_of(app) == []
+    assert await lines_of(responder) == ["MSG svc 1 _INBOX.app.r1 3", "req"]
+    await responder.send("PUB _INBOX.app.r1 3\r\nrep\r\n")
+    assert await lines_of(responder) == []
+    assert await lines_of(app) == ["MSG _INBOX.app.r1 1 3", "rep"]
+    assert await lines_of(spy) == ["MSG svc 1 _INBOX.app.r1 3", "req"]
+    for c in (spy, responder, app):
+        c.close()
+
+
+async def test_queue_member_denied_others_take_it(users_server):
+    """A queue group of a member that denies a subject and one that does
+    not: every denied message goes to the other member (nats-server tries
+    the next member), runs of identical PUBs and one-off subjects alike."""
+    srv = users_server
+    spy = await login(srv, "spy")
+    other = await login(srv, "other")
+    await spy.send("SUB > q 1\r\n")
+    await other.send("SUB > q 7\r\n")
+    assert await lines_of(spy) == [] and await lines_of(other) == []
+    app = await login(srv, "app")
+    n = 20
+    same = "PUB secret.k 1\r\nx\r\n" * n
+    distinct = "".join(f"PUB secret.k{i} 1\r\ny\r\n" for i in range(n))
+    await app.send(same + distinct + "PUB public.k 1\r\nz\r\n" * n)
+    assert await lines_of(app) == []
+    to_spy = msgs(await lines_of(spy))
+    to_other = msgs(await lines_of(other))
+    assert not [m for m in to_spy if m[0].startswith("secret.")]
+    assert [m for m in to_other if m[0] == "secret.k"] == [("secret.k", "7", "x")] * n
+    assert sorted(m[0] for m in to_other if m[0].startswith("secret.k") and m[0] != "secret.k") == sorted(
+        f"secret.k{i}" for i in range(n))
+    assert len([m for m in to_spy + to_other if m[0] == "public.k"]) == n
+
+
+async def test_jetstream_push_delivery_filtered(server_kind, tmp_path):
+    """A push consumer's deliveries carry the stream subjects: to a client
+    whose deny filter is on, the denied ones are not delivered; to one
+    whose filter is off (only literal subscriptions) they are."""
+    srv = start(server_kind, tmp_path, CONFS["authorization"])
+    try:
+        spy = await login(srv, "spy")
+        await spy.send("SUB *.nothing 9\r\nSUB push.spy 1\r\n")  # the wildcard collides with secret.>
+        plain = await login(srv, "spy")
+        await plain.send("SUB push.plain 1\r\n")
+        assert await lines_of(spy) == [] and await lines_of(plain) == []
+        nc = await connect(srv.url, user="app", password="app")
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["secret.>", "public.>"])
+        from nats.js.api import AckPolicy, ConsumerConfig
+
+        for name in ("spy", "plain"):
+            await js.add_consumer("S", ConsumerConfig(durable_name=name, deliver_subject=f"push.{name}",
+                                                      ack_policy=AckPolicy.NONE))
+        await js.publish("secret.a", b"1")
+        await js.publish("public.a", b"2")
+        await js.publish("public.b", b"3")
+        got = []
+        while len(got) < 2:
+            line = await spy.readline()
+            if line.startswith("MSG "):
+                got.append((line.split()[1], await spy.readline()))
+        assert got == [("public.a", "2"), ("public.b", "3")]
+        got = []
+        while len(got) < 3:
+            line = await plain.readline()
+            if line.startswith("MSG "):
+                got.append((line.split()[1], await plain.readline()))
+        assert got == [("secret.a", "1"), ("public.a", "2"), ("public.b", "3")]
+        await nc.close()
+        spy.close()
+        plain.close()
+    finally:
+        srv.stop()
+
+
+IMPORTS = """
+accounts {
+  A {
+    users = [
+      {user: a, password: a}
+      {user: aspy, password: aspy, permissions: {subscribe: {deny: ["svc.secret"]}}}
+    ]
+    exports = [ {service: "svc.>"}, {stream: "feed.>"} ]
+  }
+  B {
+    users = [
+      {user: b, password: b}
+      {user: bspy, password: bspy, permissions: {subscribe: {deny: ["feed.secret"]}}}
+    ]
+    imports = [
+      {service: {account: A, subject: "svc.>"}}
+      {stream: {account: A, subject: "feed.>"}}
+    ]
+  }
+}
+"""
+
+
+async def test_imports_filtered(server_kind, tmp_path):
+    """Service imports: a request whose subject the exporter's responder
+    denies does not reach it (its wildcard is over the deny); the other one
+    does and its answer comes back. Stream imports: the importer's wildcard
+    subscriber gets the allowed subjects only."""
+    srv = start(server_kind, tmp_path, IMPORTS)
+    try:
+        aspy = await login(srv, "aspy")
+        await aspy.send("SUB svc.* 1\r\n")
+        bspy = await login(srv, "bspy")
+        await bspy.send("SUB feed.* 1\r\n")
+        assert await lines_of(aspy) == [] and await lines_of(bspy) == []
+        b = await login(srv, "b")
+        await b.send("SUB _INBOX.b.* 1\r\nPUB svc.secret _INBOX.b.1 1\r\nx\r\nPUB svc.open _INBOX.b.2 1\r\ny\r\n")
+        assert await lines_of(b) == []
+        got = await lines_of(aspy)
+        # a cross-account request carries Nats-Request-Info (nats-server's
+        # header; its rtt is the requester's, not compared)
+        assert got[0].startswith("HMSG svc.open 1 _R_.") and got[1:2] == ["NATS/1.0"] and got[-2:] == ["", "y"]
+        info = [h for h in got[2:-2] if h.startswith("Nats-Request-Info: ")]
+        assert len(info) == 1 and len(got) == 5
+        info = json.loads(info[0].split(": ", 1)[1])
+        assert info["acc"] == "B" and set(info) == {"acc", "rtt"}
+        reply = got[0].split()[3]
+        await aspy.send(f"PUB {reply} 2\r\nok\r\n")
+        assert await lines_of(aspy) == []
+        assert await lines_of(b) == ["MSG _INBOX.b.2 1 2", "ok"]
+        a = await login(srv, "a")
+        await a.send("PUB feed.secret 1\r\ns\r\nPUB feed.open 1\r\no\r\n")
+        assert await lines_of(a) == []
+        assert await lines_of(bspy) == ["MSG feed.open 1 1", "o"]
+    finally:
+        srv.stop()
+
+
+RESPONSES = """
+accounts {
+  A {
+    users = [
+      {user: req, password: req}
+      {user: r1, password: r1, permissions: {subscribe: "svc", allow_responses: true}}
+      {user: r2, password: r2, permissions: {subscribe: "svc", publish: "pub.ok", allow_responses: {max: 2}}}
+      {user: r3, password: r3, permissions: {subscribe: "svc", allow_responses: {max: -1, expires: "1h"}}}
+      {user: r4, password: r4, permissions: {subscribe: "svc", allow_responses: {max: -1, expires: "50ms"}}}
+    ]
+  }
+}
+"""
+
+
+@pytest.fixture
+def responses_server(server_kind, tmp_path):
+    srv = start(server_kind, tmp_path, RESPONSES)
+    yield srv
+    srv.stop()
+
+
+async def _request(req: RawClient, responder: RawClient, n: int) -> str:
+    inbox = f"_INBOX.req.{n}"
+    await req.send(f"PUB svc {inbox} 1\r\nq\r\n")
+    assert await lines_of(req) == []
+    assert await lines_of(responder) == [f"MSG svc 1 {inbox} 1", "q"]
+    return inbox
+
+
+def denied(subject: str) -> str:
+    return f"-ERR 'Permissions Violation for Publish to \"{subject}\"'"
+
+
+async def test_allow_responses_once(responses_server):
+    """allow_responses: true: one answer to each request received; no other
+    publish (no publish allow list: allow_responses makes it empty)."""
+    srv = responses_server
+    req = await login(srv, "req")
+    await req.send("SUB _INBOX.req.* 1\r\n")
+    r1 = await login(srv, "r1")
+    await r1.send("SUB svc 1\r\n")
+    assert await lines_of(req) == [] and await lines_of(r1) == []
+    await r1.send("PUB _INBOX.req.1 1\r\nx\r\n")  # nothing received on it yet
+    assert await lines_of(r1) == [denied("_INBOX.req.1")]
+    inbox = await _request(req, r1, 1)
+    await r1.send(f"PUB {inbox} 1\r\na\r\nPUB {inbox} 1\r\nb\r\nPUB elsewhere 1\r\nc\r\n")
+    assert await lines_of(r1) == [denied(inbox), denied("elsewhere")]
+    assert await lines_of(req) == [f"MSG {inbox} 1 1", "a"]
+    # a second request, answered with identical PUB lines in one read
+    inbox = await _request(req, r1, 2)
+    await r1.send(f"PUB {inbox} 1\r\na\r\n" * 3)
+    assert await lines_of(r1) == [denied(inbox)] * 2
+    assert await lines_of(req) == [f"MSG {inbox} 1 1", "a"]
+
+
+async def test_allow_responses_max(responses_server):
+    """{max: 2}: two answers per request, next to the publish allow list."""
+    srv = responses_server
+    req = await login(srv, "req")
+    await req.send("SUB _INBOX.req.* 1\r\nSUB pub.ok 2\r\n")
+    r2 = await login(srv, "r2")
+    await r2.send("SUB svc 1\r\n")
+    assert await lines_of(req) == [] and await lines_of(r2) == []
+    inbox = await _request(req, r2, 1)
+    await r2.send(f"PUB {inbox} 1\r\na\r\nPUB {inbox} 1\r\nb\r\nPUB {inbox} 1\r\nc\r\nPUB pub.ok 1\r\nd\r\n")
+    assert await lines_of(r2) == [denied(inbox)]
+    assert await lines_of(req) == [f"MSG {inbox} 1 1", "a", f"MSG {inbox} 1 1", "b", "MSG pub.ok 2 1", "d"]
+
+
+async def test_allow_responses_unlimited(responses_server):
+    """{max: -1, expires: 1h}: any number of answers."""
+    srv = responses_server
+    req = await login(srv, "req")
+    await req.send("SUB _INBOX.req.* 1\r\n")
+    r3 = await login(srv, "r3")
+    await r3.send("SUB svc 1\r\n")
+    assert await lines_of(req) == [] and await lines_of(r3) == []
+    inbox = await _request(req, r3, 1)
+    await r3.send(f"PUB {inbox} 1\r\na\r\n" * 5 + f"PUB {inbox} 1\r\nb\r\n" * 5)
+    assert await lines_of(r3) == []
+    assert msgs(await lines_of(req)) == [(inbox, "1", "a")] * 5 + [(inbox, "1", "b")] * 5
+
+
+async def test_allow_responses_expires(responses_server):
+    """{max: -1, expires: 50ms}: answers are allowed until the reply subject
+    expires (polled: answers until one is refused; how many got through
+    before depends on timing and is not asserted, only that each did)."""
+    srv = responses_server
+    req = await login(srv, "req")
+    await req.send("SUB _INBOX.req.* 1\r\n")
+    r4 = await login(srv, "r4")
+    await r4.send("SUB svc 1\r\n")
+    assert await lines_of(req) == [] and await lines_of(r4) == []
+    inbox = await _request(req, r4, 1)
+    answers = 0
+
+    async def refused() -> bool:
+        nonlocal answers
+        await r4.send(f"PUB {inbox} 1\r\na\r\n")
+        got = await lines_of(r4)
+        if got == [denied(inbox)]:
+            return True
+        assert got == []
+        answers += 1
+        return False
+
+    assert await eventually(refused, timeout=10)
+    assert msgs(await lines_of(req)) == [(inbox, "1", "a")] * answers
