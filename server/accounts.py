@@ -112,7 +112,7 @@ class Account:
         self.stream_exports: list[tuple[bytes, set | None]] = []  # (subject, accounts allowed or None: all)
         self.service_exports: list[tuple[bytes, set | None]] = []
         self.importers: list[tuple["Account", bytes, bytes, bytes]] = []  # streams others take from here
-        self.service_imports: list[tuple[bytes, "Account", bytes]] = []  # (local subject, exporter, its subject)
+        self.service_imports: list[tuple[bytes, "Account", bytes, bool]] = []  # (local subject, exporter, its subject, share)
         self.responses: list = []  # the _R_ reply subscriptions waiting for an answer, oldest first
         self.jetstream_limits = None  # its jetstream {} (jetstream.limits.AccountLimits) when it has JetStream
         self.jetstream = None  # its JetStream, once the server started it
@@ -127,22 +127,60 @@ class Account:
 
 
 def _map(subject: bytes, pattern: bytes, to: bytes) -> bytes:
-    """``subject`` (matching ``pattern``) renamed to ``to``: literal to
-    literal, or the same wildcard pattern renamed token by token."""
+    """``subject`` (matching ``pattern``) renamed to ``to``, as nats-server's
+    import transforms rename it: literal to literal, or each wildcard of
+    ``to`` filled, in order, with what the wildcards of ``pattern`` matched
+    (``fromA.>`` to ``$JS.API.>``: the tokens may differ in number)."""
     if not to or to == pattern:
         return subject
     if b"*" not in pattern and b">" not in pattern:
         return to
-    pt, tt, st = pattern.split(b"."), to.split(b"."), subject.split(b".")
-    if len(pt) != len(tt):
-        return subject
-    out = []
-    for i, (p, t) in enumerate(zip(pt, tt)):
+    st = subject.split(b".")
+    stars = []
+    tail = None
+    for i, p in enumerate(pattern.split(b".")):
         if p == b">":
-            out.append(b".".join(st[i:]))
+            tail = b".".join(st[i:])
             break
-        out.append(st[i] if p == b"*" else t)
+        if p == b"*":
+            stars.append(st[i])
+    out = []
+    k = 0
+    for t in to.split(b"."):
+        if t == b"*" and k < len(stars):
+            out.append(stars[k])
+            k += 1
+        elif t == b">" and tail is not None:
+            out.append(tail)
+        else:
+            out.append(t)
     return b".".join(out)
+
+
+def _request_info(hdr: bytes | None, pub, acc: Account, share: bool, server) -> bytes:
+    """The request's headers with the requester's ``Nats-Request-Info``
+    (nats-server's ClientInfo: account and RTT, and with ``share: true``
+    on the import the connection's details too), replacing one it sent."""
+    import json
+
+    if share:
+        from .jetstream.advisories import client_info
+
+        info = client_info(server, pub)
+        info["acc"] = acc.name
+        # (in ClientInfo's field order: start host id acc user name lang ver rtt server kind client_type)
+        order = ("start", "host", "id", "acc", "user", "name", "lang", "ver", "rtt", "server", "kind", "client_type")
+        info = {k: info[k] for k in order if k in info}
+    else:
+        info = {"acc": acc.name, "rtt": int((pub.rtt or 0) * 1e9)}
+    if not info.get("rtt"):
+        info.pop("rtt", None)  # (omitempty)
+    line = b"Nats-Request-Info: " + json.dumps(info, separators=(",", ":")).encode() + b"\r\n"
+    if not hdr:
+        return b"NATS/1.0\r\n" + line + b"\r\n"
+    lines = [ln for ln in hdr[:-2].split(b"\r\n")[1:] if ln and not ln.lower().startswith(b"nats-request-info:")]
+    head = hdr.split(b"\r\n", 1)[0]
+    return b"\r\n".join([head, *lines]) + b"\r\n" + line + b"\r\n"
 
 
 def _subject(spec, what: str) -> tuple[str, str]:
@@ -208,7 +246,7 @@ class Accounts:
                     if not src.exports("service", subj.encode(), acc.name):
                         raise ConfigError(f'Error adding service import "{subj}": service import not authorized')
                     local = str(i.get("to") or subj).encode()
-                    acc.service_imports.append((local, src, subj.encode()))
+                    acc.service_imports.append((local, src, subj.encode(), i.get("share") is True))
                 else:
                     raise ConfigError("Import Items should be a map with type entry")
 
@@ -235,10 +273,11 @@ class Accounts:
             if subject == pattern or subject_matches(pattern, subject):
                 mapped = prefix + b"." + subject if prefix else _map(subject, pattern, to)
                 n += self._deliver(importer, pub, mapped, reply, hdr, payload)
-        for local, src, remote in acc.service_imports:
+        for local, src, remote, share in acc.service_imports:
             if subject == local or subject_matches(local, subject):
                 r = self._response(src, acc, reply) if reply else b""
-                n += self._deliver(src, pub, _map(subject, local, remote), r, hdr, payload)
+                h = hdr if pub.internal else _request_info(hdr, pub, acc, share, srv)
+                n += self._deliver(src, pub, _map(subject, local, remote), r, h, payload)
         if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc.jetstream is None:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:

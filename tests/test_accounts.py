@@ -317,3 +317,63 @@ async def test_jetstream_account_and_kv_across_accounts(server_kind, tmp_path):
             await nc.close()
     finally:
         srv.stop()
+
+
+REMAP = """
+accounts {
+  A {
+    jetstream: enabled
+    users = [ {user: a, password: a} ]
+    exports = [ {service: "$JS.API.>"}, {service: "calc.>"}, {service: "shared.*", accounts: [B]} ]
+  }
+  B {
+    users = [ {user: b, password: b} ]
+    imports = [
+      {service: {account: A, subject: "$JS.API.>"}, to: "fromA.>"}
+      {service: {account: A, subject: "calc.>"}, to: "b.calc.v1.>"}
+      {service: {account: A, subject: "shared.*"}, to: "s.*", share: true}
+    ]
+  }
+}
+"""
+
+
+async def test_service_import_remapped_across_token_counts(server_kind, tmp_path):
+    """A service import whose local subject has another number of tokens
+    than the exported one (fromA.> for $JS.API.>) is remapped wildcard by
+    wildcard: B reaches A's JetStream API, and A's responder sees calc.add.1
+    for b.calc.v1.add.1; each request carries Nats-Request-Info with the
+    requester's account (and, with share: true, its connection details)."""
+    srv = start(server_kind, tmp_path, REMAP)
+    try:
+        a = await connect(srv.url.replace("nats://", "nats://a:a@"))
+        await a.jetstream().add_stream(name="ORDERS", subjects=["orders.>"])
+        b = await connect(srv.url.replace("nats://", "nats://b:b@"), name="bee")
+        r = json.loads((await b.request("fromA.STREAM.INFO.ORDERS", b"", timeout=2)).data)
+        assert r["type"] == "io.nats.jetstream.api.v1.stream_info_response" and r["config"]["name"] == "ORDERS"
+        r = json.loads((await b.request("fromA.INFO", b"", timeout=2)).data)
+        assert r["type"] == "io.nats.jetstream.api.v1.account_info_response" and r["streams"] == 1
+        seen = []
+
+        async def answer(msg):
+            seen.append((msg.subject, msg.headers))
+            await msg.respond(b"ok")
+
+        await a.subscribe("calc.>", cb=answer)
+        await a.subscribe("shared.*", cb=answer)
+        await a.flush()
+        await a.flush()
+        assert (await b.request("b.calc.v1.add.1", b"1 2", timeout=2)).data == b"ok"
+        assert (await b.request("s.x", b"", timeout=2)).data == b"ok"
+        (s1, h1), (s2, h2) = seen
+        assert s1 == "calc.add.1" and s2 == "shared.x"
+        info = json.loads(h1["Nats-Request-Info"])
+        assert info["acc"] == "B" and set(info) == {"acc", "rtt"}
+        info = json.loads(h2["Nats-Request-Info"])
+        assert info["acc"] == "B" and info["name"] == "bee" and info["lang"] == "python3"
+        assert info["kind"] == "Client" and info["client_type"] == "nats" and info["host"] == "127.0.0.1"
+        assert {"start", "id", "rtt", "ver", "server"} <= set(info)
+        for nc in (a, b):
+            await nc.close()
+    finally:
+        srv.stop()
