@@ -191,9 +191,49 @@ class Client(Parser, asyncio.BufferedProtocol):
 
     def _require_connect(self) -> bool:
         if not self.connected and self.server.auth_required:
+            if self._no_auth_login():
+                return True
             self.protocol_error(p.ERR_AUTH_VIOLATION)
             return False
         return True
+
+    def _no_auth_login(self) -> bool:
+        """A command before CONNECT on a server with ``no_auth_user``: as
+        nats-server's parser does, the client is logged in as that user
+        (when it is a user, not an nkey, and may use this connection type)
+        with its account and permissions; a later CONNECT authenticates
+        again with what it names."""
+        srv = self.server
+        auth = srv.auth
+        if not auth.no_auth_user or auth.no_auth_user not in auth.users:
+            return False
+        entry = srv.check_auth({}, self)
+        if not entry:
+            return False
+        self._logged_in(entry, {})
+        self.connected = True
+        return True
+
+    def _logged_in(self, entry, opts: dict) -> None:
+        """The authenticated user's name and permissions, and no more
+        authentication timer."""
+        # (a certificate or no_auth_user may name the user, not CONNECT)
+        self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")
+        self.perms = self.gate = None
+        if isinstance(self.lines, _NoLines):
+            self.lines = {}
+        if isinstance(entry, dict) and entry.get("permissions"):
+            from .permissions import Permissions
+
+            self.perms = Permissions(entry["permissions"])
+            if self.perms.responses is not None:
+                # what it may publish changes with what it receives: PUB
+                # lines are not cached as allowed or denied (Parser.lines)
+                self.gate = self.perms
+                self.lines = _NoLines()
+        if self._auth_timer:
+            self._auth_timer.cancel()
+            self._auth_timer = None
 
     def _op_pub(self, args: list[bytes], with_headers: bool) -> None:
         if not self._require_connect():
@@ -336,20 +376,7 @@ class Client(Parser, asyncio.BufferedProtocol):
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
                 return
-            # (a certificate or no_auth_user may name the user, not CONNECT)
-            self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")
-            if isinstance(entry, dict) and entry.get("permissions"):
-                from .permissions import Permissions
-
-                self.perms = Permissions(entry["permissions"])
-                if self.perms.responses is not None:
-                    # what it may publish changes with what it receives: PUB
-                    # lines are not cached as allowed or denied (Parser.lines)
-                    self.gate = self.perms
-                    self.lines = _NoLines()
-            if self._auth_timer:
-                self._auth_timer.cancel()
-                self._auth_timer = None
+            self._logged_in(entry, opts)
         self._connect_info_due = not self.connected and proto >= 1
         self.connected = True
         if self.verbose:

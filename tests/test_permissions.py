@@ -409,3 +409,44 @@ async def test_allowed_connection_types(server_kind, tmp_path, where):
             ws.close()
     finally:
         srv.stop()
+
+
+NO_AUTH = """
+accounts {
+  A {
+    users = [
+      {user: u, password: p, permissions: {publish: "ok.>"}}
+      {user: w, password: w}
+    ]
+  }
+}
+no_auth_user: u
+"""
+
+
+async def test_commands_before_connect_run_as_no_auth_user(server_kind, tmp_path):
+    """With no_auth_user, a client that sends commands without CONNECT is
+    that user (nats-server's parser logs it in at its first command): in
+    its account, under its permissions, verbose as before any CONNECT; a
+    CONNECT after them authenticates again (bad credentials: Authorization
+    Violation)."""
+    srv = start(server_kind, tmp_path, NO_AUTH)
+    try:
+        w = await login(srv, "w")
+        await w.send("SUB ok.x 1\r\n")
+        assert await lines_of(w) == []
+        bare = await RawClient.open(srv, connect=None)
+        assert "auth_required" not in json.loads(bare.info[5:])
+        await bare.send("SUB ok.> 5\r\nPUB ok.x 2\r\nhi\r\nPUB bad.x 1\r\nx\r\n")
+        assert await lines_of(bare) == ["+OK", "+OK", "MSG ok.x 5 2", "hi",
+                                        "-ERR 'Permissions Violation for Publish to \"bad.x\"'"]
+        assert await lines_of(w) == ["MSG ok.x 1 2", "hi"]
+        await w.send("PUB ok.y 1\r\nz\r\n")
+        assert await lines_of(w) == []
+        assert await lines_of(bare) == ["MSG ok.y 5 1", "z"]
+        await bare.send(f"CONNECT {creds('w', 'bad')}\r\nPING\r\n")
+        assert await bare.readline() == "-ERR 'Authorization Violation'"
+        assert await bare.closed()
+        w.close()
+    finally:
+        srv.stop()
