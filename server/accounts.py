@@ -112,6 +112,7 @@ class Account:
         self.stream_exports: list[tuple[bytes, set | None]] = []  # (subject, accounts allowed or None: all)
         self.service_exports: list[tuple[bytes, set | None]] = []
         self.importers: list[tuple["Account", bytes, bytes, bytes]] = []  # streams others take from here
+        self.stream_sources: list[tuple["Account", bytes, bytes, bytes]] = []  # streams this one takes (exporter first)
         self.service_imports: list[tuple[bytes, "Account", bytes, bool]] = []  # (local subject, exporter, its subject, share)
         self.responses: list = []  # the _R_ reply subscriptions waiting for an answer, oldest first
         self.jetstream_limits = None  # its jetstream {} (jetstream.limits.AccountLimits) when it has JetStream
@@ -238,6 +239,7 @@ class Accounts:
                         raise ConfigError(f'Error adding stream import "{subj}": stream import not authorized')
                     prefix = str(i.get("prefix") or "").rstrip(".").encode()
                     src.importers.append((acc, subj.encode(), prefix, str(i.get("to") or "").encode()))
+                    acc.stream_sources.append((src, subj.encode(), prefix, str(i.get("to") or "").encode()))
                 elif "service" in i:
                     src_name, subj = _subject(i["service"], "service")
                     src = self.by_name.get(src_name)
@@ -258,6 +260,56 @@ class Accounts:
         """A client's account: a configured one, or $G (None while $G has
         the server's index)."""
         return self.by_name.get(name) if name else self.global_account
+
+    # -- stream imports of deliver subjects -------------------------------------
+    @staticmethod
+    def _imported(importer, pattern: bytes, prefix: bytes, to: bytes, subject: bytes) -> bytes:
+        return prefix + b"." + subject if prefix else _map(subject, pattern, to)
+
+    def with_importers(self, acc: Account, subject: bytes, r: tuple) -> tuple:
+        """A match in ``acc`` (``r``) with the subscriptions of the accounts
+        that import ``subject`` as a stream, under its name there."""
+        psubs, qgroups = r
+        more_p: list = []
+        more_q: list = []
+        for importer, pattern, prefix, to in acc.importers:
+            if subject == pattern or subject_matches(pattern, subject):
+                p, q = importer.index.match(self._imported(importer, pattern, prefix, to, subject))
+                more_p += [s for s in p if not s.client.internal]
+                more_q += q
+        if not more_p and not more_q:
+            return r
+        return (tuple(psubs) + tuple(more_p), tuple(qgroups) + tuple(more_q))
+
+    def importer_interest(self, acc: Account, subject: bytes, literal_only: bool) -> bool:
+        """Does a client of an account that imports ``subject`` from ``acc``
+        subscribe to it (exactly, with ``literal_only``)?"""
+        for importer, pattern, prefix, to in acc.importers:
+            if subject == pattern or subject_matches(pattern, subject):
+                mapped = self._imported(importer, pattern, prefix, to, subject)
+                psubs, qgroups = importer.index.match(mapped)
+                for s in list(psubs) + [s for g in qgroups for s in g]:
+                    if not s.client.internal and (not literal_only or s.subject == mapped):
+                        return True
+        return False
+
+    def notify_exporters(self, acc: Account, subject: bytes, added: bool) -> None:
+        """A client subscription in ``acc`` that a stream import reaches:
+        the exporter's interest listeners (push consumers) hear of it under
+        the exporter's subject."""
+        srv = self.server
+        for src, pattern, prefix, to in acc.stream_sources:
+            if prefix:
+                if not subject.startswith(prefix + b"."):
+                    continue
+                theirs = subject[len(prefix) + 1:]
+            else:
+                theirs = _map(subject, to, pattern) if to else subject
+            if not (theirs == pattern or subject_matches(pattern, theirs)):
+                continue
+            listeners = srv.interest_listeners if src.index is srv.index else src.interest_listeners
+            if listeners:
+                srv._notify_interest(theirs.decode(), added, listeners)
 
     # -- routing ---------------------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
