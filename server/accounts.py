@@ -397,15 +397,16 @@ class Accounts:
         each queue group (the publisher's own only when it echoes)."""
         psubs, qgroups = acc.index.match(subject)
         n = 0
+        msgs = ((subject, reply, hdr, payload),)
         for sub in psubs:
             if sub.client is pub and not pub.echo:
                 continue
-            sub.client.deliver(sub, subject, reply, hdr, payload)
-            n += 1
+            if sub.client.deliver_run(sub, msgs) is not False:  # (False: its deny filter kept it)
+                n += 1
         for group in qgroups:
             members = [s for s in group if s.client is not pub or pub.echo]
             if members:
                 sub = members[0] if len(members) == 1 else random.choice(members)
-                sub.client.deliver(sub, subject, reply, hdr, payload)
-                n += 1
+                if sub.client.deliver_run(sub, msgs) is not False:
+                    n += 1
         return n

@@ -406,9 +406,10 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self.gate is not None:
             admitted = self.gate.admit(sub.queue, msgs)
             if admitted is not msgs:
-                self._denied(sub, msgs, admitted)
+                moved = self._denied(sub, msgs, admitted)
                 if not admitted:
-                    return False
+                    # nothing delivered (the router counts it for no-responders)
+                    return None if moved else False
                 msgs = admitted
         mx = sub.max
         if mx:
@@ -476,15 +477,17 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self.out_size > self.max_pending:
             self.flush()
 
-    def _denied(self, sub: Subscription, msgs, admitted) -> None:
+    def _denied(self, sub: Subscription, msgs, admitted) -> int:
         """Messages of a run the deny filter kept from ``sub``: a queue
         group's go to another member that may take them (nats-server tries
-        the group's next member when one is denied)."""
-        if sub.queue is not None:
-            kept = set(map(id, admitted))
-            self._to_other_member(sub, [m for m in msgs if id(m) not in kept])
+        the group's next member when one is denied). Returns how many did."""
+        if sub.queue is None:
+            return 0
+        kept = set(map(id, admitted))
+        return self._to_other_member(sub, [m for m in msgs if id(m) not in kept])
 
-    def _to_other_member(self, sub: Subscription, msgs) -> None:
+    def _to_other_member(self, sub: Subscription, msgs) -> int:
+        moved = 0
         srv = self.server
         acc = self.account
         index = acc.index if acc is not None else srv.index
@@ -499,7 +502,9 @@ class Client(Parser, asyncio.BufferedProtocol):
                 if others:
                     other = others[0] if len(others) == 1 else random.choice(others)
                     other.client.deliver_run(other, (m,))
+                    moved += 1
                 break
+        return moved
 
     def _frame_uniform(self, sid: bytes, msgs) -> tuple[int, int]:
         """Frame a run of deliver_run's messages that share the subject and
@@ -544,8 +549,9 @@ class Client(Parser, asyncio.BufferedProtocol):
             return
         if self.gate is not None:
             if self.gate.filtering and self.gate.denies(subject, sub.queue):
-                if sub.queue is not None:
-                    self._to_other_member(sub, [(subject, reply, None, pl) for pl in payloads])
+                if sub.queue is not None and self._to_other_member(
+                        sub, [(subject, reply, None, pl) for pl in payloads]):
+                    return None
                 return False
             if reply and self.gate.responses is not None:
                 self.gate.admit(None, ((subject, reply, None, b""),))

@@ -539,15 +539,15 @@ class Server:
             c = sub.client
             if c is pub and not c.echo:
                 continue
-            c.deliver_run(sub, msgs)
-            n += 1
+            if c.deliver_run(sub, msgs) is not False:  # (False: its deny filter kept all of them)
+                n += 1
         for group in qgroups:
             for msg in msgs:
                 sub = pick_member(group, pub)
                 if sub is None:
                     break
-                sub.client.deliver_run(sub, (msg,))
-                n += 1
+                if sub.client.deliver_run(sub, (msg,)) is not False:
+                    n += 1
         if not n and pub.no_responders:
             for subject, reply, _, _ in msgs:
                 if reply:

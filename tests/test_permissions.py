@@ -450,3 +450,21 @@ async def test_commands_before_connect_run_as_no_auth_user(server_kind, tmp_path
         w.close()
     finally:
         srv.stop()
+
+
+async def test_request_only_denied_subscribers_gets_no_responders(users_server):
+    """A request whose only subscribers filter it out was delivered to
+    nobody: a requester that asked for no_responders gets the 503, as from
+    nats-server; one that someone took does not."""
+    srv = users_server
+    spy = await login(srv, "spy")
+    await spy.send("SUB > 1\r\nSUB * q 2\r\n")
+    assert await lines_of(spy) == []
+    app = await RawClient.open(srv, connect=json.dumps({
+        "verbose": False, "pedantic": False, "headers": True, "no_responders": True, "protocol": 1,
+        "user": "app", "pass": "app"}))
+    await app.send("SUB _INBOX.a.* 1\r\nPUB secret.x _INBOX.a.1 1\r\nx\r\nPUB secret _INBOX.a.2 1\r\ny\r\n")
+    assert await lines_of(app) == ["HMSG _INBOX.a.1 1 40 40", "NATS/1.0 503", "Nats-Subject: secret.x", "", ""]
+    assert sorted(msgs(await lines_of(spy))) == [("secret", "1", "y"), ("secret", "2", "y")]
+    spy.close()
+    app.close()
