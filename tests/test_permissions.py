@@ -468,3 +468,43 @@ async def test_request_only_denied_subscribers_gets_no_responders(users_server):
     assert sorted(msgs(await lines_of(spy))) == [("secret", "1", "y"), ("secret", "2", "y")]
     spy.close()
     app.close()
+
+
+MATCHING = """
+authorization {
+  users = [
+    {user: m, password: m, permissions: {subscribe: {allow: ["foo.*", "jobs.> workers"], deny: ["foo.bad"]}}}
+    {user: qd, password: qd, permissions: {subscribe: {deny: ["jobs.secret workers"]}}}
+    {user: app, password: app}
+  ]
+}
+"""
+
+
+async def test_subscribe_permission_matching(server_kind, tmp_path):
+    """A SUB's subject is matched against the lists token by token as
+    nats-server's Sublist.Match does (foo.> is inside allow foo.*); entries
+    with a queue allow or deny only queue subscriptions of that group."""
+    srv = start(server_kind, tmp_path, MATCHING)
+    try:
+        m = await login(srv, "m")
+        await m.send("SUB foo.> 1\r\nSUB foo.* 2\r\nSUB foo.bad 3\r\nSUB jobs.a 4\r\nSUB jobs.a workers 5\r\n"
+                     "SUB jobs.a other 6\r\nSUB bar.x 7\r\n")
+        v = "-ERR 'Permissions Violation for Subscription to "
+        assert await lines_of(m) == [v + '"foo.bad"\'', v + '"jobs.a"\'', v + '"jobs.a" using queue "other"\'',
+                                     v + '"bar.x"\'']
+        qd = await login(srv, "qd")
+        await qd.send("SUB jobs.secret 1\r\nSUB jobs.secret workers 2\r\nSUB jobs.* workers 3\r\n")
+        assert await lines_of(qd) == [v + '"jobs.secret" using queue "workers"\'']
+        app = await login(srv, "app")
+        await app.send("PUB foo.bad 1\r\na\r\nPUB foo.ok 1\r\nb\r\nPUB jobs.secret 1\r\nc\r\nPUB jobs.open 1\r\nd\r\n"
+                       "PUB jobs.a 1\r\ne\r\n")
+        assert await lines_of(app) == []
+        # m's foo.> and foo.* collide with the deny foo.bad: filtered there
+        assert sorted(msgs(await lines_of(m))) == [("foo.ok", "1", "b"), ("foo.ok", "2", "b"), ("jobs.a", "5", "e")]
+        # qd's queue subscription does not get jobs.secret; its plain one does
+        assert sorted(msgs(await lines_of(qd))) == [("jobs.open", "3", "d"), ("jobs.secret", "1", "c")]
+        for c in (m, qd, app):
+            c.close()
+    finally:
+        srv.stop()
