@@ -147,10 +147,15 @@ class Permissions:
 
     def as_config(self) -> dict:
         """The permissions as nats-server shows them ($SYS.REQ.USER.INFO):
-        both sides, each {allow, deny} with empty lists left out."""
-        return {side: {k: [s.decode() for s in v] for k, v in (("allow", allow), ("deny", deny)) if v}
-                for side, allow, deny in (("publish", self.pub_allow, self.pub_deny),
-                                          ("subscribe", self.sub_allow, self.sub_deny))}
+        both sides, each {allow, deny} with empty lists left out, and
+        allow_responses as {max, ttl} (ttl in nanoseconds)."""
+        out = {side: {k: [s.decode() for s in v] for k, v in (("allow", allow), ("deny", deny)) if v}
+               for side, allow, deny in (("publish", self.pub_allow, self.pub_deny),
+                                         ("subscribe", self.sub_allow, self.sub_deny))}
+        if self.responses is not None:
+            mx, exp = self.responses
+            out["responses"] = {"max": mx, "ttl": int(exp * 1e9) if exp > 0 else int(exp)}
+        return out
 
     @property
     def gates_delivery(self) -> bool:

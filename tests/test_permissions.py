@@ -246,6 +246,7 @@ accounts {
       {user: r2, password: r2, permissions: {subscribe: "svc", publish: "pub.ok", allow_responses: {max: 2}}}
       {user: r3, password: r3, permissions: {subscribe: "svc", allow_responses: {max: -1, expires: "1h"}}}
       {user: r4, password: r4, permissions: {subscribe: "svc", allow_responses: {max: -1, expires: "50ms"}}}
+      {user: r5, password: r5, permissions: {publish: ">", allow_responses: {max: 3, expires: "1m"}}}
     ]
   }
 }
@@ -508,3 +509,13 @@ async def test_subscribe_permission_matching(server_kind, tmp_path):
             c.close()
     finally:
         srv.stop()
+
+
+async def test_allow_responses_in_user_info(responses_server):
+    """$SYS.REQ.USER.INFO shows allow_responses as nats-server does:
+    responses {max, ttl in nanoseconds} next to the subject lists."""
+    nc = await connect(responses_server.url, user="r5", password="r5")
+    info = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)).data)["data"]
+    assert info["permissions"]["responses"] == {"max": 3, "ttl": 60_000_000_000}
+    assert info["permissions"]["publish"] == {"allow": [">"]}
+    await nc.close()
