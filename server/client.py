@@ -81,6 +81,13 @@ def connect_fields(opts: dict) -> tuple[dict, str]:
     return out, ""
 
 
+def _filters(sub: Subscription, subject: bytes) -> bool:
+    """Does the deny filter of ``sub``'s client keep ``subject`` from it?
+    (Internal clients have none.)"""
+    gate = getattr(sub.client, "gate", None)
+    return gate is not None and gate.filtering and gate.denies(subject, sub.queue)
+
+
 class _NoLines(dict):
     """Parser.lines for a client whose publish permissions change as it
     receives requests (allow_responses): nothing is kept."""
@@ -497,8 +504,7 @@ class Client(Parser, asyncio.BufferedProtocol):
                 if sub not in group:
                     continue
                 others = [s for s in group if s is not sub and not (s.client is pub and not pub.echo)
-                          and not (s.client.gate is not None and s.client.gate.filtering
-                                   and s.client.gate.denies(m[0], s.queue))]
+                          and not _filters(s, m[0])]
                 if others:
                     other = others[0] if len(others) == 1 else random.choice(others)
                     other.client.deliver_run(other, (m,))
