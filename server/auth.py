@@ -19,16 +19,14 @@ _CONNECTION_TYPE_KEYS = ("allowed_connection_types", "connection_types", "client
 
 def connection_types(user: dict) -> frozenset | None:
     """A user's ``allowed_connection_types`` (or its aliases), upper-cased,
-    checked as nats-server's validateAllowedConnectionTypes; None: any."""
+    checked as nats-server's config parse checks them; None: any."""
     for key, v in user.items():
         if str(key).lower() in _CONNECTION_TYPE_KEYS:
-            values = [v] if isinstance(v, str) else list(v or ())
-            out = set()
-            for ct in values:
-                if str(ct).upper() not in CONNECTION_TYPES:
-                    raise ConfigError(f'unknown connection type "{ct}"')
-                out.add(str(ct).upper())
-            return frozenset(out) or None
+            values = [str(ct).upper() for ct in ([v] if isinstance(v, str) else list(v or ()))]
+            unknown = [ct for ct in values if ct not in CONNECTION_TYPES]
+            if unknown:  # (nats-server's convertAllowedConnectionTypes, Go's %q of the list)
+                raise ConfigError("invalid connection types [" + " ".join(f'"{ct}"' for ct in unknown) + "]")
+            return frozenset(values) or None
     return None
 
 
@@ -61,6 +59,15 @@ class Authenticator:
             types = connection_types(u)
             if types is not None:
                 self.conn_types[id(u)] = types
+            if u.get("permissions"):
+                # refused at start-up as nats-server's parse refuses them (not
+                # at the user's first CONNECT)
+                from .permissions import Permissions
+
+                try:
+                    Permissions(u["permissions"])
+                except (ValueError, TypeError) as e:
+                    raise ConfigError(str(e)) from None
         self.tls_map = opts.tls is not None and opts.tls.map
         self.no_auth_user = opts.no_auth_user
         if self.no_auth_user:

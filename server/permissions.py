@@ -67,11 +67,17 @@ def _split_queue(entry: bytes) -> tuple[bytes, bytes | None]:
 
 
 def _duration(v) -> float:
-    if isinstance(v, (int, float)):
-        return float(v)
-    from .conf import parse_duration
+    """An allow_responses ``expires``: a Go duration string (negative: forever)."""
+    if not isinstance(v, str):
+        raise ValueError("error parsing expires, not a duration string")
+    from .conf import ConfigError, parse_duration
 
-    return float(parse_duration(v))
+    text = v.strip()
+    sign = -1.0 if text.startswith("-") else 1.0
+    try:
+        return sign * float(parse_duration(text.lstrip("+-"))) if text not in ("0", "-0", "+0") else 0.0
+    except ConfigError:
+        raise ValueError(f'error parsing expires: time: invalid duration "{v}"') from None
 
 
 def _responses(v) -> tuple[int, float] | None:
@@ -86,8 +92,10 @@ def _responses(v) -> tuple[int, float] | None:
     for k, x in v.items():
         key = str(k).lower()
         if key in ("max", "max_msgs", "max_messages", "max_responses"):
-            if int(x) != 0:
-                mx = int(x)
+            if not isinstance(x, int) or isinstance(x, bool):
+                raise ValueError(f'error parsing response permissions: "{k}" is not an integer')
+            if x != 0:
+                mx = x
         elif key in ("expires", "expiration", "ttl"):
             d = _duration(x)
             if d != 0:

@@ -475,7 +475,7 @@ MATCHING = """
 authorization {
   users = [
     {user: m, password: m, permissions: {subscribe: {allow: ["foo.*", "jobs.> workers"], deny: ["foo.bad"]}}}
-    {user: qd, password: qd, permissions: {subscribe: {deny: ["jobs.secret workers"]}}}
+    {user: qd, password: qd, permissions: {subscribe: {deny: ["tasks.secret workers"]}}}
     {user: app, password: app}
   ]
 }
@@ -495,16 +495,16 @@ async def test_subscribe_permission_matching(server_kind, tmp_path):
         assert await lines_of(m) == [v + '"foo.bad"\'', v + '"jobs.a"\'', v + '"jobs.a" using queue "other"\'',
                                      v + '"bar.x"\'']
         qd = await login(srv, "qd")
-        await qd.send("SUB jobs.secret 1\r\nSUB jobs.secret workers 2\r\nSUB jobs.* workers 3\r\n")
-        assert await lines_of(qd) == [v + '"jobs.secret" using queue "workers"\'']
+        await qd.send("SUB tasks.secret 1\r\nSUB tasks.secret workers 2\r\nSUB tasks.* workers 3\r\n")
+        assert await lines_of(qd) == [v + '"tasks.secret" using queue "workers"\'']
         app = await login(srv, "app")
-        await app.send("PUB foo.bad 1\r\na\r\nPUB foo.ok 1\r\nb\r\nPUB jobs.secret 1\r\nc\r\nPUB jobs.open 1\r\nd\r\n"
+        await app.send("PUB foo.bad 1\r\na\r\nPUB foo.ok 1\r\nb\r\nPUB tasks.secret 1\r\nc\r\nPUB tasks.open 1\r\nd\r\n"
                        "PUB jobs.a 1\r\ne\r\n")
         assert await lines_of(app) == []
         # m's foo.> and foo.* collide with the deny foo.bad: filtered there
         assert sorted(msgs(await lines_of(m))) == [("foo.ok", "1", "b"), ("foo.ok", "2", "b"), ("jobs.a", "5", "e")]
-        # qd's queue subscription does not get jobs.secret; its plain one does
-        assert sorted(msgs(await lines_of(qd))) == [("jobs.open", "3", "d"), ("jobs.secret", "1", "c")]
+        # qd's queue subscription does not get tasks.secret; its plain one does
+        assert sorted(msgs(await lines_of(qd))) == [("tasks.open", "3", "d"), ("tasks.secret", "1", "c")]
         for c in (m, qd, app):
             c.close()
     finally:
@@ -519,3 +519,27 @@ async def test_allow_responses_in_user_info(responses_server):
     assert info["permissions"]["responses"] == {"max": 3, "ttl": 60_000_000_000}
     assert info["permissions"]["publish"] == {"allow": [">"]}
     await nc.close()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('permissions: {allow_responses: "yes"}', "error parsing response permissions, expected a boolean or a map"),
+    ("permissions: {allow_responses: {max: 2, expires: 5}}", "error parsing expires, not a duration string"),
+    ('permissions: {allow_responses: {expires: "abc"}}', 'error parsing expires: time: invalid duration "abc"'),
+    ("permissions: {allow_responses: {maxx: 1}}", 'Unknown field "maxx" parsing permissions'),
+    ('allowed_connection_types: ["websocket", "bogus"]', 'invalid connection types ["BOGUS"]'),
+])
+def test_bad_user_settings_refused_at_start(server_kind, tmp_path, bad, message):
+    """A bad allow_responses or connection type in an account user stops
+    the start-up with nats-server's words (not the user's first CONNECT)."""
+    import subprocess
+    import sys
+
+    from conftest import nats_server_binary
+
+    conf = tmp_path / "bad.conf"
+    conf.write_text(f"accounts {{\n  A {{\n    users = [ {{user: r, password: r, {bad}}} ]\n  }}\n}}\n")
+    cmd = ([sys.executable, "-m", "natslab.server"] if server_kind == "natslab" else [nats_server_binary()])
+    r = subprocess.run(cmd + ["-a", "127.0.0.1", "-p", "-1", "-c", str(conf)], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode != 0
+    assert message in r.stdout + r.stderr
