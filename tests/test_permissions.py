@@ -543,3 +543,37 @@ def test_bad_user_settings_refused_at_start(server_kind, tmp_path, bad, message)
                        timeout=20)
     assert r.returncode != 0
     assert message in r.stdout + r.stderr
+
+
+async def test_pull_deliveries_and_pubacks_on_a_wildcard_over_deny(server_kind, tmp_path):
+    """What a '>' subscriber denied _INBOX.> sees of another user's
+    JetStream traffic: the PubAcks (MSG subject _INBOX...) are filtered; a
+    pull delivery to an _INBOX reply carries the stream subject on its MSG
+    line, which is what both servers check, so it is not filtered."""
+    srv = start(server_kind, tmp_path, CONFS["authorization"])
+    try:
+        nc = await connect(srv.url, user="app", password="app")
+        js = nc.jetstream()
+        await js.add_stream(name="P", subjects=["orders.>"])
+        from nats.js.api import AckPolicy, ConsumerConfig
+
+        await js.add_consumer("P", ConsumerConfig(durable_name="c", ack_policy=AckPolicy.NONE))
+        spy = await login(srv, "spy")
+        await spy.send("SUB > 1\r\n")
+        assert await lines_of(spy) == []
+        app = await login(srv, "app")
+        await app.send("SUB _INBOX.app.> 1\r\nPUB orders.1 _INBOX.app.ack 1\r\nx\r\n")
+        line = await app.readline()  # the PubAck (JetStream answers when stored: waited for, not PONGed)
+        assert line.startswith("MSG _INBOX.app.ack 1 ") and '"stream":"P"' in await app.readline()
+        await app.send('PUB $JS.API.CONSUMER.MSG.NEXT.P.c _INBOX.app.pull 11\r\n{"batch":1}\r\n')
+        line = await app.readline()
+        assert line.startswith("MSG orders.1 1 $JS.ACK.P.c.1.1.1.")
+        assert await app.readline() == "x"
+        seen = [m[0] for m in msgs(await lines_of(spy))]
+        # the publish, the pull request (its $JS.API subject is denied: not seen), the delivery
+        assert [s for s in seen if not s.startswith("$JS.EVENT.")] == ["orders.1", "orders.1"]
+        await nc.close()
+        spy.close()
+        app.close()
+    finally:
+        srv.stop()
