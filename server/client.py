@@ -297,9 +297,12 @@ class Client(Parser, asyncio.BufferedProtocol):
         perms = self.perms
         if perms is not None:
             if not perms.can_subscribe(subject, queue):
-                self.server.logger.error("%s:%d - cid:%d - Subscription Violation - User %r, Subject %r, SID %s",
-                                         self.host, self.port, self.cid, self.user, subject.decode(errors="replace"),
-                                         sid.decode(errors="replace"))
+                # (nats-server's log line: subPermissionViolation)
+                where = f'Subject "{subject.decode(errors="replace")}"'
+                if queue:
+                    where += f', Queue: "{queue.decode(errors="replace")}"'
+                self.server.logger.error('%s:%d - cid:%d - Subscription Violation - User "%s", %s, SID %s',
+                                         self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
                 self.queue_out(violation("Subscription", subject, queue))
                 return
             if perms.gates_delivery:
