@@ -577,3 +577,39 @@ async def test_pull_deliveries_and_pubacks_on_a_wildcard_over_deny(server_kind, 
         app.close()
     finally:
         srv.stop()
+
+
+SERVICE_RESPONSES = """
+accounts {
+  A {
+    users = [ {user: resp, password: resp, permissions: {subscribe: "svc.>", allow_responses: true}} ]
+    exports = [ {service: "svc.>"} ]
+  }
+  B {
+    users = [ {user: b, password: b} ]
+    imports = [ {service: {account: A, subject: "svc.>"}, to: "a.svc.>"} ]
+  }
+}
+"""
+
+
+async def test_allow_responses_across_a_service_import(server_kind, tmp_path):
+    """A responder that may only answer gets a request through a service
+    import (its reply an _R_ subject of its account): its one answer goes
+    back to the requester in the other account, a second is refused."""
+    srv = start(server_kind, tmp_path, SERVICE_RESPONSES)
+    try:
+        resp = await login(srv, "resp")
+        await resp.send("SUB svc.> 1\r\n")
+        assert await lines_of(resp) == []
+        b = await login(srv, "b")
+        await b.send("SUB _INBOX.b.* 1\r\nPUB a.svc.time _INBOX.b.1 1\r\nq\r\n")
+        assert await lines_of(b) == []
+        got = await lines_of(resp)
+        assert got[0].startswith("HMSG svc.time 1 _R_.") and got[-1] == "q"
+        reply = got[0].split()[3]
+        await resp.send(f"PUB {reply} 2\r\nok\r\nPUB {reply} 2\r\nno\r\n")
+        assert await lines_of(resp) == [denied(reply)]
+        assert await lines_of(b) == ["MSG _INBOX.b.1 1 2", "ok"]
+    finally:
+        srv.stop()
