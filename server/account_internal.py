@@ -57,6 +57,7 @@ class AccountInternal:
     deliver_matched = staticmethod(Server.deliver_matched)
     deliver_matched_run = staticmethod(Server.deliver_matched_run)
     has_interest = Server.has_interest
+    match_deliver = Server.match_deliver
 
     def __init__(self, server, account):
         self.server = server
@@ -66,6 +67,7 @@ class AccountInternal:
         self.match_reply = self.index.reply_matcher()
         self._deliver_memo: tuple = ("", -1, None)
         self.interest_listeners = account.interest_listeners
+        self.deliver_account = account
 
     # who sent the message being routed, and the client traffic counters:
     # the server's one record of each, read and written there

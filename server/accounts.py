@@ -112,7 +112,8 @@ class Account:
         self.stream_exports: list[tuple[bytes, set | None]] = []  # (subject, accounts allowed or None: all)
         self.service_exports: list[tuple[bytes, set | None]] = []
         self.importers: list[tuple["Account", bytes, bytes, bytes]] = []  # streams others take from here
-        self.service_imports: list[tuple[bytes, "Account", bytes]] = []  # (local subject, exporter, its subject)
+        self.stream_sources: list[tuple["Account", bytes, bytes, bytes]] = []  # streams this one takes (exporter first)
+        self.service_imports: list[tuple[bytes, "Account", bytes, bool]] = []  # (local subject, exporter, its subject, share)
         self.responses: list = []  # the _R_ reply subscriptions waiting for an answer, oldest first
         self.jetstream_limits = None  # its jetstream {} (jetstream.limits.AccountLimits) when it has JetStream
         self.jetstream = None  # its JetStream, once the server started it
@@ -127,22 +128,60 @@ class Account:
 
 
 def _map(subject: bytes, pattern: bytes, to: bytes) -> bytes:
-    """``subject`` (matching ``pattern``) renamed to ``to``: literal to
-    literal, or the same wildcard pattern renamed token by token."""
+    """``subject`` (matching ``pattern``) renamed to ``to``, as nats-server's
+    import transforms rename it: literal to literal, or each wildcard of
+    ``to`` filled, in order, with what the wildcards of ``pattern`` matched
+    (``fromA.>`` to ``$JS.API.>``: the tokens may differ in number)."""
     if not to or to == pattern:
         return subject
     if b"*" not in pattern and b">" not in pattern:
         return to
-    pt, tt, st = pattern.split(b"."), to.split(b"."), subject.split(b".")
-    if len(pt) != len(tt):
-        return subject
-    out = []
-    for i, (p, t) in enumerate(zip(pt, tt)):
+    st = subject.split(b".")
+    stars = []
+    tail = None
+    for i, p in enumerate(pattern.split(b".")):
         if p == b">":
-            out.append(b".".join(st[i:]))
+            tail = b".".join(st[i:])
             break
-        out.append(st[i] if p == b"*" else t)
+        if p == b"*":
+            stars.append(st[i])
+    out = []
+    k = 0
+    for t in to.split(b"."):
+        if t == b"*" and k < len(stars):
+            out.append(stars[k])
+            k += 1
+        elif t == b">" and tail is not None:
+            out.append(tail)
+        else:
+            out.append(t)
     return b".".join(out)
+
+
+def _request_info(hdr: bytes | None, pub, acc: Account, share: bool, server) -> bytes:
+    """The request's headers with the requester's ``Nats-Request-Info``
+    (nats-server's ClientInfo: account and RTT, and with ``share: true``
+    on the import the connection's details too), replacing one it sent."""
+    import json
+
+    if share:
+        from .jetstream.advisories import client_info
+
+        info = client_info(server, pub)
+        info["acc"] = acc.name
+        # (in ClientInfo's field order: start host id acc user name lang ver rtt server kind client_type)
+        order = ("start", "host", "id", "acc", "user", "name", "lang", "ver", "rtt", "server", "kind", "client_type")
+        info = {k: info[k] for k in order if k in info}
+    else:
+        info = {"acc": acc.name, "rtt": int((pub.rtt or 0) * 1e9)}
+    if not info.get("rtt"):
+        info.pop("rtt", None)  # (omitempty)
+    line = b"Nats-Request-Info: " + json.dumps(info, separators=(",", ":")).encode() + b"\r\n"
+    if not hdr:
+        return b"NATS/1.0\r\n" + line + b"\r\n"
+    lines = [ln for ln in hdr[:-2].split(b"\r\n")[1:] if ln and not ln.lower().startswith(b"nats-request-info:")]
+    head = hdr.split(b"\r\n", 1)[0]
+    return b"\r\n".join([head, *lines]) + b"\r\n" + line + b"\r\n"
 
 
 def _subject(spec, what: str) -> tuple[str, str]:
@@ -200,6 +239,7 @@ class Accounts:
                         raise ConfigError(f'Error adding stream import "{subj}": stream import not authorized')
                     prefix = str(i.get("prefix") or "").rstrip(".").encode()
                     src.importers.append((acc, subj.encode(), prefix, str(i.get("to") or "").encode()))
+                    acc.stream_sources.append((src, subj.encode(), prefix, str(i.get("to") or "").encode()))
                 elif "service" in i:
                     src_name, subj = _subject(i["service"], "service")
                     src = self.by_name.get(src_name)
@@ -208,7 +248,7 @@ class Accounts:
                     if not src.exports("service", subj.encode(), acc.name):
                         raise ConfigError(f'Error adding service import "{subj}": service import not authorized')
                     local = str(i.get("to") or subj).encode()
-                    acc.service_imports.append((local, src, subj.encode()))
+                    acc.service_imports.append((local, src, subj.encode(), i.get("share") is True))
                 else:
                     raise ConfigError("Import Items should be a map with type entry")
 
@@ -220,6 +260,56 @@ class Accounts:
         """A client's account: a configured one, or $G (None while $G has
         the server's index)."""
         return self.by_name.get(name) if name else self.global_account
+
+    # -- stream imports of deliver subjects -------------------------------------
+    @staticmethod
+    def _imported(importer, pattern: bytes, prefix: bytes, to: bytes, subject: bytes) -> bytes:
+        return prefix + b"." + subject if prefix else _map(subject, pattern, to)
+
+    def with_importers(self, acc: Account, subject: bytes, r: tuple) -> tuple:
+        """A match in ``acc`` (``r``) with the subscriptions of the accounts
+        that import ``subject`` as a stream, under its name there."""
+        psubs, qgroups = r
+        more_p: list = []
+        more_q: list = []
+        for importer, pattern, prefix, to in acc.importers:
+            if subject == pattern or subject_matches(pattern, subject):
+                p, q = importer.index.match(self._imported(importer, pattern, prefix, to, subject))
+                more_p += [s for s in p if not s.client.internal]
+                more_q += q
+        if not more_p and not more_q:
+            return r
+        return (tuple(psubs) + tuple(more_p), tuple(qgroups) + tuple(more_q))
+
+    def importer_interest(self, acc: Account, subject: bytes, literal_only: bool) -> bool:
+        """Does a client of an account that imports ``subject`` from ``acc``
+        subscribe to it (exactly, with ``literal_only``)?"""
+        for importer, pattern, prefix, to in acc.importers:
+            if subject == pattern or subject_matches(pattern, subject):
+                mapped = self._imported(importer, pattern, prefix, to, subject)
+                psubs, qgroups = importer.index.match(mapped)
+                for s in list(psubs) + [s for g in qgroups for s in g]:
+                    if not s.client.internal and (not literal_only or s.subject == mapped):
+                        return True
+        return False
+
+    def notify_exporters(self, acc: Account, subject: bytes, added: bool) -> None:
+        """A client subscription in ``acc`` that a stream import reaches:
+        the exporter's interest listeners (push consumers) hear of it under
+        the exporter's subject."""
+        srv = self.server
+        for src, pattern, prefix, to in acc.stream_sources:
+            if prefix:
+                if not subject.startswith(prefix + b"."):
+                    continue
+                theirs = subject[len(prefix) + 1:]
+            else:
+                theirs = _map(subject, to, pattern) if to else subject
+            if not (theirs == pattern or subject_matches(pattern, theirs)):
+                continue
+            listeners = srv.interest_listeners if src.index is srv.index else src.interest_listeners
+            if listeners:
+                srv._notify_interest(theirs.decode(), added, listeners)
 
     # -- routing ---------------------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -235,10 +325,11 @@ class Accounts:
             if subject == pattern or subject_matches(pattern, subject):
                 mapped = prefix + b"." + subject if prefix else _map(subject, pattern, to)
                 n += self._deliver(importer, pub, mapped, reply, hdr, payload)
-        for local, src, remote in acc.service_imports:
+        for local, src, remote, share in acc.service_imports:
             if subject == local or subject_matches(local, subject):
                 r = self._response(src, acc, reply) if reply else b""
-                n += self._deliver(src, pub, _map(subject, local, remote), r, hdr, payload)
+                h = hdr if pub.internal else _request_info(hdr, pub, acc, share, srv)
+                n += self._deliver(src, pub, _map(subject, local, remote), r, h, payload)
         if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc.jetstream is None:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:
@@ -306,15 +397,16 @@ class Accounts:
         each queue group (the publisher's own only when it echoes)."""
         psubs, qgroups = acc.index.match(subject)
         n = 0
+        msgs = ((subject, reply, hdr, payload),)
         for sub in psubs:
             if sub.client is pub and not pub.echo:
                 continue
-            sub.client.deliver(sub, subject, reply, hdr, payload)
-            n += 1
+            if sub.client.deliver_run(sub, msgs) is not False:  # (False: its deny filter kept it)
+                n += 1
         for group in qgroups:
             members = [s for s in group if s.client is not pub or pub.echo]
             if members:
                 sub = members[0] if len(members) == 1 else random.choice(members)
-                sub.client.deliver(sub, subject, reply, hdr, payload)
-                n += 1
+                if sub.client.deliver_run(sub, msgs) is not False:
+                    n += 1
         return n

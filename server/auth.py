@@ -12,6 +12,29 @@ from __future__ import annotations
 
 from .conf import ConfigError
 
+# nats-server's connection types (jwt.ConnectionType*) a user may be limited to
+CONNECTION_TYPES = ("STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS", "IN_PROCESS")
+_CONNECTION_TYPE_KEYS = ("allowed_connection_types", "connection_types", "clients")
+
+
+def connection_types(user: dict) -> frozenset | None:
+    """A user's ``allowed_connection_types`` (or its aliases), upper-cased,
+    checked as nats-server's config parse checks them; None: any."""
+    for key, v in user.items():
+        if str(key).lower() in _CONNECTION_TYPE_KEYS:
+            values = [str(ct).upper() for ct in ([v] if isinstance(v, str) else list(v or ()))]
+            unknown = [ct for ct in values if ct not in CONNECTION_TYPES]
+            if unknown:  # (nats-server's convertAllowedConnectionTypes, Go's %q of the list)
+                raise ConfigError("invalid connection types [" + " ".join(f'"{ct}"' for ct in unknown) + "]")
+            return frozenset(values) or None
+    return None
+
+
+def connection_type(client) -> str:
+    """What nats-server's connectionTypeAllowed asks for a client: natslab
+    has plain TCP (STANDARD) and websocket clients."""
+    return "WEBSOCKET" if getattr(client, "ws", None) is not None else "STANDARD"
+
 
 class Authenticator:
     def __init__(self, opts):
@@ -31,6 +54,20 @@ class Authenticator:
                 if not nkeys.is_user_key(key):
                     raise ConfigError("Not a valid public nkey for a user")
                 self.nkeys[key] = u
+        self.conn_types: dict[int, frozenset] = {}  # id(user entry) -> its allowed connection types
+        for u in opts.users:
+            types = connection_types(u)
+            if types is not None:
+                self.conn_types[id(u)] = types
+            if u.get("permissions"):
+                # refused at start-up as nats-server's parse refuses them (not
+                # at the user's first CONNECT)
+                from .permissions import Permissions
+
+                try:
+                    Permissions(u["permissions"])
+                except (ValueError, TypeError) as e:
+                    raise ConfigError(str(e)) from None
         self.tls_map = opts.tls is not None and opts.tls.map
         self.no_auth_user = opts.no_auth_user
         if self.no_auth_user:
@@ -51,6 +88,14 @@ class Authenticator:
         return bool(self.nkeys)
 
     def check(self, client, c: dict):
+        entry = self._check(client, c)
+        if isinstance(entry, dict) and self.conn_types:
+            types = self.conn_types.get(id(entry))
+            if types is not None and connection_type(client) not in types:
+                return False  # an Authorization Violation, as nats-server's
+        return entry
+
+    def _check(self, client, c: dict):
         import secrets  # (here: only a server with auth pays for hashlib and OpenSSL at start-up)
 
         o = self.opts

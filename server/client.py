@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 
 from . import protocol as p
@@ -80,6 +81,21 @@ def connect_fields(opts: dict) -> tuple[dict, str]:
     return out, ""
 
 
+def _filters(sub: Subscription, subject: bytes) -> bool:
+    """Does the deny filter of ``sub``'s client keep ``subject`` from it?
+    (Internal clients have none.)"""
+    gate = getattr(sub.client, "gate", None)
+    return gate is not None and gate.filtering and gate.denies(subject, sub.queue)
+
+
+class _NoLines(dict):
+    """Parser.lines for a client whose publish permissions change as it
+    receives requests (allow_responses): nothing is kept."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
 class Client(Parser, asyncio.BufferedProtocol):
     """A NATS client connection (``kind`` "Client" in monitoring)."""
 
@@ -114,6 +130,9 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.version = ""
         self.user = ""
         self.perms = None  # Permissions of the authenticated user, if any
+        # its Permissions once deliveries to it must pass them (a subscribe deny
+        # filter is on, or allow_responses notes replies): Permissions.admit
+        self.gate = None
         self._connect_opts: dict = {}  # every CONNECT so far, merged
         # stats
         self.start = time.time()
@@ -179,9 +198,49 @@ class Client(Parser, asyncio.BufferedProtocol):
 
     def _require_connect(self) -> bool:
         if not self.connected and self.server.auth_required:
+            if self._no_auth_login():
+                return True
             self.protocol_error(p.ERR_AUTH_VIOLATION)
             return False
         return True
+
+    def _no_auth_login(self) -> bool:
+        """A command before CONNECT on a server with ``no_auth_user``: as
+        nats-server's parser does, the client is logged in as that user
+        (when it is a user, not an nkey, and may use this connection type)
+        with its account and permissions; a later CONNECT authenticates
+        again with what it names."""
+        srv = self.server
+        auth = srv.auth
+        if not auth.no_auth_user or auth.no_auth_user not in auth.users:
+            return False
+        entry = srv.check_auth({}, self)
+        if not entry:
+            return False
+        self._logged_in(entry, {})
+        self.connected = True
+        return True
+
+    def _logged_in(self, entry, opts: dict) -> None:
+        """The authenticated user's name and permissions, and no more
+        authentication timer."""
+        # (a certificate or no_auth_user may name the user, not CONNECT)
+        self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")
+        self.perms = self.gate = None
+        if isinstance(self.lines, _NoLines):
+            self.lines = {}
+        if isinstance(entry, dict) and entry.get("permissions"):
+            from .permissions import Permissions
+
+            self.perms = Permissions(entry["permissions"])
+            if self.perms.responses is not None:
+                # what it may publish changes with what it receives: PUB
+                # lines are not cached as allowed or denied (Parser.lines)
+                self.gate = self.perms
+                self.lines = _NoLines()
+        if self._auth_timer:
+            self._auth_timer.cancel()
+            self._auth_timer = None
 
     def _op_pub(self, args: list[bytes], with_headers: bool) -> None:
         if not self._require_connect():
@@ -235,9 +294,19 @@ class Client(Parser, asyncio.BufferedProtocol):
         if not valid_subject(subject):
             self.queue_out(p.ERR_INVALID_SUBJECT)
             return
-        if self.perms is not None and not self.perms.can_subscribe(subject):
-            self.queue_out(violation("Subscription", subject))
-            return
+        perms = self.perms
+        if perms is not None:
+            if not perms.can_subscribe(subject, queue):
+                # (nats-server's log line: subPermissionViolation)
+                where = f'Subject "{subject.decode(errors="replace")}"'
+                if queue:
+                    where += f', Queue: "{queue.decode(errors="replace")}"'
+                self.server.logger.error('%s:%d - cid:%d - Subscription Violation - User "%s", %s, SID %s',
+                                         self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
+                self.queue_out(violation("Subscription", subject, queue))
+                return
+            if perms.gates_delivery:
+                self.gate = perms
         if sid in self.subs:
             # re-using a sid keeps the existing subscription (as nats-server does)
             if self.verbose:
@@ -317,15 +386,7 @@ class Client(Parser, asyncio.BufferedProtocol):
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
                 return
-            # (a certificate or no_auth_user may name the user, not CONNECT)
-            self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")
-            if isinstance(entry, dict) and entry.get("permissions"):
-                from .permissions import Permissions
-
-                self.perms = Permissions(entry["permissions"])
-            if self._auth_timer:
-                self._auth_timer.cancel()
-                self._auth_timer = None
+            self._logged_in(entry, opts)
         self._connect_info_due = not self.connected and proto >= 1
         self.connected = True
         if self.verbose:
@@ -352,6 +413,14 @@ class Client(Parser, asyncio.BufferedProtocol):
         dirty mark and the slow-consumer check are taken once per run."""
         if self.closed:
             return
+        if self.gate is not None:
+            admitted = self.gate.admit(sub.queue, msgs)
+            if admitted is not msgs:
+                moved = self._denied(sub, msgs, admitted)
+                if not admitted:
+                    # nothing delivered (the router counts it for no-responders)
+                    return None if moved else False
+                msgs = admitted
         mx = sub.max
         if mx:
             left = mx - sub.msgs
@@ -418,6 +487,34 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self.out_size > self.max_pending:
             self.flush()
 
+    def _denied(self, sub: Subscription, msgs, admitted) -> int:
+        """Messages of a run the deny filter kept from ``sub``: a queue
+        group's go to another member that may take them (nats-server tries
+        the group's next member when one is denied). Returns how many did."""
+        if sub.queue is None:
+            return 0
+        kept = set(map(id, admitted))
+        return self._to_other_member(sub, [m for m in msgs if id(m) not in kept])
+
+    def _to_other_member(self, sub: Subscription, msgs) -> int:
+        moved = 0
+        srv = self.server
+        acc = self.account
+        index = acc.index if acc is not None else srv.index
+        pub = srv.current_publisher
+        for m in msgs:
+            for group in index.match(m[0])[1]:
+                if sub not in group:
+                    continue
+                others = [s for s in group if s is not sub and not (s.client is pub and not pub.echo)
+                          and not _filters(s, m[0])]
+                if others:
+                    other = others[0] if len(others) == 1 else random.choice(others)
+                    other.client.deliver_run(other, (m,))
+                    moved += 1
+                break
+        return moved
+
     def _frame_uniform(self, sid: bytes, msgs) -> tuple[int, int]:
         """Frame a run of deliver_run's messages that share the subject and
         the payload size, with no headers to send (what JetStream deliveries
@@ -459,6 +556,14 @@ class Client(Parser, asyncio.BufferedProtocol):
         list operations."""
         if self.closed:
             return
+        if self.gate is not None:
+            if self.gate.filtering and self.gate.denies(subject, sub.queue):
+                if sub.queue is not None and self._to_other_member(
+                        sub, [(subject, reply, None, pl) for pl in payloads]):
+                    return None
+                return False
+            if reply and self.gate.responses is not None:
+                self.gate.admit(None, ((subject, reply, None, b""),))
         k = len(payloads)
         mx = sub.max
         if mx:

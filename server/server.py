@@ -130,6 +130,8 @@ class Server:
         self.closed_conns: list[dict] = []
         o = self.opts
         self.accounts = Accounts(self, o.accounts)
+        # the account of the server's index (its JetStream's), when configured
+        self.deliver_account = self.accounts.home
         self.auth = Authenticator(o)
         self.auth_required = self.auth.required
         # made here, so a certificate that does not load stops the start
@@ -323,6 +325,8 @@ class Server:
     # -- subscriptions ---------------------------------------------------------
     def add_sub(self, sub: Subscription) -> None:
         acc = sub.client.account
+        if acc is not None and acc.stream_sources and not sub.client.internal:
+            self.loop.call_soon(self.accounts.notify_exporters, acc, sub.subject, True)
         if acc is not None and acc.index is not self.index:  # a configured account's own subject space
             acc.index.insert(sub)
             if acc.interest_listeners and not sub.client.internal:
@@ -334,6 +338,8 @@ class Server:
 
     def remove_sub(self, sub: Subscription) -> None:
         acc = sub.client.account
+        if acc is not None and acc.stream_sources and not sub.client.internal and self.loop is not None:
+            self.loop.call_soon(self.accounts.notify_exporters, acc, sub.subject, False)
         if acc is not None and acc.index is not self.index:
             if acc.index.remove(sub) and acc.interest_listeners and not sub.client.internal:
                 self._notify_interest(sub.subject.decode(), False, acc.interest_listeners)
@@ -421,10 +427,23 @@ class Server:
             r = memo[2]
         else:
             # a batch of deliveries goes to one pull request's reply subject
-            r = ix.match(deliver_subject.encode())
-            self._deliver_memo = (deliver_subject, gen, r)
+            r = self.match_deliver(deliver_subject.encode())
+            acc = self.deliver_account
+            # (importers' subscriptions are not under this index's generation)
+            self._deliver_memo = (deliver_subject, gen if acc is None or not acc.importers else -2, r)
         self.deliver_matched(r, subject.encode(), reply.encode() if reply else b"", hdr, payload)
         self.schedule_flush()
+
+    def match_deliver(self, subject: bytes) -> tuple:
+        """What a consumer delivery to ``subject`` reaches: the index's
+        subscriptions and those of the accounts that import the subject as a
+        stream (under its name there; the MSG line keeps the stream's
+        subject, as nats-server's deliver-subject imports do)."""
+        r = self.index.match(subject)
+        acc = self.deliver_account
+        if acc is not None and acc.importers:
+            r = self.accounts.with_importers(acc, subject, r)
+        return r
 
     @staticmethod
     def deliver_matched(r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -479,6 +498,9 @@ class Server:
             for s in g:
                 if not s.client.internal and (not literal_only or s.subject == subj):
                     return True
+        acc = self.deliver_account
+        if acc is not None and acc.importers:
+            return self.accounts.importer_interest(acc, subj, literal_only)
         return False
 
     # -- routing (the hot path) ------------------------------------------------
@@ -517,15 +539,15 @@ class Server:
             c = sub.client
             if c is pub and not c.echo:
                 continue
-            c.deliver_run(sub, msgs)
-            n += 1
+            if c.deliver_run(sub, msgs) is not False:  # (False: its deny filter kept all of them)
+                n += 1
         for group in qgroups:
             for msg in msgs:
                 sub = pick_member(group, pub)
                 if sub is None:
                     break
-                sub.client.deliver_run(sub, (msg,))
-                n += 1
+                if sub.client.deliver_run(sub, (msg,)) is not False:
+                    n += 1
         if not n and pub.no_responders:
             for subject, reply, _, _ in msgs:
                 if reply:

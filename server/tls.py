@@ -3,7 +3,7 @@
 The options come from the ``tls {}`` block of the config file or from the
 ``--tls*`` flags. A client gets the plain-text INFO (with ``tls_required``)
 and the server then starts the handshake at once, before reading anything
-(``loop.start_tls``); with ``handshake_first`` the handshake comes first and
+(asyncio's start_tls, with the alert of a refused handshake sent); with ``handshake_first`` the handshake comes first and
 INFO follows over TLS. A plain client on a TLS port is simply closed, as
 nats-server closes it ("tls: first record does not look like a TLS
 handshake", logged at debug level; no -ERR). With ``verify`` a client must
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import select
 import ssl
+from asyncio import sslproto
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,8 +183,7 @@ async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes, firs
     # the client has its new transport
     shim = _Shim(client)
     try:
-        new = await srv.loop.start_tls(transport, shim, ctx, server_side=True,
-                                       ssl_handshake_timeout=opts.timeout)
+        new = await _start_tls(srv.loop, transport, shim, ctx, opts.timeout)
     except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as e:
         text, probe = describe(e, transport)
         (log.debug if probe else log.error)("%s:%d - cid:%d - TLS handshake error: %s",
@@ -208,6 +208,43 @@ async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes, firs
         new.write(info)
     client.tls_ready()
     shim.hand_over(new)
+
+
+class _AlertingSSLProtocol(sslproto.SSLProtocol):
+    """asyncio's server side of TLS, except that a handshake that fails
+    (a client certificate refused under ``verify``) sends the alert OpenSSL
+    wrote for it (certificate required, unknown CA, ...) before the close,
+    as nats-server (Go's crypto/tls) does; asyncio drops it and closes bare."""
+
+    def _on_handshake_complete(self, handshake_exc):
+        if handshake_exc is not None and self._transport is not None:
+            try:
+                alert = self._outgoing.read()
+                if alert:
+                    self._transport.write(alert)
+            except Exception:  # (the alert is a courtesy: the close follows anyway)
+                pass
+        super()._on_handshake_complete(handshake_exc)
+
+
+async def _start_tls(loop, transport, protocol, ctx: ssl.SSLContext, timeout: float):
+    """loop.start_tls (server side) with _AlertingSSLProtocol: the same
+    steps as asyncio's own."""
+    waiter = loop.create_future()
+    ssl_protocol = _AlertingSSLProtocol(loop, protocol, ctx, waiter, True, None,
+                                        ssl_handshake_timeout=timeout, call_connection_made=False)
+    transport.pause_reading()
+    transport.set_protocol(ssl_protocol)
+    conmade_cb = loop.call_soon(ssl_protocol.connection_made, transport)
+    resume_cb = loop.call_soon(transport.resume_reading)
+    try:
+        await waiter
+    except BaseException:
+        transport.close()
+        conmade_cb.cancel()
+        resume_cb.cancel()
+        raise
+    return ssl_protocol._app_transport
 
 
 class _Shim(asyncio.Protocol):

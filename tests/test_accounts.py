@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import RawClient, ServerProcess, connect, nats_server_binary
+from conftest import RawClient, ServerProcess, connect, eventually, nats_server_binary
 
 # nats.py's nats/tests/conf/no_auth_user.conf, without its fixed port
 NO_AUTH_USER = """
@@ -315,5 +315,129 @@ async def test_jetstream_account_and_kv_across_accounts(server_kind, tmp_path):
         assert r["error"]["err_code"] == 10039
         for nc in (owner, other, g):
             await nc.close()
+    finally:
+        srv.stop()
+
+
+REMAP = """
+accounts {
+  A {
+    jetstream: enabled
+    users = [ {user: a, password: a} ]
+    exports = [ {service: "$JS.API.>"}, {service: "calc.>"}, {service: "shared.*", accounts: [B]} ]
+  }
+  B {
+    users = [ {user: b, password: b} ]
+    imports = [
+      {service: {account: A, subject: "$JS.API.>"}, to: "fromA.>"}
+      {service: {account: A, subject: "calc.>"}, to: "b.calc.v1.>"}
+      {service: {account: A, subject: "shared.*"}, to: "s.*", share: true}
+    ]
+  }
+}
+"""
+
+
+async def test_service_import_remapped_across_token_counts(server_kind, tmp_path):
+    """A service import whose local subject has another number of tokens
+    than the exported one (fromA.> for $JS.API.>) is remapped wildcard by
+    wildcard: B reaches A's JetStream API, and A's responder sees calc.add.1
+    for b.calc.v1.add.1; each request carries Nats-Request-Info with the
+    requester's account (and, with share: true, its connection details)."""
+    srv = start(server_kind, tmp_path, REMAP)
+    try:
+        a = await connect(srv.url.replace("nats://", "nats://a:a@"))
+        await a.jetstream().add_stream(name="ORDERS", subjects=["orders.>"])
+        b = await connect(srv.url.replace("nats://", "nats://b:b@"), name="bee")
+        r = json.loads((await b.request("fromA.STREAM.INFO.ORDERS", b"", timeout=2)).data)
+        assert r["type"] == "io.nats.jetstream.api.v1.stream_info_response" and r["config"]["name"] == "ORDERS"
+        r = json.loads((await b.request("fromA.INFO", b"", timeout=2)).data)
+        assert r["type"] == "io.nats.jetstream.api.v1.account_info_response" and r["streams"] == 1
+        seen = []
+
+        async def answer(msg):
+            seen.append((msg.subject, msg.headers))
+            await msg.respond(b"ok")
+
+        await a.subscribe("calc.>", cb=answer)
+        await a.subscribe("shared.*", cb=answer)
+        await a.flush()
+        await a.flush()
+        assert (await b.request("b.calc.v1.add.1", b"1 2", timeout=2)).data == b"ok"
+        assert (await b.request("s.x", b"", timeout=2)).data == b"ok"
+        (s1, h1), (s2, h2) = seen
+        assert s1 == "calc.add.1" and s2 == "shared.x"
+        info = json.loads(h1["Nats-Request-Info"])
+        assert info["acc"] == "B" and set(info) == {"acc", "rtt"}
+        info = json.loads(h2["Nats-Request-Info"])
+        assert info["acc"] == "B" and info["name"] == "bee" and info["lang"] == "python3"
+        assert info["kind"] == "Client" and info["client_type"] == "nats" and info["host"] == "127.0.0.1"
+        assert {"start", "id", "rtt", "ver", "server"} <= set(info)
+        for nc in (a, b):
+            await nc.close()
+    finally:
+        srv.stop()
+
+
+PUSH_IMPORT = """
+accounts {
+  A {
+    jetstream: enabled
+    users = [ {user: a, password: a} ]
+    exports = [ {stream: "deliver.>"}, {service: "$JS.ACK.>"} ]
+  }
+  B {
+    users = [ {user: b, password: b} ]
+    imports = [ {stream: {account: A, subject: "deliver.>"}}, {service: {account: A, subject: "$JS.ACK.>"}} ]
+  }
+}
+"""
+
+
+async def test_push_consumer_delivers_to_importing_account(server_kind, tmp_path):
+    """A push consumer whose deliver subject another account imports as a
+    stream: that account's subscriber on the deliver subject is its
+    interest, and gets the deliveries (the stream's subjects on the MSG
+    line, the ack reply that acks them through a service import of
+    $JS.ACK.>)."""
+    srv = start(server_kind, tmp_path, PUSH_IMPORT)
+    try:
+        b = await RawClient.open(srv, connect=json.dumps({"verbose": False, "pedantic": False, "headers": True,
+                                                          "protocol": 1, "user": "b", "pass": "b"}))
+        await b.send("SUB deliver.b 1\r\n")
+        assert await b.read_until_pong() == []
+        a = await connect(srv.url.replace("nats://", "nats://a:a@"))
+        js = a.jetstream()
+        await js.add_stream(name="S", subjects=["orders.>"])
+        from nats.js.api import ConsumerConfig
+
+        await js.add_consumer("S", ConsumerConfig(durable_name="pb", deliver_subject="deliver.b"))
+        await js.publish("orders.1", b"one")
+        await js.publish("orders.2", b"two")
+        got = []
+        while len(got) < 2:
+            line = await b.readline()
+            if line.startswith("MSG "):
+                got.append((line.split(), await b.readline()))
+        assert [(m[1], m[2], d) for m, d in got] == [("orders.1", "1", "one"), ("orders.2", "1", "two")]
+        assert all(m[3].startswith("$JS.ACK.S.pb.1.") for m, _ in got)
+        await b.send(f"PUB {got[0][0][3]} 0\r\n\r\n")
+        assert await b.read_until_pong() == []
+
+        async def acked():
+            return (await js.consumer_info("S", "pb")).ack_floor.stream_seq == 1
+
+        assert await eventually(acked)
+        # interest that comes after the consumer: B subscribes later
+        await js.add_consumer("S", ConsumerConfig(durable_name="late", deliver_subject="deliver.late"))
+        await b.send("SUB deliver.late 2\r\n")
+        got = []
+        while len(got) < 2:
+            line = await b.readline()
+            if line.startswith("MSG "):
+                got.append((line.split()[1:3], await b.readline()))
+        assert got == [(["orders.1", "2"], "one"), (["orders.2", "2"], "two")]
+        await a.close()
+        b.close()
     finally:
         srv.stop()

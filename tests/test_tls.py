@@ -297,3 +297,34 @@ async def test_handshake_first_auto(server_kind, tmp_path, pki, servers):
     assert conns["later"]["tls_version"] == "1.3"
     await first.close()
     await later.close()
+
+
+def _refusal(port: int, ctx: ssl.SSLContext) -> str:
+    """What a client without an acceptable certificate meets: the TLS
+    alert's reason as OpenSSL names it (or EOF for a close without one),
+    whether the handshake or the first read after it fails (TLS 1.3 lets
+    the client finish before the server has checked its certificate)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        f = s.makefile("rb")
+        assert f.readline().startswith(b"INFO ")
+        try:
+            with ctx.wrap_socket(s, server_hostname="127.0.0.1") as t:
+                t.sendall(b'CONNECT {"verbose":false}\r\nPING\r\n')
+                data = t.recv(4096)
+                return "EOF" if not data else "data: " + data.decode(errors="replace")
+        except ssl.SSLError as e:
+            return getattr(e, "reason", None) or str(e)
+        except (ConnectionError, OSError) as e:
+            return f"EOF ({type(e).__name__})"
+
+
+async def test_verify_failure_sends_an_alert(server_kind, tmp_path, pki, servers):
+    """verify: a client without a certificate, or with one of another CA,
+    gets the TLS alert nats-server (Go's crypto/tls) sends, not a bare close."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  ca_file: "{pki.ca}"\n  verify: true\n}}\n')
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    none = await asyncio.to_thread(_refusal, srv.port, pki.client_context(None))
+    other = await asyncio.to_thread(_refusal, srv.port, pki.client_context(pki.client("mallory", signer="other")))
+    assert (none, other) == ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_UNKNOWN_CA")

@@ -260,7 +260,7 @@ class Delivery:
         else:
             if self.maxpb and self.pbytes > self.maxpb:
                 return 0  # the window is full: wait for the FlowControl reply
-            dest = srv.index.match(cfg["deliver_subject"].encode())
+            dest = srv.match_deliver(cfg["deliver_subject"].encode())
             limit = _BATCH_PER_TURN
         fc = self.maxpb  # (push with flow control only)
         dlen = len(cfg["deliver_subject"]) if fc else 0
