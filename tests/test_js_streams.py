@@ -514,3 +514,32 @@ async def test_stream_info_pages_subjects_from_the_offset(nc, js):
         seen.update(subjects)
     assert seen == counts and total == 5
 
+
+async def test_update_lowering_consumer_limits_below_a_consumer_is_refused(nc, js):
+    """nats-server refuses a STREAM.UPDATE whose consumer_limits a consumer
+    already exceeds (500/10069, naming it), and keeps the old config; a
+    limit at or above every consumer is taken."""
+    base = {"name": "CL", "subjects": ["cl"], "storage": "memory"}
+    await req(nc, "$JS.API.STREAM.CREATE.CL", base)
+    await req(nc, "$JS.API.CONSUMER.CREATE.CL.BIG", {"stream_name": "CL", "config": {
+        "durable_name": "BIG", "ack_policy": "explicit", "inactive_threshold": 10 * 10**9}})  # max_ack_pending 1000
+    await req(nc, "$JS.API.CONSUMER.CREATE.CL.SMALL", {"stream_name": "CL", "config": {
+        "durable_name": "SMALL", "ack_policy": "explicit", "max_ack_pending": 10}})
+
+    async def update(limits: dict) -> dict:
+        return await req(nc, "$JS.API.STREAM.UPDATE.CL", {**base, "consumer_limits": limits})
+
+    assert err(await update({"max_ack_pending": 100})) == (500, 10069, "change to limits violates consumers: BIG")
+    assert err(await update({"inactive_threshold": 5 * 10**9})) == (
+        500, 10069, "change to limits violates consumers: BIG")
+    d = await update({"inactive_threshold": 20 * 10**9, "max_ack_pending": 5})
+    code, err_code, text = err(d)
+    assert (code, err_code) == (500, 10069)
+    # (nats-server names them in its map's order: any order)
+    prefix = "change to limits violates consumers: "
+    assert text.startswith(prefix) and sorted(text[len(prefix):].split(", ")) == ["BIG", "SMALL"]
+    info = await req(nc, "$JS.API.STREAM.INFO.CL")
+    assert info["config"]["consumer_limits"] == {}
+    d = await update({"inactive_threshold": 10 * 10**9, "max_ack_pending": 1000})
+    assert "error" not in d, d
+    assert d["config"]["consumer_limits"] == {"inactive_threshold": 10 * 10**9, "max_ack_pending": 1000}
