@@ -1298,3 +1298,17 @@ async def test_unsub_during_a_big_push_is_honoured_promptly(js, raw):
     assert loop.time() - t0 < 2
     # and nothing comes for the subscription after it
     assert not [x for x in await c.read_until_pong() if x.startswith("MSG ")]
+
+
+@pytest.mark.parametrize("max_expires,text", [(1_234_567, "1.234567ms"), (90 * 10**9 + 1, "1m30.000000001s"),
+                                              (2 * 10**9, "2s"), (1_500_000_000, "1.5s")])
+async def test_pull_above_max_expires_names_it_as_go_prints_a_duration(nc, js, max_expires, text):
+    """The 409 for a pull that asks for more than max_expires writes it with
+    Go's time.Duration.String(), every digit of the fraction kept."""
+    await js.add_stream(name="MX", subjects=["mx"])
+    await req(nc, "$JS.API.CONSUMER.CREATE.MX.C", {"stream_name": "MX", "config": {
+        "durable_name": "C", "ack_policy": "explicit", "max_expires": max_expires}})
+    body = json.dumps({"batch": 1, "expires": max_expires + 10**9}).encode()
+    msg = await nc.request("$JS.API.CONSUMER.MSG.NEXT.MX.C", body, timeout=2)
+    assert msg.headers["Status"] == "409"
+    assert msg.headers["Description"] == f"Exceeded MaxRequestExpires of {text}"

@@ -9,7 +9,8 @@ from typing import Callable
 
 from . import errors
 from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
-from .shapes import CONSUMER_CONFIG_KEYS, NS, format_go_duration, parse_rfc3339
+from ..gowire import go_duration
+from .shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
 from .subjects import collide, is_literal, is_subset, is_valid
 
 DEFAULT_ACK_WAIT = 30 * NS
@@ -131,7 +132,7 @@ def _check(cfg: dict, scfg: dict, account_max_ack_pending: int = -1) -> None:
         raise errors.ApiError(400, 10121, f"consumer max ack pending exceeds system limit of {limits['max_ack_pending']}")
     if limits.get("inactive_threshold") and cfg.get("inactive_threshold", 0) > limits["inactive_threshold"]:
         raise errors.ApiError(400, 10153, "consumer inactive threshold exceeds system limit of "
-                              + format_go_duration(limits["inactive_threshold"]))
+                              + go_duration(limits["inactive_threshold"]))
     if cfg.get("filter_subject") and cfg.get("filter_subjects"):
         raise errors.consumer_duplicate_filters()
     if cfg.get("filter_subject") and not is_valid(cfg["filter_subject"]):
