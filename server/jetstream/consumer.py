@@ -141,6 +141,7 @@ class Consumer:
 
     def start(self) -> None:
         srv = self.server
+        srv.internal_clients(2)  # (nats-server's consumer client and its system client)
         if self.config["ack_policy"] != "none":
             # as the real server: an ack-none consumer has no ack subject
             # (an ack sent anyway gets no responders)

@@ -113,6 +113,7 @@ class Link:
             return
         self.origin = origin
         self.err = None
+        origin.js.server.internal_clients(2)  # (nats-server makes a consumer on the origin for it)
         ident = identity(origin.created)
         if self.ident and ident != self.ident and not self.mirror:
             self.sseq = 0  # the origin was deleted and made anew: its sequences start over

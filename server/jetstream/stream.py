@@ -99,6 +99,7 @@ class Stream(ExpiryMixin):
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
         srv = self.js.server
+        srv.internal_clients(3)  # (nats-server's stream client, its internal one and its loop's)
         batch.recover(self)
         # The deletes the limits made are logged but not synced with the
         # PubAck of the message that made them (one sync per group commit:
