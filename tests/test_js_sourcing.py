@@ -417,3 +417,58 @@ async def test_sourcing_from_workqueue_and_interest_streams(js):
     await js.publish("in.a", b"i3")
     st = (await js.stream_info("IN")).state
     assert (st.messages, st.first_seq, st.last_seq, st.consumer_count) == (0, 6, 5, 0)
+
+
+DS = {"name": "c", "deliver_subject": "ds"}
+DURABLE_SOURCE_ERRORS = [
+    ({"sources": [{"name": "O", "consumer": {"name": "a.b", "deliver_subject": "ds"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {"name": "c", "deliver_subject": "ds.*"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {"name": "c", "deliver_subject": "ds..x"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {"name": "c"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": DS, "opt_start_seq": 2}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": DS, "opt_start_time": "2026-01-01T00:00:00Z"}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": DS, "filter_subject": "o.a"}]}, 10215),
+    # the consumer's name is part of the source's identity, its deliver subject is not
+    ({"sources": [{"name": "O", "consumer": DS}, {"name": "O", "consumer": dict(DS, deliver_subject="ds2")}]}, 10140),
+    ({"sources": [{"name": "O", "consumer": DS, "subject_transforms": [{"src": "o.a", "dest": "a"}]},
+                  {"name": "O", "consumer": DS, "subject_transforms": [{"src": "o.b", "dest": "b"}]}]}, 10216),
+    ({"mirror": {"name": "O", "consumer": {"name": "a.b", "deliver_subject": "ds"}}}, 10213),
+    ({"mirror": {"name": "O", "consumer": DS, "opt_start_seq": 2}}, 10213),
+]
+DURABLE_TEXTS = {10215: "stream source consumer config is invalid", 10140: "duplicate source configuration detected",
+                 10216: "duplicate stream source consumer detected", 10213: "stream mirror consumer config is invalid"}
+
+
+@pytest.mark.parametrize("cfg,err_code", DURABLE_SOURCE_ERRORS, ids=[f"{e[1]}-{i}" for i, e in enumerate(DURABLE_SOURCE_ERRORS)])
+async def test_durable_consumer_source_config_errors(nc, cfg, err_code):
+    """A source through a durable consumer of the origin (nats-server 2.14's
+    StreamSource.consumer) is checked as nats-server checks it."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    r = await req(nc, "$JS.API.STREAM.CREATE.T", dict(cfg, name="T"))
+    assert r["error"] == {"code": 400, "err_code": err_code, "description": DURABLE_TEXTS[err_code]}
+
+
+async def test_durable_consumer_source_is_taken_and_waits_for_its_consumer(nc):
+    """A valid durable-consumer source is taken and echoed; with no consumer
+    of that name on the origin nothing is copied and the source shows no
+    error, lag 0 and never active, as on nats-server."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    for i in range(3):
+        await nc.request("o.a", b"m%d" % i, timeout=2)
+    r = await req(nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}]})
+    assert "error" not in r, r
+    assert r["config"]["sources"] == [{"name": "O", "consumer": {"name": "c", "deliver_subject": "ds"}}]
+    info = await req(nc, "$JS.API.STREAM.INFO.T")
+    assert info["config"]["sources"] == r["config"]["sources"]
+    assert info["sources"] == [{"name": "O", "lag": 0, "active": -1}]
+    assert info["state"]["messages"] == 0
+    # an update keeps it, and an ordinary source of the same origin is another source
+    r = await req(nc, "$JS.API.STREAM.UPDATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}, {"name": "O"}]})
+    assert "error" not in r, r
+    assert r["config"]["sources"] == [{"name": "O", "consumer": DS}, {"name": "O"}]
+    assert await wait_for(lambda: _messages(nc, "T", 3))
+
+
+async def _messages(nc, stream: str, n: int) -> bool:
+    return (await req(nc, f"$JS.API.STREAM.INFO.{stream}"))["state"]["messages"] == n

@@ -21,7 +21,6 @@ does."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -29,7 +28,7 @@ from . import errors, headers, transform
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
 from .subjects import match
-from .topoconfig import source_iname
+from .topoconfig import get_hash, source_iname
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -40,14 +39,12 @@ log = logging.getLogger("natslab.jetstream")
 RUN = 512  # messages copied per turn of the event loop
 TICK = 1.0  # seconds: nats-server's source heartbeat
 SOURCE_HDR = "Nats-Stream-Source"
-_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def identity(created_ns: int) -> str:
     """nats-server's stream identity: getHash of the creation time in
     RFC 3339 (8 base-62 characters of its sha256)."""
-    d = hashlib.sha256(rfc3339(created_ns).encode()).digest()
-    return "".join(_B62[b % 62] for b in d[:8])
+    return get_hash(rfc3339(created_ns))
 
 
 def strip_prefixed(hdr: bytes | None, *prefixes: bytes) -> bytes | None:
@@ -71,7 +68,13 @@ class Link:
         self.mirror = mirror
         self.name = cfg["name"]
         self.iname = source_iname(cfg)
-        _, self._hdr_filters, self._hdr_dests = self.iname.split(" ", 2)
+        self._hdr_name, self._hdr_filters, self._hdr_dests = self.iname.split(" ", 2)
+        # a source through a durable consumer of the origin (nats-server
+        # 2.14+) copies only what that consumer delivers, and only once it
+        # acks by flow control; natslab has no such consumers (ack_policy
+        # flow_control is refused), so such a source waits, as nats-server's
+        # does for a consumer that is missing or acks otherwise
+        self.durable = cfg.get("consumer") is not None
         trs = cfg.get("subject_transforms") or []
         if trs:
             self.filters = [t.get("src") or ">" for t in trs]
@@ -107,6 +110,8 @@ class Link:
             self._timer = None
 
     def _attach(self) -> None:
+        if self.durable:
+            return  # (waiting: see __init__)
         origin = self.target.js.streams.get(self.name)
         if origin is None or origin is self.target:
             self.err = errors.stream_not_found()
@@ -248,7 +253,7 @@ class Link:
             kind, ts = MIRRORED, sm.ts
         else:
             hdr = strip_prefixed(sm.hdr, b"Nats-Stream-Source:", b"Nats-Expected-", b"Nats-Batch-")
-            value = f"{self.name} {sm.seq} {self._hdr_filters} {self._hdr_dests} {sm.subject} {self.ident}"
+            value = f"{self._hdr_name} {sm.seq} {self._hdr_filters} {self._hdr_dests} {sm.subject} {self.ident}"
             hdr = headers.append(hdr, [(SOURCE_HDR, value)])
             kind, ts = SOURCED, 0
         try:
