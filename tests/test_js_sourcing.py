@@ -451,8 +451,9 @@ async def test_durable_consumer_source_config_errors(nc, cfg, err_code):
 
 async def test_durable_consumer_source_is_taken_and_waits_for_its_consumer(nc):
     """A valid durable-consumer source is taken and echoed; with no consumer
-    of that name on the origin nothing is copied and the source shows no
-    error, lag 0 and never active, as on nats-server."""
+    of that name on the origin, or one not acked by flow control, nothing is
+    copied and the source shows no error, lag 0 and never active, as on
+    nats-server."""
     await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
     for i in range(3):
         await nc.request("o.a", b"m%d" % i, timeout=2)
@@ -468,6 +469,44 @@ async def test_durable_consumer_source_is_taken_and_waits_for_its_consumer(nc):
     assert "error" not in r, r
     assert r["config"]["sources"] == [{"name": "O", "consumer": DS}, {"name": "O"}]
     assert await wait_for(lambda: _messages(nc, "T", 3))
+
+
+async def test_durable_consumer_source_copies_what_its_consumer_delivers(nc):
+    """Through an ack_policy flow_control push consumer of the origin: the
+    source copies what the consumer delivers (its filter, from its ack
+    floor), with Nats-Stream-Source naming '<origin>:C=<hash>', and acks it
+    by the flow control replies; what comes later follows."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    for s in ("o.a", "o.b", "o.a"):
+        await nc.request(s, s.encode(), timeout=2)
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.O.c", {"stream_name": "O", "config": {
+        "durable_name": "c", "deliver_subject": "ds", "ack_policy": "flow_control", "max_ack_pending": 100,
+        "filter_subject": "o.a"}})
+    assert "error" not in r, r
+    r = await req(nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}]})
+    assert "error" not in r, r
+    assert await wait_for(lambda: _messages(nc, "T", 2), timeout=10)
+    origin = await req(nc, "$JS.API.STREAM.INFO.O")
+    ident = identity(origin["created"])
+    chash = identity("c")  # (getHash of the consumer's name)
+    for seq, oseq in ((1, 1), (2, 3)):
+        m = await raw_msg(nc, "T", seq)
+        assert (m["subject"], m["data"]) == ("o.a", b"o.a")
+        assert m["hdrs"] == f"NATS/1.0\r\nNats-Stream-Source: O:C={chash} {oseq} > > o.a {ident}\r\n\r\n".encode()
+    src = (await req(nc, "$JS.API.STREAM.INFO.T"))["sources"][0]
+    assert (src["name"], src["lag"], src["seq"]) == ("O", 0, 3) and src["active"] >= 0 and "error" not in src
+
+    async def acked(n: int) -> bool:
+        ci = await req(nc, "$JS.API.CONSUMER.INFO.O.c")
+        return ci["ack_floor"]["stream_seq"] == n and ci["num_ack_pending"] == 0
+
+    assert await wait_for(lambda: acked(3), timeout=10)  # (the heartbeat's flow control brings the ack)
+    await nc.request("o.a", b"later", timeout=2)
+    await nc.request("o.b", b"not for it", timeout=2)
+    assert await wait_for(lambda: _messages(nc, "T", 3), timeout=10)
+    m = await raw_msg(nc, "T", 3)
+    assert m["data"] == b"later" and f" 4 > > o.a {ident}".encode() in m["hdrs"]
+    assert await wait_for(lambda: acked(4), timeout=10)
 
 
 async def _messages(nc, stream: str, n: int) -> bool:

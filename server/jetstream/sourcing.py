@@ -70,11 +70,16 @@ class Link:
         self.iname = source_iname(cfg)
         self._hdr_name, self._hdr_filters, self._hdr_dests = self.iname.split(" ", 2)
         # a source through a durable consumer of the origin (nats-server
-        # 2.14+) copies only what that consumer delivers, and only once it
-        # acks by flow control; natslab has no such consumers (ack_policy
-        # flow_control is refused), so such a source waits, as nats-server's
-        # does for a consumer that is missing or acks otherwise
+        # 2.14+): it copies what that consumer delivers to its deliver
+        # subject, and only from one acked by flow control (ack_policy
+        # flow_control); while the consumer is missing or acks otherwise it
+        # waits, with no error shown, as nats-server's does
         self.durable = cfg.get("consumer") is not None
+        self.cname = (cfg.get("consumer") or {}).get("name") or ""
+        self._consumer = None  # the origin's consumer it copies through
+        self._sub = None  # on that consumer's deliver subject
+        self._inbox: list = []  # deliveries taken off the subscription, stored from the loop
+        self.dseq = 0  # the consumer sequence of the last message stored
         trs = cfg.get("subject_transforms") or []
         if trs:
             self.filters = [t.get("src") or ">" for t in trs]
@@ -111,7 +116,8 @@ class Link:
 
     def _attach(self) -> None:
         if self.durable:
-            return  # (waiting: see __init__)
+            self._attach_durable()
+            return
         origin = self.target.js.streams.get(self.name)
         if origin is None or origin is self.target:
             self.err = errors.stream_not_found()
@@ -130,6 +136,9 @@ class Link:
         self.origin_stored()
 
     def _detach(self) -> None:
+        if self.durable:
+            self._detach_durable()
+            return
         origin = self.origin
         self.origin = None
         if origin is not None and self in origin.followers:
@@ -177,6 +186,9 @@ class Link:
             self.origin_back()
         elif self.origin.closed:
             self.origin_gone()
+        elif self.durable:
+            if self._consumer is None or self._consumer.closed:
+                self._detach_durable()  # (its consumer went: wait for one again)
         else:
             self.last = now_ns()  # the heartbeat
             if self._blocked:
@@ -274,10 +286,79 @@ class Link:
         skip_to(self.target.store, seq)
         return True
 
+    # -- through a durable consumer ----------------------------------------------
+    def _attach_durable(self) -> None:
+        """Take the origin's consumer if it is there and acks by flow control:
+        subscribe to its deliver subject and reset it to its ack floor (the
+        CONSUMER.RESET nats-server sends), so what was not acked comes again."""
+        origin = self.target.js.streams.get(self.name)
+        if origin is None or origin is self.target or origin.closed:
+            return
+        c = origin.consumers.get(self.cname)
+        if c is None or c.closed or c.config["ack_policy"] != "flow_control" or not c.config.get("deliver_subject"):
+            return
+        ident = identity(origin.created)
+        if self.ident and ident != self.ident:
+            self.sseq = 0  # the origin was deleted and made anew: its sequences start over
+        self.origin, self._consumer, self.ident, self.err = origin, c, ident, None
+        self.dseq = 0
+        self._sub = self.target.js.server.subscribe_internal(c.config["deliver_subject"], self._on_delivery)
+        self.last = now_ns()
+        c.delivery.source = self  # (an internal subscription is no interest of its own)
+        c.delivery.update_push_subject()
+        c.reset(0)
+
+    def _detach_durable(self) -> None:
+        if self._sub is not None:
+            self.target.js.server.unsubscribe_internal(self._sub)
+            c = self._consumer
+            if c is not None and c.delivery.source is self:
+                c.delivery.source = None
+                if not c.closed:
+                    c.delivery.update_push_subject()
+        self._sub = self._consumer = self.origin = None
+        self._inbox.clear()
+
+    def _on_delivery(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        # (called while the consumer's delivery is routed: stored from the loop)
+        self._inbox.append((subject, reply, hdr, payload))
+        if len(self._inbox) == 1:
+            loop = getattr(self.target.js.server, "loop", None)
+            if loop is None:
+                self._drain()
+            else:
+                loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        inbox, self._inbox = self._inbox, []
+        srv = self.target.js.server
+        for subject, reply, hdr, payload in inbox:
+            if self._sub is None or self.closed or self.target.closed:
+                return
+            self.last = now_ns()
+            if hdr and hdr.startswith(b"NATS/1.0 100"):
+                if reply:  # a flow control request: the reply acks what was stored
+                    srv.publish_internal(reply, "", b"NATS/1.0\r\nNats-Last-Consumer: %d\r\nNats-Last-Stream: %d\r\n\r\n"
+                                         % (self.dseq, self.sseq), b"")
+                continue
+            # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
+            t = reply.split(".")
+            if len(t) != 9 or not all(x.isdigit() for x in t[4:]):
+                continue
+            sseq, dseq, pending = int(t[5]), int(t[6]), int(t[8])
+            if sseq <= self.sseq:
+                self.dseq = dseq  # (had it already: delivered again after a reset)
+                continue
+            if not self._copy(_Delivered(subject, sseq, hdr, payload)):
+                # not stored: start over from the consumer's ack floor later
+                self._detach_durable()
+                return
+            self.sseq, self.dseq, self.lag = sseq, dseq, pending
+
     # -- info ------------------------------------------------------------------
     def info(self) -> dict:
         """StreamSourceInfo."""
-        if self.last and self.origin is not None and not self.origin.closed:
+        if self.last and self.origin is not None and not self.origin.closed and not self.durable:
             # what is left to copy, as nats-server reads it off its consumer's
             # num_pending (counted here when asked, not per message)
             pending = self._pending()
@@ -293,6 +374,15 @@ class Link:
         if self.cfg.get("subject_transforms"):
             d["subject_transforms"] = [dict(t) for t in self.cfg["subject_transforms"]]
         return d
+
+
+class _Delivered:
+    """A message as a durable source's consumer delivered it (what _copy reads)."""
+
+    __slots__ = ("subject", "seq", "hdr", "data", "ts")
+
+    def __init__(self, subject: str, seq: int, hdr, data: bytes):
+        self.subject, self.seq, self.hdr, self.data, self.ts = subject, seq, hdr, data, 0
 
 
 def skip_to(store, seq: int) -> None:
