@@ -256,7 +256,8 @@ class Recovery:
             aside = blk.path.with_name(f"{blk.path.name}.torn-{cut}")
             try:  # the bytes cut off are kept, in case someone can make more of them
                 if not aside.exists():
-                    aside.write_bytes(data[cut:])
+                    with open(os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as f:
+                        f.write(data[cut:])
                 os.truncate(blk.path, cut)
             except OSError as e:
                 aside.unlink(missing_ok=True)
