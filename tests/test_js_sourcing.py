@@ -511,3 +511,28 @@ async def test_durable_consumer_source_copies_what_its_consumer_delivers(nc):
 
 async def _messages(nc, stream: str, n: int) -> bool:
     return (await req(nc, f"$JS.API.STREAM.INFO.{stream}"))["state"]["messages"] == n
+
+
+async def test_durable_consumer_mirror_keeps_sequences_and_times(nc):
+    """A mirror through an ack_policy flow_control consumer of the origin:
+    taken and waiting while the consumer is missing; then what the consumer
+    delivers keeps the origin's sequence (gaps where its filter skips),
+    timestamp and headers."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    for s in ("o.a", "o.b", "o.a"):
+        await nc.request(s, s.encode(), timeout=2, headers={"H": "1"})
+    r = await req(nc, "$JS.API.STREAM.CREATE.M", {"name": "M", "mirror": {"name": "O", "consumer": DS}})
+    assert "error" not in r, r
+    assert r["config"]["mirror"] == {"name": "O", "consumer": DS}
+    assert r["mirror"] == {"name": "O", "lag": 0, "active": -1}
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.O.c", {"stream_name": "O", "config": {
+        "durable_name": "c", "deliver_subject": "ds", "ack_policy": "flow_control", "max_ack_pending": 100,
+        "filter_subject": "o.a"}})
+    assert "error" not in r, r
+    assert await wait_for(lambda: _messages(nc, "M", 2), timeout=10)
+    st = (await req(nc, "$JS.API.STREAM.INFO.M"))["state"]
+    assert (st["first_seq"], st["last_seq"], st["num_deleted"]) == (1, 3, 1)
+    for seq in (1, 3):
+        m, o = await raw_msg(nc, "M", seq), await raw_msg(nc, "O", seq)
+        assert m == o
+    assert await raw_msg(nc, "M", 2) is None

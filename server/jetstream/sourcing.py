@@ -286,7 +286,7 @@ class Link:
         skip_to(self.target.store, seq)
         return True
 
-    # -- through a durable consumer ----------------------------------------------
+    # -- through a durable consumer (a source's or a mirror's) ----------------------
     def _attach_durable(self) -> None:
         """Take the origin's consumer if it is there and acks by flow control:
         subscribe to its deliver subject and reset it to its ack floor (the
@@ -349,7 +349,8 @@ class Link:
             if sseq <= self.sseq:
                 self.dseq = dseq  # (had it already: delivered again after a reset)
                 continue
-            if not self._copy(_Delivered(subject, sseq, hdr, payload)):
+            # (a mirror keeps the origin's timestamp, which the ack subject carries)
+            if not self._copy(_Delivered(subject, sseq, hdr, payload, int(t[7]))):
                 # not stored: start over from the consumer's ack floor later
                 self._detach_durable()
                 return
@@ -381,8 +382,8 @@ class _Delivered:
 
     __slots__ = ("subject", "seq", "hdr", "data", "ts")
 
-    def __init__(self, subject: str, seq: int, hdr, data: bytes):
-        self.subject, self.seq, self.hdr, self.data, self.ts = subject, seq, hdr, data, 0
+    def __init__(self, subject: str, seq: int, hdr, data: bytes, ts: int):
+        self.subject, self.seq, self.hdr, self.data, self.ts = subject, seq, hdr, data, ts
 
 
 def skip_to(store, seq: int) -> None:

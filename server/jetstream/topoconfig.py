@@ -115,8 +115,6 @@ def check_mirror(cfg: dict) -> None:
     _refuse_unsupported(m)
     if m.get("consumer") is not None:
         _check_durable_consumer(m, errors.mirror_durable_consumer_cfg_invalid)
-        # (the mirror's side of durable sourcing is not built: see README)
-        raise errors.stream_invalid_config("durable consumer mirroring is not supported by this server")
     trs = m.get("subject_transforms") or []
     if m.get("filter_subject") and trs:
         raise errors.mirror_multiple_filters()
