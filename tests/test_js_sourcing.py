@@ -536,3 +536,32 @@ async def test_durable_consumer_mirror_keeps_sequences_and_times(nc):
         m, o = await raw_msg(nc, "M", seq), await raw_msg(nc, "O", seq)
         assert m == o
     assert await raw_msg(nc, "M", 2) is None
+
+
+async def test_durable_consumer_source_after_a_restart(server):
+    """After a restart the durable source picks up where it was: nothing it
+    holds comes twice, and what was published meanwhile follows."""
+    nc = await connect(server.url)
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    await req(nc, "$JS.API.CONSUMER.CREATE.O.c", {"stream_name": "O", "config": {
+        "durable_name": "c", "deliver_subject": "ds", "ack_policy": "flow_control", "max_ack_pending": 100}})
+    await req(nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}]})
+    for i in range(3):
+        await nc.request("o.a", b"m%d" % i, timeout=2)
+    assert await wait_for(lambda: _messages(nc, "T", 3), timeout=10)
+    await nc.close()
+    server.restart()
+    nc = await connect(server.url)
+    for i in range(3, 5):
+        await nc.request("o.a", b"m%d" % i, timeout=2)
+    assert await wait_for(lambda: _messages(nc, "T", 5), timeout=15)
+    datas = [(await raw_msg(nc, "T", seq))["data"] for seq in range(1, 6)]
+    assert datas == [b"m%d" % i for i in range(5)]
+
+    async def settled() -> bool:  # everything acked by a flow control reply: nothing more will come
+        ci = await req(nc, "$JS.API.CONSUMER.INFO.O.c")
+        return ci["ack_floor"]["stream_seq"] == 5 and ci["num_ack_pending"] == 0
+
+    assert await wait_for(settled, timeout=10)
+    assert (await req(nc, "$JS.API.STREAM.INFO.T"))["state"]["messages"] == 5
+    await nc.close()
