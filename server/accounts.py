@@ -210,6 +210,7 @@ class Accounts:
         # the system account: the $SYS.REQ requests' subject space (server/sysreq.py)
         sys_name = getattr(server.opts, "system_account", SYSTEM)
         self.system = self.by_name.get(sys_name) or Account(sys_name)
+        self._count = len(self.by_name) + (GLOBAL not in self.by_name) + (sys_name not in self.by_name)
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for e in cfg.exports:
@@ -251,6 +252,11 @@ class Accounts:
                     acc.service_imports.append((local, src, subj.encode(), i.get("share") is True))
                 else:
                     raise ConfigError("Import Items should be a map with type entry")
+
+    def count(self) -> int:
+        """How many accounts nats-server has: the configured ones, $G and the
+        system account (each has an internal client there)."""
+        return self._count
 
     def with_jetstream(self) -> list[Account]:
         """The accounts with JetStream, in the config's order."""

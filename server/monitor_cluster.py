@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import time
 
-from .monitor_format import NS, go_number, go_time, q_bool, to_json
+from .gowire import rfc3339
+from .monitor_format import NS, go_number, q_bool, to_json
 
 GLOBAL_ACCOUNT = "$G"
 SYSTEM_ACCOUNT = "$SYS"
 
 
 def _head(srv) -> dict:
-    return {"server_id": srv.server_id, "now": go_time(time.time_ns())}
+    return {"server_id": srv.server_id, "now": rfc3339(time.time_ns())}
 
 
 def routez(mon, q: dict):
     srv = mon.server
-    d = {"server_id": srv.server_id, "server_name": srv.server_name, "now": go_time(time.time_ns()),
+    d = {"server_id": srv.server_id, "server_name": srv.server_name, "now": rfc3339(time.time_ns()),
          "num_routes": 0, "routes": []}
     return "application/json", to_json(d)
 
@@ -59,7 +60,7 @@ def accountz(mon, q: dict):
     elif acc == GLOBAL_ACCOUNT:
         d["account_detail"] = {
             "account_name": GLOBAL_ACCOUNT,
-            "update_time": go_time(int(srv.start_time * NS)),
+            "update_time": rfc3339(int(srv.start_time * NS)),
             "expired": False,
             "complete": True,
             "jetstream_enabled": srv.jetstream is not None,

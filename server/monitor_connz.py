@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 
+from .gowire import go_duration, rfc3339
 from .monitor_format import (
-    DEFAULT_LIMIT, NS, BadRequest, go_duration, go_number, go_time, page, q_bool, q_int, to_json, uptime,
+    DEFAULT_LIMIT, NS, BadRequest, go_number, page, q_bool, q_int, to_json, uptime,
 )
 from .subjects import subject_matches, valid_literal_subject
 
@@ -53,12 +54,12 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool =
         "type": "nats",
         "ip": c.host,
         "port": c.port,
-        "start": go_time(int(c.start * NS)),
-        "last_activity": go_time(int(c.last_activity * NS)),
+        "start": rfc3339(int(c.start * NS)),
+        "last_activity": rfc3339(int(c.last_activity * NS)),
     }
     if closed is not None:
         now = c.stop  # a closed connection's clock stopped when it closed
-        d["stop"] = go_time(int(now * NS))
+        d["stop"] = rfc3339(int(now * NS))
         d["reason"] = c.close_reason or "Client Closed"
     d.update({
         "rtt": go_duration(int(c.rtt * NS)),
@@ -160,7 +161,7 @@ def connz(mon, q: dict):
         items, offset, limit = page(conns, offset, limit)
     d = {
         "server_id": srv.server_id,
-        "now": go_time(time.time_ns()),
+        "now": rfc3339(time.time_ns()),
         "num_connections": len(items),
         "total": total,
         "offset": offset,
@@ -183,7 +184,7 @@ def subsz(mon, q: dict):
     fanouts = [len(r[0]) + len(r[1]) for r in list(cache.values())]
     d = {
         "server_id": srv.server_id,
-        "now": go_time(time.time_ns()),
+        "now": rfc3339(time.time_ns()),
         "num_subscriptions": idx.count,
         "num_cache": len(cache),
         "num_inserts": idx.inserts,

@@ -1,5 +1,5 @@
 """Go's wire conventions for the monitoring JSON and nats-server's query
-rules: RFC 3339 times, Duration strings, "uptime" strings, MarshalIndent with
+rules: "uptime" strings, MarshalIndent with
 HTML-safe escaping, and ParseBool/Atoi parameters with the real server's
 error texts (a bad value is a 400 with that text)."""
 
@@ -7,55 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-import time
+
+from .gowire import NS  # noqa: F401 (imported from here by the monitor's modules)
 
 DEFAULT_LIMIT = 1024
-NS = 1_000_000_000
 
 
 class BadRequest(Exception):
     """A query the real server answers with 400 and this text."""
 
 
-# -- Go's wire conventions ------------------------------------------------------
-def go_time(ns: int) -> str:
-    """time.Time as Go marshals it (RFC 3339, trimmed nanoseconds, UTC)."""
-    sec, frac = divmod(int(ns), NS)
-    s = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-    if frac:
-        s += "." + f"{frac:09d}".rstrip("0")
-    return s + "Z"
-
-
-def _frac(v: int, unit: int) -> str:
-    whole, rest = divmod(v, unit)
-    if not rest:
-        return str(whole)
-    return f"{whole}." + f"{rest:0{len(str(unit)) - 1}d}".rstrip("0")
-
-
-def go_duration(ns: int) -> str:
-    """time.Duration.String(): "0s", "850µs", "1.191304ms", "2m3.5s"."""
-    ns = int(ns)
-    if ns == 0:
-        return "0s"
-    sign, u = ("-", -ns) if ns < 0 else ("", ns)
-    if u < 1000:
-        return f"{sign}{u}ns"
-    if u < 1_000_000:
-        return f"{sign}{_frac(u, 1000)}µs"
-    if u < NS:
-        return f"{sign}{_frac(u, 1_000_000)}ms"
-    h, rem = divmod(u, 3600 * NS)
-    m, rem = divmod(rem, 60 * NS)
-    s = _frac(rem, NS) + "s"
-    if h:
-        return f"{sign}{h}h{m}m{s}"
-    if m:
-        return f"{sign}{m}m{s}"
-    return sign + s
-
-
+# -- nats-server's conventions (Go's times and durations are in gowire) --------
 def uptime(seconds: float) -> str:
     """nats-server's myUptime: whole seconds as "1y2d3h4m5s"."""
     s = max(0, int(seconds))

@@ -16,7 +16,8 @@ import os
 import shutil
 import time
 
-from .monitor_format import NS, go_time, q_bool, to_json
+from .gowire import rfc3339
+from .monitor_format import NS, q_bool, to_json
 
 # an account's "unlimited" reservation, as the real server prints it (uint64 max)
 UNLIMITED_RESERVATION = 2**64 - 1
@@ -149,7 +150,7 @@ def varz_jetstream(srv) -> dict:
 
 
 def _stream_detail(v: JetStreamView, st, leader: str, with_config: bool, with_consumers: bool) -> dict:
-    d = {"name": st.name, "created": go_time(st.created), "cluster": {"leader": leader}}
+    d = {"name": st.name, "created": rfc3339(st.created), "cluster": {"leader": leader}}
     if with_config:
         d["config"] = v.stream_config(st)
     d["state"] = v.stream_state(st)
@@ -172,7 +173,7 @@ def jsz(mon, q: dict):
     want_consumers, want_config = q_bool(q, "consumers"), q_bool(q, "config")
     for name in ("leader-only", "raft", "stream-leader-only"):
         q_bool(q, name)  # validated like the real server, no meaning on one node
-    now = go_time(time.time_ns())
+    now = rfc3339(time.time_ns())
     if not v.enabled:
         d = _stats({"memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
                     "api_total": 0, "api_errors": 0}, 0)

@@ -8,7 +8,8 @@ import sys
 import time
 
 from . import protocol as p
-from .monitor_format import NS, go_number, go_time, to_json, uptime
+from .gowire import rfc3339
+from .monitor_format import NS, go_number, to_json, uptime
 from .monitor_jsz import varz_jetstream
 
 
@@ -67,8 +68,8 @@ def varz(mon, q: dict):
         "jetstream": varz_jetstream(srv),
         "tls_timeout": 2,
         "write_deadline": 10 * NS,
-        "start": go_time(start),
-        "now": go_time(now),
+        "start": rfc3339(start),
+        "now": rfc3339(now),
         "uptime": uptime((now - start) / NS),
         "mem": _rss(),
         "cores": os.cpu_count() or 1,
@@ -92,7 +93,7 @@ def varz(mon, q: dict):
         "stalled_clients": 0,
         "subscriptions": srv.num_subscriptions,
         "http_req_stats": dict(sorted(mon.req_stats.items())),
-        "config_load_time": go_time(start),
+        "config_load_time": rfc3339(start),
         "config_digest": "",
         "system_account": getattr(o, "system_account", "$SYS"),
         "slow_consumer_stats": {"clients": srv.slow_consumers, "routes": 0, "gateways": 0, "leafs": 0},

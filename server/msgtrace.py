@@ -44,7 +44,7 @@ def _headers(hdr: bytes) -> dict[str, list[str]]:
 
 
 def _now() -> str:
-    from .jetstream.shapes import rfc3339  # (JetStream is imported only when it is on)
+    from .gowire import rfc3339
 
     return rfc3339(time.time_ns())
 

@@ -112,9 +112,6 @@ class Server:
         self.reading = False  # a client's data_received is running (it ends with flush_dirty)
         self.backed_up: list[Client] = []  # filled by Client.flush for the current producer
         self._flush_scheduled = False
-        # nats-server's own internal clients take ids 1-4: its first outside
-        # connection is client 5, and tools show the id (`nats account info`)
-        self._next_cid = 4
         self._tcp: asyncio.base_events.Server | None = None
         self.port = 0
         self.start_time = time.time()
@@ -132,6 +129,13 @@ class Server:
         self.accounts = Accounts(self, o.accounts)
         # the account of the server's index (its JetStream's), when configured
         self.deliver_account = self.accounts.home
+        # nats-server's own internal clients take the first client ids (tools
+        # show the id: `nats account info`): the system account's client, its
+        # send queue's, and one of each account ($G and the system account
+        # among them), so with no accounts configured the first outside
+        # connection is client 5; JetStream's take theirs later
+        # (internal_clients)
+        self._next_cid = 2 + self.accounts.count()
         self.auth = Authenticator(o)
         self.auth_required = self.auth.required
         # made here, so a certificate that does not load stops the start
@@ -256,6 +260,13 @@ class Server:
             client.queue_out(p.ERR_MAX_CONNECTIONS)
             self.loop.call_soon(client.close, "Maximum Connections Exceeded")
         return self._next_cid
+
+    def internal_clients(self, n: int) -> None:
+        """nats-server gives each of its internal clients a client id from the
+        counter connections take theirs from (a stream makes 3, a consumer 2,
+        and a mirror or source a consumer on its origin): as many ids go by,
+        so a connection gets the id it would get there."""
+        self._next_cid += n
 
     def unregister(self, client: Client) -> None:
         if self.clients.pop(client.cid, None) is None:

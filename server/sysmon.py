@@ -204,7 +204,7 @@ class SysMonitor:
 
     def stats(self) -> dict:
         """nats-server's ServerStats for this server."""
-        from .jetstream.shapes import rfc3339
+        from .gowire import rfc3339
         from .monitor_format import go_number
         from .monitor_jsz import varz_jetstream
         from .monitor_varz import _cpu_percent, _rss

@@ -66,7 +66,7 @@ class SysRequests:
         srv.schedule_flush()
 
     def server_block(self) -> dict:
-        from .jetstream.shapes import rfc3339  # (not at start-up: it loads all of JetStream)
+        from .gowire import rfc3339
 
         srv = self.server
         self.seq += 1

@@ -1309,3 +1309,68 @@ async def test_unsub_during_a_big_push_is_honoured_promptly(js, raw):
     assert loop.time() - t0 < 2
     # and nothing comes for the subscription after it
     assert not [x for x in await c.read_until_pong() if x.startswith("MSG ")]
+
+
+@pytest.mark.parametrize("max_expires,text", [(1_234_567, "1.234567ms"), (90 * 10**9 + 1, "1m30.000000001s"),
+                                              (2 * 10**9, "2s"), (1_500_000_000, "1.5s")])
+async def test_pull_above_max_expires_names_it_as_go_prints_a_duration(nc, js, max_expires, text):
+    """The 409 for a pull that asks for more than max_expires writes it with
+    Go's time.Duration.String(), every digit of the fraction kept."""
+    await js.add_stream(name="MX", subjects=["mx"])
+    await req(nc, "$JS.API.CONSUMER.CREATE.MX.C", {"stream_name": "MX", "config": {
+        "durable_name": "C", "ack_policy": "explicit", "max_expires": max_expires}})
+    body = json.dumps({"batch": 1, "expires": max_expires + 10**9}).encode()
+    msg = await nc.request("$JS.API.CONSUMER.MSG.NEXT.MX.C", body, timeout=2)
+    assert msg.headers["Status"] == "409"
+    assert msg.headers["Description"] == f"Exceeded MaxRequestExpires of {text}"
+
+
+FC = {"durable_name": "F", "deliver_subject": "fc.in", "ack_policy": "flow_control", "max_ack_pending": 100}
+
+
+@pytest.mark.parametrize("extra,err_code", [
+    ({"deliver_subject": None}, 10218), ({"ack_wait": 10**9}, 10221), ({"backoff": [10**9]}, 10221),
+    ({"max_deliver": 5}, 10222), ({"max_ack_pending": -1}, 10220)])
+async def test_flow_control_ack_policy_config_errors(nc, js, extra, err_code):
+    await js.add_stream(name="FCS", subjects=["fcs.>"])
+    cfg = {k: v for k, v in dict(FC, **extra).items() if v is not None}
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.FCS.F", {"stream_name": "FCS", "config": cfg})
+    assert r["error"]["err_code"] == err_code, r
+
+
+async def test_flow_control_ack_policy_acks_by_the_flow_control_reply(nc, js):
+    """ack_policy flow_control (2.14): a flow-controlled push consumer with a
+    1s heartbeat and no ack wait, acked up to the stream and consumer
+    sequences the reply to its flow control request names."""
+    await js.add_stream(name="FCS", subjects=["fcs.>"])
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.FCS.F", {"stream_name": "FCS", "config": dict(FC, idle_heartbeat=5 * 10**9)})
+    cfg = r["config"]
+    assert (cfg["ack_policy"], cfg["flow_control"], cfg["idle_heartbeat"], cfg["max_ack_pending"], cfg["max_deliver"]) == (
+        "flow_control", True, 10**9, 100, -1)
+    assert "ack_wait" not in cfg and cfg["metadata"]["_nats.req.level"] == "4"
+    got: list = []
+
+    async def take(m):
+        got.append(m)
+
+    sub = await nc.subscribe("fc.in", cb=take)
+    await nc.flush()
+    await nc.flush()
+    for i in range(3):
+        await js.publish(f"fcs.{i}", b"x")
+    assert await eventually(lambda: sum(1 for m in got if m.reply.startswith("$JS.ACK.")) == 3, timeout=5)
+    ci = await info(nc, "FCS", "F")
+    assert (ci["delivered"]["stream_seq"], ci["ack_floor"]["stream_seq"], ci["num_ack_pending"]) == (3, 0, 3)
+    # with messages pending the heartbeat brings a flow control request
+    assert await eventually(lambda: any(m.reply.startswith("$JS.FC.FCS.F.") for m in got), timeout=5)
+    fc = next(m for m in got if m.reply.startswith("$JS.FC.FCS.F."))
+    assert fc.headers is None or fc.headers.get("Status") == "100"
+    await nc.publish(fc.reply, b"", headers={"Nats-Last-Consumer": "2", "Nats-Last-Stream": "2"})
+    await nc.flush()
+
+    async def acked_to(n):
+        ci = await info(nc, "FCS", "F")
+        return ci["ack_floor"]["stream_seq"] == n and ci["num_ack_pending"] == 3 - n
+
+    assert await eventually(lambda: acked_to(2), timeout=5)
+    await sub.unsubscribe()

@@ -185,3 +185,37 @@ async def test_domain_in_each_account(server_kind, tmp_path):
         await b.close()
     finally:
         srv.stop()
+
+
+async def test_pub_ack_carries_the_domain(server_kind, tmp_path):
+    """With jetstream { domain: ABC } every PubAck says "domain":"ABC",
+    between the stream and the seq as nats-server writes it (clients such as
+    the C client read it), also for a duplicate, a counter and after a
+    restart; an error PubAck has none."""
+    srv = start(server_kind, tmp_path, "jetstream { domain: ABC }\n")
+    try:
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await js.add_stream(name="D", subjects=["d.>"])
+        await nc.request("$JS.API.STREAM.CREATE.CNT", json.dumps(
+            {"name": "CNT", "subjects": ["cnt"], "allow_msg_counter": True}).encode(), timeout=2)
+
+        async def pub(subject, headers=None) -> bytes:
+            return (await nc.request(subject, b"" if subject == "cnt" else b"x", timeout=2, headers=headers)).data
+
+        assert await pub("d.a") == b'{"stream":"D","domain":"ABC","seq":1}'
+        assert await pub("d.a", {"Nats-Msg-Id": "m"}) == b'{"stream":"D","domain":"ABC","seq":2}'
+        assert await pub("d.a", {"Nats-Msg-Id": "m"}) == b'{"stream":"D","domain":"ABC","seq":2,"duplicate": true}'
+        assert await pub("cnt", {"Nats-Incr": "5"}) == b'{"stream":"CNT","domain":"ABC","seq":1,"val":"5"}'
+        ack = await js.publish("d.b", b"y")
+        assert (ack.stream, ack.seq, ack.domain) == ("D", 3, "ABC")
+        bad = json.loads(await pub("d.a", {"Nats-Expected-Last-Sequence": "1"}))
+        assert bad == {"error": {"code": 400, "err_code": 10071, "description": "wrong last sequence: 3"},
+                       "stream": "D", "seq": 0}
+        await nc.close()
+        srv.restart()
+        nc = await connect(srv.url)
+        assert (await nc.request("d.c", b"z", timeout=2)).data == b'{"stream":"D","domain":"ABC","seq":4}'
+        await nc.close()
+    finally:
+        srv.stop()

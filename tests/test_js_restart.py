@@ -301,3 +301,60 @@ async def test_failed_write_is_answered_and_loses_nothing_acknowledged(tmp_path)
         await nc.close()
     finally:
         srv.stop()
+
+
+def store_modes(root) -> dict:
+    """Every directory and file under ``root``: its permission bits."""
+    import os
+
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            out[os.path.relpath(p, root)] = os.stat(p).st_mode & 0o777
+    return out
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+async def test_store_is_private_to_its_owner(server_kind, tmp_path, umask):
+    """nats-server makes its store's directories 0700 and files 0600,
+    whatever the umask: a stream's blocks, indexes and meta, a consumer's
+    state, a KV bucket, also after a restart and a compaction."""
+    import os
+
+    from conftest import ServerProcess
+
+    srv = ServerProcess(server_kind, tmp_path / "store")
+    old = os.umask(umask)  # (the broker inherits it when it starts)
+    try:
+        srv.start()
+    finally:
+        os.umask(old)
+    try:
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"])
+        for i in range(5):
+            await js.publish(f"s.{i % 2}", b"x" * 100)
+        await js.delete_msg("S", 2)
+        await js.add_consumer("S", api.ConsumerConfig(durable_name="C", ack_policy="explicit"))
+        sub = await js.pull_subscribe("s.>", "C", stream="S")
+        for m in await sub.fetch(2, timeout=2):
+            await m.ack_sync()
+        kv = await js.create_key_value(bucket="b")
+        await kv.put("k", b"v")
+        await nc.close()
+        srv.restart()
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await js.purge_stream("S", subject="s.0")
+        await js.publish("s.9", b"after")
+        await nc.close()
+        srv.stop()
+        modes = store_modes(srv.store_dir / "jetstream")
+        root = srv.store_dir / "jetstream"
+        assert any(p.endswith(".blk") for p in modes) and any(os.sep + "obs" + os.sep in p for p in modes)
+        wrong = {p: oct(m) for p, m in modes.items() if m != (0o700 if (root / p).is_dir() else 0o600)}
+        assert wrong == {}
+    finally:
+        srv.stop()

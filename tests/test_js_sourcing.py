@@ -417,3 +417,151 @@ async def test_sourcing_from_workqueue_and_interest_streams(js):
     await js.publish("in.a", b"i3")
     st = (await js.stream_info("IN")).state
     assert (st.messages, st.first_seq, st.last_seq, st.consumer_count) == (0, 6, 5, 0)
+
+
+DS = {"name": "c", "deliver_subject": "ds"}
+DURABLE_SOURCE_ERRORS = [
+    ({"sources": [{"name": "O", "consumer": {"name": "a.b", "deliver_subject": "ds"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {"name": "c", "deliver_subject": "ds.*"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {"name": "c", "deliver_subject": "ds..x"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {"name": "c"}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": {}}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": DS, "opt_start_seq": 2}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": DS, "opt_start_time": "2026-01-01T00:00:00Z"}]}, 10215),
+    ({"sources": [{"name": "O", "consumer": DS, "filter_subject": "o.a"}]}, 10215),
+    # the consumer's name is part of the source's identity, its deliver subject is not
+    ({"sources": [{"name": "O", "consumer": DS}, {"name": "O", "consumer": dict(DS, deliver_subject="ds2")}]}, 10140),
+    ({"sources": [{"name": "O", "consumer": DS, "subject_transforms": [{"src": "o.a", "dest": "a"}]},
+                  {"name": "O", "consumer": DS, "subject_transforms": [{"src": "o.b", "dest": "b"}]}]}, 10216),
+    ({"mirror": {"name": "O", "consumer": {"name": "a.b", "deliver_subject": "ds"}}}, 10213),
+    ({"mirror": {"name": "O", "consumer": DS, "opt_start_seq": 2}}, 10213),
+]
+DURABLE_TEXTS = {10215: "stream source consumer config is invalid", 10140: "duplicate source configuration detected",
+                 10216: "duplicate stream source consumer detected", 10213: "stream mirror consumer config is invalid"}
+
+
+@pytest.mark.parametrize("cfg,err_code", DURABLE_SOURCE_ERRORS, ids=[f"{e[1]}-{i}" for i, e in enumerate(DURABLE_SOURCE_ERRORS)])
+async def test_durable_consumer_source_config_errors(nc, cfg, err_code):
+    """A source through a durable consumer of the origin (nats-server 2.14's
+    StreamSource.consumer) is checked as nats-server checks it."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    r = await req(nc, "$JS.API.STREAM.CREATE.T", dict(cfg, name="T"))
+    assert r["error"] == {"code": 400, "err_code": err_code, "description": DURABLE_TEXTS[err_code]}
+
+
+async def test_durable_consumer_source_is_taken_and_waits_for_its_consumer(nc):
+    """A valid durable-consumer source is taken and echoed; with no consumer
+    of that name on the origin, or one not acked by flow control, nothing is
+    copied and the source shows no error, lag 0 and never active, as on
+    nats-server."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    for i in range(3):
+        await nc.request("o.a", b"m%d" % i, timeout=2)
+    r = await req(nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}]})
+    assert "error" not in r, r
+    assert r["config"]["sources"] == [{"name": "O", "consumer": {"name": "c", "deliver_subject": "ds"}}]
+    info = await req(nc, "$JS.API.STREAM.INFO.T")
+    assert info["config"]["sources"] == r["config"]["sources"]
+    assert info["sources"] == [{"name": "O", "lag": 0, "active": -1}]
+    assert info["state"]["messages"] == 0
+    # an update keeps it, and an ordinary source of the same origin is another source
+    r = await req(nc, "$JS.API.STREAM.UPDATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}, {"name": "O"}]})
+    assert "error" not in r, r
+    assert r["config"]["sources"] == [{"name": "O", "consumer": DS}, {"name": "O"}]
+    assert await wait_for(lambda: _messages(nc, "T", 3))
+
+
+async def test_durable_consumer_source_copies_what_its_consumer_delivers(nc):
+    """Through an ack_policy flow_control push consumer of the origin: the
+    source copies what the consumer delivers (its filter, from its ack
+    floor), with Nats-Stream-Source naming '<origin>:C=<hash>', and acks it
+    by the flow control replies; what comes later follows."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    for s in ("o.a", "o.b", "o.a"):
+        await nc.request(s, s.encode(), timeout=2)
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.O.c", {"stream_name": "O", "config": {
+        "durable_name": "c", "deliver_subject": "ds", "ack_policy": "flow_control", "max_ack_pending": 100,
+        "filter_subject": "o.a"}})
+    assert "error" not in r, r
+    r = await req(nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}]})
+    assert "error" not in r, r
+    assert await wait_for(lambda: _messages(nc, "T", 2), timeout=10)
+    origin = await req(nc, "$JS.API.STREAM.INFO.O")
+    ident = identity(origin["created"])
+    chash = identity("c")  # (getHash of the consumer's name)
+    for seq, oseq in ((1, 1), (2, 3)):
+        m = await raw_msg(nc, "T", seq)
+        assert (m["subject"], m["data"]) == ("o.a", b"o.a")
+        assert m["hdrs"] == f"NATS/1.0\r\nNats-Stream-Source: O:C={chash} {oseq} > > o.a {ident}\r\n\r\n".encode()
+    src = (await req(nc, "$JS.API.STREAM.INFO.T"))["sources"][0]
+    assert (src["name"], src["lag"], src["seq"]) == ("O", 0, 3) and src["active"] >= 0 and "error" not in src
+
+    async def acked(n: int) -> bool:
+        ci = await req(nc, "$JS.API.CONSUMER.INFO.O.c")
+        return ci["ack_floor"]["stream_seq"] == n and ci["num_ack_pending"] == 0
+
+    assert await wait_for(lambda: acked(3), timeout=10)  # (the heartbeat's flow control brings the ack)
+    await nc.request("o.a", b"later", timeout=2)
+    await nc.request("o.b", b"not for it", timeout=2)
+    assert await wait_for(lambda: _messages(nc, "T", 3), timeout=10)
+    m = await raw_msg(nc, "T", 3)
+    assert m["data"] == b"later" and f" 4 > > o.a {ident}".encode() in m["hdrs"]
+    assert await wait_for(lambda: acked(4), timeout=10)
+
+
+async def _messages(nc, stream: str, n: int) -> bool:
+    return (await req(nc, f"$JS.API.STREAM.INFO.{stream}"))["state"]["messages"] == n
+
+
+async def test_durable_consumer_mirror_keeps_sequences_and_times(nc):
+    """A mirror through an ack_policy flow_control consumer of the origin:
+    taken and waiting while the consumer is missing; then what the consumer
+    delivers keeps the origin's sequence (gaps where its filter skips),
+    timestamp and headers."""
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    for s in ("o.a", "o.b", "o.a"):
+        await nc.request(s, s.encode(), timeout=2, headers={"H": "1"})
+    r = await req(nc, "$JS.API.STREAM.CREATE.M", {"name": "M", "mirror": {"name": "O", "consumer": DS}})
+    assert "error" not in r, r
+    assert r["config"]["mirror"] == {"name": "O", "consumer": DS}
+    assert r["mirror"] == {"name": "O", "lag": 0, "active": -1}
+    r = await req(nc, "$JS.API.CONSUMER.CREATE.O.c", {"stream_name": "O", "config": {
+        "durable_name": "c", "deliver_subject": "ds", "ack_policy": "flow_control", "max_ack_pending": 100,
+        "filter_subject": "o.a"}})
+    assert "error" not in r, r
+    assert await wait_for(lambda: _messages(nc, "M", 2), timeout=10)
+    st = (await req(nc, "$JS.API.STREAM.INFO.M"))["state"]
+    assert (st["first_seq"], st["last_seq"], st["num_deleted"]) == (1, 3, 1)
+    for seq in (1, 3):
+        m, o = await raw_msg(nc, "M", seq), await raw_msg(nc, "O", seq)
+        assert m == o
+    assert await raw_msg(nc, "M", 2) is None
+
+
+async def test_durable_consumer_source_after_a_restart(server):
+    """After a restart the durable source picks up where it was: nothing it
+    holds comes twice, and what was published meanwhile follows."""
+    nc = await connect(server.url)
+    await req(nc, "$JS.API.STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+    await req(nc, "$JS.API.CONSUMER.CREATE.O.c", {"stream_name": "O", "config": {
+        "durable_name": "c", "deliver_subject": "ds", "ack_policy": "flow_control", "max_ack_pending": 100}})
+    await req(nc, "$JS.API.STREAM.CREATE.T", {"name": "T", "sources": [{"name": "O", "consumer": DS}]})
+    for i in range(3):
+        await nc.request("o.a", b"m%d" % i, timeout=2)
+    assert await wait_for(lambda: _messages(nc, "T", 3), timeout=10)
+    await nc.close()
+    server.restart()
+    nc = await connect(server.url)
+    for i in range(3, 5):
+        await nc.request("o.a", b"m%d" % i, timeout=2)
+    assert await wait_for(lambda: _messages(nc, "T", 5), timeout=15)
+    datas = [(await raw_msg(nc, "T", seq))["data"] for seq in range(1, 6)]
+    assert datas == [b"m%d" % i for i in range(5)]
+
+    async def settled() -> bool:  # everything acked by a flow control reply: nothing more will come
+        ci = await req(nc, "$JS.API.CONSUMER.INFO.O.c")
+        return ci["ack_floor"]["stream_seq"] == 5 and ci["num_ack_pending"] == 0
+
+    assert await wait_for(settled, timeout=10)
+    assert (await req(nc, "$JS.API.STREAM.INFO.T"))["state"]["messages"] == 5
+    await nc.close()

@@ -475,3 +475,71 @@ async def test_atomic_batch_headers_refused_without_allow_atomic(nc, js):
     assert json.loads((await nc.request("ab.x", b"v", headers={"Nats-Batch-Sequence": "1"}, timeout=2)).data) == \
         {"stream": "AB", "seq": 1}
     assert (await js.stream_info("AB")).state.messages == 1
+
+
+async def test_stream_info_pages_subjects_from_the_offset(nc, js):
+    """STREAM.INFO with subjects_filter honours offset as nats-server does:
+    the subjects sorted, the page from the offset on, total/offset/limit set
+    (the offset as asked, a negative one as 0), a page past the end empty."""
+    await js.add_stream(name="SP", subjects=["sp.>"])
+    for s in ("sp.d", "sp.b", "sp.e", "sp.a", "sp.c", "sp.b", "sp.x.y"):
+        await js.publish(s, b"")
+    counts = {"sp.a": 1, "sp.b": 2, "sp.c": 1, "sp.d": 1, "sp.e": 1}
+
+    async def page(offset=None, flt="sp.*"):
+        body = {"subjects_filter": flt}
+        if offset is not None:
+            body["offset"] = offset
+        d = await req(nc, "$JS.API.STREAM.INFO.SP", body)
+        return d["total"], d["offset"], d["limit"], d["state"].get("subjects")
+
+    assert await page() == (5, 0, 100_000, counts)
+    assert await page(0) == (5, 0, 100_000, counts)
+    assert await page(-3) == (5, 0, 100_000, counts)
+    assert await page(2) == (5, 2, 100_000, {"sp.c": 1, "sp.d": 1, "sp.e": 1})
+    assert await page(4) == (5, 4, 100_000, {"sp.e": 1})
+    assert await page(5) == (5, 5, 100_000, None)
+    assert await page(9) == (5, 9, 100_000, None)
+    assert await page(1, ">") == (6, 1, 100_000, {"sp.b": 2, "sp.c": 1, "sp.d": 1, "sp.e": 1, "sp.x.y": 1})
+    assert await page(1, "none.>") == (0, 0, 0, None)
+    d = await req(nc, "$JS.API.STREAM.INFO.SP", {"offset": 2})
+    assert (d["total"], d["offset"], d["limit"], d["state"].get("subjects")) == (0, 0, 0, None)
+    # a client paging by offset until it has total sees every subject once
+    seen: dict = {}
+    while True:
+        total, _, _, subjects = await page(len(seen))
+        if not subjects:
+            break
+        assert not set(subjects) & set(seen)
+        seen.update(subjects)
+    assert seen == counts and total == 5
+
+
+async def test_update_lowering_consumer_limits_below_a_consumer_is_refused(nc, js):
+    """nats-server refuses a STREAM.UPDATE whose consumer_limits a consumer
+    already exceeds (500/10069, naming it), and keeps the old config; a
+    limit at or above every consumer is taken."""
+    base = {"name": "CL", "subjects": ["cl"], "storage": "memory"}
+    await req(nc, "$JS.API.STREAM.CREATE.CL", base)
+    await req(nc, "$JS.API.CONSUMER.CREATE.CL.BIG", {"stream_name": "CL", "config": {
+        "durable_name": "BIG", "ack_policy": "explicit", "inactive_threshold": 10 * 10**9}})  # max_ack_pending 1000
+    await req(nc, "$JS.API.CONSUMER.CREATE.CL.SMALL", {"stream_name": "CL", "config": {
+        "durable_name": "SMALL", "ack_policy": "explicit", "max_ack_pending": 10}})
+
+    async def update(limits: dict) -> dict:
+        return await req(nc, "$JS.API.STREAM.UPDATE.CL", {**base, "consumer_limits": limits})
+
+    assert err(await update({"max_ack_pending": 100})) == (500, 10069, "change to limits violates consumers: BIG")
+    assert err(await update({"inactive_threshold": 5 * 10**9})) == (
+        500, 10069, "change to limits violates consumers: BIG")
+    d = await update({"inactive_threshold": 20 * 10**9, "max_ack_pending": 5})
+    code, err_code, text = err(d)
+    assert (code, err_code) == (500, 10069)
+    # (nats-server names them in its map's order: any order)
+    prefix = "change to limits violates consumers: "
+    assert text.startswith(prefix) and sorted(text[len(prefix):].split(", ")) == ["BIG", "SMALL"]
+    info = await req(nc, "$JS.API.STREAM.INFO.CL")
+    assert info["config"]["consumer_limits"] == {}
+    d = await update({"inactive_threshold": 10 * 10**9, "max_ack_pending": 1000})
+    assert "error" not in d, d
+    assert d["config"]["consumer_limits"] == {"inactive_threshold": 10 * 10**9, "max_ack_pending": 1000}

@@ -515,6 +515,8 @@ def test_torn_record_in_preallocated_space_is_reported(tmp_path):
     st2 = FileStore(crashed)
     assert any("torn" in w for w in st2.warnings)
     assert list(crashed.glob("msgs/*.torn-*")) and st2.state().messages == 10
+    # kept as private as the rest of the store (nats-server's files are 0600)
+    assert [p.stat().st_mode & 0o777 for p in crashed.glob("msgs/*.torn-*")] == [0o600]
     st2.close()
 
 

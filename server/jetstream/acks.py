@@ -695,7 +695,7 @@ class AckState:
         if start == 0 and not wider:
             start = lseq + 1
         store = c.stream.store
-        ack_all = c.config["ack_policy"] == "all"
+        ack_all = c.config["ack_policy"] in ("all", "flow_control")
         sseq, dseq, adflr, asflr = max(self.sseq, start), self.dseq, self.adflr, self.asflr
         if asflr < start:
             asflr = start - 1

@@ -35,6 +35,7 @@ log = logging.getLogger("natslab.jetstream")
 PREFIX = "$JS.API."
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256
+SUBJECT_DETAILS_LIMIT = 100_000  # nats-server's JSMaxSubjectDetails: subjects a STREAM.INFO page holds
 
 class _Req:
     __slots__ = ("subject", "tokens", "reply", "hdr", "payload")
@@ -305,9 +306,18 @@ class Api:
         sf = body.get("subjects_filter") or None
         d = {"total": 0, "offset": 0, "limit": 0}
         info = self._stream_info(st, sf, bool(body.get("deleted_details")))
-        if sf:
-            subjects = info["state"].get("subjects") or {}
-            d = {"total": len(subjects), "offset": 0, "limit": 100000}
+        if sf and (subjects := info["state"].get("subjects")):
+            # nats-server pages the subjects when asked for an offset or when
+            # there are more than one page holds: sorted, SUBJECT_DETAILS_LIMIT
+            # a page, the offset echoed as asked (a page past the end is empty)
+            offset = max(body.get("offset") or 0, 0)
+            d = {"total": len(subjects), "offset": offset, "limit": SUBJECT_DETAILS_LIMIT}
+            if offset or len(subjects) > SUBJECT_DETAILS_LIMIT:
+                page = sorted(subjects)[offset:offset + SUBJECT_DETAILS_LIMIT]
+                if page:
+                    info["state"]["subjects"] = {k: subjects[k] for k in page}
+                else:
+                    del info["state"]["subjects"]
         d.update(info)
         return d
 

@@ -141,9 +141,11 @@ class Consumer:
 
     def start(self) -> None:
         srv = self.server
-        if self.config["ack_policy"] != "none":
+        srv.internal_clients(2)  # (nats-server's consumer client and its system client)
+        if self.config["ack_policy"] not in ("none", "flow_control"):
             # as the real server: an ack-none consumer has no ack subject
-            # (an ack sent anyway gets no responders)
+            # (an ack sent anyway gets no responders), nor has one acked by
+            # its flow control replies
             ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
             self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.acks.on_ack, raw=True,
                                                      run=self.acks.ack_runs((ack_prefix + ".").encode())))
@@ -274,10 +276,9 @@ class Consumer:
             shown = rfc3339(until)
         if shown:
             cfg["pause_until"] = shown
-            md["_nats.req.level"] = "1"
         else:
             cfg.pop("pause_until", None)
-            md["_nats.req.level"] = "0"
+        md["_nats.req.level"] = consumerconfig.required_api_level(cfg, paused=bool(shown))
         cfg["metadata"] = md
         self.config = cfg
         self._arm_pause_timer()
@@ -528,7 +529,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
     if mc > 0 and len(stream.consumers) >= mc:
         raise errors.max_consumers()
     if scfg["retention"] == "workqueue":
-        if cfg["ack_policy"] != "explicit":
+        if cfg["ack_policy"] not in ("explicit", "flow_control"):
             raise errors.ApiError(400, 10098, "workqueue stream requires explicit ack")
         if cfg["deliver_policy"] != "all":
             raise errors.wq_not_deliver_all()

@@ -9,7 +9,8 @@ from typing import Callable
 
 from . import errors
 from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
-from .shapes import CONSUMER_CONFIG_KEYS, NS, format_go_duration, parse_rfc3339
+from ..gowire import go_duration
+from .shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
 from .subjects import collide, is_literal, is_subset, is_valid
 
 DEFAULT_ACK_WAIT = 30 * NS
@@ -28,6 +29,17 @@ def filters_of(cfg: dict) -> list[str]:
     if cfg.get("filter_subject"):
         return [cfg["filter_subject"]]
     return []
+
+
+FLOW_CONTROL_HEARTBEAT = NS  # nats-server's sourceHealthHB: the only heartbeat an ack_policy flow_control consumer has
+
+
+def required_api_level(cfg: dict, paused: bool) -> str:
+    """setStaticConsumerMetadata's _nats.req.level: 1 for a pause, 4 for
+    ack_policy flow_control (2.14)."""
+    if cfg.get("ack_policy") == "flow_control":
+        return "4"
+    return "1" if paused else "0"
 
 
 def normalize(raw: dict, stream_cfg: dict, durable: bool, account_max_ack_pending: int = -1) -> dict:
@@ -65,12 +77,16 @@ def normalize(raw: dict, stream_cfg: dict, durable: bool, account_max_ack_pendin
             cfg["max_ack_pending"] = account_max_ack_pending
     if not durable and not cfg.get("inactive_threshold"):
         cfg["inactive_threshold"] = DEFAULT_INACTIVE_THRESHOLD
+    if cfg["ack_policy"] == "flow_control":
+        # acked by the replies to flow control, which the heartbeat keeps going
+        cfg["flow_control"] = True
+        cfg["idle_heartbeat"] = FLOW_CONTROL_HEARTBEAT
     _check(cfg, stream_cfg, account_max_ack_pending)
     md = {k: v for k, v in (cfg.get("metadata") or {}).items() if k not in ("_nats.ver", "_nats.level")}
     # Go's zero time (what nats.go and the nats CLI send when not pausing) is
     # no pause, so it asks for no API level (nats-server: !PauseUntil.IsZero())
     pu = cfg.get("pause_until")
-    md["_nats.req.level"] = "1" if pu and not str(pu).startswith("0001-01-01T00:00:00") else "0"
+    md["_nats.req.level"] = required_api_level(cfg, paused=bool(pu) and not str(pu).startswith("0001-01-01T00:00:00"))
     cfg["metadata"] = md
     return cfg
 
@@ -89,11 +105,20 @@ def _check(cfg: dict, scfg: dict, account_max_ack_pending: int = -1) -> None:
     if cfg.get("ack_wait", 0) < 0:
         raise errors.consumer_ack_wait_negative()
     if cfg["ack_policy"] == "flow_control":
-        # decoded as on the real server, which then wants a flow-controlled
-        # push consumer (sourcing uses it); natslab does not do that policy
+        # a flow-controlled push consumer acked by the flow control replies
+        # (a durable source feeds through one), with no ack wait or redelivery limit
         if is_pull(cfg):
             raise errors.ApiError(400, 10218, "flow control ack policy requires a push based consumer")
-        raise errors.stream_invalid_config("flow control ack policy is not supported by this server")
+        if not cfg.get("flow_control"):
+            raise errors.ApiError(400, 10219, "flow control ack policy requires flow control")
+        if cfg.get("idle_heartbeat") != FLOW_CONTROL_HEARTBEAT:
+            raise errors.stream_invalid_config("flow control ack policy heartbeat needs to be 1s")
+        if cfg.get("max_ack_pending", 0) <= 0:
+            raise errors.ApiError(400, 10220, "flow control ack policy requires max ack pending")
+        if cfg.get("ack_wait") or cfg.get("backoff"):
+            raise errors.ApiError(400, 10221, "flow control ack policy requires unset ack wait")
+        if cfg["max_deliver"] > 0:
+            raise errors.ApiError(400, 10222, "flow control ack policy requires unset max deliver")
     lbo = len(cfg.get("backoff") or ())
     if lbo and cfg["max_deliver"] != -1 and lbo > cfg["max_deliver"]:
         raise errors.consumer_max_deliver_backoff()
@@ -131,7 +156,7 @@ def _check(cfg: dict, scfg: dict, account_max_ack_pending: int = -1) -> None:
         raise errors.ApiError(400, 10121, f"consumer max ack pending exceeds system limit of {limits['max_ack_pending']}")
     if limits.get("inactive_threshold") and cfg.get("inactive_threshold", 0) > limits["inactive_threshold"]:
         raise errors.ApiError(400, 10153, "consumer inactive threshold exceeds system limit of "
-                              + format_go_duration(limits["inactive_threshold"]))
+                              + go_duration(limits["inactive_threshold"]))
     if cfg.get("filter_subject") and cfg.get("filter_subjects"):
         raise errors.consumer_duplicate_filters()
     if cfg.get("filter_subject") and not is_valid(cfg["filter_subject"]):

@@ -43,7 +43,7 @@ from itertools import chain
 from pathlib import Path
 from zlib import crc32
 
-from .persist import CorruptStateError, fsync_dir, make_dirs
+from .persist import FILE_MODE, CorruptStateError, fsync_dir, make_dirs
 
 MAGIC = b"NLCS"
 VERSION = 1
@@ -179,12 +179,12 @@ class StateSlots:
             if self._fds[i] < 0:
                 path = self.dir / name
                 new |= not path.exists()
-                self._fds[i] = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                self._fds[i] = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
                 self._sizes[i] = os.fstat(self._fds[i]).st_size
         if self._afd < 0:
             path = self.dir / ACK_LOG
             new |= not path.exists()
-            self._afd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._afd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
             self._alog = os.fstat(self._afd).st_size
         if new:
             fsync_dir(self.dir)

@@ -25,6 +25,12 @@ FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budge
 _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop
 
 
+
+def _int(v: str) -> int:
+    """nats-server's parseInt64 of a header value: -1 unless all ASCII digits."""
+    return int(v) if v and v.isascii() and v.isdigit() else -1
+
+
 class Delivery:
     """``push_active``: a subscriber listens on the deliver subject; ``lss``
     / ``lss_resume``: the last-per-subject skip list (stream seqs still to
@@ -40,6 +46,8 @@ class Delivery:
         self.pblimit = 0
         self.fcid = ""
         self.fcsz = 0
+        self._ack_fc = consumer.config.get("ack_policy") == "flow_control"  # acked by its flow control replies
+        self.source = None  # the durable source (sourcing.Link) subscribed to the deliver subject, if any
         self._hb_timer = None
         self._last_send = 0.0
         self._listener = None
@@ -79,7 +87,11 @@ class Delivery:
 
     def _push_interest(self) -> bool:
         # nats-server starts (and keeps) push delivery only for a subscription
-        # on exactly the deliver subject; a wildcard one does not count
+        # on exactly the deliver subject; a wildcard one does not count. A
+        # durable source taking this consumer's deliveries (sourcing.Link,
+        # an internal subscription, which has_interest leaves out) counts.
+        if self.source is not None:
+            return True
         return self.c.server.has_interest(self.c.config["deliver_subject"], literal_only=True)
 
     def update_push_subject(self) -> None:
@@ -305,6 +317,8 @@ class Delivery:
             deliver_run(dest, rows)
         if k:
             acks.delivered_run(seqs, ts_now, ack_none, None if ack_none else replies)
+            if self._ack_fc:
+                self.flow_control_due(at_limit=True)
             self._lts = tss[k - 1]
             self._last_send = now
             c.schedule_save()
@@ -381,6 +395,8 @@ class Delivery:
         srv.deliver_internal(dsubj, sm.subject, ack_reply, hdr, data)
         if self.maxpb and self._count_pending(size):
             self.send_flow_control()
+        elif self._ack_fc:
+            self.flow_control_due(at_limit=True)
         c.schedule_save()
         if c.config["ack_policy"] == "none" and c.stream.config["retention"] != "limits":
             c.stream.ack_processed(sm.seq, sm.subject)
@@ -420,6 +436,7 @@ class Delivery:
         if idle >= hb * 0.99:
             if self.push_active:
                 self.send_heartbeat(c.config["deliver_subject"])
+                self.flow_control_due()
                 self._last_send = loop.time()
             self._hb_timer = loop.call_later(hb, self._heartbeat_fired)
         else:
@@ -434,10 +451,28 @@ class Delivery:
                                   headers.status(100, "FlowControl Request"), b"")
 
     def on_flow_control(self, subject: str, reply: str, hdr, payload: bytes) -> None:
-        if subject != self.fcid or self.c.closed:
+        c = self.c
+        if subject != self.fcid or c.closed:
             return
         if self.maxpb < self.pblimit:
             self.maxpb = min(self.maxpb * 2, self.pblimit)
         self.pbytes = max(0, self.pbytes - self.fcsz)
         self.fcid, self.fcsz = "", 0
         self.signal()
+        if c.config["ack_policy"] == "flow_control" and hdr:
+            # the reply names the last message its receiver took: an ack of
+            # everything up to it (a consumer sequence of 0 acks nothing)
+            lsseq = _int(headers.value(hdr, b"Nats-Last-Stream"))
+            if lsseq > 0:
+                c.acks.on_acks([(lsseq, max(_int(headers.value(hdr, b"Nats-Last-Consumer")), 0), 1)])
+
+    def flow_control_due(self, at_limit: bool = False) -> None:
+        """An ack_policy flow_control consumer asks for the reply that acks
+        it, if no request is out: from the heartbeat whenever something is
+        pending, after a delivery once max_ack_pending is reached."""
+        c = self.c
+        if self.fcid or c.config["ack_policy"] != "flow_control" or not c.acks.pending:
+            return
+        if at_limit and len(c.acks.pending) < (c.config.get("max_ack_pending") or 0):
+            return
+        self.send_flow_control()

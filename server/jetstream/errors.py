@@ -186,3 +186,6 @@ mirror_with_atomic = _fixed(400, 10198, "stream mirrors can not also use atomic 
 mirror_with_batched = _fixed(400, 10209, "stream mirrors can not also use batch publishing")
 mirror_with_schedules = _fixed(400, 10186, "stream mirrors can not also schedule messages")
 source_with_schedules = _fixed(400, 10187, "stream source can not also schedule messages")
+mirror_durable_consumer_cfg_invalid = _fixed(400, 10213, "stream mirror consumer config is invalid")
+source_durable_consumer_cfg_invalid = _fixed(400, 10215, "stream source consumer config is invalid")
+source_durable_consumer_duplicate = _fixed(400, 10216, "duplicate stream source consumer detected")

@@ -10,7 +10,8 @@ import logging
 from . import headers
 from . import errors
 from .errors import ApiError
-from .shapes import NS, format_go_duration, now_ns, parse_go_duration
+from ..gowire import go_duration
+from .shapes import NS, now_ns, parse_go_duration
 from .store import StoredMsg
 
 log = logging.getLogger("natslab.jetstream")
@@ -90,7 +91,7 @@ class ExpiryMixin:
         if smt > 0 and not (sm.hdr and b"Nats-Marker-Reason" in sm.hdr) \
                 and self.store.last_seq_for_subject(sm.subject) == sm.seq:
             marker = headers.append(None, [("Nats-Marker-Reason", "MaxAge"),
-                                           (headers.TTL, format_go_duration(smt // NS * NS)),
+                                           (headers.TTL, go_duration(smt // NS * NS)),
                                            (headers.ROLLUP, "sub")])
             try:
                 self.process_msg(sm.subject, b"", marker, b"")

@@ -60,6 +60,7 @@ from .filestore_reclaim import Reclaim
 from .filestore_recovery import Recovery
 from .filestore_subjects import ALL as _ALL
 from .filestore_subjects import SubjectIndex
+from .persist import FILE_MODE
 from .subjects import is_literal
 
 log = logging.getLogger("natslab.server.filestore")
@@ -301,7 +302,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             num = self._next_num
             blk = Block(num, self.msgs_dir / f"{num}.blk", first=seq)
             try:
-                fd = os.open(blk.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(blk.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE)
                 break
             except FileExistsError:
                 self._next_num += 1

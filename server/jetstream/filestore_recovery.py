@@ -41,7 +41,7 @@ from itertools import compress
 
 from . import filestore_blocks as fb
 from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
-from .persist import fsync_dir, make_dirs
+from .persist import FILE_MODE, fsync_dir, make_dirs
 
 
 def _blank(path) -> bool:
@@ -175,7 +175,7 @@ class Recovery:
         when it cannot."""
         if self._lfd < 0:
             path = self.msgs_dir / "last.seq"
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
             try:
                 if os.fstat(fd).st_size != fb.LAST_FILE_SIZE or fb.read_last(os.pread(fd, 64, 0)) is None:
                     rec = fb.pack_last(self._last, self._last_ts)
@@ -195,7 +195,7 @@ class Recovery:
                 recs = fb.DLOG_HEADER
                 if self._floor:
                     recs += fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts)
-                fd = os.open(dlog_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                fd = os.open(dlog_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
                 try:
                     self._write_all(fd, recs)
                 except OSError:
@@ -256,7 +256,8 @@ class Recovery:
             aside = blk.path.with_name(f"{blk.path.name}.torn-{cut}")
             try:  # the bytes cut off are kept, in case someone can make more of them
                 if not aside.exists():
-                    aside.write_bytes(data[cut:])
+                    with open(os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as f:
+                        f.write(data[cut:])
                 os.truncate(blk.path, cut)
             except OSError as e:
                 aside.unlink(missing_ok=True)

@@ -358,6 +358,7 @@ class JetStream:
         cfg = streamconfig.check_update(st.config, cfg)
         topoconfig.check_update(st.config, cfg)
         limits.check_stream_update(self, st.config, cfg)
+        _check_consumer_limits(st, cfg)
         self.check_overlap(cfg, exclude=st.name)
         st.update_config(cfg)
         self.save_stream_meta(st)
@@ -438,3 +439,22 @@ def _comparable(cfg: dict) -> dict:
     d = ordered(cfg, STREAM_CONFIG_FIELDS)
     d["metadata"] = {k: v for k, v in (cfg.get("metadata") or {}).items() if not k.startswith("_nats.")}
     return d
+
+
+def _check_consumer_limits(st: Stream, cfg: dict) -> None:
+    """A change of the stream's consumer_limits may not leave a consumer
+    above them (nats-server's update: only a limit that is set and changed
+    is checked, and each consumer above it is named)."""
+    old = st.config.get("consumer_limits") or {}
+    new = cfg.get("consumer_limits") or {}
+    inactive, ack_pending = new.get("inactive_threshold", 0), new.get("max_ack_pending", 0)
+    check_inactive = inactive > 0 and inactive != old.get("inactive_threshold", 0)
+    check_pending = ack_pending > 0 and ack_pending != old.get("max_ack_pending", 0)
+    if not (check_inactive or check_pending):
+        return
+    over = [name for name, c in st.consumers.items()
+            if (inactive > 0 and c.config.get("inactive_threshold", 0) > inactive)
+            or (ack_pending > 0 and c.config.get("max_ack_pending", 0) > ack_pending)]
+    if over:
+        raise errors.stream_update("change to limits violates consumers: " + ", ".join(over))
+

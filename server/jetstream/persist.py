@@ -50,10 +50,17 @@ __all__ = [
     "fsync_dir",
     "write_tmp",
     "make_dirs",
+    "DIR_MODE",
+    "FILE_MODE",
 ]
 
 MAGIC = b"natslab-state"
 VERSION = 1
+
+# nats-server's defaultDirPerms and defaultFilePerms: the store is its owner's
+# alone (the umask can only take more away)
+DIR_MODE = 0o700
+FILE_MODE = 0o600
 _MISSING: Any = object()
 
 
@@ -95,7 +102,7 @@ def make_dirs(directory: Path, sync: bool = True) -> list[Path]:
         d = d.parent
     for d in reversed(missing):
         try:
-            d.mkdir()
+            d.mkdir(DIR_MODE)
         except FileExistsError:
             pass
         if sync:
@@ -103,12 +110,16 @@ def make_dirs(directory: Path, sync: bool = True) -> list[Path]:
     return missing[::-1]
 
 
+def _private(path, flags: int) -> int:
+    return os.open(path, flags, FILE_MODE)
+
+
 def write_tmp(tmp: Path, data: bytes, *, sync: bool = True) -> None:
     """Write the file ``tmp`` that is about to replace another (fsynced unless
     ``sync`` is False). When that fails it is removed and the error raised:
     on a full disk the file it was to replace is still whole."""
     try:
-        with open(tmp, "wb") as f:
+        with open(tmp, "wb", opener=_private) as f:
             f.write(data)
             f.flush()
             if sync:
@@ -129,7 +140,7 @@ def write_bytes_atomic(path: Path | str, body: bytes, *, sync: bool = True) -> N
     if sync:
         make_dirs(path.parent)
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent, sync=False)
     header = b"%s %d %s %d\n" % (MAGIC, VERSION, _digest(body).encode(), len(body))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     write_tmp(tmp, header + body, sync=sync)

@@ -17,7 +17,8 @@ import string
 from collections import deque
 
 from . import gojson, headers, priorities
-from .shapes import NS, format_go_duration as _go_dur, now_ns
+from ..gowire import go_duration
+from .shapes import NS, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
 # json.Unmarshal: unknown fields ignored, and an unnamed struct in errors
@@ -115,7 +116,7 @@ class PullQueue:
             srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestBatch of {cfg['max_batch']}"), b"")
             return
         if expires and cfg.get("max_expires") and expires > cfg["max_expires"]:
-            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestExpires of {_go_dur(cfg['max_expires'])}"), b"")
+            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestExpires of {go_duration(cfg['max_expires'])}"), b"")
             return
         if max_bytes and cfg.get("max_bytes") and max_bytes > cfg["max_bytes"]:
             srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestMaxBytes of {cfg['max_bytes']}"), b"")

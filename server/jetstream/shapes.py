@@ -1,95 +1,20 @@
 """JSON shapes of the JetStream API, in one place and named after the real
 server's Go types (StreamConfig, StreamState, ConsumerConfig, ...), plus the
-wire conventions: RFC 3339 timestamps with trimmed nanoseconds and ``Z``,
-durations as integer nanoseconds, Go duration strings."""
+wire conventions of the API's JSON (Go's time and duration formats are
+in server/gowire.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 import time
 
+from ..gowire import NS, ZERO_TIME, parse_go_duration, parse_rfc3339, rfc3339  # noqa: F401 (re-exported to the API's modules)
 from . import fields
 from .headers import API_LEVEL  # noqa: F401 (imported from here by the API's modules)
-
-ZERO_TIME = "0001-01-01T00:00:00Z"
-NS = 1_000_000_000
 
 
 def now_ns() -> int:
     return time.time_ns()
-
-
-_last_second: tuple = (None, "")  # rfc3339: the last whole second formatted (one tuple: thread-safe)
-
-
-def rfc3339(ns: int) -> str:
-    if not ns:
-        return ZERO_TIME
-    sec, frac = divmod(ns, NS)
-    global _last_second
-    last_sec, base = _last_second
-    if last_sec != sec:
-        base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-        _last_second = (sec, base)
-    if frac:
-        base += "." + f"{frac:09d}".rstrip("0")
-    return base + "Z"
-
-
-_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
-
-
-def parse_rfc3339(s: str) -> int:
-    """RFC 3339 (as Go writes it) to ns since the epoch; ValueError if bad."""
-    m = _TS.match(s.strip())
-    if not m:
-        raise ValueError(f"bad time {s!r}")
-    base, frac, tz = m.groups()
-    if base.startswith("0001-01-01T00:00:00"):
-        return 0
-    from datetime import datetime  # (a big module, not loaded at start-up for this rare parse)
-
-    dt = datetime.fromisoformat(base + ("+00:00" if tz == "Z" else tz))
-    return int(dt.timestamp()) * NS + int((frac or "0").ljust(9, "0"))
-
-
-_DUR = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1, "us": 1000, "µs": 1000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS}
-
-
-def parse_go_duration(s: str) -> int:
-    """Go's time.ParseDuration, in ns; ValueError if bad."""
-    s = s.strip()
-    if s in ("0", ""):
-        if s == "":
-            raise ValueError("empty duration")
-        return 0
-    sign = 1
-    if s[0] in "+-":
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _DUR.match(s, pos)
-        if not m:
-            raise ValueError(f"bad duration {s!r}")
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    return sign * int(total)
-
-
-def format_go_duration(ns: int) -> str:
-    """A duration as Go's time.Duration.String prints it (whole and fractional seconds)."""
-    if ns == 0:
-        return "0s"
-    if ns < NS:
-        return f"{ns / 1_000_000:g}ms"
-    if ns % NS:
-        return f"{ns / NS:g}s"
-    h, rem = divmod(ns // NS, 3600)
-    m, sec = divmod(rem, 60)
-    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{sec}s"
 
 
 _json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode

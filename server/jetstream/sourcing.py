@@ -21,7 +21,6 @@ does."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -29,7 +28,7 @@ from . import errors, headers, transform
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
 from .subjects import match
-from .topoconfig import source_iname
+from .topoconfig import get_hash, source_iname
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -40,14 +39,12 @@ log = logging.getLogger("natslab.jetstream")
 RUN = 512  # messages copied per turn of the event loop
 TICK = 1.0  # seconds: nats-server's source heartbeat
 SOURCE_HDR = "Nats-Stream-Source"
-_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def identity(created_ns: int) -> str:
     """nats-server's stream identity: getHash of the creation time in
     RFC 3339 (8 base-62 characters of its sha256)."""
-    d = hashlib.sha256(rfc3339(created_ns).encode()).digest()
-    return "".join(_B62[b % 62] for b in d[:8])
+    return get_hash(rfc3339(created_ns))
 
 
 def strip_prefixed(hdr: bytes | None, *prefixes: bytes) -> bytes | None:
@@ -71,7 +68,18 @@ class Link:
         self.mirror = mirror
         self.name = cfg["name"]
         self.iname = source_iname(cfg)
-        _, self._hdr_filters, self._hdr_dests = self.iname.split(" ", 2)
+        self._hdr_name, self._hdr_filters, self._hdr_dests = self.iname.split(" ", 2)
+        # a source through a durable consumer of the origin (nats-server
+        # 2.14+): it copies what that consumer delivers to its deliver
+        # subject, and only from one acked by flow control (ack_policy
+        # flow_control); while the consumer is missing or acks otherwise it
+        # waits, with no error shown, as nats-server's does
+        self.durable = cfg.get("consumer") is not None
+        self.cname = (cfg.get("consumer") or {}).get("name") or ""
+        self._consumer = None  # the origin's consumer it copies through
+        self._sub = None  # on that consumer's deliver subject
+        self._inbox: list = []  # deliveries taken off the subscription, stored from the loop
+        self.dseq = 0  # the consumer sequence of the last message stored
         trs = cfg.get("subject_transforms") or []
         if trs:
             self.filters = [t.get("src") or ">" for t in trs]
@@ -107,12 +115,16 @@ class Link:
             self._timer = None
 
     def _attach(self) -> None:
+        if self.durable:
+            self._attach_durable()
+            return
         origin = self.target.js.streams.get(self.name)
         if origin is None or origin is self.target:
             self.err = errors.stream_not_found()
             return
         self.origin = origin
         self.err = None
+        origin.js.server.internal_clients(2)  # (nats-server makes a consumer on the origin for it)
         ident = identity(origin.created)
         if self.ident and ident != self.ident and not self.mirror:
             self.sseq = 0  # the origin was deleted and made anew: its sequences start over
@@ -124,6 +136,9 @@ class Link:
         self.origin_stored()
 
     def _detach(self) -> None:
+        if self.durable:
+            self._detach_durable()
+            return
         origin = self.origin
         self.origin = None
         if origin is not None and self in origin.followers:
@@ -171,6 +186,9 @@ class Link:
             self.origin_back()
         elif self.origin.closed:
             self.origin_gone()
+        elif self.durable:
+            if self._consumer is None or self._consumer.closed:
+                self._detach_durable()  # (its consumer went: wait for one again)
         else:
             self.last = now_ns()  # the heartbeat
             if self._blocked:
@@ -247,7 +265,7 @@ class Link:
             kind, ts = MIRRORED, sm.ts
         else:
             hdr = strip_prefixed(sm.hdr, b"Nats-Stream-Source:", b"Nats-Expected-", b"Nats-Batch-")
-            value = f"{self.name} {sm.seq} {self._hdr_filters} {self._hdr_dests} {sm.subject} {self.ident}"
+            value = f"{self._hdr_name} {sm.seq} {self._hdr_filters} {self._hdr_dests} {sm.subject} {self.ident}"
             hdr = headers.append(hdr, [(SOURCE_HDR, value)])
             kind, ts = SOURCED, 0
         try:
@@ -268,10 +286,80 @@ class Link:
         skip_to(self.target.store, seq)
         return True
 
+    # -- through a durable consumer (a source's or a mirror's) ----------------------
+    def _attach_durable(self) -> None:
+        """Take the origin's consumer if it is there and acks by flow control:
+        subscribe to its deliver subject and reset it to its ack floor (the
+        CONSUMER.RESET nats-server sends), so what was not acked comes again."""
+        origin = self.target.js.streams.get(self.name)
+        if origin is None or origin is self.target or origin.closed:
+            return
+        c = origin.consumers.get(self.cname)
+        if c is None or c.closed or c.config["ack_policy"] != "flow_control" or not c.config.get("deliver_subject"):
+            return
+        ident = identity(origin.created)
+        if self.ident and ident != self.ident:
+            self.sseq = 0  # the origin was deleted and made anew: its sequences start over
+        self.origin, self._consumer, self.ident, self.err = origin, c, ident, None
+        self.dseq = 0
+        self._sub = self.target.js.server.subscribe_internal(c.config["deliver_subject"], self._on_delivery)
+        self.last = now_ns()
+        c.delivery.source = self  # (an internal subscription is no interest of its own)
+        c.delivery.update_push_subject()
+        c.reset(0)
+
+    def _detach_durable(self) -> None:
+        if self._sub is not None:
+            self.target.js.server.unsubscribe_internal(self._sub)
+            c = self._consumer
+            if c is not None and c.delivery.source is self:
+                c.delivery.source = None
+                if not c.closed:
+                    c.delivery.update_push_subject()
+        self._sub = self._consumer = self.origin = None
+        self._inbox.clear()
+
+    def _on_delivery(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        # (called while the consumer's delivery is routed: stored from the loop)
+        self._inbox.append((subject, reply, hdr, payload))
+        if len(self._inbox) == 1:
+            loop = getattr(self.target.js.server, "loop", None)
+            if loop is None:
+                self._drain()
+            else:
+                loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        inbox, self._inbox = self._inbox, []
+        srv = self.target.js.server
+        for subject, reply, hdr, payload in inbox:
+            if self._sub is None or self.closed or self.target.closed:
+                return
+            self.last = now_ns()
+            if hdr and hdr.startswith(b"NATS/1.0 100"):
+                if reply:  # a flow control request: the reply acks what was stored
+                    srv.publish_internal(reply, "", b"NATS/1.0\r\nNats-Last-Consumer: %d\r\nNats-Last-Stream: %d\r\n\r\n"
+                                         % (self.dseq, self.sseq), b"")
+                continue
+            # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
+            t = reply.split(".")
+            if len(t) != 9 or not all(x.isdigit() for x in t[4:]):
+                continue
+            sseq, dseq, pending = int(t[5]), int(t[6]), int(t[8])
+            if sseq <= self.sseq:
+                self.dseq = dseq  # (had it already: delivered again after a reset)
+                continue
+            # (a mirror keeps the origin's timestamp, which the ack subject carries)
+            if not self._copy(_Delivered(subject, sseq, hdr, payload, int(t[7]))):
+                # not stored: start over from the consumer's ack floor later
+                self._detach_durable()
+                return
+            self.sseq, self.dseq, self.lag = sseq, dseq, pending
+
     # -- info ------------------------------------------------------------------
     def info(self) -> dict:
         """StreamSourceInfo."""
-        if self.last and self.origin is not None and not self.origin.closed:
+        if self.last and self.origin is not None and not self.origin.closed and not self.durable:
             # what is left to copy, as nats-server reads it off its consumer's
             # num_pending (counted here when asked, not per message)
             pending = self._pending()
@@ -287,6 +375,15 @@ class Link:
         if self.cfg.get("subject_transforms"):
             d["subject_transforms"] = [dict(t) for t in self.cfg["subject_transforms"]]
         return d
+
+
+class _Delivered:
+    """A message as a durable source's consumer delivered it (what _copy reads)."""
+
+    __slots__ = ("subject", "seq", "hdr", "data", "ts")
+
+    def __init__(self, subject: str, seq: int, hdr, data: bytes, ts: int):
+        self.subject, self.seq, self.hdr, self.data, self.ts = subject, seq, hdr, data, ts
 
 
 def skip_to(store, seq: int) -> None:

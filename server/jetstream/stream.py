@@ -48,8 +48,10 @@ class Stream(ExpiryMixin):
         self._subj_b, self._subj_s = b"", ""  # the last subject published to, and its str
         self.consumers: dict[str, "Consumer"] = {}
         self._subs: list = []
-        # nats-server formats the PubAck by hand: no HTML-safe escapes here
-        self._pub_ack = ('{"stream":%s,"seq":' % dumps_plain(self.name)).encode()
+        # nats-server formats the PubAck by hand: no HTML-safe escapes here,
+        # and the domain (when there is one) between the stream and the seq
+        domain = ',"domain":%s' % dumps_plain(js.domain) if js.domain else ""
+        self._pub_ack = ('{"stream":%s%s,"seq":' % (dumps_plain(self.name), domain)).encode()
         # dedupe window: msg id -> (seq, ts), and insertion order for expiry
         self._ddmap: dict[str, tuple[int, int]] = {}
         self._ddq: deque[tuple[int, str]] = deque()
@@ -97,6 +99,7 @@ class Stream(ExpiryMixin):
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
         srv = self.js.server
+        srv.internal_clients(3)  # (nats-server's stream client, its internal one and its loop's)
         batch.recover(self)
         # The deletes the limits made are logged but not synced with the
         # PubAck of the message that made them (one sync per group commit:

@@ -7,13 +7,14 @@ mirror_direct, source cycles) and runs when a stream is created or updated."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Callable
 
 from . import errors, transform
 from .names import is_valid_asset_name
 from .shapes import STREAM_CONFIG_FIELDS, ordered
-from .subjects import collide, is_subset
+from .subjects import collide, is_literal, is_subset, is_valid
 from .transform import MappingError
 
 
@@ -21,10 +22,22 @@ def _valid_name(name) -> bool:
     return is_valid_asset_name(name)
 
 
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def get_hash(name: str) -> str:
+    """nats-server's getHash: 8 base-62 characters of the name's sha256."""
+    d = hashlib.sha256(name.encode()).digest()
+    return "".join(_B62[b % 62] for b in d[:8])
+
+
 def source_iname(src: dict) -> str:
     """composeIName: how nats-server tells sources apart ("<name> <filters>
-    <destinations>", filters and destinations joined by \\x07)."""
+    <destinations>", filters and destinations joined by \\x07; a durable
+    consumer's source is "<name>:C=<hash of the consumer name> ...")."""
     name = src.get("name", "")
+    if src.get("consumer") is not None:
+        name += ":C=" + get_hash((src["consumer"] or {}).get("name") or "")
     trs = src.get("subject_transforms") or []
     if not trs:
         return f"{name} {src.get('filter_subject') or '>'} >"
@@ -56,6 +69,8 @@ def _canonical_source(src: dict | None) -> dict | None:
     if src is None:
         return None
     out = ordered(src, STREAM_CONFIG_FIELDS.nested["sources"])
+    if src.get("consumer") == {}:
+        out["consumer"] = {}  # (a pointer to an empty struct is not nil: checked, and refused, as given)
     if out.get("opt_start_time"):
         out["opt_start_time"] = go_time_echo(out["opt_start_time"])
     return out
@@ -98,6 +113,8 @@ def check_mirror(cfg: dict) -> None:
         if cfg.get(flag):
             raise err()
     _refuse_unsupported(m)
+    if m.get("consumer") is not None:
+        _check_durable_consumer(m, errors.mirror_durable_consumer_cfg_invalid)
     trs = m.get("subject_transforms") or []
     if m.get("filter_subject") and trs:
         raise errors.mirror_multiple_filters()
@@ -116,6 +133,7 @@ def check_sources(cfg: dict) -> None:
     if cfg.get("sources") and cfg.get("allow_msg_schedules"):
         raise errors.source_with_schedules()
     seen = set()
+    consumers = set()
     for src in cfg.get("sources") or []:
         if src is None or not _valid_name(src.get("name", "")):
             raise errors.source_invalid_stream_name()
@@ -132,15 +150,36 @@ def check_sources(cfg: dict) -> None:
             for j, b in enumerate(trs):
                 if i != j and is_subset(a.get("src") or ">", b.get("src") or ">"):
                     raise errors.source_overlapping_filters()
+        if src.get("consumer") is not None:
+            _check_durable_consumer(src, errors.source_durable_consumer_cfg_invalid)
+            # one durable consumer feeds one source of the stream (composeCName)
+            key = (src.get("name", ""), src["consumer"].get("name") or "")
+            if key in consumers:
+                raise errors.source_durable_consumer_duplicate()
+            consumers.add(key)
+
+
+def _check_durable_consumer(src: dict, invalid) -> None:
+    """A durable consumer to source through (nats-server 2.14+): a valid
+    name, a literal deliver subject, and the consumer's own start and filter
+    (none on the source)."""
+    c = src["consumer"] or {}
+    ds = c.get("deliver_subject") or ""
+    if not _valid_name(c.get("name") or ""):
+        raise invalid()
+    if not ds or not is_literal(ds) or not is_valid(ds):
+        raise invalid()
+    if src.get("opt_start_seq") or src.get("opt_start_time") is not None:
+        raise invalid()
+    if src.get("filter_subject"):
+        raise invalid()
 
 
 def _refuse_unsupported(src: dict) -> None:
     # natslab is one server with one account: there is no other domain or
-    # account to reach, and durable sourcing consumers (2.14+) are not built
+    # account to reach
     if src.get("external"):
         raise errors.stream_invalid_config("external stream sources are not supported by this server")
-    if src.get("consumer"):
-        raise errors.stream_invalid_config("durable consumer sourcing is not supported by this server")
 
 
 def check_transform_and_republish(cfg: dict) -> None:
