@@ -135,6 +135,9 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
         self.account = None  # a configured Account (server/accounts.py); None: the global account
+        self.max_payload = server.opts.max_payload  # lower for a JWT user with a payload limit (resolver.py)
+        self.max_subs = -1  # a JWT user's subscription limit (server/resolver.py); -1: none
+        self.jwt_user = None  # the claims of a JWT user (server/resolver.py)
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -213,7 +216,7 @@ class Client(Parser, asyncio.BufferedProtocol):
             # the real server closes on a malformed PUB line without an -ERR
             self.close("malformed publish")
             return
-        if total > self.server.opts.max_payload:
+        if total > self.max_payload:
             self.protocol_error(p.ERR_MAX_PAYLOAD)
             return
         if self.pedantic and not valid_subject(subject, wildcards=False):
@@ -237,6 +240,9 @@ class Client(Parser, asyncio.BufferedProtocol):
             return
         if self.perms is not None and not self.perms.can_subscribe(subject):
             self.queue_out(violation("Subscription", subject))
+            return
+        if 0 <= self.max_subs <= len(self.subs) and sid not in self.subs:
+            self.queue_out(b"-ERR 'maximum subscriptions exceeded'\r\n")
             return
         if sid in self.subs:
             # re-using a sid keeps the existing subscription (as nats-server does)
@@ -316,6 +322,9 @@ class Client(Parser, asyncio.BufferedProtocol):
             if not entry:
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
+                return
+            if isinstance(entry, dict) and entry.get("reject"):  # e.g. an account's connection limit (resolver.py)
+                self.protocol_error(entry["reject"])
                 return
             # (a certificate or no_auth_user may name the user, not CONNECT)
             self.user = str(entry.get("user") or entry.get("nkey") or "") if isinstance(entry, dict) else str(opts.get("user") or "")

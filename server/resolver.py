@@ -1,0 +1,478 @@
+"""Operator mode: ``operator:`` JWTs, an account resolver, and JWT users.
+
+With ``operator: op.jwt`` (a file, or the JWT inline) the server trusts the
+operator's key and its signing keys. Accounts are account JWTs the
+operator signed, found by the resolver: ``resolver: MEMORY`` with
+``resolver_preload { <account key>: <jwt> }``, or the directory resolver
+``resolver { type: full, dir: ... }`` (also ``cache``), whose store is a
+file ``<dir>/<account key>.jwt`` per account. Every account known at start
+becomes a natslab account (server/accounts.py) named by its public key, its
+exports, imports and JetStream limits taken from the claims, so routing,
+imports and JetStream are that module's.
+
+A client logs in with a user JWT and the nonce of its INFO signed by the
+user's seed (``jwt`` and ``sig`` in CONNECT; a bearer JWT needs no
+signature), as nats-server's processClientOrLeafAuthentication checks it:
+the user JWT signed by its account (or one of the account's signing keys,
+``issuer_account`` naming the account), the account signed by a trusted
+operator key, neither expired, the user not revoked. The user's
+permissions (``pub``/``sub`` allow and deny) and limits (``subs``,
+``payload``, the account's ``conn``) apply as nats-server applies them.
+
+Claim updates: ``$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE`` (and the old
+``$SYS.ACCOUNT.<key>.CLAIMS.UPDATE``) update a known account; with the full
+resolver also ``$SYS.REQ.CLAIMS.UPDATE``, and the JWT is stored in the
+directory. An update replaces the account's limits and revocations, and
+drops connected users it revokes (``User Authentication Revoked``) or that
+exceed its connection limit.
+
+Not done (an error at start-up rather than a server that behaves otherwise):
+URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``. Not done
+silently: activation tokens on imports, user ``src``/``times`` limits,
+scoped signing key templates, account ``data``/``imports``/``exports``
+limits, and accounts that first appear by an update (they are stored, and
+served from the next start).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from . import jwt
+from .conf import ConfigError
+
+OPERATOR_KEYS = ("operator", "operators", "roots", "root", "root_operators", "root_operator")
+RESOLVER_KEYS = ("resolver", "account_resolver", "accounts_resolver")
+_JWT_RE = re.compile(r"eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+")
+
+ERR_ACCOUNT_CONNS = b"-ERR 'maximum account active connections exceeded'\r\n"
+ERR_MAX_SUBS = b"-ERR 'maximum subscriptions exceeded'\r\n"
+ERR_REVOKED = b"-ERR 'User Authentication Revoked'\r\n"
+ERR_EXPIRED = b"-ERR 'User Authentication Expired'\r\n"
+
+
+def _read_jwt(value: str) -> str:
+    """nats-server's readOperatorJWT: a file holding the JWT (perhaps in a
+    decorated ``-----BEGIN NATS OPERATOR JWT-----`` block), or the JWT."""
+    text = value
+    if not value.startswith("eyJ"):
+        try:
+            text = Path(value).read_text()
+        except OSError as e:
+            raise ConfigError(f"error parsing operator JWT: open {value}: {(e.strerror or str(e)).lower()}") from None
+    m = _JWT_RE.search(text)
+    if m is None:
+        raise ConfigError("error parsing operator JWT: no JWT found")
+    return m.group(0)
+
+
+class Resolver:
+    """Where account JWTs come from: ``memory`` (the preloads) or a
+    directory (``full`` or ``cache``)."""
+
+    def __init__(self, kind: str, directory: str | None = None, allow_delete: bool = False):
+        self.kind = kind
+        self.dir = Path(directory) if directory else None
+        self.allow_delete = allow_delete
+        if self.dir is not None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def tracking(self) -> bool:
+        """Does it take ``$SYS.REQ.CLAIMS.UPDATE`` and store updates?"""
+        return self.kind == "full"
+
+    def stored(self) -> dict[str, str]:
+        out = {}
+        if self.dir is not None:
+            for f in sorted(self.dir.glob("*.jwt")):
+                try:
+                    out[f.stem] = f.read_text().strip()
+                except OSError:
+                    continue
+        return out
+
+    def save(self, key: str, token: str) -> None:
+        if self.dir is None:
+            return
+        tmp = self.dir / f".{key}.jwt.tmp"
+        tmp.write_text(token)
+        tmp.replace(self.dir / f"{key}.jwt")
+
+
+def _parse_resolver(v) -> Resolver:
+    if isinstance(v, str):
+        if re.match(r"(?i)\s*(MEM|MEMORY)\s*", v):
+            return Resolver("memory")
+        if re.match(r"(?i)\s*URL", v):
+            raise ConfigError('"resolver: URL(...)" is not supported by natslab')
+    elif isinstance(v, dict):
+        low = {str(k).lower(): x for k, x in v.items()}
+        kind = str(low.get("type", "")).upper()
+        if kind in ("MEM", "MEMORY"):
+            return Resolver("memory")
+        if kind in ("FULL", "CACHE"):
+            d = low.get("dir")
+            if not d:
+                raise ConfigError("dir has no value and needs to point to a directory")
+            p = Path(str(d))
+            if p.exists() and not p.is_dir():
+                raise ConfigError("dir needs to point to an accessible directory")
+            if kind == "CACHE":
+                for key in ("interval", "allow_delete", "hard_delete"):
+                    if key in low:
+                        raise ConfigError(f"CACHE does not accept {'sync' if key == 'interval' else key}")
+            elif "ttl" in low:
+                raise ConfigError("FULL does not accept ttl")
+            return Resolver(kind.lower(), str(p), bool(low.get("allow_delete")))
+    else:
+        raise ConfigError(f"error parsing operator resolver, wrong type {type(v).__name__}")
+    raise ConfigError('error parsing account resolver, should be MEM or  URL("url") or a map containing dir '
+                      "and type state=[FULL|CACHE])")
+
+
+def configure(o, c) -> None:
+    """The operator-mode keys of a checked config file (``c``) onto the
+    options ``o``: ``o.operator`` becomes an OperatorMode, and every
+    account the resolver has joins ``o.accounts``. Run before the file's
+    ``accounts`` and ``system_account`` are applied."""
+    keys = [k for k in c if k in OPERATOR_KEYS]
+    res_keys = [k for k in c if k in RESOLVER_KEYS]
+    if not keys:
+        if res_keys or "resolver_preload" in c:
+            raise ConfigError("resolver configured without operator: natslab needs an operator JWT")
+        return
+    ops: list[str] = []
+    for k in keys:
+        v = c[k]
+        for item in v if isinstance(v, list) else [v]:
+            if not isinstance(item, str):
+                raise ConfigError(f"error parsing operators: unsupported type {type(item).__name__}")
+            ops.append(_read_jwt(item))
+    if not res_keys:
+        raise ConfigError('"operator" without a "resolver": natslab supports resolver MEMORY and full/cache '
+                          "directories, not the operator's account server URL")
+    resolver = _parse_resolver(c[res_keys[-1]])
+    preload = c.get("resolver_preload") or {}
+    if not isinstance(preload, dict):
+        raise ConfigError("preload should be a map of account_public_key:account_jwt")
+    mode = OperatorMode(ops, resolver)
+    for key, token in preload.items():
+        if not isinstance(token, str):
+            raise ConfigError("preload map value should be a string JWT")
+        try:
+            jwt.decode(token, "account")
+        except jwt.JWTError:
+            raise ConfigError("invalid account JWT") from None
+        mode.add_jwt(str(key), token, preload=True)
+    for key, token in resolver.stored().items():
+        mode.add_jwt(key, token)
+    o.operator = mode
+    if not o.system_account or o.system_account == "$SYS":
+        sys_key = mode.system_account or ""
+        if sys_key and sys_key in mode.accounts:
+            o.system_account = sys_key
+    for key in mode.accounts:
+        o.accounts[key] = mode.account_config(key)
+
+
+class OperatorMode:
+    def __init__(self, operator_jwts: list[str], resolver: Resolver):
+        self.operators = []
+        self.trusted: set[str] = set()
+        for token in operator_jwts:
+            try:
+                claims = jwt.decode(token, "operator")
+            except jwt.JWTError as e:
+                raise ConfigError(f"error parsing operator JWT: {e}") from None
+            if claims.get("iss") != claims.get("sub"):
+                raise ConfigError("error parsing operator JWT: operator JWT must be self-signed")
+            self.operators.append(claims)
+            self.trusted.add(claims["sub"])
+            self.trusted.update(jwt.signing_keys(claims["nats"]))
+        self.system_account = self.operators[0]["nats"].get("system_account") if len(self.operators) == 1 else None
+        self.resolver = resolver
+        self.accounts: dict[str, dict] = {}  # account key -> its claims (the newest we accept)
+        self.server = None
+
+    # -- accounts ----------------------------------------------------------------
+    def add_jwt(self, key: str, token: str, preload: bool = False) -> dict | None:
+        try:
+            claims = jwt.decode(token, "account")
+        except jwt.JWTError:
+            return None
+        if claims["sub"] != key or claims["iss"] not in self.trusted:
+            return None
+        old = self.accounts.get(key)
+        if old is None or (claims.get("iat") or 0) >= (old.get("iat") or 0):
+            self.accounts[key] = claims
+        return self.accounts[key]
+
+    def account_config(self, key: str):
+        """The account's claims as an accounts.py AccountConfig."""
+        from .accounts import AccountConfig
+
+        nats = self.accounts[key]["nats"]
+        cfg = AccountConfig(key)
+        for e in nats.get("exports") or ():
+            kind = e.get("type", "stream")
+            if kind not in ("stream", "service") or not e.get("subject"):
+                continue
+            spec = {kind: e["subject"]}
+            if e.get("token_req"):
+                spec["accounts"] = []  # activation tokens: not supported, so no importer is authorized
+            cfg.exports.append(spec)
+        for i in nats.get("imports") or ():
+            kind = i.get("type", "stream")
+            src = i.get("account")
+            if kind not in ("stream", "service") or not src or not i.get("subject") or src not in self.accounts:
+                continue
+            if not self._exported(src, kind, i["subject"], key):
+                continue
+            spec = {kind: {"account": src, "subject": i["subject"]}}
+            local = i.get("local_subject") or ("" if kind == "stream" else i.get("to"))
+            if local:
+                spec["to"] = local
+            elif kind == "stream" and i.get("to"):
+                spec["prefix"] = i["to"]
+            cfg.imports.append(spec)
+        lim = nats.get("limits") or {}
+        mem, disk = lim.get("mem_storage", 0) or 0, lim.get("disk_storage", 0) or 0
+        if mem or disk:
+            from .jetstream.limits import AccountLimits
+
+            cfg.jetstream = AccountLimits(
+                max_memory=mem, max_storage=disk, max_streams=lim.get("streams", -1),
+                max_consumers=lim.get("consumer", -1), max_ack_pending=lim.get("max_ack_pending", -1),
+                memory_max_stream_bytes=lim.get("mem_max_stream_bytes", -1),
+                storage_max_stream_bytes=lim.get("disk_max_stream_bytes", -1),
+                max_bytes_required=bool(lim.get("max_bytes_required", False)))
+        return cfg
+
+    def _exported(self, src: str, kind: str, subject: str, importer: str) -> bool:
+        """Does account ``src`` export ``subject`` (as ``kind``) to
+        ``importer`` without an activation token? (An import nats-server
+        cannot authorize is dropped, not an error.)"""
+        from .subjects import is_subset, subject_matches
+
+        for e in self.accounts[src]["nats"].get("exports") or ():
+            if e.get("type", "stream") != kind or e.get("token_req") or not e.get("subject"):
+                continue
+            pat, sub = e["subject"].encode(), subject.encode()
+            if pat == sub or subject_matches(pat, sub) or is_subset(sub, pat):
+                return True
+        return False
+
+    # -- login --------------------------------------------------------------------
+    def check(self, client, c: dict):
+        """The user entry (a dict) of a CONNECT with a user JWT, or False."""
+        token = str(c.get("jwt") or "")
+        if not token:
+            return False
+        try:
+            uc = jwt.decode(token, "user")
+        except jwt.JWTError:
+            return False
+        if jwt.expired(uc):
+            return False
+        nats = uc["nats"]
+        acc_key = nats.get("issuer_account") or uc["iss"]
+        ac = self.accounts.get(acc_key)
+        if ac is None or ac["iss"] not in self.trusted:
+            return False
+        an = ac["nats"]
+        if uc["iss"] != acc_key and uc["iss"] not in jwt.signing_keys(an):
+            return False  # "User JWT issuer is not known"
+        if jwt.expired(ac):
+            return False
+        lim = an.get("limits") or {}
+        if nats.get("bearer_token"):
+            if lim.get("disallow_bearer"):
+                return False
+        else:
+            from .auth import _signed
+
+            if not _signed(uc["sub"], client.nonce, str(c.get("sig") or "")):
+                return False
+        if jwt.revoked(an.get("revocations"), uc["sub"], uc.get("iat") or 0):
+            return False
+        types = nats.get("allowed_connection_types")
+        if types:
+            kind = "WEBSOCKET" if getattr(client, "ws", None) is not None else "STANDARD"
+            if kind not in [str(t).upper() for t in types]:
+                return False
+        entry: dict = {"user": uc["sub"], "account": acc_key, "jwt_claims": uc}
+        perms = _permissions(nats)
+        if perms:
+            entry["permissions"] = perms
+        server = client.server
+        acc = server.accounts.by_name.get(acc_key)
+        conns = lim.get("conn", -1)
+        if conns is not None and conns >= 0 and acc is not None:
+            n = sum(1 for x in server.clients.values() if x.account is acc and x is not client and x.connected)
+            if n >= conns:
+                entry["reject"] = ERR_ACCOUNT_CONNS
+        client.jwt_user = uc
+        client.max_subs = _min_limit(nats.get("subs", -1), lim.get("subs", -1))
+        pay = _min_limit(nats.get("payload", -1), lim.get("payload", -1))
+        if pay >= 0:
+            client.max_payload = min(pay, server.opts.max_payload)
+        exp = uc.get("exp") or 0
+        if exp:
+            self._expire_at(client, exp)
+        return entry
+
+    def _expire_at(self, client, exp: float) -> None:
+        loop = client.server.loop
+
+        def expire():
+            if not client.closed:
+                client.protocol_error(ERR_EXPIRED)
+
+        loop.call_later(max(exp - time.time(), 0), expire)
+
+    # -- claim updates over $SYS ------------------------------------------------------
+    def start(self, server) -> None:
+        """Subscribe the claim update requests in the system account."""
+        self.server = server
+        sysreq = server.sys_requests
+        index = server.accounts.system.index
+        for subject in ("$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE", "$SYS.ACCOUNT.*.CLAIMS.UPDATE"):
+            sysreq.subscribe(index, subject, self._account_update)
+        if self.resolver.tracking:
+            sysreq.subscribe(index, "$SYS.REQ.CLAIMS.UPDATE", self._claims_update)
+        if self.resolver.dir is not None:
+            sysreq.subscribe(index, "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP", self._lookup)
+
+    def _respond(self, reply: str, acc: str, message: str, err: str | None = None) -> None:
+        if not reply:
+            return
+        srv = self.server
+        client = srv.current_publisher
+        body: dict = {"server": srv.sys_requests.server_block()}
+        if err is None:
+            body["data"] = {"account": acc, "code": 200, "message": message}
+        else:
+            body["error"] = {"account": acc, "code": 500, "description": f"{message} - {err}"}
+        srv.sys_requests.reply(client, reply, json.dumps(body).encode())
+
+    def _account_update(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        toks = subject.split(".")
+        key = toks[2] if len(toks) == 5 else toks[3] if len(toks) == 6 else ""
+        if not key:
+            return
+        if not payload:
+            self._respond(reply, key, "jwt update error", "request body is empty")
+            return
+        token = payload.decode("utf-8", "replace").strip()
+        try:
+            claims = jwt.decode(token, "account")
+        except jwt.JWTError as e:
+            self._respond(reply, key if not self.resolver.tracking else "n/a", "jwt update resulted in error", str(e))
+            return
+        if claims["sub"] != key:
+            self._respond(reply, key, "jwt update resulted in error", "subject does not match jwt content")
+            return
+        if self.resolver.tracking:
+            self._store(claims, token, reply)
+        elif key not in self.accounts:
+            self._respond(reply, key, "jwt update skipped")
+        else:
+            self._apply(claims, token, reply)
+
+    def _claims_update(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        token = payload.decode("utf-8", "replace").strip()
+        try:
+            claims = jwt.decode(token, "account")
+        except jwt.JWTError as e:
+            self._respond(reply, "n/a", "jwt update resulted in error", str(e))
+            return
+        self._store(claims, token, reply)
+
+    def _store(self, claims: dict, token: str, reply: str) -> None:
+        key = claims["sub"]
+        try:  # (stored whoever signed it, as nats-server stores it; trusted or not is checked at login)
+            self.resolver.save(key, token)
+        except OSError as e:
+            self._respond(reply, key, "jwt update resulted in error", str(e))
+            return
+        if key in self.accounts:
+            self._apply(claims, token, None)
+        elif claims["iss"] in self.trusted:
+            self.accounts[key] = claims  # (known for the next start; see the module's notes)
+        self._respond(reply, key, "jwt updated")
+
+    def _lookup(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        if not reply:
+            return
+        toks = subject.split(".")
+        token = self.resolver.stored().get(toks[3], "") if len(toks) == 6 else ""
+        self.server.sys_requests.reply(self.server.current_publisher, reply, token.encode())
+
+    def _apply(self, claims: dict, token: str, reply: str | None) -> None:
+        """A newer JWT of a known account: its claims replace the old ones;
+        connected users it revokes, or over its connection limit, go."""
+        key = claims["sub"]
+        if claims["iss"] not in self.trusted:
+            if reply is not None:
+                self._respond(reply, key, "jwt update resulted in error", "account not signed by a trusted operator")
+            return
+        self.accounts[key] = claims
+        an = claims["nats"]
+        srv = self.server
+        acc = srv.accounts.by_name.get(key)
+        if acc is not None:
+            lim = an.get("limits") or {}
+            conns = lim.get("conn", -1)
+            count = 0
+            for client in sorted((c for c in list(srv.clients.values()) if c.account is acc and not c.closed),
+                                 key=lambda c: c.cid):
+                uc = getattr(client, "jwt_user", None)
+                if conns is not None and 0 <= conns <= count:
+                    client.protocol_error(ERR_ACCOUNT_CONNS)
+                    continue
+                count += 1
+                if uc is None:
+                    continue
+                if uc["nats"].get("bearer_token") and lim.get("disallow_bearer"):
+                    client.protocol_error(b"-ERR 'Authorization Violation'\r\n")
+                elif jwt.revoked(an.get("revocations"), uc["sub"], uc.get("iat") or 0):
+                    client.protocol_error(ERR_REVOKED)
+                else:
+                    client.max_subs = _min_limit(uc["nats"].get("subs", -1), lim.get("subs", -1))
+                    pay = _min_limit(uc["nats"].get("payload", -1), lim.get("payload", -1))
+                    client.max_payload = min(pay, srv.opts.max_payload) if pay >= 0 else srv.opts.max_payload
+            self._rewire_exports(acc, key)
+            srv.schedule_flush()
+        if reply is not None:
+            self._respond(reply, key, "jwt updated")
+
+    def _rewire_exports(self, acc, key: str) -> None:
+        """The account's exports from its new claims (imports others made
+        of it stay as they were authorized)."""
+        cfg = self.account_config(key)
+        acc.stream_exports = [(e["stream"].encode(), set(e["accounts"]) if "accounts" in e else None)
+                              for e in cfg.exports if "stream" in e]
+        acc.service_exports = [(e["service"].encode(), set(e["accounts"]) if "accounts" in e else None)
+                               for e in cfg.exports if "service" in e]
+
+
+def _min_limit(a, b) -> int:
+    """The smaller of two limits, -1 (or absent) being none."""
+    vals = [int(x) for x in (a, b) if isinstance(x, (int, float)) and x >= 0]
+    return min(vals) if vals else -1
+
+
+def _permissions(nats: dict) -> dict:
+    """A user JWT's pub/sub permissions in the config file's form
+    (server/permissions.py)."""
+    out = {}
+    for side, name in (("pub", "publish"), ("sub", "subscribe")):
+        p = nats.get(side) or {}
+        spec = {k: list(p[k]) for k in ("allow", "deny") if p.get(k)}
+        if spec:
+            out[name] = spec
+    return out

@@ -1,0 +1,477 @@
+"""Operator mode (JWT auth) on both servers: an operator JWT, account JWTs
+in a MEMORY resolver (``resolver_preload``) or the full directory
+resolver, user JWTs in ``.creds`` files. Every JWT is made here, signed
+with the ``nkeys`` package (the test extra), as nsc makes them; nats-py
+logs in with ``user_credentials=``, the nats CLI with ``--creds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import time
+
+import pytest
+
+from conftest import RawClient, ServerProcess, connect, eventually
+from natscli import nats_cli  # noqa: F401 (a fixture)
+
+nkeys = pytest.importorskip("nkeys")
+nats_errors = pytest.importorskip("nats.errors")
+
+NO_LIMITS = {"subs": -1, "conn": -1, "leaf": -1, "imports": -1, "exports": -1, "data": -1, "payload": -1,
+             "wildcards": True}
+JS_LIMITS = {"mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}
+USER_LIMITS = {"subs": -1, "data": -1, "payload": -1}
+
+
+class Key:
+    """A fresh nkey of a kind (operator, account, user)."""
+
+    def __init__(self, prefix: int):
+        self.seed = nkeys.encode_seed(os.urandom(32), prefix)
+        self.kp = nkeys.from_seed(self.seed)
+        self.public = self.kp.public_key.decode()
+
+    @classmethod
+    def operator(cls):
+        return cls(nkeys.PREFIX_BYTE_OPERATOR)
+
+    @classmethod
+    def account(cls):
+        return cls(nkeys.PREFIX_BYTE_ACCOUNT)
+
+    @classmethod
+    def user(cls):
+        return cls(nkeys.PREFIX_BYTE_USER)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def encode(claims: dict, issuer: Key) -> str:
+    """A v2 JWT of ``claims`` signed by ``issuer``, as nats-io/jwt encodes one."""
+    claims = {"iat": int(time.time()), **claims, "iss": issuer.public}
+    claims.pop("jti", None)
+    claims["jti"] = base64.b32encode(hashlib.sha256(json.dumps(claims, sort_keys=True).encode()).digest()).decode().rstrip("=")
+    head = _b64(json.dumps({"typ": "JWT", "alg": "ed25519-nkey"}).encode())
+    body = _b64(json.dumps(claims).encode())
+    sig = issuer.kp.sign(f"{head}.{body}".encode())
+    return f"{head}.{body}.{_b64(sig)}"
+
+
+def account_jwt(op: Key, acc: Key, name: str, **nats) -> str:
+    claims = {"type": "account", "version": 2, "limits": {**NO_LIMITS, **nats.pop("limits", {})}, **nats}
+    return encode({"sub": acc.public, "name": name, "nats": claims}, op)
+
+
+def user_jwt(signer: Key, user: Key, name: str = "u", issuer_account: str | None = None, exp: int | None = None,
+             **nats) -> str:
+    claims = {"type": "user", "version": 2, **USER_LIMITS, **nats}
+    if issuer_account:
+        claims["issuer_account"] = issuer_account
+    body = {"sub": user.public, "name": name, "nats": claims}
+    if exp is not None:
+        body["exp"] = exp
+    return encode(body, signer)
+
+
+def creds(path, token: str, user: Key):
+    path.write_text("-----BEGIN NATS USER JWT-----\n%s\n------END NATS USER JWT------\n\n"
+                    "************************* IMPORTANT *************************\n\n"
+                    "-----BEGIN USER NKEY SEED-----\n%s\n------END USER NKEY SEED------\n" % (token, user.seed.decode()))
+    return str(path)
+
+
+class Setup:
+    """An operator with a system account SYS and accounts A (exports a stream
+    and a service) and B (imports both), in the config of a server."""
+
+    def __init__(self, tmp_path, a_limits=None, a_extra=None, resolver="memory"):
+        self.tmp = tmp_path
+        self.op, self.sys, self.a, self.b = Key.operator(), Key.account(), Key.account(), Key.account()
+        self.a_signer = Key.account()
+        self.resolver = resolver
+        self.op_jwt = encode({"sub": self.op.public, "name": "OP",
+                              "nats": {"type": "operator", "version": 2, "system_account": self.sys.public}}, self.op)
+        self.a_claims = dict(limits={**JS_LIMITS, **(a_limits or {})}, signing_keys=[self.a_signer.public],
+                             exports=[{"name": "events", "subject": "events.>", "type": "stream"},
+                                      {"name": "help", "subject": "help.>", "type": "service"}],
+                             **(a_extra or {}))
+        self.jwts = {
+            self.sys.public: account_jwt(self.op, self.sys, "SYS"),
+            self.a.public: self.a_account_jwt(),
+            self.b.public: account_jwt(self.op, self.b, "B", imports=[
+                {"name": "events", "subject": "events.>", "account": self.a.public, "type": "stream"},
+                {"name": "help", "subject": "help.>", "account": self.a.public, "type": "service"}]),
+        }
+
+    def a_account_jwt(self, **changes) -> str:
+        return account_jwt(self.op, self.a, "A", **{**self.a_claims, **changes})
+
+    def conf(self) -> str:
+        opf = self.tmp / "op.jwt"
+        opf.write_text(self.op_jwt)
+        text = f'operator: "{opf}"\nsystem_account: {self.sys.public}\n'
+        if self.resolver == "memory":
+            text += "resolver: MEMORY\nresolver_preload: {\n"
+            text += "".join(f"  {k}: {v}\n" for k, v in self.jwts.items()) + "}\n"
+        else:
+            d = self.tmp / "jwts"
+            d.mkdir(exist_ok=True)
+            for k, v in self.jwts.items():
+                (d / f"{k}.jwt").write_text(v)
+            text += f'resolver: {{ type: full, dir: "{d}" }}\n'
+        return text
+
+    def start(self, kind: str) -> ServerProcess:
+        path = self.tmp / "op.conf"
+        path.write_text(self.conf())
+        srv = ServerProcess(kind, self.tmp / "store", extra=["-c", str(path)])
+        srv.start()
+        return srv
+
+    def user(self, account: str = "a", name: str = "u", **kw) -> str:
+        """A .creds file of a new user of account ``a``, ``b`` or ``sys``."""
+        key = Key.user()
+        signer = getattr(self, account)
+        return creds(self.tmp / f"{name}.creds", user_jwt(signer, key, name, **kw), key)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    return Setup(tmp_path)
+
+
+async def _errors(url, **kw):
+    """The error a failed connect gives (nats-py raises it)."""
+    errs: list = []
+
+    async def on_error(e):
+        errs.append(e)
+
+    try:
+        nc = await connect(url, error_cb=on_error, **kw)
+    except Exception as e:  # noqa: BLE001 (any failure is the point)
+        return str(e) or type(e).__name__, errs
+    await nc.close()
+    return None, errs
+
+
+async def test_creds_login_and_account_isolation(server_kind, setup):
+    srv = setup.start(server_kind)
+    try:
+        a1 = await connect(srv.url, user_credentials=setup.user("a", "a1"))
+        a2 = await connect(srv.url, user_credentials=setup.user("a", "a2"))
+        b = await connect(srv.url, user_credentials=setup.user("b", "b1"))
+        try:
+            sa = await a2.subscribe("hello")
+            sb = await b.subscribe("hello")
+            for c in (a2, b):
+                await c.flush()
+                await c.flush()
+            await a1.publish("hello", b"in A")
+            await a1.flush()
+            assert (await sa.next_msg(timeout=3)).data == b"in A"
+            with pytest.raises(nats_errors.TimeoutError):
+                await sb.next_msg(timeout=0.3)
+            # the server puts them in the account of their JWT's issuer
+            info = json.loads((await a1.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+            assert info["data"]["account"] == setup.a.public
+        finally:
+            for c in (a1, a2, b):
+                await c.close()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("case", ["no creds", "unknown account", "expired", "bad signature", "user creds"])
+async def test_bad_logins_are_authorization_violations(server_kind, setup, tmp_path, case):
+    srv = setup.start(server_kind)
+    try:
+        kw: dict = {}
+        if case == "unknown account":
+            stranger = Key.account()
+            key = Key.user()
+            kw["user_credentials"] = creds(tmp_path / "x.creds", user_jwt(stranger, key), key)
+        elif case == "expired":
+            kw["user_credentials"] = setup.user("a", exp=int(time.time()) - 10)
+        elif case == "bad signature":
+            # a JWT of one user with the seed of another: the nonce signature fails
+            key, other = Key.user(), Key.user()
+            kw["user_credentials"] = creds(tmp_path / "x.creds", user_jwt(setup.a, key), other)
+        elif case == "user creds":
+            kw["user"], kw["password"] = "a", "b"
+        err, errs = await _errors(srv.url, **kw)
+        assert err is not None
+        assert any("authorization violation" in str(e).lower() for e in errs) or "authorization" in err.lower()
+    finally:
+        srv.stop()
+
+
+async def test_raw_connect_with_jwt_and_signed_nonce(server_kind, setup):
+    """The protocol itself: INFO has a nonce; CONNECT with jwt and sig gets
+    +OK, with a wrong sig -ERR 'Authorization Violation'."""
+    srv = setup.start(server_kind)
+    try:
+        key = Key.user()
+        token = user_jwt(setup.a, key)
+        for good in (True, False):
+            raw = await RawClient.open(srv, connect=None)
+            try:
+                info = json.loads(raw.info[5:])
+                assert info["auth_required"] is True and info["nonce"]
+                signer = key if good else Key.user()
+                sig = _b64(signer.kp.sign(info["nonce"].encode()))
+                await raw.send('CONNECT {"verbose":true,"pedantic":false,"jwt":"%s","sig":"%s"}\r\n' % (token, sig))
+                got = await raw.readline()
+                assert got == ("+OK" if good else "-ERR 'Authorization Violation'")
+            finally:
+                raw.close()
+    finally:
+        srv.stop()
+
+
+async def test_user_permissions_from_the_jwt(server_kind, setup):
+    srv = setup.start(server_kind)
+    errs: list = []
+
+    async def on_error(e):
+        errs.append(str(e))
+
+    try:
+        nc = await connect(srv.url, error_cb=on_error,
+                           user_credentials=setup.user("a", pub={"allow": ["ok.>", "_INBOX.>"]},
+                                                       sub={"deny": ["secret.>"]}))
+        try:
+            await nc.subscribe("secret.x")
+            await nc.publish("nope", b"x")
+            await nc.flush()
+            assert await eventually(lambda: len(errs) >= 2)
+            assert any("permissions violation for subscription to \"secret.x\"" in e.lower() for e in errs)
+            assert any("permissions violation for publish to \"nope\"" in e.lower() for e in errs)
+            assert nc.is_connected
+        finally:
+            await nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_stream_and_service_imports_between_accounts(server_kind, setup):
+    srv = setup.start(server_kind)
+    try:
+        a = await connect(srv.url, user_credentials=setup.user("a", "a1"))
+        b = await connect(srv.url, user_credentials=setup.user("b", "b1"))
+        try:
+            events = await b.subscribe("events.>")
+
+            async def helper(msg):
+                await msg.respond(b"helped: " + msg.data)
+
+            await a.subscribe("help.>", cb=helper)
+            for c in (a, b):
+                await c.flush()
+                await c.flush()
+            await a.publish("events.one", b"1")
+            await a.flush()
+            msg = await events.next_msg(timeout=3)
+            assert (msg.subject, msg.data) == ("events.one", b"1")
+            answer = await b.request("help.me", b"please", timeout=3)
+            assert answer.data == b"helped: please"
+        finally:
+            await a.close()
+            await b.close()
+    finally:
+        srv.stop()
+
+
+async def test_signing_key_and_bearer_users(server_kind, setup, tmp_path):
+    srv = setup.start(server_kind)
+    try:
+        # signed by A's signing key, naming A as its account
+        key = Key.user()
+        path = creds(tmp_path / "sk.creds", user_jwt(setup.a_signer, key, issuer_account=setup.a.public), key)
+        nc = await connect(srv.url, user_credentials=path)
+        info = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+        assert info["data"]["account"] == setup.a.public
+        await nc.close()
+        # a signing key A does not have is refused
+        rogue = Key.account()
+        path = creds(tmp_path / "rogue.creds", user_jwt(rogue, key, issuer_account=setup.a.public), key)
+        err, _ = await _errors(srv.url, user_credentials=path)
+        assert err is not None
+        # a bearer JWT needs no nonce signature: raw CONNECT with no sig
+        bearer = user_jwt(setup.a, Key.user(), bearer_token=True)
+        raw = await RawClient.open(srv, connect=None)
+        try:
+            await raw.send('CONNECT {"verbose":true,"pedantic":false,"jwt":"%s"}\r\n' % bearer)
+            assert await raw.readline() == "+OK"
+        finally:
+            raw.close()
+    finally:
+        srv.stop()
+
+
+async def test_account_connection_limit(server_kind, tmp_path):
+    setup = Setup(tmp_path, a_limits={"conn": 1})
+    srv = setup.start(server_kind)
+    try:
+        first = await connect(srv.url, user_credentials=setup.user("a", "a1"))
+        try:
+            err, errs = await _errors(srv.url, user_credentials=setup.user("a", "a2"))
+            assert err is not None
+            assert any("maximum account active connections exceeded" in str(e).lower() for e in errs) or \
+                "maximum account active connections exceeded" in err.lower()
+            assert first.is_connected
+            # another account is not limited by A's limit
+            other = await connect(srv.url, user_credentials=setup.user("b", "b1"))
+            await other.close()
+        finally:
+            await first.close()
+    finally:
+        srv.stop()
+
+
+async def test_subscription_and_payload_limits(server_kind, tmp_path):
+    setup = Setup(tmp_path, a_limits={"subs": 2, "payload": 100})
+    srv = setup.start(server_kind)
+    errs: list = []
+
+    async def on_error(e):
+        errs.append(str(e).lower())
+
+    try:
+        nc = await connect(srv.url, error_cb=on_error, user_credentials=setup.user("a"))
+        try:
+            for i in range(3):
+                await nc.subscribe(f"s.{i}")
+            # (nats-py closes on any -ERR but a permissions violation, and keeps it as last_error)
+            assert await eventually(lambda: "maximum subscriptions exceeded" in str(nc.last_error).lower())
+        finally:
+            await nc.close()
+        # a payload over the account's limit ends the connection (nats-py
+        # still knows only the server's max_payload from INFO)
+        raw = await RawClient.open(srv, connect=None)
+        try:
+            info = json.loads(raw.info[5:])
+            key = Key.user()
+            token = user_jwt(setup.a, key)
+            sig = _b64(key.kp.sign(info["nonce"].encode()))
+            await raw.send('CONNECT {"verbose":false,"pedantic":false,"jwt":"%s","sig":"%s"}\r\nPING\r\n' % (token, sig))
+            assert await raw.readline() == "PONG"
+            await raw.send("PUB x 101\r\n" + "x" * 101 + "\r\n")
+            assert await raw.readline() == "-ERR 'Maximum Payload Violation'"
+            assert await raw.closed()
+        finally:
+            raw.close()
+    finally:
+        srv.stop()
+
+
+async def _claims_update(sys_nc, subject: str, token: str) -> dict:
+    return json.loads((await sys_nc.request(subject, token.encode(), timeout=3)).data)
+
+
+@pytest.mark.parametrize("resolver", ["memory", "full"])
+async def test_revocation_pushed_over_sys(server_kind, tmp_path, resolver):
+    setup = Setup(tmp_path, resolver=resolver)
+    srv = setup.start(server_kind)
+    errs: list = []
+
+    async def on_error(e):
+        errs.append(str(e).lower())
+
+    try:
+        key = Key.user()
+        token = user_jwt(setup.a, key, "victim", iat=int(time.time()) - 5)
+        path = creds(tmp_path / "victim.creds", token, key)
+        victim = await connect(srv.url, user_credentials=path, error_cb=on_error)
+        sys_nc = await connect(srv.url, user_credentials=setup.user("sys", "admin"))
+        try:
+            revoking = setup.a_account_jwt(revocations={key.public: int(time.time())})
+            subject = f"$SYS.REQ.ACCOUNT.{setup.a.public}.CLAIMS.UPDATE"
+            resp = await _claims_update(sys_nc, subject, revoking)
+            assert resp["data"] == {"account": setup.a.public, "code": 200, "message": "jwt updated"}
+            assert "server" in resp
+            assert await eventually(lambda: victim.is_closed or not victim.is_connected, timeout=5)
+            assert await eventually(lambda: "user authentication revoked" in str(victim.last_error).lower())
+            err, _ = await _errors(srv.url, user_credentials=path)
+            assert err is not None
+            # another user of A is not revoked
+            other = await connect(srv.url, user_credentials=setup.user("a", "other"))
+            await other.close()
+            # a JWT for another account's subject is refused
+            resp = await _claims_update(sys_nc, f"$SYS.REQ.ACCOUNT.{setup.b.public}.CLAIMS.UPDATE", revoking)
+            assert resp["error"]["code"] == 500
+            assert "subject does not match jwt content" in resp["error"]["description"]
+            if resolver == "full":
+                stored = (tmp_path / "jwts" / f"{setup.a.public}.jwt").read_text()
+                assert stored == revoking
+        finally:
+            await sys_nc.close()
+            if not victim.is_closed:
+                await victim.close()
+    finally:
+        srv.stop()
+
+
+async def test_full_resolver_claims_update_stores_new_account(server_kind, tmp_path):
+    setup = Setup(tmp_path, resolver="full")
+    srv = setup.start(server_kind)
+    try:
+        sys_nc = await connect(srv.url, user_credentials=setup.user("sys", "admin"))
+        try:
+            c = Key.account()
+            token = account_jwt(setup.op, c, "C")
+            resp = await _claims_update(sys_nc, "$SYS.REQ.CLAIMS.UPDATE", token)
+            assert resp["data"] == {"account": c.public, "code": 200, "message": "jwt updated"}
+            assert (tmp_path / "jwts" / f"{c.public}.jwt").read_text() == token
+            # a JWT the operator did not sign is stored too (nats-server's
+            # claimValidate does not check the issuer) but gives no login
+            r, rogue = Key.account(), Key.operator()
+            resp = await _claims_update(sys_nc, "$SYS.REQ.CLAIMS.UPDATE", account_jwt(rogue, r, "R"))
+            assert resp["data"] == {"account": r.public, "code": 200, "message": "jwt updated"}
+            key = Key.user()
+            err, _ = await _errors(srv.url, user_credentials=creds(tmp_path / "r.creds", user_jwt(r, key), key))
+            assert err is not None
+            # not a JWT at all
+            resp = await _claims_update(sys_nc, "$SYS.REQ.CLAIMS.UPDATE", "garbage")
+            assert resp["error"]["code"] == 500 and resp["error"]["account"] == "n/a"
+        finally:
+            await sys_nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_jetstream_in_a_jwt_account(server_kind, setup):
+    srv = setup.start(server_kind)
+    try:
+        nc = await connect(srv.url, user_credentials=setup.user("a"))
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="ORDERS", subjects=["orders.>"])
+            ack = await js.publish("orders.1", b"x")
+            assert ack.stream == "ORDERS" and ack.seq == 1
+        finally:
+            await nc.close()
+    finally:
+        srv.stop()
+
+
+def test_nats_cli_with_creds(server_kind, setup, nats_cli):
+    srv = setup.start(server_kind)
+    try:
+        path = setup.user("a", "cli")
+        got = nats_cli.run(srv.url, "--creds", path, "request", "--help")  # (parses)
+        assert got.returncode == 0
+        pub = nats_cli.run(srv.url, "--creds", path, "pub", "cli.x", "hi")
+        assert pub.returncode == 0, pub.stdout + pub.stderr
+        bad = nats_cli.run(srv.url, "--creds", setup.user("a", "cli2", exp=int(time.time()) - 5), "pub", "cli.x", "hi")
+        assert bad.returncode != 0
+        assert "authorization violation" in (bad.stdout + bad.stderr).lower()
+    finally:
+        srv.stop()
