@@ -6,7 +6,9 @@ header is ``{"typ":"JWT","alg":"ed25519-nkey"}``; the payload the claims
 ``exp``, ``nbf``, ``name``, ``jti``, and ``nats``: the operator, account or
 user part, with its ``type``); the signature is Ed25519 over
 ``header.payload`` by the issuer's key (server/ed25519.py checks it). Which
-kind of key may issue which claim is nats-io/jwt's rule: an operator signs
+kind of key may issue which claim is nats-io/jwt's rule (v1 JWTs,
+``"alg":"ed25519"`` with the claim type outside ``nats``, are read too, as
+nats-io/jwt v2 reads them: nats.py's own test credentials are v1): an operator signs
 itself and accounts, an account (or one of its signing keys) its users.
 """
 
@@ -76,9 +78,17 @@ def decode(token: str, expect: str | None = None) -> dict:
         raise JWTError("invalid JSON in JWT") from None
     if not isinstance(header, dict) or str(header.get("typ", "")).upper() != "JWT":
         raise JWTError("not a JWT")
-    if header.get("alg") != "ed25519-nkey":
+    if header.get("alg") not in ("ed25519-nkey", "ed25519"):
         raise JWTError(f"unexpected {header.get('alg')!r} algorithm")
-    if not isinstance(claims, dict) or not isinstance(claims.get("nats"), dict):
+    if not isinstance(claims, dict):
+        raise JWTError("not a NATS JWT")
+    if header["alg"] == "ed25519":
+        # a v1 JWT (nats-io/jwt v2 still reads them): the type at the top,
+        # the ``nats`` part perhaps missing
+        nats = claims.get("nats")
+        claims["nats"] = nats = dict(nats) if isinstance(nats, dict) else {}
+        nats.setdefault("type", claims.get("type"))
+    elif not isinstance(claims.get("nats"), dict):
         raise JWTError("not a NATS v2 JWT")
     kind = claims["nats"].get("type")
     if expect is not None and kind != expect:
@@ -86,7 +96,8 @@ def decode(token: str, expect: str | None = None) -> dict:
     iss = claims.get("iss")
     if not isinstance(iss, str) or iss[:1] != _ISSUERS.get(kind, "?"):
         raise JWTError(f"invalid issuer for {kind} claim")
-    if not verify(public_key(iss), (parts[0] + "." + parts[1]).encode(), _b64(parts[2])):
+    signed = parts[1] if header["alg"] == "ed25519" else parts[0] + "." + parts[1]  # (v1 signed the payload alone)
+    if not verify(public_key(iss), signed.encode(), _b64(parts[2])):
         raise JWTError("claim failed V2 signature verification")
     sub = claims.get("sub")
     if not isinstance(sub, str) or not is_key(sub, {"operator": "O", "account": "A", "user": "U"}[kind]):

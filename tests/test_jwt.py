@@ -475,3 +475,111 @@ def test_nats_cli_with_creds(server_kind, setup, nats_cli):
         assert "authorization violation" in (bad.stdout + bad.stderr).lower()
     finally:
         srv.stop()
+
+
+# nats.py's ClientJWTAuthTest (nats/tests/test_client_nkeys.py): its server
+# config nats/tests/nkeys/resolver_preload.conf (an inline v1 operator JWT,
+# accounts foo and bar preloaded in a MEMORY resolver) and its users'
+# credentials (nkeys/foo-user.creds, bar-user.creds), as test data.
+NATS_PY_OPERATOR = (
+    "eyJ0eXAiOiJqd3QiLCJhbGciOiJlZDI1NTE5In0.eyJqdGkiOiIyTVhXQ0VaRFo2S0g3NU5ZU1NaUFBTTElET1NEVzdMVVE0"
+    "RVRUSjJMWEhKQlFGWTRTMkZBIiwiaWF0IjoxNTUzODQwMzM3LCJpc3MiOiJPRFdJSUU3SjdOT1M3M1dWQk5WWTdIQ1dYVTRX"
+    "WFdEQlNDVjRWSUtNNVk0TFhUT1Q1U1FQT0xXTCIsIm5hbWUiOiJ0ZXN0X29wZXJhdG9yIiwic3ViIjoiT0RXSUlFN0o3Tk9T"
+    "NzNXVkJOVlk3SENXWFU0V1hXREJTQ1Y0VklLTTVZNExYVE9UNVNRUE9MV0wiLCJ0eXBlIjoib3BlcmF0b3IifQ.V_v6k3aMO"
+    "pyau83RaqNHW_YmZw8X0ZnJWLOas3YvQYIyXrHF0bL9inBaQw6zXzbN_ViQnNskhB7tM40qguitAg")
+NATS_PY_FOO_ACCOUNT = "AD7SEANS6BCBF6FHIB7SQ3UGJVPW53BXOALP75YXJBBXQL7EAFB6NJNA"
+NATS_PY_FOO_ACCOUNT_JWT = (
+    "eyJ0eXAiOiJqd3QiLCJhbGciOiJlZDI1NTE5In0.eyJqdGkiOiIyUDNHU1BFSk9DNlVZNE5aM05DNzVQVFJIV1pVRFhPV1pL"
+    "R0NLUDVPNjJYSlZESVEzQ0ZRIiwiaWF0IjoxNTUzODQwNjE1LCJpc3MiOiJPRFdJSUU3SjdOT1M3M1dWQk5WWTdIQ1dYVTRX"
+    "WFdEQlNDVjRWSUtNNVk0TFhUT1Q1U1FQT0xXTCIsIm5hbWUiOiJmb28iLCJzdWIiOiJBRDdTRUFOUzZCQ0JGNkZISUI3U1Ez"
+    "VUdKVlBXNTNCWE9BTFA3NVlYSkJCWFFMN0VBRkI2TkpOQSIsInR5cGUiOiJhY2NvdW50IiwibmF0cyI6eyJsaW1pdHMiOnsi"
+    "c3VicyI6LTEsImNvbm4iOi0xLCJpbXBvcnRzIjotMSwiZXhwb3J0cyI6LTEsImRhdGEiOi0xLCJwYXlsb2FkIjotMSwid2ls"
+    "ZGNhcmRzIjp0cnVlfX19.COiKg5EFK4Gb2gA7vtKHQK7vjMEUx-RMWYuN-Bg-uVOFs9GLwW7Dxc4TcN-poBGBEkwKnleiA9S"
+    "jYO3y4-AqBQ")
+NATS_PY_BAR_ACCOUNT = "AAXPTP32BD73YW3ACUY6DPXKWBSUW4VEZNE3LD4FUOFDP6KDU43PQVU2"
+NATS_PY_BAR_ACCOUNT_JWT = (
+    "eyJ0eXAiOiJqd3QiLCJhbGciOiJlZDI1NTE5In0.eyJqdGkiOiJPQ1dUQkRQTzVETjRSV0lFNEtJQ1BQWkszUEhHV0dQUVFK"
+    "NFVET1pQSTVaRzJQUzZKVkpBIiwiaWF0IjoxNTUzODQwNjE5LCJpc3MiOiJPRFdJSUU3SjdOT1M3M1dWQk5WWTdIQ1dYVTRX"
+    "WFdEQlNDVjRWSUtNNVk0TFhUT1Q1U1FQT0xXTCIsIm5hbWUiOiJiYXIiLCJzdWIiOiJBQVhQVFAzMkJENzNZVzNBQ1VZNkRQ"
+    "WEtXQlNVVzRWRVpORTNMRDRGVU9GRFA2S0RVNDNQUVZVMiIsInR5cGUiOiJhY2NvdW50IiwibmF0cyI6eyJsaW1pdHMiOnsi"
+    "c3VicyI6LTEsImNvbm4iOi0xLCJpbXBvcnRzIjotMSwiZXhwb3J0cyI6LTEsImRhdGEiOi0xLCJwYXlsb2FkIjotMSwid2ls"
+    "ZGNhcmRzIjp0cnVlfX19.KY2fBvYyNCA0dYS7I6_rETGHT4YGkWZSh03XhXxwAvJ8XCfKlVJRY82U-0ERg01SFtPTZ-6BYu-"
+    "sty1E67ioDA")
+NATS_PY_FOO_USER_JWT = (
+    "eyJ0eXAiOiJqd3QiLCJhbGciOiJlZDI1NTE5In0.eyJqdGkiOiJXTURGT1dHV1JGWkRGRFVSM0dPUkdESEtUTTdDUlZBVDQ1"
+    "RkRFMllNRUY1N0VOQ0JBVFFRIiwiaWF0IjoxNTUzODQwOTQ0LCJpc3MiOiJBRDdTRUFOUzZCQ0JGNkZISUI3U1EzVUdKVlBX"
+    "NTNCWE9BTFA3NVlYSkJCWFFMN0VBRkI2TkpOQSIsIm5hbWUiOiJmb28tdXNlciIsInN1YiI6IlVDSzVON042Nk9CT0lORlhB"
+    "WUMyQUNKUVlGU09ENFZZTlU2QVBFSlRBVkZaQjJTVkhMS0dFVzdMIiwidHlwZSI6InVzZXIiLCJuYXRzIjp7InB1YiI6e30s"
+    "InN1YiI6e319fQ.Vri09BN561m37GvuSWoGN9L9TSkwQbjC_jIv1BCJcoxZqNc_Pa7WbR12b3SAS4_Ip2D9-2HCwyYib1JUE"
+    "IO8Bg")
+NATS_PY_FOO_USER_SEED = "SUAMLK2ZNL35WSMW37E7UD4VZ7ELPKW7DHC3BWBSD2GCZ7IUQQXZIORRBU"
+NATS_PY_BAR_USER_JWT = (
+    "eyJ0eXAiOiJqd3QiLCJhbGciOiJlZDI1NTE5In0.eyJqdGkiOiJTRVYzUE5WNExQU0JZUDRGVTdLSDROSkhSWjNSREhCQlpW"
+    "UFZCNEZYNENIUURORktMSTRRIiwiaWF0IjoxNTUzODQwOTMyLCJpc3MiOiJBQVhQVFAzMkJENzNZVzNBQ1VZNkRQWEtXQlNV"
+    "VzRWRVpORTNMRDRGVU9GRFA2S0RVNDNQUVZVMiIsIm5hbWUiOiJiYXItdXNlciIsInN1YiI6IlVBVFY3QkE0SEpBSUxXMjJH"
+    "UVhJUzU1MlZNS1E2NDRGWlJJQUlVV1ZJTEpWSlo0U1pWVkNYQVZRIiwidHlwZSI6InVzZXIiLCJuYXRzIjp7InB1YiI6e30s"
+    "InN1YiI6e319fQ.2_IUOJ_YnE1R0dpDxllFQkV4chzzlRi1MY5da9L0dPQkqPanSyNSig8yEUBLH4qHmmwl0Wc349vsO_ZYZ"
+    "D0mDw")
+NATS_PY_BAR_USER_SEED = "SUADASFE2CMNLLIYTMWA6VMSD6T3CLTFXDW7AFTRBNANFR5EPDE554NUOE"
+
+
+class NoJetStream(ServerProcess):
+    """Without -js, as nats.py's test runs its server (nats-server will not
+    start JetStream in operator mode without a system account)."""
+
+    def argv(self) -> list[str]:
+        return [a for a in super().argv() if a != "-js"]
+
+
+def _nats_py_conf(tmp_path) -> str:
+    path = tmp_path / "resolver_preload.conf"
+    path.write_text(f"operator: {NATS_PY_OPERATOR}\nresolver = MEMORY\nresolver_preload = {{\n"
+                    f'  {NATS_PY_FOO_ACCOUNT} : "{NATS_PY_FOO_ACCOUNT_JWT}"\n'
+                    f'  {NATS_PY_BAR_ACCOUNT} : "{NATS_PY_BAR_ACCOUNT_JWT}"\n}}\n')
+    return str(path)
+
+
+def _nats_py_creds(path, token: str, seed: str) -> str:
+    path.write_text(f"-----BEGIN NATS USER JWT-----\n{token}\n------END NATS USER JWT------\n\n"
+                    f"-----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("form", ["creds", "tuple", "raw"])
+async def test_nats_py_client_jwt_auth_scenario(server_kind, tmp_path, form):
+    """ClientJWTAuthTest's connects: a .creds file, a (jwt file, seed file)
+    tuple, RawCredentials; then a request to its own 'help' responder."""
+    from nats.aio.client import RawCredentials
+
+    srv = NoJetStream(server_kind, tmp_path / "store", extra=["-c", _nats_py_conf(tmp_path)])
+    srv.start()
+    try:
+        path = _nats_py_creds(tmp_path / "foo-user.creds", NATS_PY_FOO_USER_JWT, NATS_PY_FOO_USER_SEED)
+        if form == "creds":
+            cred = path
+        elif form == "tuple":
+            (tmp_path / "foo-user.jwt").write_text(NATS_PY_FOO_USER_JWT)
+            (tmp_path / "foo-user.nk").write_text(NATS_PY_FOO_USER_SEED)
+            cred = (str(tmp_path / "foo-user.jwt"), str(tmp_path / "foo-user.nk"))
+        else:
+            cred = RawCredentials((tmp_path / "foo-user.creds").read_text())
+        nc = await connect(srv.url, user_credentials=cred, connect_timeout=5)
+
+        async def help_handler(msg):
+            await nc.publish(msg.reply, b"OK!")
+
+        await nc.subscribe("help", cb=help_handler)
+        await nc.flush()
+        msg = await nc.request("help", b"I need help", timeout=3)
+        assert msg.data == b"OK!"
+        # bar's user is in account bar: foo's responder is not there
+        bar = await connect(srv.url, user_credentials=_nats_py_creds(tmp_path / "bar-user.creds", NATS_PY_BAR_USER_JWT,
+                                                                      NATS_PY_BAR_USER_SEED))
+        try:
+            with pytest.raises(nats_errors.NoRespondersError):
+                await bar.request("help", b"I need help", timeout=3)
+        finally:
+            await bar.close()
+        await nc.close()
+    finally:
+        srv.stop()
