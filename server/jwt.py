@@ -88,6 +88,7 @@ def decode(token: str, expect: str | None = None) -> dict:
         nats = claims.get("nats")
         claims["nats"] = nats = dict(nats) if isinstance(nats, dict) else {}
         nats.setdefault("type", claims.get("type"))
+        claims["v1"] = True
     elif not isinstance(claims.get("nats"), dict):
         raise JWTError("not a NATS v2 JWT")
     kind = claims["nats"].get("type")
@@ -123,6 +124,16 @@ def signing_keys(nats: dict) -> dict[str, dict | None]:
         elif isinstance(k, dict) and isinstance(k.get("key"), str):
             out[k["key"]] = k if k.get("kind") == "user_scope" else None
     return out
+
+
+def limit(claims: dict, part: dict, name: str) -> int:
+    """A limit of an account's ``limits`` or a user's claims: absent is 0
+    in a v2 JWT (Go's zero value: nothing allowed), no limit (-1) in a v1
+    one (nats-io/jwt's v1 migration starts from no limits)."""
+    v = part.get(name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return -1 if claims.get("v1") else 0
+    return int(v)
 
 
 def revoked(revocations: dict | None, key: str, issued_at: int) -> bool:

@@ -310,20 +310,29 @@ class OperatorMode:
             entry["permissions"] = perms
         server = client.server
         acc = server.accounts.by_name.get(acc_key)
-        conns = lim.get("conn", -1)
-        if conns is not None and conns >= 0 and acc is not None:
+        conns = jwt.limit(ac, lim, "conn")
+        if conns >= 0 and acc is not None:
             n = sum(1 for x in server.clients.values() if x.account is acc and x is not client and x.connected)
             if n >= conns:
                 entry["reject"] = ERR_ACCOUNT_CONNS
         client.jwt_user = uc
-        client.max_subs = _min_limit(nats.get("subs", -1), lim.get("subs", -1))
-        pay = _min_limit(nats.get("payload", -1), lim.get("payload", -1))
-        if pay >= 0:
-            client.max_payload = min(pay, server.opts.max_payload)
+        self._limits(client, uc, ac)
+        if client.max_subs == 0 and "reject" not in entry:
+            entry["reject"] = ERR_MAX_SUBS  # (nats-server: at its limit from the start)
         exp = uc.get("exp") or 0
         if exp:
             self._expire_at(client, exp)
         return entry
+
+    @staticmethod
+    def _limits(client, uc: dict, ac: dict) -> None:
+        """The connection's subscription and payload limits: the smaller of
+        the user's and the account's (nats-server's applyAccountLimits)."""
+        lim = ac["nats"].get("limits") or {}
+        client.max_subs = _min_limit(jwt.limit(uc, uc["nats"], "subs"), jwt.limit(ac, lim, "subs"))
+        pay = _min_limit(jwt.limit(uc, uc["nats"], "payload"), jwt.limit(ac, lim, "payload"))
+        max_payload = client.server.opts.max_payload
+        client.max_payload = min(pay, max_payload) if pay >= 0 else max_payload
 
     def _expire_at(self, client, exp: float) -> None:
         loop = client.server.loop
@@ -426,12 +435,12 @@ class OperatorMode:
         acc = srv.accounts.by_name.get(key)
         if acc is not None:
             lim = an.get("limits") or {}
-            conns = lim.get("conn", -1)
+            conns = jwt.limit(claims, lim, "conn")
             count = 0
             for client in sorted((c for c in list(srv.clients.values()) if c.account is acc and not c.closed),
                                  key=lambda c: c.cid):
                 uc = getattr(client, "jwt_user", None)
-                if conns is not None and 0 <= conns <= count:
+                if 0 <= conns <= count:
                     client.protocol_error(ERR_ACCOUNT_CONNS)
                     continue
                 count += 1
@@ -442,9 +451,9 @@ class OperatorMode:
                 elif jwt.revoked(an.get("revocations"), uc["sub"], uc.get("iat") or 0):
                     client.protocol_error(ERR_REVOKED)
                 else:
-                    client.max_subs = _min_limit(uc["nats"].get("subs", -1), lim.get("subs", -1))
-                    pay = _min_limit(uc["nats"].get("payload", -1), lim.get("payload", -1))
-                    client.max_payload = min(pay, srv.opts.max_payload) if pay >= 0 else srv.opts.max_payload
+                    self._limits(client, uc, claims)
+                    if 0 <= client.max_subs <= len(client.subs):
+                        client.protocol_error(ERR_MAX_SUBS)
             self._rewire_exports(acc, key)
             srv.schedule_flush()
         if reply is not None:
@@ -460,9 +469,9 @@ class OperatorMode:
                                for e in cfg.exports if "service" in e]
 
 
-def _min_limit(a, b) -> int:
-    """The smaller of two limits, -1 (or absent) being none."""
-    vals = [int(x) for x in (a, b) if isinstance(x, (int, float)) and x >= 0]
+def _min_limit(a: int, b: int) -> int:
+    """The smaller of two limits, -1 being none."""
+    vals = [x for x in (a, b) if x >= 0]
     return min(vals) if vals else -1
 
 

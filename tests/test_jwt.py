@@ -583,3 +583,96 @@ async def test_nats_py_client_jwt_auth_scenario(server_kind, tmp_path, form):
         await nc.close()
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("missing, error", [
+    ("conn", "maximum account active connections exceeded"),
+    ("subs", "maximum subscriptions exceeded"),
+])
+async def test_a_limit_left_out_of_a_v2_jwt_is_zero(server_kind, tmp_path, missing, error):
+    """nats-io/jwt v2 reads an absent limit as Go's zero: no connection, no
+    subscription allowed (a v1 JWT's absent limits are none: nats.py's)."""
+    setup = Setup(tmp_path)
+    limits = {k: v for k, v in NO_LIMITS.items() if k != missing}
+    setup.jwts[setup.a.public] = encode({"sub": setup.a.public, "name": "A",
+                                         "nats": {"type": "account", "version": 2, "limits": limits}}, setup.op)
+    srv = setup.start(server_kind)
+    try:
+        err, _ = await _errors(srv.url, user_credentials=setup.user("a"))
+        # (nats-server sends the subscription error from a goroutine: it may
+        # come after the connect's PONG, so the connect itself may pass)
+        nc = None
+        if err is None:
+            nc = await connect(srv.url, user_credentials=setup.user("a", "again"))
+            assert await eventually(lambda: nc.is_closed)
+            err = str(nc.last_error)
+        assert error in err.lower()
+        # B has every limit: served
+        b = await connect(srv.url, user_credentials=setup.user("b"))
+        await b.close()
+    finally:
+        srv.stop()
+
+
+async def test_user_jwt_expiry_ends_the_connection(server_kind, setup):
+    srv = setup.start(server_kind)
+    try:
+        nc = await connect(srv.url, user_credentials=setup.user("a", exp=int(time.time()) + 2))
+        assert nc.is_connected
+        assert await eventually(lambda: nc.is_closed, timeout=6)
+        assert "user authentication expired" in str(nc.last_error).lower()
+    finally:
+        srv.stop()
+
+
+async def test_account_without_jetstream_limits(server_kind, setup):
+    """B's JWT has no JetStream limits: the API says JetStream is not
+    enabled for it (A's streams are A's alone)."""
+    srv = setup.start(server_kind)
+    try:
+        nc = await connect(srv.url, user_credentials=setup.user("b"))
+        try:
+            r = json.loads((await nc.request("$JS.API.INFO", b"", timeout=3)).data)
+            assert r["error"] == {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}
+        finally:
+            await nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_operator_signing_key_and_system_account_from_the_operator(server_kind, tmp_path):
+    """An account signed by one of the operator's signing keys is trusted;
+    one signed by another operator is not. No system_account in the file:
+    the operator JWT's system_account is the system account."""
+    op, op_signer, sys_acc, acc, other_op = Key.operator(), Key.operator(), Key.account(), Key.account(), Key.operator()
+    stranger = Key.account()
+    op_jwt = encode({"sub": op.public, "name": "OP", "nats": {"type": "operator", "version": 2,
+                                                             "signing_keys": [op_signer.public],
+                                                             "system_account": sys_acc.public}}, op)
+    preload = {sys_acc.public: account_jwt(op, sys_acc, "SYS"),
+               acc.public: account_jwt(op_signer, acc, "ACC"),
+               stranger.public: account_jwt(other_op, stranger, "STRANGER")}
+    conf = tmp_path / "op.conf"
+    conf.write_text(f"operator: {op_jwt}\nresolver: MEMORY\nresolver_preload: {{\n"
+                    + "".join(f"  {k}: {v}\n" for k, v in preload.items()) + "}\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    srv.start()
+    try:
+        k = Key.user()
+        nc = await connect(srv.url, user_credentials=creds(tmp_path / "u.creds", user_jwt(acc, k), k))
+        await nc.close()
+        k = Key.user()
+        err, _ = await _errors(srv.url, user_credentials=creds(tmp_path / "s.creds", user_jwt(stranger, k), k))
+        assert err is not None
+        k = Key.user()
+        nc = await connect(srv.url, user_credentials=creds(tmp_path / "sys.creds", user_jwt(sys_acc, k), k))
+        try:
+            info = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+            assert info["data"]["account"] == sys_acc.public
+            # the system account's users may ask the servers: $SYS.REQ.SERVER.PING
+            pong = json.loads((await nc.request("$SYS.REQ.SERVER.PING", b"", timeout=3)).data)
+            assert pong["server"]["id"]
+        finally:
+            await nc.close()
+    finally:
+        srv.stop()
