@@ -142,9 +142,12 @@ def configure(o, c) -> None:
     keys = [k for k in c if k in OPERATOR_KEYS]
     res_keys = [k for k in c if k in RESOLVER_KEYS]
     if not keys:
-        if res_keys or "resolver_preload" in c:
-            raise ConfigError("resolver configured without operator: natslab needs an operator JWT")
-        return
+        return  # (a resolver without an operator trusts nothing: nats-server ignores it too)
+    if "accounts" in c:
+        raise ConfigError("operators do not allow Accounts to be configured directly")
+    sys_name = c.get("system_account")
+    if sys_name is not None and not jwt.is_key(str(sys_name), "A"):
+        raise ConfigError("error resolving system account: will only fetch valid account keys")
     ops: list[str] = []
     for k in keys:
         v = c[k]

@@ -676,3 +676,40 @@ async def test_operator_signing_key_and_system_account_from_the_operator(server_
             await nc.close()
     finally:
         srv.stop()
+
+
+def _operator_jwt() -> str:
+    op = Key.operator()
+    return encode({"sub": op.public, "name": "OP", "nats": {"type": "operator", "version": 2}}, op)
+
+
+@pytest.mark.parametrize("rest, words", [
+    ("resolver: MEMORY\nresolver_preload: { AAAA: notajwt }\n", "invalid account JWT"),
+    ("resolver: MEMORY\nresolver_preload: [a]\n", "preload should be a map of account_public_key:account_jwt"),
+    ("resolver: { type: full }\n", "dir has no value and needs to point to a directory"),
+    ("resolver: FOO\n", "error parsing account resolver, should be MEM or"),
+    ("resolver: { type: cache, dir: DIR, allow_delete: true }\n", "CACHE does not accept allow_delete"),
+    ("resolver: { type: full, dir: DIR, ttl: \"2m\" }\n", "FULL does not accept ttl"),
+    ("resolver: MEMORY\naccounts { A { users: [{user: a, password: a}] } }\n",
+     "operators do not allow Accounts to be configured directly"),
+    ("resolver: MEMORY\nsystem_account: AXXX\n", "error resolving system account: will only fetch valid account keys"),
+    ("resolver: MEMORY\nsystem_account: ACCOUNT\n", "error resolving system account: account missing"),
+])
+def test_bad_operator_configs(tmp_path, rest, words):
+    import subprocess
+    import sys
+
+    from conftest import nats_server_binary
+
+    rest = rest.replace("DIR", str(tmp_path / "jwts")).replace("ACCOUNT", Key.account().public)
+    path = tmp_path / "bad.conf"
+    path.write_text(f"operator: {_operator_jwt()}\n{rest}")
+    for cmd in ([sys.executable, "-m", "natslab.server"], [nats_server_binary()]):
+        r = subprocess.run(cmd + ["-p", "-1", "-c", str(path)], capture_output=True, text=True, timeout=20)
+        assert r.returncode != 0 and words in r.stdout + r.stderr, (cmd[0], r.stdout + r.stderr)
+    missing = tmp_path / "none.conf"
+    missing.write_text(f"operator: {tmp_path / 'nope.jwt'}\nresolver: MEMORY\n")
+    for cmd in ([sys.executable, "-m", "natslab.server"], [nats_server_binary()]):
+        r = subprocess.run(cmd + ["-p", "-1", "-c", str(missing)], capture_output=True, text=True, timeout=20)
+        out = r.stdout + r.stderr
+        assert r.returncode != 0 and "error parsing operator JWT: open" in out and "no such file or directory" in out, out
