@@ -430,6 +430,9 @@ async def test_full_resolver_claims_update_stores_new_account(server_kind, tmp_p
             resp = await _claims_update(sys_nc, "$SYS.REQ.CLAIMS.UPDATE", token)
             assert resp["data"] == {"account": c.public, "code": 200, "message": "jwt updated"}
             assert (tmp_path / "jwts" / f"{c.public}.jwt").read_text() == token
+            # the directory answers lookups: the stored JWT
+            got = await sys_nc.request(f"$SYS.REQ.ACCOUNT.{c.public}.CLAIMS.LOOKUP", b"", timeout=3)
+            assert got.data.decode() == token
             # a JWT the operator did not sign is stored too (nats-server's
             # claimValidate does not check the issuer) but gives no login
             r, rogue = Key.account(), Key.operator()
@@ -470,6 +473,14 @@ def test_nats_cli_with_creds(server_kind, setup, nats_cli):
         assert got.returncode == 0
         pub = nats_cli.run(srv.url, "--creds", path, "pub", "cli.x", "hi")
         assert pub.returncode == 0, pub.stdout + pub.stderr
+        info = nats_cli.run(srv.url, "--creds", path, "account", "info")
+        assert info.returncode == 0, info.stdout + info.stderr
+        assert setup.a.public in info.stdout  # the account of the JWT
+        js = nats_cli.run(srv.url, "--creds", path, "stream", "add", "CLI", "--subjects", "cli.>", "--defaults")
+        assert js.returncode == 0, js.stdout + js.stderr
+        assert nats_cli.run(srv.url, "--creds", path, "pub", "cli.y", "hi").returncode == 0
+        got = nats_cli.run(srv.url, "--creds", path, "stream", "info", "CLI", "--json")
+        assert json.loads(got.stdout)["state"]["messages"] == 1
         bad = nats_cli.run(srv.url, "--creds", setup.user("a", "cli2", exp=int(time.time()) - 5), "pub", "cli.x", "hi")
         assert bad.returncode != 0
         assert "authorization violation" in (bad.stdout + bad.stderr).lower()
