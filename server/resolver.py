@@ -30,8 +30,8 @@ Not done (an error at start-up rather than a server that behaves otherwise):
 URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``. Not done
 silently: activation tokens on imports, user ``src``/``times`` limits,
 scoped signing key templates, account ``data``/``imports``/``exports``
-limits, and accounts that first appear by an update (they are stored, and
-served from the next start).
+limits, and JetStream for an account that first comes by an update (it is
+served at once, without JetStream until the next start).
 """
 
 from __future__ import annotations
@@ -414,7 +414,7 @@ class OperatorMode:
         if key in self.accounts:
             self._apply(claims, token, None)
         elif claims["iss"] in self.trusted:
-            self.accounts[key] = claims  # (known for the next start; see the module's notes)
+            self._add_account(claims)
         self._respond(reply, key, "jwt updated")
 
     def _lookup(self, subject: str, reply: str, hdr, payload: bytes) -> None:
@@ -458,9 +458,53 @@ class OperatorMode:
                     if 0 <= client.max_subs <= len(client.subs):
                         client.protocol_error(ERR_MAX_SUBS)
             self._rewire_exports(acc, key)
+            self._rewire_imports()
             srv.schedule_flush()
         if reply is not None:
             self._respond(reply, key, "jwt updated")
+
+    def _add_account(self, claims: dict) -> None:
+        """An account that first comes by an update (full resolver): served
+        at once, as nats-server serves it (without JetStream: the accounts
+        with JetStream are those known at start)."""
+        from .accounts import Account
+        from .sysreq import OWN_CONNZ, USER_INFO
+
+        key = claims["sub"]
+        self.accounts[key] = claims
+        srv = self.server
+        acc = srv.accounts.by_name[key] = Account(key)
+        sysreq = srv.sys_requests
+        sysreq.subscribe(acc.index, USER_INFO, sysreq.user_info)
+        for subject in OWN_CONNZ:
+            sysreq.subscribe(acc.index, subject, sysreq.monitor.own_account_connz)
+        self._rewire_exports(acc, key)
+        self._rewire_imports()
+
+    def _rewire_imports(self) -> None:
+        """Every JWT account's imports again from its claims, after an
+        account came or changed (an import its exporter no longer allows
+        goes; one waiting for its exporter comes). The entries are those
+        server/accounts.py routes by: ``(importer, subject, prefix, to)``
+        on the exporter for a stream, ``(local, exporter, subject)`` on the
+        importer for a service."""
+        by_name = self.server.accounts.by_name
+        accs = {k: by_name[k] for k in self.accounts if k in by_name}
+        for acc in accs.values():
+            acc.importers = [t for t in acc.importers if t[0].name not in accs]
+            acc.service_imports = []
+        for key, acc in accs.items():
+            for spec in self.account_config(key).imports:
+                kind = "stream" if "stream" in spec else "service"
+                src = accs.get(spec[kind]["account"])
+                if src is None:
+                    continue
+                subject = spec[kind]["subject"].encode()
+                if kind == "stream":
+                    prefix = str(spec.get("prefix") or "").rstrip(".").encode()
+                    src.importers.append((acc, subject, prefix, str(spec.get("to") or "").encode()))
+                else:
+                    acc.service_imports.append((str(spec.get("to") or spec[kind]["subject"]).encode(), src, subject))
 
     def _rewire_exports(self, acc, key: str) -> None:
         """The account's exports from its new claims (imports others made
