@@ -186,6 +186,8 @@ class OperatorMode:
     def __init__(self, operator_jwts: list[str], resolver: Resolver):
         self.operators = []
         self.trusted: set[str] = set()
+        self.strict: set[str] = set()  # the keys of operators with strict_signing_key_usage
+        self.operator_keys: set[str] = set()  # the operators' own keys (not their signing keys)
         for token in operator_jwts:
             try:
                 claims = jwt.decode(token, "operator")
@@ -195,7 +197,11 @@ class OperatorMode:
                 raise ConfigError("error parsing operator JWT: operator JWT must be self-signed")
             self.operators.append(claims)
             self.trusted.add(claims["sub"])
+            self.operator_keys.add(claims["sub"])
             self.trusted.update(jwt.signing_keys(claims["nats"]))
+            if claims["nats"].get("strict_signing_key_usage"):
+                self.strict.update(jwt.signing_keys(claims["nats"]))
+                self.strict.add(claims["sub"])
         self.system_account = self.operators[0]["nats"].get("system_account") if len(self.operators) == 1 else None
         self.resolver = resolver
         self.accounts: dict[str, dict] = {}  # account key -> its claims (the newest we accept)
@@ -289,6 +295,8 @@ class OperatorMode:
         an = ac["nats"]
         if uc["iss"] != acc_key and uc["iss"] not in jwt.signing_keys(an):
             return False  # "User JWT issuer is not known"
+        if uc["iss"] == acc_key and ac["iss"] in self.strict:
+            return False  # (a strict operator's accounts sign users with signing keys only)
         if jwt.expired(ac):
             return False
         lim = an.get("limits") or {}
@@ -308,7 +316,7 @@ class OperatorMode:
             if kind not in [str(t).upper() for t in types]:
                 return False
         entry: dict = {"user": uc["sub"], "account": acc_key, "jwt_claims": uc}
-        perms = _permissions(nats)
+        perms = _permissions(nats) or _permissions(an.get("default_permissions") or {})  # (the account's for none)
         if perms:
             entry["permissions"] = perms
         server = client.server
@@ -326,6 +334,21 @@ class OperatorMode:
         if exp:
             self._expire_at(client, exp)
         return entry
+
+    def user_info(self, client) -> dict:
+        """What ``$SYS.REQ.USER.INFO`` adds for a JWT user, as nats-server:
+        the account's and the user's names, the time left until the user
+        JWT expires (ns, whole seconds)."""
+        uc = client.jwt_user
+        ac = self.accounts.get(client.account.name) if client.account is not None else None
+        out: dict = {}
+        if ac is not None and ac.get("name"):
+            out["account_name"] = ac["name"]
+        if uc.get("name"):
+            out["user_name"] = uc["name"]
+        if uc.get("exp"):
+            out["expires"] = max(int(uc["exp"] - time.time()), 0) * 10**9
+        return out
 
     @staticmethod
     def _limits(client, uc: dict, ac: dict) -> None:
@@ -388,6 +411,8 @@ class OperatorMode:
         if claims["sub"] != key:
             self._respond(reply, key, "jwt update resulted in error", "subject does not match jwt content")
             return
+        if self.resolver.tracking and self._strict_refused(claims, reply):
+            return
         if self.resolver.tracking:
             self._store(claims, token, reply)
         elif key not in self.accounts:
@@ -402,7 +427,16 @@ class OperatorMode:
         except jwt.JWTError as e:
             self._respond(reply, "n/a", "jwt update resulted in error", str(e))
             return
+        if self._strict_refused(claims, reply):
+            return
         self._store(claims, token, reply)
+
+    def _strict_refused(self, claims: dict, reply: str) -> bool:
+        if claims["iss"] in self.operator_keys and claims["iss"] in self.strict:
+            self._respond(reply, claims["sub"], "jwt update resulted in error",
+                          "operator requires issuer to be a signing key")
+            return True
+        return False
 
     def _store(self, claims: dict, token: str, reply: str) -> None:
         key = claims["sub"]

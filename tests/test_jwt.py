@@ -194,6 +194,8 @@ async def test_creds_login_and_account_isolation(server_kind, setup):
             # the server puts them in the account of their JWT's issuer
             info = json.loads((await a1.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
             assert info["data"]["account"] == setup.a.public
+            assert (info["data"]["account_name"], info["data"]["user_name"]) == ("A", "a1")
+            assert "expires" not in info["data"]
         finally:
             for c in (a1, a2, b):
                 await c.close()
@@ -666,6 +668,8 @@ async def test_user_jwt_expiry_ends_the_connection(server_kind, setup):
     try:
         nc = await connect(srv.url, user_credentials=setup.user("a", exp=int(time.time()) + 2))
         assert nc.is_connected
+        info = json.loads((await nc.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+        assert 0 <= info["data"]["expires"] <= 2 * 10**9 and info["data"]["expires"] % 10**9 == 0
         assert await eventually(lambda: nc.is_closed, timeout=6)
         assert "user authentication expired" in str(nc.last_error).lower()
     finally:
@@ -760,3 +764,76 @@ def test_bad_operator_configs(tmp_path, rest, words):
         r = subprocess.run(cmd + ["-p", "-1", "-c", str(missing)], capture_output=True, text=True, timeout=20)
         out = r.stdout + r.stderr
         assert r.returncode != 0 and "error parsing operator JWT: open" in out and "no such file or directory" in out, out
+
+
+async def test_account_default_permissions(server_kind, tmp_path):
+    """A user JWT without permissions gets the account's default_permissions."""
+    setup = Setup(tmp_path, a_extra={"default_permissions": {"pub": {"deny": ["nope.>"]}}})
+    srv = setup.start(server_kind)
+    errs: list = []
+
+    async def on_error(e):
+        errs.append(str(e).lower())
+
+    try:
+        plain = await connect(srv.url, user_credentials=setup.user("a", "plain"), error_cb=on_error)
+        own = await connect(srv.url, user_credentials=setup.user("a", "own", pub={"allow": [">"]}), error_cb=on_error)
+        try:
+            await plain.publish("nope.x", b"")
+            await plain.flush()
+            assert await eventually(lambda: any('publish to "nope.x"' in e for e in errs))
+            errs.clear()
+            await own.publish("nope.x", b"")
+            await own.flush()
+            await own.publish("nope.y", b"")
+            await nothing_more(own, await own.subscribe("unused"))
+            assert errs == []
+        finally:
+            await plain.close()
+            await own.close()
+    finally:
+        srv.stop()
+
+
+async def test_strict_signing_key_usage(server_kind, tmp_path):
+    """An operator with strict_signing_key_usage: accounts signed by its
+    signing key, users by their account's signing keys only; a claim update
+    signed by the operator's own key is refused."""
+    op, op_sk, sys_acc, acc, acc_sk = Key.operator(), Key.operator(), Key.account(), Key.account(), Key.account()
+    sys_sk = Key.account()
+    op_jwt = encode({"sub": op.public, "name": "OP", "nats": {"type": "operator", "version": 2,
+                                                             "signing_keys": [op_sk.public],
+                                                             "strict_signing_key_usage": True,
+                                                             "system_account": sys_acc.public}}, op)
+    d = tmp_path / "jwts"
+    d.mkdir()
+    (d / f"{sys_acc.public}.jwt").write_text(account_jwt(op_sk, sys_acc, "SYS", signing_keys=[sys_sk.public]))
+    (d / f"{acc.public}.jwt").write_text(account_jwt(op_sk, acc, "ACC", limits=JS_LIMITS, signing_keys=[acc_sk.public]))
+    conf = tmp_path / "op.conf"
+    conf.write_text(f"operator: {op_jwt}\nresolver: {{ type: full, dir: \"{d}\" }}\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
+    srv.start()
+    try:
+        k = Key.user()  # signed by the account's own key
+        err, _ = await _errors(srv.url, user_credentials=creds(tmp_path / "d.creds", user_jwt(acc, k), k))
+        assert err is not None
+        k = Key.user()
+        ok = await connect(srv.url, user_credentials=creds(tmp_path / "sk.creds",
+                                                           user_jwt(acc_sk, k, issuer_account=acc.public), k))
+        await ok.close()
+        k = Key.user()
+        sys_nc = await connect(srv.url, user_credentials=creds(tmp_path / "sys.creds",
+                                                               user_jwt(sys_sk, k, issuer_account=sys_acc.public), k))
+        try:
+            new = Key.account()
+            for subject in ("$SYS.REQ.CLAIMS.UPDATE", f"$SYS.REQ.ACCOUNT.{new.public}.CLAIMS.UPDATE"):
+                resp = await _claims_update(sys_nc, subject, account_jwt(op, new, "BYOP"))
+                assert resp["error"]["code"] == 500
+                assert "operator requires issuer to be a signing key" in resp["error"]["description"]
+            assert not (d / f"{new.public}.jwt").exists()
+            resp = await _claims_update(sys_nc, "$SYS.REQ.CLAIMS.UPDATE", account_jwt(op_sk, new, "BYSK"))
+            assert resp["data"]["message"] == "jwt updated"
+        finally:
+            await sys_nc.close()
+    finally:
+        srv.stop()
