@@ -100,10 +100,55 @@ def decode(token: str, expect: str | None = None) -> dict:
     signed = parts[1] if header["alg"] == "ed25519" else parts[0] + "." + parts[1]  # (v1 signed the payload alone)
     if not verify(public_key(iss), signed.encode(), _b64(parts[2])):
         raise JWTError("claim failed V2 signature verification")
+    _check_shape(kind, claims["nats"])
+    for name in ("iat", "exp", "nbf"):
+        v = claims.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, _NUM)):
+            raise JWTError(f"invalid {name} in JWT")
     sub = claims.get("sub")
     if not isinstance(sub, str) or not is_key(sub, {"operator": "O", "account": "A", "user": "U"}[kind]):
         raise JWTError(f"invalid subject for {kind} claim")
     return claims
+
+
+# the types of the claim fields natslab reads (Go's json.Unmarshal into
+# nats-io/jwt's structs fails on another type, and so the JWT is invalid)
+_NUM = (int, float)
+_FIELDS = {
+    "operator": {"signing_keys": list, "system_account": str, "strict_signing_key_usage": bool},
+    "account": {"imports": list, "exports": list, "limits": dict, "signing_keys": list, "revocations": dict,
+                "default_permissions": dict},
+    "user": {"pub": dict, "sub": dict, "issuer_account": str, "bearer_token": bool,
+             "allowed_connection_types": list, "subs": _NUM, "payload": _NUM, "data": _NUM},
+}
+_PERMS = ("pub", "sub")
+
+
+def _check_shape(kind: str, nats: dict) -> None:
+    for name, want in _FIELDS.get(kind, {}).items():
+        v = nats.get(name)
+        if v is not None and (not isinstance(v, want) or (want is _NUM and isinstance(v, bool))):
+            raise JWTError(f"invalid {name} in {kind} claim")
+    perms = [nats] if kind == "user" else [nats.get("default_permissions") or {}]
+    for part in perms:
+        for side in _PERMS:
+            p = part.get(side) or {}
+            if not isinstance(p, dict) or any(not isinstance(p.get(k) or [], list) for k in ("allow", "deny")):
+                raise JWTError(f"invalid {side} permissions in {kind} claim")
+            if any(not isinstance(x, str) for k in ("allow", "deny") for x in p.get(k) or []):
+                raise JWTError(f"invalid {side} permissions in {kind} claim")
+    for name in ("imports", "exports"):
+        for x in nats.get(name) or []:
+            if not isinstance(x, dict) or any(x.get(k) is not None and not isinstance(x[k], str)
+                                              for k in ("subject", "account", "type", "to", "local_subject", "name")):
+                raise JWTError(f"invalid {name} in {kind} claim")
+    if any(isinstance(v, bool) or not isinstance(v, _NUM) for v in (nats.get("revocations") or {}).values()):
+        raise JWTError(f"invalid revocations in {kind} claim")
+    lim = nats.get("limits") or {}
+    if any(isinstance(v, bool) or not isinstance(v, _NUM) for k, v in lim.items()
+           if k in ("subs", "conn", "payload", "data", "mem_storage", "disk_storage", "streams", "consumer")
+           and v is not None):
+        raise JWTError(f"invalid limits in {kind} claim")
 
 
 def expired(claims: dict, now: float | None = None) -> bool:

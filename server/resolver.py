@@ -278,6 +278,13 @@ class OperatorMode:
     # -- login --------------------------------------------------------------------
     def check(self, client, c: dict):
         """The user entry (a dict) of a CONNECT with a user JWT, or False."""
+        try:
+            return self._check(client, c)
+        except (TypeError, ValueError, AttributeError, KeyError) as e:  # (a JWT of a shape decode let through)
+            client.server.logger.error("cid:%d - user JWT not usable: %s", client.cid, e)
+            return False
+
+    def _check(self, client, c: dict):
         token = str(c.get("jwt") or "")
         if not token:
             return False

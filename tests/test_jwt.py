@@ -837,3 +837,28 @@ async def test_strict_signing_key_usage(server_kind, tmp_path):
             await sys_nc.close()
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("bad", [
+    {"pub": "x"}, {"pub": {"allow": "x"}}, {"sub": {"deny": [1]}}, {"subs": "1"}, {"bearer_token": "yes"},
+])
+async def test_malformed_user_jwt_is_refused_and_others_served(server_kind, setup, tmp_path, bad):
+    """A user JWT whose claims have the wrong types (Go cannot decode it):
+    Authorization Violation, and the server keeps serving."""
+    srv = setup.start(server_kind)
+    try:
+        good = await connect(srv.url, user_credentials=setup.user("a", "good"))
+        key = Key.user()
+        raw = await RawClient.open(srv, connect=None)
+        try:
+            info = json.loads(raw.info[5:])
+            sig = _b64(key.kp.sign(info["nonce"].encode()))
+            await raw.send('CONNECT {"verbose":false,"pedantic":false,"jwt":"%s","sig":"%s"}\r\nPING\r\n'
+                           % (user_jwt(setup.a, key, **bad), sig))
+            assert await raw.readline() == "-ERR 'Authorization Violation'"
+        finally:
+            raw.close()
+        assert (await good.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data
+        await good.close()
+    finally:
+        srv.stop()
