@@ -135,9 +135,6 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
         self.account = None  # a configured Account (server/accounts.py); None: the global account
-        self.max_payload = server.opts.max_payload  # lower for a JWT user with a payload limit (resolver.py)
-        self.max_subs = -1  # a JWT user's subscription limit (server/resolver.py); -1: none
-        self.jwt_user = None  # the claims of a JWT user (server/resolver.py)
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -216,7 +213,7 @@ class Client(Parser, asyncio.BufferedProtocol):
             # the real server closes on a malformed PUB line without an -ERR
             self.close("malformed publish")
             return
-        if total > self.max_payload:
+        if total > self.server.opts.max_payload:
             self.protocol_error(p.ERR_MAX_PAYLOAD)
             return
         if self.pedantic and not valid_subject(subject, wildcards=False):
@@ -240,9 +237,6 @@ class Client(Parser, asyncio.BufferedProtocol):
             return
         if self.perms is not None and not self.perms.can_subscribe(subject):
             self.queue_out(violation("Subscription", subject))
-            return
-        if 0 <= self.max_subs <= len(self.subs) and sid not in self.subs:
-            self.queue_out(b"-ERR 'maximum subscriptions exceeded'\r\n")
             return
         if sid in self.subs:
             # re-using a sid keeps the existing subscription (as nats-server does)

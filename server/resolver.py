@@ -333,6 +333,8 @@ class OperatorMode:
             n = sum(1 for x in server.clients.values() if x.account is acc and x is not client and x.connected)
             if n >= conns:
                 entry["reject"] = ERR_ACCOUNT_CONNS
+        if type(client) not in _JWT_CLASSES.values():
+            client.__class__ = jwt_user_class(type(client))
         client.jwt_user = uc
         self._limits(client, uc, ac)
         if client.max_subs == 0 and "reject" not in entry:
@@ -364,8 +366,7 @@ class OperatorMode:
         lim = ac["nats"].get("limits") or {}
         client.max_subs = _min_limit(jwt.limit(uc, uc["nats"], "subs"), jwt.limit(ac, lim, "subs"))
         pay = _min_limit(jwt.limit(uc, uc["nats"], "payload"), jwt.limit(ac, lim, "payload"))
-        max_payload = client.server.opts.max_payload
-        client.max_payload = min(pay, max_payload) if pay >= 0 else max_payload
+        client.max_payload = pay  # (-1: the server's; _op_pub checks both)
 
     def _expire_at(self, client, exp: float) -> None:
         loop = client.server.loop
@@ -555,6 +556,51 @@ class OperatorMode:
                               for e in cfg.exports if "stream" in e]
         acc.service_exports = [(e["service"].encode(), set(e["accounts"]) if "accounts" in e else None)
                                for e in cfg.exports if "service" in e]
+
+
+_JWT_CLASSES: dict[type, type] = {}
+
+
+def jwt_user_class(cls: type) -> type:
+    """The connection class of a JWT user: ``cls`` (Client, TracingClient,
+    a websocket client, ...) with the user's subscription and payload
+    limits checked on SUB and PUB. A connection becomes one when its user
+    JWT is accepted (its ``__class__`` is set), so every other connection
+    runs the plain class with nothing more to check or carry: measured,
+    even one more attribute on Client costs the core publish path about 60
+    callgrind instructions a message (bench/instructions.py core)."""
+    sub = _JWT_CLASSES.get(cls)
+    if sub is None:
+        from .protocol import ERR_MAX_PAYLOAD
+        from .subjects import valid_subject
+
+        class JWTUser(cls):
+            max_payload = -1  # the smaller of the user's and the account's limit; -1: none
+            max_subs = -1
+            jwt_user = None  # the user JWT's claims
+
+            def _op_pub(self, args, with_headers):
+                if self.max_payload >= 0:
+                    try:
+                        total = int(args[-1])
+                    except ValueError:
+                        total = -1  # (malformed: the plain class says so)
+                    if total > self.max_payload:
+                        self.protocol_error(ERR_MAX_PAYLOAD)
+                        return
+                super()._op_pub(args, with_headers)
+
+            def _op_sub(self, args):
+                # (nats-server: after the subject's and the permissions' checks, before the sid's)
+                if 0 <= self.max_subs <= len(self.subs) and self.connected and len(args) in (3, 4) \
+                        and valid_subject(args[1]) and (self.perms is None or self.perms.can_subscribe(args[1])):
+                    self.queue_out(ERR_MAX_SUBS)
+                    return
+                super()._op_sub(args)
+
+        JWTUser.__name__ = JWTUser.__qualname__ = f"JWTUser{cls.__name__}"
+        sub = _JWT_CLASSES[cls] = JWTUser
+    return sub
 
 
 def _min_limit(a: int, b: int) -> int:
