@@ -22,13 +22,16 @@ permissions (``pub``/``sub`` allow and deny) and limits (``subs``,
 Claim updates: ``$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE`` (and the old
 ``$SYS.ACCOUNT.<key>.CLAIMS.UPDATE``) update a known account; with the full
 resolver also ``$SYS.REQ.CLAIMS.UPDATE``, and the JWT is stored in the
-directory. An update replaces the account's limits and revocations, and
-drops connected users it revokes (``User Authentication Revoked``) or that
-exceed its connection limit.
+directory (a new account is served at once; every update re-wires the
+imports and exports of the JWT accounts). An update replaces the account's
+claims, and drops connected users it revokes (``User Authentication
+Revoked``) or that exceed its connection limit. The ``cache`` directory
+resolver is read as ``full`` at start and takes updates as MEMORY does
+(known accounts only, not stored).
 
 Not done (an error at start-up rather than a server that behaves otherwise):
-URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``. Not done
-silently: activation tokens on imports, user ``src``/``times`` limits,
+URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``, ``resolver_tls``. Not done
+silently: activation tokens on imports, ``resp`` permissions, user ``src``/``times``/``data`` limits,
 scoped signing key templates, account ``data``/``imports``/``exports``
 limits, and JetStream for an account that first comes by an update (it is
 served at once, without JetStream until the next start).
