@@ -203,12 +203,25 @@ async def test_creds_login_and_account_isolation(server_kind, setup):
         srv.stop()
 
 
-@pytest.mark.parametrize("case", ["no creds", "unknown account", "expired", "bad signature", "user creds"])
+@pytest.mark.parametrize("case", ["no creds", "unknown account", "expired", "bad signature", "user creds",
+                                  "expired account", "websocket only", "revoked all", "nkey only"])
 async def test_bad_logins_are_authorization_violations(server_kind, setup, tmp_path, case):
+    if case == "expired account":
+        setup.jwts[setup.b.public] = encode({"sub": setup.b.public, "name": "B", "exp": int(time.time()) - 10,
+                                  "nats": {"type": "account", "version": 2, "limits": NO_LIMITS}}, setup.op)
+    if case == "revoked all":
+        setup.jwts[setup.b.public] = account_jwt(setup.op, setup.b, "B", revocations={"*": int(time.time()) + 60})
     srv = setup.start(server_kind)
     try:
         kw: dict = {}
-        if case == "unknown account":
+        if case in ("expired account", "revoked all"):
+            kw["user_credentials"] = setup.user("b")
+        elif case == "websocket only":
+            kw["user_credentials"] = setup.user("a", allowed_connection_types=["WEBSOCKET"])
+        elif case == "nkey only":
+            key = Key.user()
+            kw["nkeys_seed_str"] = key.seed.decode()
+        elif case == "unknown account":
             stranger = Key.account()
             key = Key.user()
             kw["user_credentials"] = creds(tmp_path / "x.creds", user_jwt(stranger, key), key)
