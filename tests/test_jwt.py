@@ -115,7 +115,8 @@ class Setup:
 
     def conf(self) -> str:
         opf = self.tmp / "op.jwt"
-        opf.write_text(self.op_jwt)
+        # decorated, as nsc writes it (nats-server and natslab take the JWT out)
+        opf.write_text(f"-----BEGIN TEST OPERATOR JWT-----\n{self.op_jwt}\n------END TEST OPERATOR JWT------\n")
         text = f'operator: "{opf}"\nsystem_account: {self.sys.public}\n'
         if self.resolver == "memory":
             text += "resolver: MEMORY\nresolver_preload: {\n"
@@ -524,7 +525,13 @@ def test_nats_cli_with_creds(server_kind, setup, nats_cli):
         assert pub.returncode == 0, pub.stdout + pub.stderr
         info = nats_cli.run(srv.url, "--creds", path, "account", "info")
         assert info.returncode == 0, info.stdout + info.stderr
-        assert setup.a.public in info.stdout  # the account of the JWT
+        # the account and user of the JWTs, by name and key ($SYS.REQ.USER.INFO)
+        assert f"Account: A ({setup.a.public})" in info.stdout and "User: cli (U" in info.stdout
+        sys_creds = setup.user("sys", "admin")
+        sys_info = nats_cli.run(srv.url, "--creds", sys_creds, "account", "info")
+        assert "System Account: true" in sys_info.stdout, sys_info.stdout + sys_info.stderr
+        listed = nats_cli.run(srv.url, "--creds", sys_creds, "server", "list", "1")
+        assert listed.returncode == 0 and "Server Overview" in listed.stdout, listed.stdout + listed.stderr
         js = nats_cli.run(srv.url, "--creds", path, "stream", "add", "CLI", "--subjects", "cli.>", "--defaults")
         assert js.returncode == 0, js.stdout + js.stderr
         assert nats_cli.run(srv.url, "--creds", path, "pub", "cli.y", "hi").returncode == 0
