@@ -390,6 +390,7 @@ class OperatorMode:
             sysreq.subscribe(index, subject, self._account_update)
         if self.resolver.tracking:
             sysreq.subscribe(index, "$SYS.REQ.CLAIMS.UPDATE", self._claims_update)
+            sysreq.subscribe(index, "$SYS.REQ.CLAIMS.LIST", self._list)
         if self.resolver.dir is not None:
             sysreq.subscribe(index, "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP", self._lookup)
 
@@ -461,6 +462,14 @@ class OperatorMode:
         elif claims["iss"] in self.trusted:
             self._add_account(claims)
         self._respond(reply, key, "jwt updated")
+
+    def _list(self, subject: str, reply: str, hdr, payload: bytes) -> None:
+        """The keys of the stored accounts (``nsc push --prune`` asks)."""
+        if not reply:
+            return
+        srv = self.server
+        body = {"server": srv.sys_requests.server_block(), "data": sorted(self.resolver.stored())}
+        srv.sys_requests.reply(srv.current_publisher, reply, json.dumps(body).encode())
 
     def _lookup(self, subject: str, reply: str, hdr, payload: bytes) -> None:
         if not reply:

@@ -459,6 +459,9 @@ async def test_full_resolver_claims_update_stores_new_account(server_kind, tmp_p
             resp = await _claims_update(sys_nc, "$SYS.REQ.CLAIMS.UPDATE", token)
             assert resp["data"] == {"account": c.public, "code": 200, "message": "jwt updated"}
             assert (tmp_path / "jwts" / f"{c.public}.jwt").read_text() == token
+            # the directory lists its accounts
+            listed = json.loads((await sys_nc.request("$SYS.REQ.CLAIMS.LIST", b"", timeout=3)).data)
+            assert sorted(listed["data"]) == sorted([*setup.jwts, c.public])
             # the directory answers lookups: the stored JWT
             got = await sys_nc.request(f"$SYS.REQ.ACCOUNT.{c.public}.CLAIMS.LOOKUP", b"", timeout=3)
             assert got.data.decode() == token
