@@ -33,8 +33,9 @@ async def test_app_connects_with_creds_in_operator_mode(tmp_path):
                          monitor_url=srv.monitor, remember_theme=False)
         async with app.run_test(size=(160, 40)) as pilot:
             await connected(app, pilot)
-            # $SYS.REQ.USER.INFO: the account of the JWT's issuer
-            await wait_for(pilot, lambda: app.header_info.account == setup.a.public, what="the account in the header")
+            # $SYS.REQ.USER.INFO: the account of the JWT's issuer, by the name in its JWT
+            await wait_for(pilot, lambda: app.header_info.account == "A", what="the account in the header")
+            assert "account A" in str(app.screen.query_one("#header").render())
     finally:
         srv.stop()
 
