@@ -177,10 +177,10 @@ def configure(o, c) -> None:
     for key, token in resolver.stored().items():
         mode.add_jwt(key, token)
     o.operator = mode
-    if not o.system_account or o.system_account == "$SYS":
-        sys_key = mode.system_account or ""
-        if sys_key and sys_key in mode.accounts:
-            o.system_account = sys_key
+    if sys_name is None and mode.system_account:  # (the file's system_account comes after, and wins)
+        if mode.system_account not in mode.accounts:
+            raise ConfigError("error resolving system account: account missing")
+        o.system_account = mode.system_account
     for key in mode.accounts:
         o.accounts[key] = mode.account_config(key)
 

@@ -768,6 +768,7 @@ def _operator_jwt() -> str:
      "operators do not allow Accounts to be configured directly"),
     ("resolver: MEMORY\nsystem_account: AXXX\n", "error resolving system account: will only fetch valid account keys"),
     ("resolver: MEMORY\nsystem_account: ACCOUNT\n", "error resolving system account: account missing"),
+    ("OPSYS resolver: MEMORY\n", "error resolving system account: account missing"),  # the operator's, not preloaded
 ])
 def test_bad_operator_configs(tmp_path, rest, words):
     import subprocess
@@ -777,7 +778,13 @@ def test_bad_operator_configs(tmp_path, rest, words):
 
     rest = rest.replace("DIR", str(tmp_path / "jwts")).replace("ACCOUNT", Key.account().public)
     path = tmp_path / "bad.conf"
-    path.write_text(f"operator: {_operator_jwt()}\n{rest}")
+    op_jwt = _operator_jwt()
+    if rest.startswith("OPSYS "):
+        rest = rest[len("OPSYS "):]
+        op = Key.operator()
+        op_jwt = encode({"sub": op.public, "name": "OP", "nats": {"type": "operator", "version": 2,
+                                                                 "system_account": Key.account().public}}, op)
+    path.write_text(f"operator: {op_jwt}\n{rest}")
     for cmd in ([sys.executable, "-m", "natslab.server"], [nats_server_binary()]):
         r = subprocess.run(cmd + ["-p", "-1", "-c", str(path)], capture_output=True, text=True, timeout=20)
         assert r.returncode != 0 and words in r.stdout + r.stderr, (cmd[0], r.stdout + r.stderr)
