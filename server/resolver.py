@@ -31,8 +31,8 @@ resolver is read as ``full`` at start and takes updates as MEMORY does
 
 Not done (an error at start-up rather than a server that behaves otherwise):
 URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``, ``resolver_tls``. Not done
-silently: activation tokens on imports, ``resp`` permissions, user ``src``/``times``/``data`` limits,
-scoped signing key templates, account ``data``/``imports``/``exports``
+silently: activation tokens on imports, ``resp`` permissions, user
+``src``/``times``/``data`` limits, scoped signing key templates, account ``data``/``imports``/``exports``
 limits, and JetStream for an account that first comes by an update (it is
 served at once, without JetStream until the next start).
 """
