@@ -226,7 +226,8 @@ class OperatorMode:
         """The account's claims as an accounts.py AccountConfig."""
         from .accounts import AccountConfig
 
-        nats = self.accounts[key]["nats"]
+        claims = self.accounts[key]
+        nats = claims["nats"]
         cfg = AccountConfig(key)
         for e in nats.get("exports") or ():
             kind = e.get("type", "stream")
@@ -256,8 +257,9 @@ class OperatorMode:
             from .jetstream.limits import AccountLimits
 
             cfg.jetstream = AccountLimits(
-                max_memory=mem, max_storage=disk, max_streams=lim.get("streams", -1),
-                max_consumers=lim.get("consumer", -1), max_ack_pending=lim.get("max_ack_pending", -1),
+                # (an absent streams/consumer limit is Go's 0, no limit, as nats-server's account info says)
+                max_memory=mem, max_storage=disk, max_streams=jwt.limit(claims, lim, "streams"),
+                max_consumers=jwt.limit(claims, lim, "consumer"), max_ack_pending=lim.get("max_ack_pending", -1),
                 memory_max_stream_bytes=lim.get("mem_max_stream_bytes", -1),
                 storage_max_stream_bytes=lim.get("disk_max_stream_bytes", -1),
                 max_bytes_required=bool(lim.get("max_bytes_required", False)))

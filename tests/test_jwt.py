@@ -892,3 +892,26 @@ async def test_malformed_user_jwt_is_refused_and_others_served(server_kind, setu
         await good.close()
     finally:
         srv.stop()
+
+
+async def test_jetstream_limits_left_out_are_no_limits(server_kind, tmp_path):
+    """JetStream on (mem_storage, disk_storage -1) with no streams/consumer
+    limit in the JWT: Go's 0, which JetStream takes as none; the account
+    info says 0."""
+    setup = Setup(tmp_path)
+    setup.a_claims["limits"] = {**NO_LIMITS, "mem_storage": -1, "disk_storage": -1}
+    setup.jwts[setup.a.public] = setup.a_account_jwt()
+    srv = setup.start(server_kind)
+    try:
+        nc = await connect(srv.url, user_credentials=setup.user("a"))
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="S", subjects=["s"])
+            await js.add_consumer("S", durable_name="C")
+            info = await js.account_info()
+            assert (info.limits.max_streams, info.limits.max_consumers, info.limits.max_memory) == (0, 0, -1)
+            assert (info.streams, info.consumers) == (1, 1)
+        finally:
+            await nc.close()
+    finally:
+        srv.stop()
