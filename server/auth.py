@@ -70,6 +70,7 @@ class Authenticator:
                     raise ConfigError(str(e)) from None
         self.tls_map = opts.tls is not None and opts.tls.map
         self.no_auth_user = opts.no_auth_user
+        self.operator = getattr(opts, "operator", None)  # operator mode: JWT users (server/resolver.py)
         if self.no_auth_user:
             if not self.users and not self.nkeys:
                 raise ConfigError(f'no_auth_user: "{self.no_auth_user}" present, but users/nkeys are not defined')
@@ -81,11 +82,11 @@ class Authenticator:
     def required(self) -> bool:
         """Must a client authenticate? (With no_auth_user it still must, but
         INFO says auth_required only when there is no such default user.)"""
-        return bool(self.opts.token or self.users or self.nkeys)
+        return bool(self.opts.token or self.users or self.nkeys or self.operator)
 
     @property
     def nonce_required(self) -> bool:
-        return bool(self.nkeys)
+        return bool(self.nkeys or self.operator)
 
     def check(self, client, c: dict):
         entry = self._check(client, c)
@@ -99,6 +100,8 @@ class Authenticator:
         import secrets  # (here: only a server with auth pays for hashlib and OpenSSL at start-up)
 
         o = self.opts
+        if self.operator is not None:
+            return self.operator.check(client, c)
         user = str(c.get("user") or "")
         pw = str(c.get("pass") or "")
         nkey = str(c.get("nkey") or "")

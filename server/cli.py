@@ -336,8 +336,12 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             from . import tls
 
             o.tls = tls.parse_tls_block(c["tls"])
+        if "operator" in c or "resolver" in c or "resolver_preload" in c:
+            from . import resolver  # operator mode: its accounts join o.accounts
+
+            resolver.configure(o, c)
         if "accounts" in c:
-            o.accounts = accounts.parse_accounts(c["accounts"], o)
+            o.accounts.update(accounts.parse_accounts(c["accounts"], o))
         if "system_account" in c:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
         if "no_auth_user" in c:

@@ -386,6 +386,9 @@ class Client(Parser, asyncio.BufferedProtocol):
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
                 self.protocol_error(p.ERR_AUTH_VIOLATION)
                 return
+            if isinstance(entry, dict) and entry.get("reject"):  # e.g. an account's connection limit (resolver.py)
+                self.protocol_error(entry["reject"])
+                return
             self._logged_in(entry, opts)
         self._connect_info_due = not self.connected and proto >= 1
         self.connected = True

@@ -61,6 +61,7 @@ class ServerOptions:
     no_auth_user: str = ""  # the user a client without credentials is (server/auth.py)
     accounts: dict = field(default_factory=dict)  # name -> AccountConfig (server/accounts.py)
     system_account: str = "$SYS"  # its users may ask $SYS.REQ.SERVER.* (server/sysreq.py)
+    operator: object = None  # operator mode: trusted operators, resolver, JWT users (server/resolver.py)
     trace: bool = False
     sync_always: bool = False
     sync_interval: float | None = None  # None: fsync before each PubAck (group commit); else lazy, every N s
@@ -175,6 +176,8 @@ class Server:
                 log.info("Starting JetStream")
                 await self._start_jetstreams(JetStream, store_dir)
         self.sys_requests = SysRequests(self)
+        if o.operator is not None:
+            o.operator.start(self)  # claim updates over $SYS (server/resolver.py)
         if o.http_port:
             from .monitor import Monitor
 

@@ -86,6 +86,8 @@ class SysRequests:
             user = getattr(client, "user", "") or ""
         account = client.account.name if client.account is not None else "$G"
         data: dict = {"user": user, "account": account, "account_name": account}
+        if getattr(client, "jwt_user", None) is not None:
+            data.update(srv.opts.operator.user_info(client))  # names and expiry of a JWT user (resolver.py)
         perms = getattr(client, "perms", None)
         if perms is not None:
             data["permissions"] = perms.as_config()

@@ -293,7 +293,8 @@ class NatslabApp(App):
             self.system_user = await is_system_user(client)
         except NatsError:
             info = {}  # the connection went: the reconnect asks again
-        account = info.get("account", "")
+        # (account_name: an operator-mode account's JWT name, not its 56-character key)
+        account = info.get("account_name") or info.get("account", "")
         self.set_header(tls=tls_version(client), account=f"{account} (system)" if account and self.system_user else account)
 
     @work(exclusive=True, group="usage", exit_on_error=False)

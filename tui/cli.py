@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     auth.add_argument("--user", help="user name")
     auth.add_argument("--password", help="password for --user")
     auth.add_argument("--token", help="authentication token")
+    auth.add_argument("--creds", metavar="FILE", help="user credentials (.creds: a user JWT and its nkey seed)")
+    auth.add_argument("--nkey", metavar="FILE", help="user nkey seed file")
     tls = p.add_argument_group("TLS (override the context's)")
     tls.add_argument("--tlscert", metavar="FILE", help="client certificate (PEM), with --tlskey")
     tls.add_argument("--tlskey", metavar="FILE", help="private key of --tlscert (PEM)")
@@ -62,7 +64,7 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         ctx = load_context(name)
         opts = ConnectOptions(
             url=args.connect or ctx.url or "nats://127.0.0.1:4222",
-            user=ctx.user, password=ctx.password, token=ctx.token, creds=ctx.creds,
+            user=ctx.user, password=ctx.password, token=ctx.token, creds=ctx.creds, nkey=ctx.nkey,
             tls_cert=ctx.cert, tls_key=ctx.key, tls_ca=ctx.ca, tls_first=ctx.tls_first,
         )
     elif args.connect:
@@ -71,6 +73,9 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         opts.user = args.user or opts.user
         opts.password = args.password or opts.password
         opts.token = args.token or opts.token
+        opts.creds = args.creds or opts.creds
+        opts.nkey = args.nkey or opts.nkey
+        opts.check_credential_files()  # (as the TLS files: a missing one is said now)
         opts.tls_cert = args.tlscert or opts.tls_cert
         opts.tls_key = args.tlskey or opts.tls_key
         opts.tls_ca = args.tlscacert or opts.tls_ca
@@ -84,7 +89,8 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
     if not 0 <= args.monitor_port <= 65535:
         raise ValueError(f"--monitor-port {args.monitor_port}: a port is 0-65535 (0 = no monitoring)")
     spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port)
-    creds = ConnectOptions(user=args.user, password=args.password, token=args.token)
+    creds = ConnectOptions(user=args.user, password=args.password, token=args.token, creds=args.creds, nkey=args.nkey)
+    creds.check_credential_files()
     return creds, spec
 
 

@@ -65,6 +65,7 @@ class NatsContext:
     password: str | None = None
     token: str | None = None
     creds: str | None = None
+    nkey: str | None = None  # the path of an nkey seed file
     cert: str | None = None  # TLS client certificate, its key, the CA to trust
     key: str | None = None
     ca: str | None = None
@@ -101,6 +102,7 @@ def load_context(name: str) -> NatsContext:
         password=data.get("password") or None,
         token=data.get("token") or None,
         creds=data.get("creds") or None,
+        nkey=data.get("nkey") or None,
         cert=data.get("cert") or None,
         key=data.get("key") or None,
         ca=data.get("ca") or None,

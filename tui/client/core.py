@@ -97,6 +97,8 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
             kw["token"] = options.token
         if options.creds:
             kw["user_credentials"] = options.creds
+        if options.nkey:
+            kw["nkeys_seed"] = options.nkey
         try:
             tls = options.ssl_context()
         except ValueError as exc:

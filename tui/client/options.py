@@ -12,7 +12,8 @@ class ConnectOptions:
     user: str | None = None
     password: str | None = None
     token: str | None = None
-    creds: str | None = None
+    creds: str | None = None  # --creds FILE (or the context's creds): a user JWT and its seed
+    nkey: str | None = None  # --nkey FILE (or the context's nkey): an nkey user's seed
     name: str = "natslab"
     connect_timeout: float = 2.0
     max_reconnect_attempts: int = -1
@@ -24,6 +25,17 @@ class ConnectOptions:
     tls_key: str | None = None
     tls_ca: str | None = None
     tls_first: bool = False
+
+    def check_credential_files(self) -> None:
+        """Raise ValueError in plain words when --creds or --nkey names a
+        file that cannot be read."""
+        for flag, path in (("--creds", self.creds), ("--nkey", self.nkey)):
+            if path:
+                try:
+                    with open(path, "rb"):
+                        pass
+                except OSError as exc:
+                    raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
 
     @property
     def wants_tls(self) -> bool:
