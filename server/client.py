@@ -92,7 +92,9 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.host = ""
         self.port = 0
-        self.buf = b""
+        self.buf = b""  # an unfinished command: a bytearray (see Parser.data_received)
+        self.arg_at = 0  # ...where its arguments start in buf (0: not yet)
+        self.skip = None  # PING, PONG or +OK whose line is read to its LF (anything may follow them)
         self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
         self.subs: dict[bytes, Subscription] = {}
         self.lines: dict[bytes, tuple] = {}  # the control-line cache (see Parser._fast_pubs)
@@ -184,33 +186,36 @@ class Client(Parser, asyncio.BufferedProtocol):
         return True
 
     def _op_pub(self, args: list[bytes], with_headers: bool) -> None:
+        """PUB/HPUB with its arguments (split on blanks only, as nats-server's
+        processPub does: a CR is part of a token)."""
         if not self._require_connect():
             return
-        try:
-            if with_headers:
-                if not self.headers:
-                    self.close("headers not supported")
-                    return
-                if len(args) == 4:
-                    subject, reply, hlen, total = args[1], b"", int(args[2]), int(args[3])
-                elif len(args) == 5:
-                    subject, reply, hlen, total = args[1], args[2], int(args[3]), int(args[4])
-                else:
-                    raise ValueError
-                if hlen < 0 or total < hlen:
-                    raise ValueError
+        size = p.parse_size
+        if with_headers:
+            if not self.headers:
+                self.close("headers not supported")
+                return
+            k = len(args)
+            if k == 3:
+                subject, reply, hlen, total = args[0], b"", size(args[1]), size(args[2])
+            elif k == 4:
+                subject, reply, hlen, total = args[0], args[1], size(args[2]), size(args[3])
             else:
-                if len(args) == 3:
-                    subject, reply, total = args[1], b"", int(args[2])
-                elif len(args) == 4:
-                    subject, reply, total = args[1], args[2], int(args[3])
-                else:
-                    raise ValueError
-                hlen = 0
-                if total < 0:
-                    raise ValueError
-        except ValueError:
+                hlen = total = -1
+            bad = hlen < 0 or total < hlen
+        else:
+            hlen = 0
+            k = len(args)
+            if k == 2:
+                subject, reply, total = args[0], b"", size(args[1])
+            elif k == 3:
+                subject, reply, total = args[0], args[1], size(args[2])
+            else:
+                total = -1
+            bad = total < 0
+        if bad:
             # the real server closes on a malformed PUB line without an -ERR
+            # (a size is 1 to 9 digits: longer ones are malformed too)
             self.close("malformed publish")
             return
         if total > self.server.opts.max_payload:
@@ -223,12 +228,13 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.pending = (subject, reply, hlen, total)
 
     def _op_sub(self, args: list[bytes]) -> None:
+        """SUB with its arguments (split on blanks, CR and LF: splitArg)."""
         if not self._require_connect():
             return
-        if len(args) == 3:
-            subject, queue, sid = args[1], None, args[2]
-        elif len(args) == 4:
-            subject, queue, sid = args[1], args[2], args[3]
+        if len(args) == 2:
+            subject, queue, sid = args[0], None, args[1]
+        elif len(args) == 3:
+            subject, queue, sid = args[0], args[1], args[2]
         else:
             self.close("malformed subscribe")
             return
@@ -250,19 +256,15 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.queue_out(p.OK)
 
     def _op_unsub(self, args: list[bytes]) -> None:
+        """UNSUB with its arguments (split as SUB's). A count that is not a
+        size (``UNSUB 1 B``) unsubscribes at once, as nats-server's does."""
         if not self._require_connect():
             return
-        if len(args) not in (2, 3):
+        if len(args) not in (1, 2):
             self.close("malformed unsubscribe")  # closed without an -ERR, as nats-server does
             return
-        sid = args[1]
-        mx = 0
-        if len(args) == 3:
-            try:
-                mx = int(args[2])
-            except ValueError:
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-                return
+        sid = args[0]
+        mx = p.parse_size(args[1]) if len(args) == 2 else 0
         sub = self.subs.get(sid)
         if sub is not None:
             if mx > 0 and sub.msgs < mx:

@@ -50,6 +50,7 @@ class ServerOptions:
     server_name: str = ""
     max_payload: int = p.DEFAULT_MAX_PAYLOAD
     max_pending: int = p.DEFAULT_MAX_PENDING
+    max_control_line: int = p.MAX_CONTROL_LINE  # bytes of a control line's arguments (the config key max_control_line)
     max_connections: int = 64 * 1024
     ping_interval: float = p.DEFAULT_PING_INTERVAL
     ping_max: int = p.DEFAULT_PING_MAX
