@@ -211,7 +211,7 @@ class Parser:
             if n - pos < 7:
                 head = data[pos:n].upper()
                 if any(op.startswith(head) for op in _OP_NAMES):
-                    return self._unfinished(data, pos, n, 0)  # (the start of a name)
+                    return self._unfinished(data, pos, n, None)  # (the start of a name)
             self.protocol_error(p.ERR_UNKNOWN_OP)
             return n
         name, bare, simple = m.groups()
@@ -226,7 +226,7 @@ class Parser:
             self._simple(simple.upper())
             return eol + 1
         if at >= n:
-            return self._unfinished(data, pos, n, 0)
+            return self._unfinished(data, pos, n, None)
         # the first byte after the blanks starts the arguments whatever it is
         # (even an LF), and a CR anywhere after it makes the line end one
         # byte early (nats-server's "drop"): usually the CR before the LF
@@ -278,20 +278,22 @@ class Parser:
             self.close("Parse Error")
         return eol + 1
 
-    def _unfinished(self, data: bytes, pos: int, n: int, at: int) -> int:
-        """Keep the unfinished command ``data[pos:n]`` (its arguments from
-        ``at`` on, 0 when they have not started) for the next read, or leave
-        it to the next slice (-1) when ``n`` does not end the read."""
+    def _unfinished(self, data: bytes, pos: int, n: int, at: int | None) -> int:
+        """Keep the unfinished command ``data[pos:n]`` for the next read, or
+        leave it to the next slice (-1) when ``n`` does not end the read.
+        ``at``: where its arguments start (reads that bring no LF are only
+        added to it, up to the limit), 0 to parse it again on every read (it
+        is short), None when only an operation's name has come."""
         if n < len(data):
             return -1
-        if at:
+        if at is not None:
             self.buf = bytearray(data[pos:n])
         else:
             # an operation's name and its blanks: only the name counts (the
             # blanks are not kept, so however many come it stays short)
             m = _OP_RE.match(data, pos, n)
             self.buf = bytearray(data[pos:n] if m is None else (m.group(1) or m.group(2) or b"") + b" ")
-        self.arg_at = at
+        self.arg_at = at or 0
         return n
 
     def _simple(self, op: bytes) -> None:
