@@ -238,16 +238,18 @@ class Client(Parser, asyncio.BufferedProtocol):
         else:
             self.close("malformed subscribe")
             return
-        if not valid_subject(subject):
-            self.queue_out(p.ERR_INVALID_SUBJECT)
-            return
+        # in nats-server's order: permissions, then a sid in use (which
+        # keeps the existing subscription, whatever this one's subject), then
+        # the subject's validity (the sublist's insert)
         if self.perms is not None and not self.perms.can_subscribe(subject):
             self.queue_out(violation("Subscription", subject))
             return
         if sid in self.subs:
-            # re-using a sid keeps the existing subscription (as nats-server does)
             if self.verbose:
                 self.queue_out(p.OK)
+            return
+        if not valid_subject(subject):
+            self.queue_out(p.ERR_INVALID_SUBJECT)
             return
         sub = Subscription(self, subject, queue, sid)
         self.subs[sid] = sub
@@ -290,6 +292,11 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.server.logger.error("%s:%d - cid:%d - %s", self.host, self.port, self.cid, wrong)
             self.close("Read Error")
             return
+        if self.connected and self.subs:
+            # a second CONNECT drops every subscription made so far, as
+            # nats-server's does (clearAccountSubs: it may change the account)
+            for sub in list(self.subs.values()):
+                self.remove_sub(sub)
         proto = opts.get("protocol", 0)
         if not isinstance(proto, int) or proto < 0 or proto > 1:
             self.protocol_error(p.ERR_BAD_PROTOCOL)
