@@ -7,6 +7,7 @@ over a raw socket; both servers must give it.
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
@@ -180,3 +181,56 @@ async def test_ack_of_stream_sequence_zero(server):
                 assert v is None, k
     finally:
         await nc.close()
+
+
+MORE = {
+    # a second CONNECT drops the subscriptions made so far (nats-server 2.15)
+    "second-connect-drops-subs": (b"SUB a 1\r\nCONNECT {}\r\nPUB a 1\r\nx\r\nPING\r\n", 1, ["PONG"], ["MSG a 99 1", "x"]),
+    # a sid in use keeps its subscription, whatever the new subject
+    "sid-in-use-bad-subject": (b"SUB a 7\r\nSUB a..b 7\r\nPUB a 1\r\nx\r\nPING\r\n", 1, ["MSG a 7 1", "x", "PONG"],
+                               ["MSG a 99 1", "x"]),
+    "bad-subject": (b"SUB a..b 7\r\nPING\r\n", 1, ["-ERR 'Invalid Subject'", "PONG"], []),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE))
+async def test_subscriptions(raw, name):
+    data, pongs, want, want_seen = MORE[name]
+    got, seen = await outcome(raw, data, pongs)
+    assert got == want
+    assert seen == want_seen
+
+
+@pytest.mark.parametrize("kind", ["natslab", "nats-server"])
+async def test_max_control_line_option(tmp_path, kind):
+    """max_control_line is the server's own: 100 here (natslab's
+    ServerOptions.max_control_line, nats-server's config key). The arguments
+    count, not the operation's name and blanks."""
+    from conftest import ServerProcess
+    from natslab.server import ServerThread
+
+    if kind == "natslab":
+        srv = ServerThread(port=0, jetstream=False, max_control_line=100).start()
+        host, port, stop = "127.0.0.1", srv.port, srv.stop
+    else:
+        conf = tmp_path / "mcl.conf"
+        conf.write_text("max_control_line: 100\n")
+        proc = ServerProcess(kind, tmp_path / "store", extra=["-c", str(conf)])
+        proc.start()
+        host, port, stop = proc.host, proc.port, proc.stop
+    try:
+        at = SimpleNamespace(host=host, port=port)  # (what RawClient.open needs of a server)
+        ok = await RawClient.open(at)
+        # 100 bytes of arguments after "SUB   " (a blank at the end counts): taken
+        arg = b"a" * 97 + b" 1 "
+        assert len(arg) == 100
+        assert await exchange(ok, b"SUB   " + arg + b"\r\nPING\r\n", 1) == ["PONG"]
+        # 101 bytes, no LF yet: refused as they come
+        bad = await RawClient.open(at)
+        assert await exchange(bad, b"SUB " + b"a" * 101, 1) == ["-ERR 'maximum control line exceeded'", CLOSED]
+        bad = await RawClient.open(at)
+        assert await exchange(bad, b"PUB " + b"b" * 99 + b" 1\r\n", 1) == ["-ERR 'maximum control line exceeded'",
+                                                                          CLOSED]
+        ok.close()
+    finally:
+        stop()
