@@ -234,3 +234,21 @@ async def test_max_control_line_option(tmp_path, kind):
         ok.close()
     finally:
         stop()
+
+
+@pytest.mark.parametrize("data", [b"PING\r\n", b"ping\r\n", b"+OK\r\n", b"INFO {}\r\n", b"\r\n", b"x"],
+                         ids=["ping", "lower-ping", "plus-ok", "info", "blank-line", "unknown"])
+async def test_before_connect_with_auth(server_kind, tmp_path, data):
+    # a client that must authenticate may send only CONNECT first: anything
+    # else is an Authorization Violation at its first byte
+    from conftest import ServerProcess
+
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["--user", "u", "--pass", "p"])
+    srv.start()
+    try:
+        c = await RawClient.open(srv, connect=None)
+        assert await exchange(c, data, 1) == ["-ERR 'Authorization Violation'", CLOSED]
+        ok = await RawClient.open(srv, connect=None)
+        assert await exchange(ok, b'conNECT {"user":"u","pass":"p"}\r\nPING\r\n', 1) == ["+OK", "PONG"]
+    finally:
+        srv.stop()
