@@ -95,6 +95,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.buf = b""  # an unfinished command: a bytearray (see Parser.data_received)
         self.arg_at = 0  # ...where its arguments start in buf (0: not yet)
         self.skip = None  # PING, PONG or +OK whose line is read to its LF (anything may follow them)
+        self.backlog = None  # the rest of a read put off, and reads since (Parser._put_off)
         self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
         self.subs: dict[bytes, Subscription] = {}
         self.lines: dict[bytes, tuple] = {}  # the control-line cache (see Parser._fast_pubs)
@@ -550,7 +551,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None
-        if not self.closed:
+        if not self.closed and self.backlog is None:  # (else the put-off rest resumes reading when done)
             self.transport.resume_reading()
 
     def slow_consumer(self) -> None:

@@ -75,6 +75,9 @@ class Parser:
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.backlog is not None:
+            self.backlog.append(data)  # (behind the rest of a read put off: see _put_off)
+            return
         self.last_activity = time.time()
         skip = None
         buf = self.buf
@@ -133,6 +136,13 @@ class Parser:
                     srv.reading = False
                     srv.flush_dirty()
                     srv.reading = True
+                    budget = srv.opts.read_budget
+                    if budget and time.time() - self.last_activity > budget:
+                        # this read has had its share of the loop: the rest
+                        # waits behind the other connections' reads
+                        self._put_off(data, pos)
+                        pos = n
+                        break
             if pos < n and not self.closed:
                 self.buf = bytearray(data[pos:])  # (a payload still coming)
         finally:
@@ -143,6 +153,23 @@ class Parser:
                 others = [c for c in backed_up if c is not self]
                 if others:
                     self.stall(others)
+
+    def _put_off(self, data: bytes, pos: int) -> None:
+        """Parse ``data[pos:]`` on a later turn of the event loop, after what
+        the other connections' reads bring (whatever one connection sends,
+        the others wait for one slice of it at most). Reads that come
+        meanwhile queue behind it; the socket is not read until it is done."""
+        self.backlog = [data[pos:]]
+        self.transport.pause_reading()
+        self.server.loop.call_soon(self._take_up)
+
+    def _take_up(self) -> None:
+        parts, self.backlog = self.backlog, None
+        if self.closed:
+            return
+        if not self.is_stalled:
+            self.transport.resume_reading()
+        self.data_received(b"".join(parts))
 
     # -- parsing -----------------------------------------------------------
     def _parse(self, data: bytes, pos: int, n: int) -> int:

@@ -200,3 +200,23 @@ async def test_long_run_of_alike_lines_without_crlf(server):
     got, how, probe = await run_against(server, pieces(data, 64 * 1024))
     assert refused(got, how, MAX_LINE), (got, how)
     assert probe.worst < RTT_MAX
+
+
+async def test_ping_flood(server):
+    # 100,000 PINGs in 64 KiB writes: each is answered, and the others wait
+    # no longer than for a few of them
+    k = 100000
+    got, how, probe = await run_against(server, [*pieces(b"PING\r\n" * k, 64 * 1024), b"FOO\r\n"])
+    assert got == b"PONG\r\n" * k + UNKNOWN, (len(got), got[-80:], how)
+    assert how != "open"
+    assert probe.worst < RTT_MAX, f"another client waited {probe.worst:.3f} s for a PONG"
+
+
+async def test_sub_unsub_flood(server):
+    # 20,000 subscriptions made and dropped again in 64 KiB writes
+    k = 20000
+    data = b"".join(b"SUB flood.%d %d\r\n" % (i, i) for i in range(k))
+    data += b"".join(b"UNSUB %d\r\n" % i for i in range(k))
+    got, how, probe = await run_against(server, [*pieces(data, 64 * 1024), b"FOO\r\n"])
+    assert refused(got, how, UNKNOWN), (got[-200:], how)
+    assert probe.worst < RTT_MAX, f"another client waited {probe.worst:.3f} s for a PONG"
