@@ -27,7 +27,7 @@ from .subjects import EMPTY_RESULT
 # the size when there is no reply), no trailing blanks. Anything else (tabs,
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
-_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
+_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d{1,9})\r\n")
 # data_received parses a read of more than _READ_SLICE bytes in slices,
 # sending what each produced before the next: the first is a third of the
 # read, the next ones double in size up to _READ_SLICE_MAX. A client waiting

@@ -93,6 +93,7 @@ CASES = {
     "pub-underscore-size": (b"PUB x 1_0\r\n0123456789\r\nPING\r\n", 1, [CLOSED], []),
     "pub-13-digit-size": (b"PUB x 1000000000000\r\n", 1, [CLOSED], []),
     "pub-10-digit-size": (b"PUB x 2000000000\r\n", 1, [CLOSED], []),
+    "pub-10-digit-size-of-1": (b"PUB x 0000000001\r\nx\r\nPING\r\n", 1, [CLOSED], []),  # (not the fast path's)
     "pub-over-max-payload": (b"PUB x 2000000\r\n", 1, ["-ERR 'Maximum Payload Violation'", CLOSED], []),
     "pub-no-size": (b"PUB \r\nPING\r\n", 1, [CLOSED], []),
     # the first byte after the blanks starts the arguments, even an LF
