@@ -130,7 +130,7 @@ async def js_publish(c: Client, t: MemTransport, subject: bytes, n: int) -> None
 async def workload(name: str, n: int) -> float:
     """CPU seconds for n messages of the workload."""
     with tempfile.TemporaryDirectory() as store:
-        async with EmbeddedServer(port=0, store_dir=store) as es:
+        async with EmbeddedServer(port=0, store_dir=store, read_budget=0) as es:
             srv = es.server
             c, t = await attach(srv)
             c.data_received(b"SUB _INBOX.bjs.* 1\r\nSUB _INBOX.api.* 2\r\nSUB _INBOX.pull.* 3\r\n")

@@ -108,7 +108,10 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.host = ""
         self.port = 0
-        self.buf = b""
+        self.buf = b""  # an unfinished command: a bytearray (see Parser.data_received)
+        self.arg_at = 0  # ...where its arguments start in buf (0: not yet)
+        self.skip = None  # PING, PONG or +OK whose line is read to its LF (anything may follow them)
+        self.backlog = None  # the rest of a read put off, and reads since (Parser._put_off)
         self.pending = None  # (subject, reply, hdr_len, total) while waiting for a payload
         self.subs: dict[bytes, Subscription] = {}
         self.lines: dict[bytes, tuple] = {}  # the control-line cache (see Parser._fast_pubs)
@@ -243,33 +246,36 @@ class Client(Parser, asyncio.BufferedProtocol):
             self._auth_timer = None
 
     def _op_pub(self, args: list[bytes], with_headers: bool) -> None:
+        """PUB/HPUB with its arguments (split on blanks only, as nats-server's
+        processPub does: a CR is part of a token)."""
         if not self._require_connect():
             return
-        try:
-            if with_headers:
-                if not self.headers:
-                    self.close("headers not supported")
-                    return
-                if len(args) == 4:
-                    subject, reply, hlen, total = args[1], b"", int(args[2]), int(args[3])
-                elif len(args) == 5:
-                    subject, reply, hlen, total = args[1], args[2], int(args[3]), int(args[4])
-                else:
-                    raise ValueError
-                if hlen < 0 or total < hlen:
-                    raise ValueError
+        size = p.parse_size
+        if with_headers:
+            if not self.headers:
+                self.close("headers not supported")
+                return
+            k = len(args)
+            if k == 3:
+                subject, reply, hlen, total = args[0], b"", size(args[1]), size(args[2])
+            elif k == 4:
+                subject, reply, hlen, total = args[0], args[1], size(args[2]), size(args[3])
             else:
-                if len(args) == 3:
-                    subject, reply, total = args[1], b"", int(args[2])
-                elif len(args) == 4:
-                    subject, reply, total = args[1], args[2], int(args[3])
-                else:
-                    raise ValueError
-                hlen = 0
-                if total < 0:
-                    raise ValueError
-        except ValueError:
+                hlen = total = -1
+            bad = hlen < 0 or total < hlen
+        else:
+            hlen = 0
+            k = len(args)
+            if k == 2:
+                subject, reply, total = args[0], b"", size(args[1])
+            elif k == 3:
+                subject, reply, total = args[0], args[1], size(args[2])
+            else:
+                total = -1
+            bad = total < 0
+        if bad:
             # the real server closes on a malformed PUB line without an -ERR
+            # (a size is 1 to 9 digits: longer ones are malformed too)
             self.close("malformed publish")
             return
         if total > self.server.opts.max_payload:
@@ -282,36 +288,38 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.pending = (subject, reply, hlen, total)
 
     def _op_sub(self, args: list[bytes]) -> None:
+        """SUB with its arguments (split on blanks, CR and LF: splitArg)."""
         if not self._require_connect():
             return
-        if len(args) == 3:
-            subject, queue, sid = args[1], None, args[2]
-        elif len(args) == 4:
-            subject, queue, sid = args[1], args[2], args[3]
+        if len(args) == 2:
+            subject, queue, sid = args[0], None, args[1]
+        elif len(args) == 3:
+            subject, queue, sid = args[0], args[1], args[2]
         else:
             self.close("malformed subscribe")
+            return
+        # in nats-server's order: permissions, then a sid in use (which
+        # keeps the existing subscription, whatever this one's subject), then
+        # the subject's validity (the sublist's insert)
+        perms = self.perms
+        if perms is not None and not perms.can_subscribe(subject, queue):
+            # (nats-server's log line: subPermissionViolation)
+            where = f'Subject "{subject.decode(errors="replace")}"'
+            if queue:
+                where += f', Queue: "{queue.decode(errors="replace")}"'
+            self.server.logger.error('%s:%d - cid:%d - Subscription Violation - User "%s", %s, SID %s',
+                                     self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
+            self.queue_out(violation("Subscription", subject, queue))
+            return
+        if sid in self.subs:
+            if self.verbose:
+                self.queue_out(p.OK)
             return
         if not valid_subject(subject):
             self.queue_out(p.ERR_INVALID_SUBJECT)
             return
-        perms = self.perms
-        if perms is not None:
-            if not perms.can_subscribe(subject, queue):
-                # (nats-server's log line: subPermissionViolation)
-                where = f'Subject "{subject.decode(errors="replace")}"'
-                if queue:
-                    where += f', Queue: "{queue.decode(errors="replace")}"'
-                self.server.logger.error('%s:%d - cid:%d - Subscription Violation - User "%s", %s, SID %s',
-                                         self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
-                self.queue_out(violation("Subscription", subject, queue))
-                return
-            if perms.gates_delivery:
-                self.gate = perms
-        if sid in self.subs:
-            # re-using a sid keeps the existing subscription (as nats-server does)
-            if self.verbose:
-                self.queue_out(p.OK)
-            return
+        if perms is not None and perms.gates_delivery:
+            self.gate = perms
         sub = Subscription(self, subject, queue, sid)
         self.subs[sid] = sub
         self.server.add_sub(sub)
@@ -319,19 +327,15 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.queue_out(p.OK)
 
     def _op_unsub(self, args: list[bytes]) -> None:
+        """UNSUB with its arguments (split as SUB's). A count that is not a
+        size (``UNSUB 1 B``) unsubscribes at once, as nats-server's does."""
         if not self._require_connect():
             return
-        if len(args) not in (2, 3):
+        if len(args) not in (1, 2):
             self.close("malformed unsubscribe")  # closed without an -ERR, as nats-server does
             return
-        sid = args[1]
-        mx = 0
-        if len(args) == 3:
-            try:
-                mx = int(args[2])
-            except ValueError:
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-                return
+        sid = args[0]
+        mx = p.parse_size(args[1]) if len(args) == 2 else 0
         sub = self.subs.get(sid)
         if sub is not None:
             if mx > 0 and sub.msgs < mx:
@@ -357,6 +361,11 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.server.logger.error("%s:%d - cid:%d - %s", self.host, self.port, self.cid, wrong)
             self.close("Read Error")
             return
+        if self.connected and self.subs:
+            # a second CONNECT drops every subscription made so far, as
+            # nats-server's does (clearAccountSubs: it may change the account)
+            for sub in list(self.subs.values()):
+                self.remove_sub(sub)
         proto = opts.get("protocol", 0)
         if not isinstance(proto, int) or proto < 0 or proto > 1:
             self.protocol_error(p.ERR_BAD_PROTOCOL)
@@ -649,7 +658,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None
-        if not self.closed:
+        if not self.closed and self.backlog is None:  # (else the put-off rest resumes reading when done)
             self.transport.resume_reading()
 
     def slow_consumer(self) -> None:

@@ -7,7 +7,6 @@ import os
 import sys
 import time
 
-from . import protocol as p
 from .gowire import rfc3339
 from .monitor_format import NS, go_number, to_json, uptime
 from .monitor_jsz import varz_jetstream
@@ -57,7 +56,7 @@ def varz(mon, q: dict):
         "http_base_path": "",
         "https_port": 0,
         "auth_timeout": go_number(float(o.auth_timeout)),
-        "max_control_line": p.MAX_CONTROL_LINE,
+        "max_control_line": o.max_control_line,
         "max_payload": o.max_payload,
         "max_pending": o.max_pending,
         "cluster": {},

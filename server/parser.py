@@ -12,6 +12,7 @@ PUBs that follow one of its messages in the same read, in one call.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -26,7 +27,7 @@ from .subjects import EMPTY_RESULT
 # the size when there is no reply), no trailing blanks. Anything else (tabs,
 # odd whitespace) does not match and goes to the general parser, so a match
 # is always the same parse; \S is the quickest class for the regex engine.
-_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d+)\r\n")
+_PUB_RE = re.compile(rb"PUB (\S+) +(?:(\S+) +)?(\d{1,9})\r\n")
 # data_received parses a read of more than _READ_SLICE bytes in slices,
 # sending what each produced before the next: the first is a third of the
 # read, the next ones double in size up to _READ_SLICE_MAX. A client waiting
@@ -42,10 +43,18 @@ _READ_SLICE_MAX = 32 * 1024
 # trip). 256 KiB is what asyncio reads at most at a time either way.
 READ_BUFFER_SIZE = 256 * 1024
 
-# nats-server splits arguments on spaces, tabs, CR and LF only: a vertical tab
-# or form feed is part of a token (bytes.split() would split on them too)
-_ARG_RE = re.compile(rb"[^ \t\r\n]+")
-_ARG_OPS = (b"SUB", b"PUB", b"HPUB", b"UNSUB")  # operations that must have arguments
+# A command's operation as nats-server's parser reads it (case-insensitive,
+# at the very start of the command: no blank, CR or LF before it). Those with
+# arguments need a blank after their name (CONNECT and INFO do not); PING,
+# PONG and +OK are done at their name, and whatever follows it up to the LF
+# is ignored ("PINGX" is a PING). MSG and the route/leaf operations are not
+# a client's: they, and anything else, are an unknown operation.
+_OP_RE = re.compile(rb"(?:(PUB|HPUB|SUB|UNSUB|HMSG|-ERR)[ \t]+|(CONNECT|INFO)[ \t]*|(PING|PONG|\+OK))", re.I)
+_OP_NAMES = (b"PUB", b"HPUB", b"SUB", b"UNSUB", b"HMSG", b"-ERR", b"CONNECT", b"INFO", b"PING", b"PONG", b"+OK")
+# nats-server splits PUB/HPUB arguments on spaces and tabs only (a CR is part
+# of a token), SUB/UNSUB arguments on spaces, tabs, CR and LF (splitArg)
+_PUB_ARGS = re.compile(rb"[^ \t]+")
+_SUB_ARGS = re.compile(rb"[^ \t\r\n]+")
 
 
 class Parser:
@@ -66,13 +75,41 @@ class Parser:
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.backlog is not None:
+            self.backlog.append(data)  # (behind the rest of a read put off: see _put_off)
+            return
         self.last_activity = time.time()
-        if self.buf:
-            data = self.buf + data
+        skip = None
+        buf = self.buf
+        if buf:
+            # an unfinished command from earlier reads, kept in a bytearray
+            # (appended to, never copied per read): a payload is parsed once
+            # it is all in, a control line once its LF is (or when it is over
+            # the limit: its error); input is looked at once however it is cut
+            buf += data
+            pend = self.pending
+            if pend is not None:
+                if len(buf) <= pend[3]:  # (with its CR in, a wrong byte there is an error at once)
+                    return
+            else:
+                at = self.arg_at
+                if at and data.find(b"\n") < 0 and (
+                        len(buf) - at - (buf[-1] == 13) <= self.server.opts.max_control_line):
+                    return
+            data = bytes(buf)
             self.buf = b""
+        elif self.skip is not None:
+            # the rest of a PING, PONG or +OK line: nothing counts up to its LF
+            eol = data.find(b"\n")
+            if eol < 0:
+                return
+            skip, self.skip = self.skip, None
+            data = data[eol + 1 :]
         srv = self.server
         srv.reading = True
         try:
+            if skip is not None:
+                self._simple(skip)
             n = len(data)
             if n <= _READ_SLICE:
                 # (a read of PUBs only, one request or answer mostly, needs
@@ -99,8 +136,15 @@ class Parser:
                     srv.reading = False
                     srv.flush_dirty()
                     srv.reading = True
+                    budget = srv.opts.read_budget
+                    if budget and time.time() - self.last_activity > budget:
+                        # this read has had its share of the loop: the rest
+                        # waits behind the other connections' reads
+                        self._put_off(data, pos)
+                        pos = n
+                        break
             if pos < n and not self.closed:
-                self.buf = data[pos:]
+                self.buf = bytearray(data[pos:])  # (a payload still coming)
         finally:
             srv.reading = False
             srv.flush_dirty()
@@ -109,6 +153,23 @@ class Parser:
                 others = [c for c in backed_up if c is not self]
                 if others:
                     self.stall(others)
+
+    def _put_off(self, data: bytes, pos: int) -> None:
+        """Parse ``data[pos:]`` on a later turn of the event loop, after what
+        the other connections' reads bring (whatever one connection sends,
+        the others wait for one slice of it at most). Reads that come
+        meanwhile queue behind it; the socket is not read until it is done."""
+        self.backlog = [data[pos:]]
+        self.transport.pause_reading()
+        self.server.loop.call_soon(self._take_up)
+
+    def _take_up(self) -> None:
+        parts, self.backlog = self.backlog, None
+        if self.closed:
+            return
+        if not self.is_stalled:
+            self.transport.resume_reading()
+        self.data_received(b"".join(parts))
 
     # -- parsing -----------------------------------------------------------
     def _parse(self, data: bytes, pos: int, n: int) -> int:
@@ -130,6 +191,9 @@ class Parser:
                 subject, reply, hlen, total = pend
                 end = pos + total
                 if end + 2 > n:
+                    if end < n and data[end] != 13 and n == len(data):
+                        self.protocol_error(p.ERR_UNKNOWN_OP)  # (nats-server wants the CR right there)
+                        return n
                     break
                 if data[end : end + 2] != b"\r\n":
                     self.protocol_error(p.ERR_UNKNOWN_OP)
@@ -153,55 +217,131 @@ class Parser:
                     self.queue_out(p.OK)
                 srv.route(self, subject, reply, hdr, payload)
                 continue
-            eol = data.find(b"\n", pos, n)
+            q = self._control(data, pos, n)
+            if q < 0:
+                break  # (cut by a slice's end: parsed again from its start by the next)
+            pos = q
+            if self.fast_path is not fast:
+                fast = self.fast_path  # (a CONNECT)
+        return pos
+
+    def _control(self, data: bytes, pos: int, n: int) -> int:
+        """Read the command at ``pos`` (not a payload) as nats-server's parser
+        does, byte for byte, and carry it out; return where the next one
+        starts. A command not complete by ``n`` is kept in ``buf`` when ``n``
+        ends the read (return ``n``), or left to the next slice (-1). A
+        control line is held to max_control_line as it comes in: its
+        arguments (after the operation and its blanks, without the CR before
+        the LF) may not be longer, complete or not."""
+        if not self.connected and self.server.auth_required and data[pos] not in b"Cc" \
+                and not self.server.auth.no_auth_user:
+            # before its CONNECT a client that must authenticate may send
+            # nothing else: nats-server refuses at the first byte
+            self.protocol_error(p.ERR_AUTH_VIOLATION)
+            return n
+        m = _OP_RE.match(data, pos, n)
+        if m is None:
+            if n - pos < 7:
+                head = data[pos:n].upper()
+                if any(op.startswith(head) for op in _OP_NAMES):
+                    return self._unfinished(data, pos, n, None)  # (the start of a name)
+            self.protocol_error(p.ERR_UNKNOWN_OP)
+            return n
+        name, bare, simple = m.groups()
+        at = m.end()
+        if simple is not None:
+            eol = data.find(b"\n", at, n)
             if eol < 0:
-                if n - pos > p.MAX_CONTROL_LINE and p.control_arg_len(data[pos:n]) > p.MAX_CONTROL_LINE:
-                    self.protocol_error(p.ERR_MAX_CONTROL_LINE)
-                    return n
-                break
-            line = data[pos:eol]
-            pos = eol + 1
-            if len(line) > p.MAX_CONTROL_LINE and p.control_arg_len(line) > p.MAX_CONTROL_LINE:
+                if n < len(data):
+                    return -1
+                self.skip = simple.upper()  # (the rest of its line goes unread)
+                return n
+            self._simple(simple.upper())
+            return eol + 1
+        if at >= n:
+            return self._unfinished(data, pos, n, None)
+        # the first byte after the blanks starts the arguments whatever it is
+        # (even an LF), and a CR anywhere after it makes the line end one
+        # byte early (nats-server's "drop"): usually the CR before the LF
+        eol = data.find(b"\n", at + 1, n)
+        mcl = self.server.opts.max_control_line
+        if eol < 0:
+            if n - at - (data[n - 1] == 13) > mcl:
                 self.protocol_error(p.ERR_MAX_CONTROL_LINE)
                 return n
-            args = _ARG_RE.findall(line) if b"\x0b" in line or b"\x0c" in line else line.split()
-            if not args:
-                continue
-            op = args[0].upper()
-            if len(args) == 1 and op in _ARG_OPS and line.rstrip(b"\r") == args[0]:
-                # the keyword alone, not even a space after it: nats-server's
-                # parser stops at an unknown operation (with a space and no
-                # arguments it closes without a word, as the handlers do)
+            return self._unfinished(data, pos, n, at - pos)
+        arg = data[at : eol - 1] if data.find(b"\r", at + 1, eol) >= 0 else data[at:eol]
+        if len(arg) > mcl:
+            self.protocol_error(p.ERR_MAX_CONTROL_LINE)
+            return n
+        op = (name or bare).upper()
+        if op == b"PUB":
+            self._op_pub(_PUB_ARGS.findall(arg), False)
+        elif op == b"SUB":
+            self._op_sub(_SUB_ARGS.findall(arg))
+        elif op == b"UNSUB":
+            self._op_unsub(_SUB_ARGS.findall(arg))
+        elif op == b"HPUB":
+            self._op_pub(_PUB_ARGS.findall(arg), True)
+        elif op == b"CONNECT":
+            self._op_connect(arg)
+            self.fast_path = (self.connected and not self.verbose and not self.pedantic
+                              and self.account is None)
+        elif op == b"INFO":
+            # a client's INFO is read (it must be a JSON object, or null) and
+            # ignored; anything else closes the connection without a word
+            try:
+                info = json.loads(arg)
+            except ValueError:
+                info = 0
+            if info is not None and not isinstance(info, dict):
+                self.close("Protocol Violation")
+        elif op == b"HMSG":
+            # not a client's operation, but nats-server's parser takes its
+            # line (and does nothing with it) and then wants a CRLF at once
+            if not data.startswith(b"\r\n", eol + 1):
+                if eol + 3 > n and data.startswith(b"\r\n"[: n - eol - 1], eol + 1):
+                    return self._unfinished(data, pos, n, 0)
                 self.protocol_error(p.ERR_UNKNOWN_OP)
                 return n
-            if op == b"PUB":
-                self._op_pub(args, False)
-            elif op == b"HPUB":
-                self._op_pub(args, True)
-            elif op == b"MSG" or op == b"HMSG":
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-            elif op == b"PING":
-                self.queue_out(p.PONG)
-                if self._connect_info_due:
-                    # like nats-server: one more INFO after the first PONG
-                    self._connect_info_due = False
-                    self.queue_out(p.info_line(srv.client_info(self, connect_info=True)))
-            elif op == b"PONG":
-                self.pings_out = 0
-                if self._ping_sent_at:
-                    self.rtt = time.monotonic() - self._ping_sent_at
-                    self._ping_sent_at = 0.0
-            elif op == b"SUB":
-                self._op_sub(args)
-            elif op == b"UNSUB":
-                self._op_unsub(args)
-            elif op == b"CONNECT":
-                self._op_connect(line[len(args[0]) :].strip())
-                fast = self.fast_path = (self.connected and not self.verbose and not self.pedantic
-                                         and self.account is None)
-            else:
-                self.protocol_error(p.ERR_UNKNOWN_OP)
-        return pos
+            return eol + 3
+        else:  # -ERR from a client: nats-server logs it and closes
+            self.server.logger.error("%s:%d - cid:%d - Client Error %s", self.host, self.port, self.cid,
+                                     arg.decode("utf-8", "replace"))
+            self.close("Parse Error")
+        return eol + 1
+
+    def _unfinished(self, data: bytes, pos: int, n: int, at: int | None) -> int:
+        """Keep the unfinished command ``data[pos:n]`` for the next read, or
+        leave it to the next slice (-1) when ``n`` does not end the read.
+        ``at``: where its arguments start (reads that bring no LF are only
+        added to it, up to the limit), 0 to parse it again on every read (it
+        is short), None when only an operation's name has come."""
+        if n < len(data):
+            return -1
+        if at is not None:
+            self.buf = bytearray(data[pos:n])
+        else:
+            # an operation's name and its blanks: only the name counts (the
+            # blanks are not kept, so however many come it stays short)
+            m = _OP_RE.match(data, pos, n)
+            self.buf = bytearray(data[pos:n] if m is None else (m.group(1) or m.group(2) or b"") + b" ")
+        self.arg_at = at or 0
+        return n
+
+    def _simple(self, op: bytes) -> None:
+        """PING, PONG or +OK, read to its LF."""
+        if op == b"PING":
+            self.queue_out(p.PONG)
+            if self._connect_info_due:
+                # like nats-server: one more INFO after the first PONG
+                self._connect_info_due = False
+                self.queue_out(p.info_line(self.server.client_info(self, connect_info=True)))
+        elif op == b"PONG":
+            self.pings_out = 0
+            if self._ping_sent_at:
+                self.rtt = time.monotonic() - self._ping_sent_at
+                self._ping_sent_at = 0.0
 
     def _fast_pubs(self, data: bytes, pos: int, n: int) -> int:
         """Route plain PUBs from ``pos`` on; return where they end. Anything
@@ -226,7 +366,7 @@ class Parser:
         pub_match = _PUB_RE.match
         startswith = data.startswith
         max_payload = srv.opts.max_payload
-        max_line = p.MAX_CONTROL_LINE
+        max_line = srv.opts.max_control_line
         lines = self.lines
         perms = self.perms
         msgs = nbytes = 0

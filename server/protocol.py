@@ -14,6 +14,9 @@ PING = b"PING\r\n"
 PONG = b"PONG\r\n"
 OK = b"+OK\r\n"
 
+# the default max_control_line: what nats-server holds a control line to is
+# its arguments, without the operation's name, the blanks after it and the
+# CR before its LF (ServerOptions.max_control_line; Parser._control)
 MAX_CONTROL_LINE = 4096
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
 DEFAULT_MAX_PENDING = 64 * 1024 * 1024
@@ -22,18 +25,13 @@ DEFAULT_PING_MAX = 2
 AUTH_TIMEOUT = 2.0
 
 
-def control_arg_len(line: bytes) -> int:
-    """How long nats-server reckons a control line to be against
-    max_control_line: its arguments only, without the operation's name, the
-    blanks after it and the CR before the LF (``line`` has no LF; it may be
-    the start of a line still being read)."""
-    i = 0
-    n = len(line)
-    while i < n and line[i] not in b" \t":
-        i += 1
-    while i < n and line[i] in b" \t":
-        i += 1
-    return n - i - (1 if line.endswith(b"\r") else 0)
+def parse_size(d: bytes) -> int:
+    """A size as nats-server's parseSize reads it: 1 to 9 ASCII digits
+    (leading zeros allowed), else -1 (no sign, no underscore, no blanks:
+    int() would take those)."""
+    if 0 < len(d) <= 9 and d.isdigit():
+        return int(d)
+    return -1
 
 
 def err(text: str) -> bytes:

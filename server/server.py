@@ -50,6 +50,11 @@ class ServerOptions:
     server_name: str = ""
     max_payload: int = p.DEFAULT_MAX_PAYLOAD
     max_pending: int = p.DEFAULT_MAX_PENDING
+    max_control_line: int = p.MAX_CONTROL_LINE  # bytes of a control line's arguments (the config key max_control_line)
+    # seconds one socket read may take before the rest of it waits for the
+    # other connections' reads (Parser._put_off); 0: never (bench_inproc,
+    # which reads what a read produced right after it)
+    read_budget: float = 0.01
     max_connections: int = 64 * 1024
     ping_interval: float = p.DEFAULT_PING_INTERVAL
     ping_max: int = p.DEFAULT_PING_MAX

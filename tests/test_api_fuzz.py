@@ -399,8 +399,8 @@ PROTOCOL_OPS = [
     b"PUB  foo  1\r\nz", b"PUB foo 1048577\r\n", b"SUB v\x0bw 10", b"PUB v\x0bw 1\r\nz", b"PUB foo\t1\r\nz",
     b"PUB foo 1 \r\nz", b"PUB foo r\x0cs 1\r\nz",
 ]
-# (a second valid CONNECT is left out: nats-server then stops echoing the
-# client's own messages back to it, a corner natslab does not copy)
+# (a second valid CONNECT is left out here: it drops the connection's
+# subscriptions, which test_protocol_malformed checks on both servers)
 
 
 async def protocol_transcript(srv: ServerProcess, conns: list) -> list[str]:

@@ -225,7 +225,13 @@ class AckState:
                 reason = msg[5:].strip().decode(errors="replace")
                 send_reply = self.term(sseq, dseq, dc, reason) and send_reply
                 durable = True
-            if reply and send_reply:
+            if reply and sseq == 0 and durable and c.config["ack_policy"] == "explicit" \
+                    and c.stream.config["retention"] == "limits":
+                # nats-server answers an ack (or term) of stream sequence 0 in
+                # this case alone: its updateAcks sends the reply itself (no
+                # ack is applied, so nothing waits for a write)
+                c.server.reply_internal(reply, b"")
+            elif reply and send_reply:
                 if durable:
                     c.reply_when_saved(reply, sseq, dseq)
                 else:
