@@ -423,8 +423,9 @@ def jwt_user_class(cls: type) -> type:
 
             def _op_sub(self, args):
                 # (nats-server: after the subject's and the permissions' checks, before the sid's)
-                if 0 <= self.max_subs <= len(self.subs) and self.connected and len(args) in (3, 4) \
-                        and valid_subject(args[1]) and (self.perms is None or self.perms.can_subscribe(args[1])):
+                # (args: the SUB's arguments without its name, as the parser splits them)
+                if 0 <= self.max_subs <= len(self.subs) and self.connected and len(args) in (2, 3) \
+                        and valid_subject(args[0]) and (self.perms is None or self.perms.can_subscribe(args[0])):
                     self.queue_out(ERR_MAX_SUBS)
                     return
                 super()._op_sub(args)
