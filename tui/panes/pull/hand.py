@@ -116,6 +116,8 @@ class PullHand(WritesGuard, Vertical):
             info = await client.consumer_info(stream, consumer)
         except NatsError:
             return  # the axis falls back to the cards' ack wait
+        born = info.born_at(time.monotonic())
+        self.query_one(DeliveryTimeline).incarnation(stream, consumer, info.created, born)
         if (stream, consumer) == (self.stream, self.consumer):
             self.consumer_config = info
 
@@ -229,11 +231,13 @@ class PullHand(WritesGuard, Vertical):
             self.set_status(event.error)
             return
         await self.action_clear(include_expired=True)
+        timeline = self.query_one(DeliveryTimeline)
+        for fm in event.messages[:1]:  # the incarnation of the consumer that handed them out
+            timeline.incarnation(fm.stream, fm.consumer, fm.consumer_created, fm.consumer_born)
         cards = [HandCard(fm) for fm in event.messages]
         if cards:
             await self.query_one("#pull-cards").mount_all(cards)
             cards[0].focus()
-        timeline = self.query_one(DeliveryTimeline)
         for fm in event.messages:
             timeline.add(DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, "deliver", fm.num_delivered, fm.received_at))
         if event.messages:
