@@ -76,3 +76,51 @@ async def test_j_and_k_move_between_rows_and_cards(make_app, outside):
         assert app.focused is cards[2]
         await pilot.press("k", "up")
         assert app.focused is cards[0]
+
+
+def footer_line(app) -> str:
+    return [strip.text for strip in app.screen._compositor.render_strips()][-1]
+
+
+async def test_a_panes_first_key_works_the_moment_it_is_shown(make_app, outside):
+    """The footer belongs to the pane on screen as soon as it is shown, and
+    the pull hand's card keys work right after `3` (the card in hand has the
+    focus, drawn with its heavy border), with no other key in between."""
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    for i in range(2):
+        await js.publish("orders.new", f"o{i}".encode())
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await wait_for(pilot, lambda: table.row_count == 1, what="the stream listed")
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "RDL", what="pull hand target")
+        hand.query_one("#pull-batch", Input).value = "2"
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 2, what="two cards")
+        await pilot.press("j")  # the second card
+        cards = list(hand.query(HandCard))
+        await wait_for(pilot, lambda: app.focused is cards[1], what="second card focused")
+
+        for digit, area, key_text in (("4", "publish", "Publish"), ("7", "objects", "Delete object"),
+                                      ("1", "streams", "New stream")):
+            await pilot.press("escape", digit)
+            await wait_for(pilot, lambda: app.screen.active_area == area, what=f"{area} shown")
+            focused = app.focused
+            assert focused is not None and app.screen.pane(area) in focused.ancestors_with_self
+            await pilot.pause()
+            assert key_text in footer_line(app) and "Fetch" not in footer_line(app), footer_line(app)
+
+        await pilot.press("3", "a")  # no pause: the card last focused takes the ack
+        assert cards[1].styles.border_top[0] == "heavy"  # the focused card is marked
+        await wait_for(pilot, lambda: cards[1].state == "acked", what="a acked the focused card")
+        assert app.focused is cards[1] and cards[0].state == "pending"
+        await pilot.pause()
+        assert cards[1].styles.border_top[0] == "heavy"  # and still, settled
+        assert "a Ack" in footer_line(app)
+        info = await js.consumer_info("ORDERS", "RDL")
+        assert info.num_ack_pending == 1

@@ -156,11 +156,18 @@ class MainScreen(Screen):
         focusable one; with ``text_fields`` False a text field is skipped."""
         if hasattr(pane, "focus_default"):
             pane.focus_default()
-            return
-        for widget in pane.query("*"):
-            if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
-                widget.focus()
-                return
+        else:
+            for widget in pane.query("*"):
+                if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
+                    # at once, not on the next idle (Widget.focus): the pane's
+                    # first key goes to it, not to the pane just hidden
+                    self.set_focus(widget)
+                    break
+        focused = self.focused
+        if focused is not None and pane not in focused.ancestors_with_self:
+            self.set_focus(None)  # never a widget of a hidden pane: its keys would still be live
+        # the footer belongs to the pane shown, even when the focus did not move
+        self.refresh_bindings()
 
     def action_cursor(self, direction: str) -> None:
         focused = self.focused

@@ -64,6 +64,7 @@ class PullHand(WritesGuard, Vertical):
         self._subscribed_generation = 0
         self.nak_delay = DEFAULT_NAK_DELAY  # the last delay picked for N, offered again next time
         self.consumer_config: ConsumerSummary | None = None
+        self._last_card: HandCard | None = None  # focused again when the hand is shown again
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pull-bar"):
@@ -135,8 +136,19 @@ class PullHand(WritesGuard, Vertical):
         self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(axis.styles_map())]))
 
     def focus_default(self) -> None:
-        # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
-        self.query_one("#pull-fetch", Button).focus()
+        """A card in hand when there is one, so its keys (a, n, i, t) work the
+        moment the hand is shown: the one last focused, else the first still
+        waiting for a decision. Else the Fetch button — never the batch
+        field, which would swallow the hand's letter keys (f, a, n, ...)."""
+        cards = list(self.query(HandCard))
+        open_cards = [c for c in cards if not c.has_class("-settled")]
+        last = self._last_card if self._last_card in cards else None
+        target = last or (open_cards or cards or [None])[0] or self.query_one("#pull-fetch", Button)
+        self.screen.set_focus(target)
+
+    def on_descendant_focus(self, event) -> None:
+        if isinstance(event.widget, HandCard):
+            self._last_card = event.widget
 
     def action_card(self, step: int) -> None:
         """j/k and the arrows move between cards, from the bar to the first one."""
