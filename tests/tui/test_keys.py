@@ -124,3 +124,31 @@ async def test_a_panes_first_key_works_the_moment_it_is_shown(make_app, outside)
         assert "a Ack" in footer_line(app)
         info = await js.consumer_info("ORDERS", "RDL")
         assert info.num_ack_pending == 1
+
+
+async def type_quickly(app, pilot, *keys: str) -> None:
+    """Keys as a fast typist's terminal sends them: all queued at once, none
+    waiting for the one before to be handled (Pilot's press waits for each)."""
+    from textual import events
+
+    chars = {"tab": "\t", "shift+tab": None}
+    for key in keys:
+        app.post_message(events.Key(key, chars.get(key, key)))
+    await pilot.pause()
+
+
+async def test_keys_typed_quickly_after_tab_land_in_the_next_field(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        count, rate = app.screen.query_one("#pub-count", Input), app.screen.query_one("#pub-rate", Input)
+        count.focus()
+        await wait_for(pilot, lambda: app.focused is count, what="Repeat N focused")
+        await type_quickly(app, pilot, "5", "tab", "1", "0")
+        await wait_for(pilot, lambda: rate.value == "10", what="10 in Rate")
+        assert count.value == "5" and app.focused is rate
+        await type_quickly(app, pilot, "shift+tab", "0")
+        # (an Input selects its text when it gets the focus: the 0 replaces the 5)
+        await wait_for(pilot, lambda: count.value in ("0", "50"), what="back in Repeat N")
+        assert rate.value == "10" and app.focused is count
