@@ -18,6 +18,18 @@ INTRO = (
 )
 
 
+def _works(node, action: str) -> bool:
+    """False for a key its node turns off (check_action False: --read-only's
+    write keys): help lists only what works, as the footer does."""
+    from textual.actions import parse
+
+    try:
+        _, name, params = parse(action)
+    except Exception:  # an action string textual cannot parse is listed as it is
+        return True
+    return node.check_action(name, params) is not False
+
+
 class HelpScreen(ModalScreen):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")]
 
@@ -33,7 +45,7 @@ class HelpScreen(ModalScreen):
         seen = set()
         for key, found in active.items():
             b = found.binding
-            if not b.description or (b.description, key) in seen:
+            if not b.description or (b.description, key) in seen or not _works(found.node, b.action):
                 continue
             seen.add((b.description, key))
             where = type(found.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere").replace("MainScreen", "everywhere")

@@ -223,12 +223,14 @@ class ConsumersPane(LivePane):
         if not self.stream:
             text = "Consumers — select a stream in the Streams pane first"
         elif not self.consumers:
-            text = f"Consumers of {self.stream} — none yet; press n to create one"
+            text = f"Consumers of {self.stream} — " + ("none (read-only)" if self.read_only
+                                                       else "none yet; press n to create one")
         else:
             table = self.query_one(LiveTable)
             more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
-            text = (f"Consumers of {self.stream} ({len(self.consumers)}){more} — n new · e edit · "
-                    "space pause/resume · d delete · f pull hand")
+            keys = ("f pull hand (watch only) · J raw JSON · g rates · read-only" if self.read_only
+                    else "n new · e edit · space pause/resume · d delete · f pull hand")
+            text = f"Consumers of {self.stream} ({len(self.consumers)}){more} — {keys}"
         if text != self._status_text:  # called on every poll: the same line would cost a layout each time
             self._status_text = text
             label.update(text)

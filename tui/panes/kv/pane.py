@@ -67,7 +67,8 @@ class KvPane(LivePane):
         self.mode = "text"
 
     def compose(self) -> ComposeResult:
-        yield Label("Key-value — n new bucket · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
+        yield Label("Key-value — ctrl+t text/JSON/hex · read-only" if self.read_only else
+                    "Key-value — n new bucket · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
         with Horizontal(id="kv-body"):
             with Vertical(id="kv-left"):
                 yield LiveTable([("Bucket", "name"), ("Values", "values"), ("History", "history"), ("TTL", "ttl"), ("Size", "bytes")], id="kv-buckets")

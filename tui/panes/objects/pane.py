@@ -58,7 +58,8 @@ class ObjectsPane(LivePane):
         self._transfer: CountingReader | CountingWriter | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("Object stores — create a store, put a local file, get an object back (digest checked)", classes="pane-status", id="obj-status")
+        yield Label("Object stores — get an object into a file (digest checked) · read-only" if self.read_only else
+                    "Object stores — create a store, put a local file, get an object back (digest checked)", classes="pane-status", id="obj-status")
         with Horizontal(id="obj-body"):
             with Vertical(id="obj-left"):
                 yield LiveTable([("Store", "name"), ("Size", "bytes"), ("Storage", "storage")], id="obj-stores")

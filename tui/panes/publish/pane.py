@@ -114,7 +114,9 @@ class PublishPane(WritesGuard, Vertical):
     mode: reactive[str] = reactive("js", init=False)
 
     def compose(self) -> ComposeResult:
-        yield Label("Publish — ctrl+s publish · ctrl+o mode · ctrl+x cancel · ctrl+y copy as code · ctrl+l clear",
+        yield Label("Publish — read-only: nothing is sent · ctrl+t trace only · ctrl+y copy as code · ctrl+l clear"
+                    if self.read_only else
+                    "Publish — ctrl+s publish · ctrl+o mode · ctrl+x cancel · ctrl+y copy as code · ctrl+l clear",
                     classes="pane-status")
         with Horizontal(id="pub-row1", classes="form-row"):
             with Vertical(classes="cell wide"):

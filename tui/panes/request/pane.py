@@ -50,7 +50,8 @@ class RequestPane(WritesGuard, Vertical):
         self.responders: dict[str, MockResponder] = {}
 
     def compose(self) -> ComposeResult:
-        yield Label("Request-reply — ctrl+s send · ctrl+y copy as code", classes="pane-status")
+        yield Label("Request-reply — ctrl+y copy as code · read-only: nothing is sent" if self.read_only else
+                    "Request-reply — ctrl+s send · ctrl+y copy as code", classes="pane-status")
         with Horizontal(classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")

@@ -126,10 +126,13 @@ class StreamsPane(LivePane):
         self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
         table = self.query_one(LiveTable)
         table.sync({name: stream_row(s) for name, s in self.streams.items()})
-        status.update(
-            f"Streams ({len(self.streams)}) — n new · e edit · p purge · d delete · m messages"
-            if self.streams else "No streams yet — press n to create one, or ctrl+p → Demo: redelivery"
-        )
+        if self.read_only:  # only what works: browsing
+            text = (f"Streams ({len(self.streams)}) — m messages · i info · J raw JSON · read-only"
+                    if self.streams else "No streams yet (read-only: none can be created here)")
+        else:
+            text = (f"Streams ({len(self.streams)}) — n new · e edit · p purge · d delete · m messages"
+                    if self.streams else "No streams yet — press n to create one, or ctrl+p → Demo: redelivery")
+        status.update(text)
         if self._pending_select in self.streams:
             self.select_stream(self._pending_select)
         self._selection_changed()
