@@ -4,6 +4,8 @@ move between rows and cards, and the focus is visible."""
 
 from __future__ import annotations
 
+import re
+
 from textual.widgets import Input
 
 from natslab.tui.panes.pull import PullHand
@@ -152,3 +154,27 @@ async def test_keys_typed_quickly_after_tab_land_in_the_next_field(make_app):
         # (an Input selects its text when it gets the focus: the 0 replaces the 5)
         await wait_for(pilot, lambda: count.value in ("0", "50"), what="back in Repeat N")
         assert rate.value == "10" and app.focused is count
+
+
+async def test_the_footer_keeps_help_and_quit_and_the_tabs_their_digits(make_app):
+    """At any size `?` and `q` stay in the footer (the pane's own keys give way
+    to them), and the tab bar keeps every digit, the tour's panel beside it too."""
+    from natslab.tui.panes.registry import PANES
+
+    for size in ((64, 20), (80, 24), (120, 36)):
+        app = make_app()
+        async with app.run_test(size=size) as pilot:
+            await connected(app, pilot)
+            for area in ("streams", "consumers", "pull", "kv", "objects", "connections"):
+                await show_tab(app, pilot, area)
+                await pilot.press("escape")  # out of a text field, where ? and q are typed
+                await wait_for(pilot, lambda: "? Help" in footer_line(app) and "q Quit" in footer_line(app),
+                               what=f"? and q in the footer of {area} at {size}: {footer_line(app)!r}")
+            await pilot.press("T")  # the tour's panel takes the right of the tab bar
+            await wait_for(pilot, lambda: len(app.screen.query("#tour")) > 0, what="the tour's panel")
+            for area in ("streams", "connections"):
+                app.action_tab(area)
+                tabs = lambda: [strip.text for strip in app.screen._compositor.render_strips()][2]  # noqa: E731
+                digits = [str(i) for i in range(1, len(PANES) + 1)]
+                await wait_for(pilot, lambda: re.findall(r"(?<!\S)(\d)(?!\S)", tabs().split("▊")[0]) == digits,
+                               what=f"every digit in the tab bar at {size}: {tabs()!r}")

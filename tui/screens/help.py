@@ -10,6 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..widgets.footer import KeysFooter
+
 INTRO = (
     "natslab talks to the broker only through nats-py, so everything here works on the\n"
     "embedded broker and on any nats-server. ctrl+p opens the command palette: jump to a\n"
@@ -64,6 +66,7 @@ class HelpScreen(ModalScreen):
             yield Static(Text("natslab — keys", style="bold"), id="help-title")
             yield Static(Text(INTRO), id="help-intro")
             yield Static(table, id="help-table")
+        yield KeysFooter()  # how to close it, not the keys of the pane beneath
 
     def action_dismiss(self) -> None:
         self.dismiss()

@@ -20,6 +20,8 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select, Static
 
+from .footer import KeysFooter
+
 
 class FormField(Vertical):
     """A label, an input widget and a line for its error."""
@@ -72,7 +74,8 @@ class ModalForm(ModalScreen):
     ModalForm #form-error { color: $text-error; display: none; }
     ModalForm #form-error.-shown { display: block; }
     ModalForm #form-code { display: none; height: auto; color: $text-muted; padding: 0 1; border: round $panel; }
-    ModalForm #form-buttons { height: auto; align-horizontal: right; }
+    /* docked: in a short terminal the fields scroll and the buttons stay in sight */
+    ModalForm #form-buttons { height: auto; align-horizontal: right; dock: bottom; }
     ModalForm #form-buttons Button { margin-left: 1; }
     """
 
@@ -89,6 +92,7 @@ class ModalForm(ModalScreen):
             with Horizontal(id="form-buttons"):
                 yield Button("Cancel", id="form-cancel")
                 yield Button(self.SUBMIT_LABEL, id="form-submit", variant="primary")
+        yield KeysFooter()  # the dialog's keys, not those of the pane beneath it
 
     def on_mount(self) -> None:
         # typing goes to the first field at once, as in any dialog

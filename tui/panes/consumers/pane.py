@@ -64,7 +64,7 @@ class ConsumersPane(LivePane):
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
         Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
         Binding("z", "zoom_rates", "Rates window (1 m, 5 m, 15 m)", id="consumers.zoom", show=False),
-        Binding("question_mark", "legend", "Help, ruler legend", id="consumers.legend", key_display="?"),
+        Binding("question_mark", "legend", "Help, legend", id="consumers.legend", key_display="?"),
     ]
 
     COMPONENT_CLASSES = {"rates--stream", "rates--delivered", "rates--acked", "rates--ack_pending", "rates--pending"}

@@ -59,21 +59,22 @@ class ObjectsPane(LivePane):
 
     def compose(self) -> ComposeResult:
         yield Label("Object stores — get an object into a file (digest checked) · read-only" if self.read_only else
-                    "Object stores — create a store, put a local file, get an object back (digest checked)", classes="pane-status", id="obj-status")
+                    "Object stores — create a store, put a file, get it back (digest checked)", classes="pane-status", id="obj-status")
         with Horizontal(id="obj-body"):
             with Vertical(id="obj-left"):
                 yield LiveTable([("Store", "name"), ("Size", "bytes"), ("Storage", "storage")], id="obj-stores")
-                with Horizontal(classes="form-row"):
-                    with Vertical(classes="cell"):
-                        yield Label("New store")
-                        yield Input(placeholder="e.g. FILES", id="obj-new")
-                    yield Button("Create", id="obj-create")
-                    yield Button("Delete store", id="obj-drop")
+                # the buttons under the name: beside it, they squeezed it to nothing at 80 columns
+                with Vertical(classes="form-row", id="obj-store-form"):
+                    yield Label("New store")
+                    yield Input(placeholder="e.g. FILES", id="obj-new")
+                    with Horizontal(id="obj-store-buttons"):
+                        yield Button("Create", id="obj-create")
+                        yield Button("Delete store", id="obj-drop")
             with Vertical(id="obj-right"):
                 yield LiveTable([("Object", "name"), ("Size", "size"), ("Chunks", "chunks"), ("Digest", "digest"), ("Modified", "mtime")], id="obj-list")
                 with Horizontal(classes="form-row"):
                     with Vertical(classes="cell wide"):
-                        yield Label("Local file (put) / destination (get)")
+                        yield Label("Local file (put/get)")
                         yield Input(placeholder="e.g. ./report.pdf", id="obj-path")
                     with Vertical(classes="cell"):
                         yield Label("Object name")

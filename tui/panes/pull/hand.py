@@ -34,7 +34,7 @@ class PullHand(WritesGuard, Vertical):
         Binding("z", "zoom", "Zoom timeline", id="pull.zoom"),
         Binding("left_square_bracket", "scroll_axis(1)", "Timeline back", id="pull.back", key_display="[", show=False),
         Binding("right_square_bracket", "scroll_axis(-1)", "Timeline forward", id="pull.forward", key_display="]", show=False),
-        Binding("question_mark", "legend", "Help, timeline legend", id="pull.legend", key_display="?"),
+        Binding("question_mark", "legend", "Help, legend", id="pull.legend", key_display="?"),
     ]
 
     @dataclass

@@ -79,21 +79,33 @@ class RequestPane(WritesGuard, Vertical):
             yield Sparkline([], id="req-spark")
         yield Static("", id="req-result")
         yield Label("Mock responders — start one, then request its subject", classes="pane-status")
-        with Horizontal(classes="form-row"):
+        with Horizontal(classes="form-row", id="mock-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
                 yield Input(placeholder="e.g. svc.echo", id="mock-subject")
                 yield Static("", id="mock-subject-error", classes="inline-error")
-            with Vertical(classes="cell"):
+            with Vertical(classes="cell", id="mock-kind-cell"):
                 yield Label("Kind")
-                yield Select([(k, k) for k in KINDS], value="echo", allow_blank=False, id="mock-kind")
+                # compact: one line, as the inputs beside it (a bordered one is 3 lines
+                # and its value wrapped to "ec ▼ / ho" in the 80-column cell)
+                yield Select([(k, k) for k in KINDS], value="echo", allow_blank=False, id="mock-kind", compact=True)
             with Vertical(classes="cell"):
                 yield Label("Param")
                 yield Input(id="mock-param")
-            yield Button("Start", id="mock-start")
-            yield Button("Stop selected", id="mock-stop")
-        yield Label(" · ".join(f"{k}: {v}" for k, v in KINDS.items()), id="mock-help")
+            with Vertical(id="mock-buttons"):
+                yield Button("Start", id="mock-start", compact=True)
+                yield Button("Stop selected", id="mock-stop", compact=True)
+        # what the chosen kind does (all five in one line were cut at 80 columns)
+        yield Label(self._kind_help("echo"), id="mock-help")
         yield DataTable(id="mock-table", cursor_type="row")
+
+    @staticmethod
+    def _kind_help(kind: str) -> str:
+        return f"{kind}: {KINDS.get(kind, '')} · kinds: {', '.join(KINDS)}"
+
+    @on(Select.Changed, "#mock-kind")
+    def _kind_changed(self, event: Select.Changed) -> None:
+        self.query_one("#mock-help", Label).update(self._kind_help(str(event.value)))
 
     def on_mount(self) -> None:
         table = self.query_one("#mock-table", DataTable)
