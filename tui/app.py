@@ -331,6 +331,14 @@ class NatslabApp(App):
         if self.main_screen is not None:
             self.main_screen.show_area(tab)
 
+    def get_system_commands(self, screen):
+        """Textual's own, without its "Theme" picker: the palette's Theme:
+        entries (natslab's themes and the user's, remembered) are the one
+        way to switch theme, so there are not two Theme entries."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Theme":
+                yield command
+
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 

@@ -83,6 +83,15 @@ async def test_composer_bad_inputs_show_inline_errors(make_app):
         assert "Fix the marked fields" in text_of(app, "#pub-result")
         assert app.is_running
 
+        # a JSON body typed into Headers: the line is named, not nats-py's "invalid header: '{"id"'"
+        app.screen.query_one("#pub-count", Input).value = ""
+        app.screen.query_one("#pub-rate", Input).value = ""
+        app.screen.query_one("#pub-headers", TextArea).text = 'Tenant: acme\n{"id": 1, "total": 10}'
+        await press(pilot, "#pub-send")
+        error = text_of(app, "#pub-headers-error")
+        assert "line 2 is not 'Key: value'" in error and "Payload" in error, error
+        assert "invalid header" not in text_of(app, "#pub-result")
+
 
 async def test_core_publish_reaches_outside_subscriber(make_app, outside):
     got: list = []
