@@ -25,9 +25,10 @@ from ..base import LivePane
 
 class ObjectsPane(LivePane):
     POLL_SECONDS = 2.0
-    WRITE_ACTIONS = frozenset({"delete_object"})
+    WRITE_ACTIONS = frozenset({"delete_object", "new_store"})
     WRITE_BUTTONS = ("obj-create", "obj-drop", "obj-put")
     BINDINGS = [
+        Binding("n", "new_store", "New store", id="objects.new"),
         Binding("ctrl+d", "delete_object", "Delete object", id="objects.delete"),
     ]
 
@@ -163,7 +164,12 @@ class ObjectsPane(LivePane):
             self.query_one("#obj-name", Input).value = key
 
     # ---- actions -----------------------------------------------------------
+    def action_new_store(self) -> None:
+        """n: to the New store field; Enter there creates it."""
+        self.screen.set_focus(self.query_one("#obj-new", Input))
+
     @on(Button.Pressed, "#obj-create")
+    @on(Input.Submitted, "#obj-new")  # a one-field form: Enter submits it
     def create_store(self) -> None:
         name = self.query_one("#obj-new", Input).value.strip()
         if err := name_error(name, "store name"):

@@ -27,11 +27,13 @@ def percentile(values: list[float], p: float) -> float:
 
 
 class RequestPane(WritesGuard, Vertical):
-    WRITE_ACTIONS = frozenset({"send"})
+    WRITE_ACTIONS = frozenset({"send", "start_mock"})
     WRITE_BUTTONS = ("req-send", "mock-start")
     BINDINGS = [
         Binding("ctrl+s", "send", "Send request", id="request.send"),
         Binding("ctrl+y", "copy_code", "Copy as code", id="request.code"),
+        # from any field (it took 3-9 Tabs to reach Start); Enter in the mock's subject or param too
+        Binding("ctrl+r", "start_mock", "Start mock", id="request.mock"),
     ]
 
     @dataclass
@@ -193,7 +195,17 @@ class RequestPane(WritesGuard, Vertical):
             )
 
     # ---- mock responders ---------------------------------------------------
+    def action_start_mock(self) -> None:
+        subject = self.query_one("#mock-subject", Input)
+        if not subject.value.strip():
+            self.screen.set_focus(subject)  # the first thing a mock needs
+            self._error("mock-subject", "type the subject the mock answers on, then ctrl+r or Enter")
+            return
+        self.start_mock()
+
     @on(Button.Pressed, "#mock-start")
+    @on(Input.Submitted, "#mock-subject")
+    @on(Input.Submitted, "#mock-param")
     def start_mock(self) -> None:
         subject = self.query_one("#mock-subject", Input).value.strip()
         kind = str(self.query_one("#mock-kind", Select).value)
