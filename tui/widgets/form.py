@@ -28,7 +28,8 @@ class FormField(Vertical):
 
     DEFAULT_CSS = """
     FormField { height: auto; margin-bottom: 0; }
-    FormField > .field-label { color: $text-muted; }
+    /* a label longer than the form wraps instead of being cut ("… a mirror has no subje") */
+    FormField > .field-label { color: $text-muted; width: 100%; }
     FormField > .field-error { color: $text-error; display: none; }
     FormField.-invalid > .field-error { display: block; }
     FormField.-invalid Input, FormField.-invalid SelectCurrent { border: tall $error; }
