@@ -53,6 +53,11 @@ async def test_a_recreated_consumer_starts_a_new_history(make_app, outside):
         await js.delete_stream("ORDERS")
         await make_rdl(js)
         remade = time.monotonic()
+        # noticed without a fetch (the hand asks for the consumer's info every 2 s while shown):
+        # the old consumer's card and history go
+        await wait_for(pilot, lambda: not hand.query(HandCard) and not kinds(), timeout=8,
+                       what="the old consumer's card and history gone")
+        assert "made again" in str(hand.query_one("#pull-status").render())
         await pilot.press("f")
         # the new delivery is drawn, alone: nothing of the old consumer's history is left
         await wait_for(pilot, lambda: kinds()[:1] == [("deliver", 1)], what="the new delivery in the timeline")

@@ -17,7 +17,7 @@ from textual.widgets import Button, Input, Label
 from ...client import ConsumerSummary, DeliveryEvent, FetchedMessage, NatsError
 from ...format import parse_int
 from ...widgets.timeline import Scene, TimeAxis
-from ..base import WritesGuard
+from ..base import WritesGuard, is_showing
 from .card import HandCard
 from .nak_delay import DEFAULT_NAK_DELAY, NakDelayDialog, show_delay
 from .timeline import DeliveryTimeline
@@ -65,6 +65,7 @@ class PullHand(WritesGuard, Vertical):
         self.nak_delay = DEFAULT_NAK_DELAY  # the last delay picked for N, offered again next time
         self.consumer_config: ConsumerSummary | None = None
         self._last_card: HandCard | None = None  # focused again when the hand is shown again
+        self._ticks = 0
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pull-bar"):
@@ -118,9 +119,11 @@ class PullHand(WritesGuard, Vertical):
         except NatsError:
             return  # the axis falls back to the cards' ack wait
         born = info.born_at(time.monotonic())
-        self.query_one(DeliveryTimeline).incarnation(stream, consumer, info.created, born)
+        remade = self.query_one(DeliveryTimeline).incarnation(stream, consumer, info.created, born)
         if (stream, consumer) == (self.stream, self.consumer):
             self.consumer_config = info
+            if remade:
+                self.forget_old_cards(info.created)
 
     def action_zoom(self) -> None:
         self.query_one(TimeAxis).zoom()
@@ -245,7 +248,8 @@ class PullHand(WritesGuard, Vertical):
         await self.action_clear(include_expired=True)
         timeline = self.query_one(DeliveryTimeline)
         for fm in event.messages[:1]:  # the incarnation of the consumer that handed them out
-            timeline.incarnation(fm.stream, fm.consumer, fm.consumer_created, fm.consumer_born)
+            if timeline.incarnation(fm.stream, fm.consumer, fm.consumer_created, fm.consumer_born):
+                self.forget_old_cards(fm.consumer_created)
         cards = [HandCard(fm) for fm in event.messages]
         if cards:
             await self.query_one("#pull-cards").mount_all(cards)
@@ -331,7 +335,20 @@ class PullHand(WritesGuard, Vertical):
             detail = f" (redelivery in {show_delay(event.delay)})" if event.delay else " (no delay: redelivery right away)"
         self.set_status(f"seq {fm.stream_seq}: {kind}{detail}")
 
+    def forget_old_cards(self, created) -> None:
+        """The consumer was deleted and made again: the cards in hand are the
+        old one's messages, which can no longer be acked."""
+        old = [card for card in self.query(HandCard) if card.fm.consumer_created not in (None, created)]
+        for card in old:
+            card.remove()
+        if old:
+            self.set_status(f"{self.consumer} was made again: the old consumer's cards are gone")
+
     def _tick(self) -> None:
+        self._ticks += 1
+        if self._ticks % 8 == 0 and self.consumer and is_showing(self):
+            # every 2 s while shown: a consumer made again under its name is noticed without a fetch
+            self.load_config(self.stream, self.consumer)
         now = time.monotonic()
         timeline = None
         for card in self.query(HandCard):

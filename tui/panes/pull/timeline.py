@@ -43,23 +43,25 @@ class DeliveryTimeline(Static):
         # per (stream, consumer): the creation time of the consumer the history is about
         self.created: dict[tuple[str, str], datetime] = {}
 
-    def incarnation(self, stream: str, consumer: str, created: datetime | None, born: float | None) -> None:
+    def incarnation(self, stream: str, consumer: str, created: datetime | None, born: float | None) -> bool:
         """The consumer's creation time (consumer info's ``created``), ``born``
         the same moment on the ``time.monotonic`` clock. History belongs to one
         incarnation of a consumer: a consumer deleted and made again under the
         same name starts with an empty history, or its first delivery would read
         as a twin of the old one's and never be drawn. Events seen before the
         new one was born are the old one's and go; those after are kept (an
-        advisory may come before the info that tells of the new consumer)."""
+        advisory may come before the info that tells of the new consumer).
+        True when a consumer known before was made again."""
         if created is None:
-            return
+            return False
         key = (stream, consumer)
-        if self.created.get(key) == created:
-            return
+        known = self.created.get(key)
+        if known == created:
+            return False
         self.created[key] = created
         per_consumer = self.events.get(key)
         if not per_consumer or born is None:
-            return
+            return known is not None
         dropped = False
         for seq in list(per_consumer):
             kept = [e for e in per_consumer[seq] if e.at >= born]
@@ -71,6 +73,7 @@ class DeliveryTimeline(Static):
                     del per_consumer[seq]
         if dropped and self.target == key:
             self.redraw()
+        return known is not None
 
     def show_consumer(self, stream: str | None, consumer: str | None) -> None:
         self.target = (stream, consumer) if stream and consumer else None
