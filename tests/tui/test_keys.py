@@ -178,3 +178,19 @@ async def test_the_footer_keeps_help_and_quit_and_the_tabs_their_digits(make_app
                 digits = [str(i) for i in range(1, len(PANES) + 1)]
                 await wait_for(pilot, lambda: re.findall(r"(?<!\S)(\d)(?!\S)", tabs().split("▊")[0]) == digits,
                                what=f"every digit in the tab bar at {size}: {tabs()!r}")
+
+
+async def test_the_footer_follows_the_pane_without_another_repaint(make_app):
+    """Textual's footer recomposed only after some later repaint, and not at
+    all while the terminal reported no focus: a pane switched to (here from
+    the palette's Go to, no key press in between) kept the last one's keys."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "kv")
+        app.screen.query_one("#kv-buckets").focus()
+        await wait_for(pilot, lambda: "New bucket" in footer_line(app), what="KV's footer")
+        app.app_focus = False  # the terminal said it lost the focus (FocusOut)
+        app.action_tab("streams")
+        await wait_for(pilot, lambda: "New stream" in footer_line(app) and "New bucket" not in footer_line(app),
+                       what=f"the streams footer: {footer_line(app)!r}")

@@ -216,6 +216,11 @@ class MainScreen(Screen):
         area = event.tab.id.removeprefix("tab-")
         self.fit_tabs()
         self.query_one("#panes", ContentSwitcher).current = area
+        holder = self.query_one(f"#{area}")
+        if self.focused is not None and holder not in self.focused.ancestors_with_self:
+            # the pane just hidden keeps neither the keys nor the footer while the
+            # new one mounts (a tool pane's first showing takes a moment)
+            self.set_focus(None)
         await self.materialize(area)
         holder = self.query_one(f"#{area}")
         pane = holder.children[0] if holder.children else None

@@ -32,6 +32,16 @@ class KeysFooter(Footer):
     }
     """
 
+    def bindings_changed(self, screen) -> None:
+        # Textual's footer recomposes "after the next refresh" and not at all
+        # while the terminal reports no focus: leaving the pull hand for
+        # Publish or Objects, the hand's keys stayed in the footer until some
+        # other repaint (0.3-2 s, or the next key). On the next turn of the
+        # message loop instead, whatever else is on screen.
+        self._bindings_ready = True
+        if self.is_attached and screen is self.screen:
+            self.call_later(self.recompose)
+
     def compose(self) -> ComposeResult:
         # (natslab's bindings have no groups: every key is a FooterKey of its own)
         keys = list(super().compose())
