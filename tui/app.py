@@ -40,6 +40,13 @@ class NatslabApp(App):
         Binding("S", "export_view", "Save view as SVG + text", id="app.export", show=False),
         Binding("T", "tour", "Guided tour of the walkthrough", id="app.tour", show=False),
         *tab_bindings(),
+        # Priority: the focus moves when Tab is read, before the keys typed
+        # after it are handed to the focused widget. As a plain (screen)
+        # binding Tab is only acted on once it has bubbled up from the focused
+        # field, and keys typed quickly behind it still land in that field
+        # ("Repeat 5" Tab "10" gave 510). No widget of the app takes Tab itself.
+        Binding("tab", "focus_next", "Next field", id="app.focus_next", show=False, priority=True),
+        Binding("shift+tab", "focus_previous", "Previous field", id="app.focus_previous", show=False, priority=True),
     ]
 
     # Bumped on every (re)connect so panes can re-subscribe.
@@ -324,6 +331,14 @@ class NatslabApp(App):
     def action_tab(self, tab: str) -> None:
         if self.main_screen is not None:
             self.main_screen.show_area(tab)
+
+    def get_system_commands(self, screen):
+        """Textual's own, without its "Theme" picker: the palette's Theme:
+        entries (natslab's themes and the user's, remembered) are the one
+        way to switch theme, so there are not two Theme entries."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Theme":
+                yield command
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

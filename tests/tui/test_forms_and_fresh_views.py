@@ -126,3 +126,25 @@ async def test_pull_hand_drops_cards_when_the_consumer_changes(make_app, outside
         await pilot.pause(0.2)
         assert len(hand.query(HandCard)) == 0
         assert "ORDERS › B" in str(hand.query_one("#pull-target").render())
+
+
+async def test_long_form_labels_wrap_instead_of_being_cut(make_app):
+    """At 160 columns (the form is 76 wide) the stream form's longest labels
+    ("Mirror of stream (… a mirror has no subjects)") wrap to their end."""
+    from natslab.tui.widgets.form import FormField
+
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await connected(app, pilot)
+        app.screen.query_one("#streams-table").focus()
+        await pilot.press("n")
+        await wait_for(pilot, lambda: len(app.screen.query(FormField)) > 5, what="the stream form")
+        fields = list(app.screen.query(FormField))
+        await wait_for(pilot, lambda: all(f.query_one(".field-label").size.width for f in fields), what="laid out")
+        long = [f for f in fields if len(f.label) > f.size.width]
+        assert any(f.label.startswith("Mirror of stream") for f in long)
+        for field in fields:
+            label = field.query_one(".field-label")
+            # within its field (a wider label is cut at the field's edge) and tall enough for its text
+            assert label.outer_size.width <= field.content_size.width, (field.label, label.size, field.size)
+            assert label.size.width * label.size.height >= len(field.label), (field.label, label.size)

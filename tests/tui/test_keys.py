@@ -4,6 +4,8 @@ move between rows and cards, and the focus is visible."""
 
 from __future__ import annotations
 
+import re
+
 from textual.widgets import Input
 
 from natslab.tui.panes.pull import PullHand
@@ -76,3 +78,119 @@ async def test_j_and_k_move_between_rows_and_cards(make_app, outside):
         assert app.focused is cards[2]
         await pilot.press("k", "up")
         assert app.focused is cards[0]
+
+
+def footer_line(app) -> str:
+    return [strip.text for strip in app.screen._compositor.render_strips()][-1]
+
+
+async def test_a_panes_first_key_works_the_moment_it_is_shown(make_app, outside):
+    """The footer belongs to the pane on screen as soon as it is shown, and
+    the pull hand's card keys work right after `3` (the card in hand has the
+    focus, drawn with its heavy border), with no other key in between."""
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    for i in range(2):
+        await js.publish("orders.new", f"o{i}".encode())
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await wait_for(pilot, lambda: table.row_count == 1, what="the stream listed")
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "RDL", what="pull hand target")
+        hand.query_one("#pull-batch", Input).value = "2"
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 2, what="two cards")
+        await pilot.press("j")  # the second card
+        cards = list(hand.query(HandCard))
+        await wait_for(pilot, lambda: app.focused is cards[1], what="second card focused")
+
+        for digit, area, key_text in (("4", "publish", "Publish"), ("7", "objects", "Delete object"),
+                                      ("1", "streams", "New stream")):
+            await pilot.press("escape", digit)
+            await wait_for(pilot, lambda: app.screen.active_area == area, what=f"{area} shown")
+            focused = app.focused
+            assert focused is not None and app.screen.pane(area) in focused.ancestors_with_self
+            await pilot.pause()
+            assert key_text in footer_line(app) and "Fetch" not in footer_line(app), footer_line(app)
+
+        await pilot.press("3", "a")  # no pause: the card last focused takes the ack
+        assert cards[1].styles.border_top[0] == "heavy"  # the focused card is marked
+        await wait_for(pilot, lambda: cards[1].state == "acked", what="a acked the focused card")
+        assert app.focused is cards[1] and cards[0].state == "pending"
+        await pilot.pause()
+        assert cards[1].styles.border_top[0] == "heavy"  # and still, settled
+        assert "a Ack" in footer_line(app)
+        info = await js.consumer_info("ORDERS", "RDL")
+        assert info.num_ack_pending == 1
+
+
+async def type_quickly(app, pilot, *keys: str) -> None:
+    """Keys as a fast typist's terminal sends them: all queued at once, none
+    waiting for the one before to be handled (Pilot's press waits for each)."""
+    from textual import events
+
+    chars = {"tab": "\t", "shift+tab": None}
+    for key in keys:
+        app.post_message(events.Key(key, chars.get(key, key)))
+    await pilot.pause()
+
+
+async def test_keys_typed_quickly_after_tab_land_in_the_next_field(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        count, rate = app.screen.query_one("#pub-count", Input), app.screen.query_one("#pub-rate", Input)
+        count.focus()
+        await wait_for(pilot, lambda: app.focused is count, what="Repeat N focused")
+        await type_quickly(app, pilot, "5", "tab", "1", "0")
+        await wait_for(pilot, lambda: rate.value == "10", what="10 in Rate")
+        assert count.value == "5" and app.focused is rate
+        await type_quickly(app, pilot, "shift+tab", "0")
+        # (an Input selects its text when it gets the focus: the 0 replaces the 5)
+        await wait_for(pilot, lambda: count.value in ("0", "50"), what="back in Repeat N")
+        assert rate.value == "10" and app.focused is count
+
+
+async def test_the_footer_keeps_help_and_quit_and_the_tabs_their_digits(make_app):
+    """At any size `?` and `q` stay in the footer (the pane's own keys give way
+    to them), and the tab bar keeps every digit, the tour's panel beside it too."""
+    from natslab.tui.panes.registry import PANES
+
+    for size in ((64, 20), (80, 24), (120, 36)):
+        app = make_app()
+        async with app.run_test(size=size) as pilot:
+            await connected(app, pilot)
+            for area in ("streams", "consumers", "pull", "kv", "objects", "connections"):
+                await show_tab(app, pilot, area)
+                await pilot.press("escape")  # out of a text field, where ? and q are typed
+                await wait_for(pilot, lambda: "? Help" in footer_line(app) and "q Quit" in footer_line(app),
+                               what=f"? and q in the footer of {area} at {size}: {footer_line(app)!r}")
+            await pilot.press("T")  # the tour's panel takes the right of the tab bar
+            await wait_for(pilot, lambda: len(app.screen.query("#tour")) > 0, what="the tour's panel")
+            for area in ("streams", "connections"):
+                app.action_tab(area)
+                tabs = lambda: [strip.text for strip in app.screen._compositor.render_strips()][2]  # noqa: E731
+                digits = [str(i) for i in range(1, len(PANES) + 1)]
+                await wait_for(pilot, lambda: re.findall(r"(?<!\S)(\d)(?!\S)", tabs().split("▊")[0]) == digits,
+                               what=f"every digit in the tab bar at {size}: {tabs()!r}")
+
+
+async def test_the_footer_follows_the_pane_without_another_repaint(make_app):
+    """Textual's footer recomposed only after some later repaint, and not at
+    all while the terminal reported no focus: a pane switched to (here from
+    the palette's Go to, no key press in between) kept the last one's keys."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "kv")
+        app.screen.query_one("#kv-buckets").focus()
+        await wait_for(pilot, lambda: "New bucket" in footer_line(app), what="KV's footer")
+        app.app_focus = False  # the terminal said it lost the focus (FocusOut)
+        app.action_tab("streams")
+        await wait_for(pilot, lambda: "New stream" in footer_line(app) and "New bucket" not in footer_line(app),
+                       what=f"the streams footer: {footer_line(app)!r}")

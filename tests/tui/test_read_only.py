@@ -122,3 +122,57 @@ async def test_consumer_details_as_nats_consumer_info_and_raw_json(make_app, out
         await pilot.press("J")
         await wait_for(pilot, lambda: "max_msgs_per_subject" in screen_text(app)
                        and '"subjects"' not in screen_text(app), what="back to the table")
+
+
+async def test_read_only_says_so_and_shows_only_what_works(make_app, outside):
+    """A refused key answers "read-only" in one line, and the titles, the
+    footer and the help list only keys that work."""
+    js, kv = await user_data(outside)
+    before = await state(js, kv)
+    app = make_app(read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        streams = app.screen.query_one(StreamsPane)
+        await wait_for(pilot, lambda: "ORDERS" in streams.streams, what="ORDERS listed")
+        app.jump_to_stream("ORDERS")
+        app.screen.query_one("#streams-table").focus()
+        await wait_for(pilot, lambda: "Streams (2)" in screen_text(app), what="the streams title")  # and KV_CONFIG
+
+        def refusals() -> list[str]:
+            return [n.message for n in app._notifications if "read-only" in n.message]
+
+        def footer() -> str:
+            return screen_text(app).splitlines()[-1]
+
+        title = str(app.screen.query_one("#streams-status").render())
+        assert "read-only" in title and not re.search(r"\bn new|e edit|p purge|d delete", title), title
+        assert "New stream" not in footer() and "Purge" not in footer() and "Messages" in footer()
+        await pilot.press("p")
+        await wait_for(pilot, lambda: len(refusals()) == 1, what="p refused out loud")
+        assert "\n" not in refusals()[0] and "Purge" in refusals()[0]
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: "natslab — keys" in screen_text(app), what="help")
+        assert "New stream" not in screen_text(app) and "Raw JSON" in screen_text(app)
+        await pilot.press("escape")
+
+        app.jump_to_consumer("ORDERS", "RDL")
+        consumers = app.screen.query_one("ConsumersPane")
+        await wait_for(pilot, lambda: "RDL" in consumers.consumers, what="RDL listed")
+        await wait_for(pilot, lambda: "Consumers of ORDERS (1)" in screen_text(app), what="the consumers title")
+        title = str(app.screen.query_one("#consumers-status").render())
+        assert "read-only" in title and "n new" not in title and "pause" not in title, title
+
+        await show_tab(app, pilot, "publish")
+        app.screen.query_one("#pub-subject", Input).value = "orders.new"
+        app.screen.query_one("#pub-subject", Input).focus()
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("Publish" in r for r in refusals()), what="ctrl+s refused out loud")
+        assert "\n" not in refusals()[-1]
+        assert "ctrl+s" not in screen_text(app) and "^s" not in footer()
+        for area in ("request", "kv", "objects"):
+            await show_tab(app, pilot, area)
+            status = app.screen.query_one(f"#{area}-pane .pane-status")
+            text = str(status.render())
+            assert "read-only" in text and "ctrl+s send" not in text and "n new" not in text, (area, text)
+    assert await state(js, kv) == before

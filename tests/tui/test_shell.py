@@ -82,6 +82,9 @@ async def test_palette_jumps_to_stream_and_consumer(make_app, outside):
         await wait_for(pilot, lambda: streams.selected == "ORDERS", what="ORDERS selected")
         titles = [str(h.text) async for h in provider.discover()]
         assert "Demo: redelivery" in titles and "Theme: natslab-light" in titles
+        # one way to switch theme: textual's own "Theme" picker is not offered beside natslab's
+        system = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Theme" not in system and "Quit" in system
 
 
 async def test_help_lists_pane_keys(make_app):

@@ -76,6 +76,11 @@ async def publish(pilot) -> None:
 
 async def request(pilot) -> None:
     await show(pilot, "request")
+    app = pilot.app
+    app.screen.query_one("#mock-subject").value = "svc.echo"  # a running mock: its table must be in sight
+    await pilot.click("#mock-start")
+    table = app.screen.query_one("#mock-table")
+    await until(pilot, lambda: table.row_count == 1, what="the mock responder listed")
     await leave_field(pilot)
 
 
@@ -133,6 +138,95 @@ async def connections(pilot) -> None:
 PANES = [streams, consumers, pull, publish, request, kv, objects, tail, connections]
 
 
+async def settled(pilot, timeout: float = 8.0) -> None:
+    """The screen no longer changes: no animation pending and two frames a
+    poll apart the same (a loaded machine paints late; a fixed pause would
+    snapshot whatever it had got to)."""
+    await pilot.wait_for_scheduled_animations()
+    deadline = asyncio.get_running_loop().time() + timeout
+    before = screen_text(pilot.app)
+    while asyncio.get_running_loop().time() < deadline:
+        await pilot.pause(0.3)
+        now = screen_text(pilot.app)
+        if now == before:
+            return
+        before = now
+    raise AssertionError("the screen kept changing")
+
+
+async def on_a_button(pilot, selector: str) -> None:
+    """Focus a button of the form: a text field's cursor would blink with timing."""
+    pilot.app.screen.query_one(selector).focus()
+    await until(pilot, lambda: pilot.app.focused is not None and pilot.app.focused.id == selector.lstrip("#"),
+                what="the button focused")
+
+
+async def stream_form(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("n")
+    await until(pilot, lambda: pilot.app.screen.query("#subjects"), what="the stream form")
+    await on_a_button(pilot, "#form-submit")
+
+
+async def stream_edit_form(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("e")
+    await until(pilot, lambda: pilot.app.screen.query("#subjects"), what="the edit form")
+    await on_a_button(pilot, "#form-submit")
+
+
+async def purge_dialog(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("p")
+    await until(pilot, lambda: pilot.app.screen.query("#keep"), what="the purge dialog")
+    await on_a_button(pilot, "#form-submit")
+
+
+async def delete_confirm(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("d")
+    await until(pilot, lambda: pilot.app.screen.query("#confirm"), what="the confirmation")
+    await on_a_button(pilot, "#cancel")
+
+
+async def consumer_form(pilot) -> None:
+    await consumers(pilot)
+    pilot.app.screen.query_one("#consumers-table").focus()
+    await pilot.press("n")
+    await until(pilot, lambda: pilot.app.screen.query("#form-submit"), what="the consumer form")
+    await on_a_button(pilot, "#form-submit")
+
+
+async def nak_delay_dialog(pilot) -> None:
+    await pull(pilot)
+    await pilot.press("N")
+    await until(pilot, lambda: pilot.app.screen.query("#delay"), what="the nak delay dialog")
+    await on_a_button(pilot, "#form-submit")
+
+
+async def bucket_form(pilot) -> None:
+    await kv(pilot)
+    pilot.app.screen.query_one("#kv-buckets").focus()
+    await pilot.press("n")
+    await until(pilot, lambda: pilot.app.screen.query("#max_value_size"), what="the bucket form")
+    await on_a_button(pilot, "#form-submit")
+
+
+async def help_screen(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("question_mark")
+    await until(pilot, lambda: "natslab — keys" in screen_text(pilot.app), what="help")
+
+
+FORMS = [stream_form, stream_edit_form, purge_dialog, delete_confirm, consumer_form, nak_delay_dialog,
+         bucket_form, help_screen]
+
+
 def prepare(url: str) -> None:
     async def run() -> None:
         nc = await nats.connect(url)
@@ -155,5 +249,19 @@ def test_pane_at_80x24(snap_compare, monitored_server, step):
         await ready(pilot, 4)
         await step(pilot)
         await finish(pilot)
+        await settled(pilot)
+
+    assert snap_compare(app_for(monitored_server), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("step", FORMS, ids=[f.__name__ for f in FORMS])
+def test_form_at_80x24(snap_compare, monitored_server, step):
+    prepare(monitored_server.url)
+
+    async def run_before(pilot):
+        await ready(pilot, 4)
+        await step(pilot)
+        await finish(pilot)
+        await settled(pilot)
 
     assert snap_compare(app_for(monitored_server), terminal_size=SIZE, run_before=run_before)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, Select, Static, TextArea
 
-from .conftest import connected, show_tab, wait_for
+from .conftest import connected, screen_text, show_tab, wait_for
 
 
 async def press(pilot, selector: str) -> None:
@@ -82,6 +82,15 @@ async def test_composer_bad_inputs_show_inline_errors(make_app):
         assert "positive" in text_of(app, "#pub-rate-error")
         assert "Fix the marked fields" in text_of(app, "#pub-result")
         assert app.is_running
+
+        # a JSON body typed into Headers: the line is named, not nats-py's "invalid header: '{"id"'"
+        app.screen.query_one("#pub-count", Input).value = ""
+        app.screen.query_one("#pub-rate", Input).value = ""
+        app.screen.query_one("#pub-headers", TextArea).text = 'Tenant: acme\n{"id": 1, "total": 10}'
+        await press(pilot, "#pub-send")
+        error = text_of(app, "#pub-headers-error")
+        assert "line 2 is not 'Key: value'" in error and "Payload" in error, error
+        assert "invalid header" not in text_of(app, "#pub-result")
 
 
 async def test_core_publish_reaches_outside_subscriber(make_app, outside):
@@ -265,3 +274,53 @@ async def test_object_store_put_get_and_outside_change(make_app, outside, tmp_pa
         obs = await outside.jetstream().object_store("FILES")
         await obs.put("from-outside.txt", b"hello")
         await wait_for(pilot, lambda: "from-outside.txt" in pane.objects, what="outside put appears")
+
+
+async def test_put_a_key_create_a_store_start_a_mock_with_one_key_each(make_app, outside):
+    """ctrl+s puts the KV key from any field, n then Enter creates an object
+    store (a one-field form), ctrl+r starts a mock responder (Enter in its
+    subject too); each key is in the help."""
+    js = outside.jetstream()
+    kv = await js.create_key_value(bucket="CONFIG")
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_bucket("CONFIG")
+        await wait_for(pilot, lambda: app.screen.query_one("KvPane").bucket == "CONFIG", what="CONFIG selected")
+        app.screen.query_one("#kv-key", Input).focus()
+        await pilot.press(*"region")
+        app.screen.query_one("#kv-edit", TextArea).text = "eu-west"
+        await pilot.press("ctrl+s")
+
+        async def stored() -> bytes | None:
+            try:
+                return (await kv.get("region")).value
+            except Exception:
+                return None
+
+        for _ in range(100):
+            if await stored() == b"eu-west":
+                break
+            await pilot.pause(0.05)
+        assert await stored() == b"eu-west"
+
+        await show_tab(app, pilot, "objects")
+        await pilot.press("escape", "n")
+        new = app.screen.query_one("#obj-new", Input)
+        assert app.focused is new
+        await pilot.press(*"REPORTS", "enter")
+        stores = app.screen.query_one("#obj-stores")
+        await wait_for(pilot, lambda: stores.row_count == 1, timeout=8, what="the store listed")
+        assert (await js.object_store("REPORTS")) is not None
+
+        await show_tab(app, pilot, "request")
+        await pilot.press("escape", "ctrl+r")  # no subject yet: the mock's subject field takes it
+        assert app.focused is app.screen.query_one("#mock-subject", Input)
+        await pilot.press(*"svc.echo", "enter")
+        table = app.screen.query_one("#mock-table")
+        await wait_for(pilot, lambda: table.row_count == 1, what="the mock listed")
+        reply = await outside.request("svc.echo", b"hello", timeout=3)
+        assert reply.data == b"hello"
+
+        await pilot.press("escape", "question_mark")
+        await wait_for(pilot, lambda: "Start mock" in screen_text(app), what="ctrl+r in the help")

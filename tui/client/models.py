@@ -184,6 +184,15 @@ class ConsumerSummary:
             cluster=data.get("cluster") or {},
         )
 
+    def born_at(self, now: float) -> float | None:
+        """The consumer's creation on the ``time.monotonic`` clock, ``now`` being
+        when this info was answered; measured by the server's own clock (its
+        ``ts``), so a skewed local clock does not move it."""
+        if self.created is None:
+            return None
+        server_now = self.server_time or datetime.now(timezone.utc)
+        return now - max(0.0, (server_now - self.created).total_seconds())
+
 
 @dataclass(frozen=True)
 class StoredMessage:
@@ -216,6 +225,9 @@ class FetchedMessage:
     ack_wait: float
     received_at: float = field(default_factory=time.monotonic)
     msg: Any = field(default=None, repr=False, compare=False)
+    # which incarnation of the consumer handed it out (consumer info's created)
+    consumer_created: datetime | None = None
+    consumer_born: float | None = None  # that creation on the time.monotonic clock
 
     def ack_deadline(self) -> float:
         return self.received_at + self.ack_wait

@@ -38,6 +38,7 @@ class PullMixin:
         finally:
             await quietly(psub.unsubscribe(), "unsubscribe the pull hand's fetch")
         now = time.monotonic()
+        born = info.born_at(now)
         out = []
         for m in msgs:
             md = m.metadata
@@ -55,6 +56,8 @@ class PullMixin:
                     ack_wait=info.ack_wait,
                     received_at=now,
                     msg=m,
+                    consumer_created=info.created,
+                    consumer_born=born,
                 )
             )
         return out

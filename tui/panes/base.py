@@ -45,10 +45,31 @@ class WritesGuard:
     WRITE_ACTIONS: ClassVar[frozenset[str]] = frozenset()
     WRITE_BUTTONS: ClassVar[tuple[str, ...]] = ()
 
+    @property
+    def read_only(self) -> bool:
+        return bool(getattr(self.app, "read_only", False))
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.WRITE_ACTIONS and getattr(self.app, "read_only", False):
+        if action in self.WRITE_ACTIONS and self.read_only:
             return False
         return True
+
+    def on_key(self, event) -> None:
+        """A write key pressed under --read-only is not silent: one line says
+        it was refused (its binding is hidden and off, so nothing else would
+        answer it)."""
+        if not self.read_only:
+            return
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):  # type: ignore[attr-defined]
+            if binding.action.split("(")[0] in self.WRITE_ACTIONS:
+                event.stop()
+                event.prevent_default()
+                self.refuse(binding.description or binding.action)
+                return
+
+    def refuse(self, what: str) -> None:
+        self.app.notify(f"read-only: {what} would change the server", title="", severity="warning",
+                        timeout=3)
 
     def disable_writes(self) -> None:
         if getattr(self.app, "read_only", False):

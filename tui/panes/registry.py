@@ -58,9 +58,25 @@ def digit(spec: PaneSpec) -> str:
     return str(PANES.index(spec) + 1)
 
 
-def tab_label(spec: PaneSpec, wide: bool = True) -> str:
-    """``1 Streams``: the key that shows the tab, then its title."""
+def tab_label(spec: PaneSpec, wide: bool | str = True) -> str:
+    """``1 Streams``: the key that shows the tab, then its title; ``"digit"``:
+    the key alone (a tab bar too narrow even for the short titles)."""
+    if wide == "digit":
+        return f"[b]{digit(spec)}[/b]"
     return f"[b]{digit(spec)}[/b] {spec.title if wide else spec.short}"
+
+
+def tab_labels(width: int, active: str) -> dict[str, str]:
+    """Every tab's label for a tab bar ``width`` columns wide: the long titles
+    from WIDE columns, else the short ones (a column of padding each), else —
+    the tour's panel beside them leaves 48 — the digits, with the title of the
+    active tab only, so the bar never scrolls the "1" out of sight."""
+    if width >= WIDE:
+        return {spec.area: tab_label(spec, True) for spec in PANES}
+    short = sum(len(f"{digit(spec)} {spec.short}") + 1 for spec in PANES)
+    if short <= width:
+        return {spec.area: tab_label(spec, False) for spec in PANES}
+    return {spec.area: tab_label(spec, False if spec.area == active else "digit") for spec in PANES}
 
 
 def style_sheets() -> list[str]:

@@ -10,12 +10,26 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..widgets.footer import KeysFooter
+
 INTRO = (
     "natslab talks to the broker only through nats-py, so everything here works on the\n"
     "embedded broker and on any nats-server. ctrl+p opens the command palette: jump to a\n"
     "stream or consumer by name, switch theme, run a demo. T walks through the whole\n"
     "walkthrough (core vs JetStream, consumers, redelivery, retention, KV) as a guided tour."
 )
+
+
+def _works(node, action: str) -> bool:
+    """False for a key its node turns off (check_action False: --read-only's
+    write keys): help lists only what works, as the footer does."""
+    from textual.actions import parse
+
+    try:
+        _, name, params = parse(action)
+    except Exception:  # an action string textual cannot parse is listed as it is
+        return True
+    return node.check_action(name, params) is not False
 
 
 class HelpScreen(ModalScreen):
@@ -33,7 +47,7 @@ class HelpScreen(ModalScreen):
         seen = set()
         for key, found in active.items():
             b = found.binding
-            if not b.description or (b.description, key) in seen:
+            if not b.description or (b.description, key) in seen or not _works(found.node, b.action):
                 continue
             seen.add((b.description, key))
             where = type(found.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere").replace("MainScreen", "everywhere")
@@ -52,6 +66,7 @@ class HelpScreen(ModalScreen):
             yield Static(Text("natslab — keys", style="bold"), id="help-title")
             yield Static(Text(INTRO), id="help-intro")
             yield Static(table, id="help-table")
+        yield KeysFooter()  # how to close it, not the keys of the pane beneath
 
     def action_dismiss(self) -> None:
         self.dismiss()

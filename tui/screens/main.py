@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs, TextArea
+from textual.widgets import ContentSwitcher, Input, Static, Tab, Tabs, TextArea
 
-from ..panes.registry import BY_AREA, PANES, WIDE, tab_label
+from ..panes.registry import BY_AREA, PANES, WIDE, tab_label, tab_labels
 from ..panes.streams import StreamsPane
 from ..widgets.deferred import Deferred
+from ..widgets.footer import KeysFooter
 from ..widgets.status_header import StatusHeader
 
 if TYPE_CHECKING:
@@ -45,15 +47,27 @@ class MainScreen(Screen):
                     yield Vertical(spec.build(), id=spec.area)
                 else:
                     yield Deferred(spec.build, id=spec.area)
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        wide = event.size.width >= WIDE
+        self.fit_tabs(event.size.width)
+
+    def fit_tabs(self, width: int | None = None) -> None:
+        """Tab labels that fit the bar: long, short, or digits (see tab_labels);
+        called on a resize, when the tour's panel comes or goes, and when the
+        active tab changes (the digits-only bar names the active one)."""
         tabs = self.query_one("#tabs", Tabs)
-        if tabs.has_class("-narrow") != (not wide):
-            tabs.set_class(not wide, "-narrow")
-            for spec in PANES:
-                self.query_one(f"#tab-{spec.area}", Tab).label = tab_label(spec, wide)
+        if width is None:
+            width = tabs.size.width or self.size.width
+        tour = self.query("#tour")
+        if tour and tour.first().display:
+            width = min(width, self.size.width - tour.first().outer_size.width)
+        tabs.set_class(width < WIDE, "-narrow")
+        active = (tabs.active or "").removeprefix("tab-")
+        for area, label in tab_labels(width, active).items():
+            tab = self.query_one(f"#tab-{area}", Tab)
+            if str(tab.label) != Text.from_markup(label).plain:
+                tab.label = label
 
     _resumed_before = False
 
@@ -156,11 +170,18 @@ class MainScreen(Screen):
         focusable one; with ``text_fields`` False a text field is skipped."""
         if hasattr(pane, "focus_default"):
             pane.focus_default()
-            return
-        for widget in pane.query("*"):
-            if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
-                widget.focus()
-                return
+        else:
+            for widget in pane.query("*"):
+                if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
+                    # at once, not on the next idle (Widget.focus): the pane's
+                    # first key goes to it, not to the pane just hidden
+                    self.set_focus(widget)
+                    break
+        focused = self.focused
+        if focused is not None and pane not in focused.ancestors_with_self:
+            self.set_focus(None)  # never a widget of a hidden pane: its keys would still be live
+        # the footer belongs to the pane shown, even when the focus did not move
+        self.refresh_bindings()
 
     def action_cursor(self, direction: str) -> None:
         focused = self.focused
@@ -193,7 +214,13 @@ class MainScreen(Screen):
         if event.tab is None or not event.tab.id:
             return
         area = event.tab.id.removeprefix("tab-")
+        self.fit_tabs()
         self.query_one("#panes", ContentSwitcher).current = area
+        holder = self.query_one(f"#{area}")
+        if self.focused is not None and holder not in self.focused.ancestors_with_self:
+            # the pane just hidden keeps neither the keys nor the footer while the
+            # new one mounts (a tool pane's first showing takes a moment)
+            self.set_focus(None)
         await self.materialize(area)
         holder = self.query_one(f"#{area}")
         pane = holder.children[0] if holder.children else None

@@ -10,7 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
+from ..widgets.footer import KeysFooter
 
 from ..panes.topology import TopologyView
 from ..widgets.status_header import StatusHeader
@@ -23,7 +23,7 @@ class TopologyScreen(Screen):
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="header")  # takes the app's header_info when it mounts
         yield TopologyView(id="topology-pane")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         # the app updates the main screen's header; this one follows it

@@ -25,7 +25,9 @@ def open_tour(app: "NatslabApp") -> None:
         panel = found.first()
         panel.display = True
         panel.focus()
+        panel.call_after_refresh(screen.fit_tabs)  # the panel takes the tabs' right end
         return
     panel = TourPanel(run.DEFAULT_TIMING, id="tour")
     screen.mount(panel)
     panel.call_after_refresh(panel.focus)
+    panel.call_after_refresh(screen.fit_tabs)

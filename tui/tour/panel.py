@@ -179,6 +179,7 @@ class TourPanel(Vertical):
         self._point_nowhere()
         self.display = False
         screen = self.app.main_screen
+        screen.fit_tabs(screen.size.width)  # the whole width again: the tabs' long or short titles
         pane = screen.pane(screen.active_area) if screen.active_area else None
         if pane is not None:
             screen.focus_pane(pane)

@@ -9,6 +9,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from .footer import KeysFooter
+
 
 class ConfirmDialog(ModalScreen[bool]):
     BINDINGS = [
@@ -37,6 +39,7 @@ class ConfirmDialog(ModalScreen[bool]):
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button(self.confirm_label, id="confirm", variant="error")
+        yield KeysFooter()  # the dialog's keys, not those of the pane beneath it
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()

@@ -20,13 +20,16 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select, Static
 
+from .footer import KeysFooter
+
 
 class FormField(Vertical):
     """A label, an input widget and a line for its error."""
 
     DEFAULT_CSS = """
     FormField { height: auto; margin-bottom: 0; }
-    FormField > .field-label { color: $text-muted; }
+    /* a label longer than the form wraps instead of being cut ("… a mirror has no subje") */
+    FormField > .field-label { color: $text-muted; width: 100%; }
     FormField > .field-error { color: $text-error; display: none; }
     FormField.-invalid > .field-error { display: block; }
     FormField.-invalid Input, FormField.-invalid SelectCurrent { border: tall $error; }
@@ -72,7 +75,8 @@ class ModalForm(ModalScreen):
     ModalForm #form-error { color: $text-error; display: none; }
     ModalForm #form-error.-shown { display: block; }
     ModalForm #form-code { display: none; height: auto; color: $text-muted; padding: 0 1; border: round $panel; }
-    ModalForm #form-buttons { height: auto; align-horizontal: right; }
+    /* docked: in a short terminal the fields scroll and the buttons stay in sight */
+    ModalForm #form-buttons { height: auto; align-horizontal: right; dock: bottom; }
     ModalForm #form-buttons Button { margin-left: 1; }
     """
 
@@ -89,6 +93,7 @@ class ModalForm(ModalScreen):
             with Horizontal(id="form-buttons"):
                 yield Button("Cancel", id="form-cancel")
                 yield Button(self.SUBMIT_LABEL, id="form-submit", variant="primary")
+        yield KeysFooter()  # the dialog's keys, not those of the pane beneath it
 
     def on_mount(self) -> None:
         # typing goes to the first field at once, as in any dialog

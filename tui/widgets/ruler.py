@@ -318,3 +318,21 @@ def delivery_log(app) -> Mapping[tuple[str, str], Mapping[int, Sequence]]:
 
     found = hand.query(DeliveryTimeline)
     return found.first().events if found else {}
+
+
+def note_incarnations(app, consumers, answered: float) -> None:
+    """Tell the delivery log which incarnation of each consumer is current
+    (consumer info's ``created``, answered at ``answered`` on the monotonic
+    clock), so a consumer made again under its old name loses the old one's
+    history in every view that draws it."""
+    screen = getattr(app, "main_screen", None)
+    hand = screen.pane("pull") if screen is not None and screen.is_mounted else None
+    if hand is None:
+        return
+    from ..panes.pull.timeline import DeliveryTimeline
+
+    found = hand.query(DeliveryTimeline)
+    if found:
+        timeline = found.first()
+        for c in consumers:
+            timeline.incarnation(c.stream, c.name, c.created, c.born_at(answered))

@@ -106,4 +106,7 @@ class ConnectionsPane(LivePane):
         urls = monitor_urls(getattr(self.app, "monitor_url", ""))
         source = event.source or ((f"{urls[0]}/connz" if len(urls) == 1 else f"/connz of {len(urls)} servers")
                                   if not stable else "http://127.0.0.1:8222/connz")
-        status.update(f"Connections ({len(rows)}) from {source} — refreshed every second")
+        more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+        text = f"Connections ({len(rows)}){more} — from {source}, refreshed every second"
+        if text != str(status.content):  # every second: the same line would cost a layout each time
+            status.update(text)

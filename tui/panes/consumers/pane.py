@@ -25,7 +25,7 @@ from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
 from ...widgets.chart import WINDOWS, ConsumerRates, StreamRates, rates_view
-from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text
+from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text, note_incarnations
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
@@ -64,7 +64,7 @@ class ConsumersPane(LivePane):
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
         Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
         Binding("z", "zoom_rates", "Rates window (1 m, 5 m, 15 m)", id="consumers.zoom", show=False),
-        Binding("question_mark", "legend", "Help, ruler legend", id="consumers.legend", key_display="?"),
+        Binding("question_mark", "legend", "Help, legend", id="consumers.legend", key_display="?"),
     ]
 
     COMPONENT_CLASSES = {"rates--stream", "rates--delivered", "rates--acked", "rates--ack_pending", "rates--pending"}
@@ -77,6 +77,7 @@ class ConsumersPane(LivePane):
         consumers: list[ConsumerSummary]
         error: str = ""
         stream_info: StreamSummary | None = None  # for the ruler's first..last sequence
+        answered: float = 0.0  # time.monotonic() when the consumers' infos came back
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ConsumersPane.Polled)
@@ -105,6 +106,10 @@ class ConsumersPane(LivePane):
         self.graph = False  # g: rates over time, as `nats consumer graph` draws them
         self._history: dict[str, ConsumerRates] = {}
         self._stream_history = StreamRates()
+        # the incarnation the histories above are about: a consumer (or the
+        # stream) deleted and made again under its name starts them afresh
+        self._created: dict[str, object] = {}
+        self._stream_created = ""
         self.rates_window = WINDOWS[0]  # z: the charts' time window
         self._detail_shape: tuple | None = None  # what the details showed last (charts: their shape)
         self._status_text = ""
@@ -121,7 +126,9 @@ class ConsumersPane(LivePane):
         self._last.clear()
         self._rates.clear()
         self._history.clear()
+        self._created.clear()
         self._stream_history = StreamRates()
+        self._stream_created = ""
         self.query_one(LiveTable).sync({})
         self.query_one(StreamRuler).show("", 0, 0, [])
         self.selected = None
@@ -132,7 +139,9 @@ class ConsumersPane(LivePane):
         self._polled_stream = stream = self.stream
         if stream:
             consumers = await client.list_consumers(stream)
-            self.post_message(self.Polled(stream, consumers, stream_info=await client.stream_info(stream)))
+            answered = time.monotonic()
+            self.post_message(self.Polled(stream, consumers, stream_info=await client.stream_info(stream),
+                                          answered=answered))
 
     def poll_failed(self, error: NatsError) -> None:
         if self._polled_stream:
@@ -161,6 +170,7 @@ class ConsumersPane(LivePane):
             return
         now = time.monotonic()
         self.consumers = {c.name: c for c in sorted(event.consumers, key=lambda c: c.name)}
+        self._forget_earlier_incarnations(event, now)
         for c in self.consumers.values():
             self._history.setdefault(c.name, ConsumerRates()).record(
                 now, c.delivered_consumer_seq, c.ack_floor_consumer_seq, c.num_ack_pending, c.num_pending)
@@ -177,6 +187,22 @@ class ConsumersPane(LivePane):
         self._selection_changed()
         if event.stream_info is not None:
             self.show_ruler(event.stream_info)
+
+    def _forget_earlier_incarnations(self, event: Polled, now: float) -> None:
+        """History is about one incarnation of a consumer (its ``created``):
+        the rates start again for a consumer made again under its name, and
+        the delivery log (timeline, ruler) drops what the old one saw."""
+        info = event.stream_info
+        if info is not None and info.created != self._stream_created:
+            if self._stream_created:
+                self._stream_history = StreamRates()
+            self._stream_created = info.created
+        for c in self.consumers.values():
+            if self._created.get(c.name, c.created) != c.created:
+                for history in (self._history, self._last, self._rates):
+                    history.pop(c.name, None)
+            self._created[c.name] = c.created
+        note_incarnations(self.app, self.consumers.values(), event.answered or now)
 
     def show_ruler(self, info: StreamSummary) -> None:
         log, now = delivery_log(self.app).get, time.monotonic()
@@ -197,12 +223,14 @@ class ConsumersPane(LivePane):
         if not self.stream:
             text = "Consumers — select a stream in the Streams pane first"
         elif not self.consumers:
-            text = f"Consumers of {self.stream} — none yet; press n to create one"
+            text = f"Consumers of {self.stream} — " + ("none (read-only)" if self.read_only
+                                                       else "none yet; press n to create one")
         else:
             table = self.query_one(LiveTable)
             more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
-            text = (f"Consumers of {self.stream} ({len(self.consumers)}){more} — n new · e edit · "
-                    "space pause/resume · d delete · f pull hand")
+            keys = ("f pull hand (watch only) · J raw JSON · g rates · read-only" if self.read_only
+                    else "n new · e edit · space pause/resume · d delete · f pull hand")
+            text = f"Consumers of {self.stream} ({len(self.consumers)}){more} — {keys}"
         if text != self._status_text:  # called on every poll: the same line would cost a layout each time
             self._status_text = text
             label.update(text)

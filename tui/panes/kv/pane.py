@@ -28,10 +28,12 @@ KEY_RE = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
 
 class KvPane(LivePane):
     POLL_SECONDS = 2.0
-    WRITE_ACTIONS = frozenset({"new_bucket", "delete_bucket"})
+    WRITE_ACTIONS = frozenset({"new_bucket", "delete_bucket", "put"})
     WRITE_BUTTONS = ("kv-put", "kv-create", "kv-update", "kv-delete", "kv-purge")
     BINDINGS = [
         Binding("n", "new_bucket", "New bucket", id="kv.new"),
+        # from any field: key, value, then ctrl+s (it took up to 9 Tabs to reach Put)
+        Binding("ctrl+s", "put", "Put key", id="kv.put"),
         Binding("ctrl+d", "delete_bucket", "Delete bucket", id="kv.delete_bucket"),
         Binding("ctrl+t", "cycle_mode", "Text/JSON/hex", id="kv.mode"),
     ]
@@ -67,7 +69,8 @@ class KvPane(LivePane):
         self.mode = "text"
 
     def compose(self) -> ComposeResult:
-        yield Label("Key-value — n new bucket · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
+        yield Label("Key-value — ctrl+t text/JSON/hex · read-only" if self.read_only else
+                    "Key-value — n new bucket · ctrl+s put key · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
         with Horizontal(id="kv-body"):
             with Vertical(id="kv-left"):
                 yield LiveTable([("Bucket", "name"), ("Values", "values"), ("History", "history"), ("TTL", "ttl"), ("Size", "bytes")], id="kv-buckets")
@@ -237,7 +240,13 @@ class KvPane(LivePane):
     # ---- edits -------------------------------------------------------------
     @on(Button.Pressed, "#kv-actions Button")
     def on_action(self, event: Button.Pressed) -> None:
-        op = (event.button.id or "").removeprefix("kv-")
+        self.edit((event.button.id or "").removeprefix("kv-"))
+
+    def action_put(self) -> None:
+        self.edit("put")
+
+    def edit(self, op: str) -> None:
+        """Put, create, update, delete or purge the key in the Key field."""
         result = self.query_one("#kv-result", Static)
         if not self.bucket:
             result.update("Select a bucket first")

@@ -25,9 +25,10 @@ from ..base import LivePane
 
 class ObjectsPane(LivePane):
     POLL_SECONDS = 2.0
-    WRITE_ACTIONS = frozenset({"delete_object"})
+    WRITE_ACTIONS = frozenset({"delete_object", "new_store"})
     WRITE_BUTTONS = ("obj-create", "obj-drop", "obj-put")
     BINDINGS = [
+        Binding("n", "new_store", "New store", id="objects.new"),
         Binding("ctrl+d", "delete_object", "Delete object", id="objects.delete"),
     ]
 
@@ -58,21 +59,23 @@ class ObjectsPane(LivePane):
         self._transfer: CountingReader | CountingWriter | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("Object stores — create a store, put a local file, get an object back (digest checked)", classes="pane-status", id="obj-status")
+        yield Label("Object stores — get an object into a file (digest checked) · read-only" if self.read_only else
+                    "Object stores — create a store, put a file, get it back (digest checked)", classes="pane-status", id="obj-status")
         with Horizontal(id="obj-body"):
             with Vertical(id="obj-left"):
                 yield LiveTable([("Store", "name"), ("Size", "bytes"), ("Storage", "storage")], id="obj-stores")
-                with Horizontal(classes="form-row"):
-                    with Vertical(classes="cell"):
-                        yield Label("New store")
-                        yield Input(placeholder="e.g. FILES", id="obj-new")
-                    yield Button("Create", id="obj-create")
-                    yield Button("Delete store", id="obj-drop")
+                # the buttons under the name: beside it, they squeezed it to nothing at 80 columns
+                with Vertical(classes="form-row", id="obj-store-form"):
+                    yield Label("New store")
+                    yield Input(placeholder="e.g. FILES", id="obj-new")
+                    with Horizontal(id="obj-store-buttons"):
+                        yield Button("Create", id="obj-create")
+                        yield Button("Delete store", id="obj-drop")
             with Vertical(id="obj-right"):
                 yield LiveTable([("Object", "name"), ("Size", "size"), ("Chunks", "chunks"), ("Digest", "digest"), ("Modified", "mtime")], id="obj-list")
                 with Horizontal(classes="form-row"):
                     with Vertical(classes="cell wide"):
-                        yield Label("Local file (put) / destination (get)")
+                        yield Label("Local file (put/get)")
                         yield Input(placeholder="e.g. ./report.pdf", id="obj-path")
                     with Vertical(classes="cell"):
                         yield Label("Object name")
@@ -161,7 +164,12 @@ class ObjectsPane(LivePane):
             self.query_one("#obj-name", Input).value = key
 
     # ---- actions -----------------------------------------------------------
+    def action_new_store(self) -> None:
+        """n: to the New store field; Enter there creates it."""
+        self.screen.set_focus(self.query_one("#obj-new", Input))
+
     @on(Button.Pressed, "#obj-create")
+    @on(Input.Submitted, "#obj-new")  # a one-field form: Enter submits it
     def create_store(self) -> None:
         name = self.query_one("#obj-new", Input).value.strip()
         if err := name_error(name, "store name"):

@@ -39,8 +39,9 @@ PAYLOAD_LABELS = {
 # The mode fields of the third row: (id, label, placeholder, modes it shows in).
 FIELDS = (
     ("pub-msgid", "Nats-Msg-Id", "e.g. order-17", ("js", "core", "batch", "counter")),
-    ("pub-lastseq", "Expected last seq", "e.g. 41", ("js", "core", "batch")),
-    ("pub-stream", "Expected stream", "e.g. ORDERS", ("js", "core")),
+    # (the expectations as a sentence, "last seq is 41": short enough for a cell at 80 columns)
+    ("pub-lastseq", "Last seq is", "e.g. 41", ("js", "core", "batch")),
+    ("pub-stream", "Stream is", "e.g. ORDERS", ("js", "core")),
     ("pub-count", "Repeat N", "once", ("js", "core")),
     ("pub-rate", "Rate msg/s", "flat out", ("js", "core")),
     ("pub-batch-id", "Batch id", "auto", ("batch",)),

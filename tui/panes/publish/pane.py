@@ -84,6 +84,12 @@ class PublishRequest:
     expected_stream: str | None
 
 
+FIELD_TIPS = {  # the headers the expectations are sent as
+    "pub-lastseq": "Nats-Expected-Last-Sequence: the stream's last sequence must be this",
+    "pub-stream": "Nats-Expected-Stream: the subject must be stored by this stream",
+}
+
+
 class PublishPane(WritesGuard, Vertical):
     WRITE_ACTIONS = frozenset({"publish"})
     WRITE_BUTTONS = ("pub-send",)
@@ -114,7 +120,9 @@ class PublishPane(WritesGuard, Vertical):
     mode: reactive[str] = reactive("js", init=False)
 
     def compose(self) -> ComposeResult:
-        yield Label("Publish — ctrl+s publish · ctrl+o mode · ctrl+x cancel · ctrl+y copy as code · ctrl+l clear",
+        yield Label("Publish — read-only: nothing is sent · ctrl+t trace only · ctrl+y copy as code · ctrl+l clear"
+                    if self.read_only else
+                    "Publish — ctrl+s publish · ctrl+o mode · ctrl+x cancel · ctrl+y copy as code · ctrl+l clear",
                     classes="pane-status")
         with Horizontal(id="pub-row1", classes="form-row"):
             with Vertical(classes="cell wide"):
@@ -123,7 +131,8 @@ class PublishPane(WritesGuard, Vertical):
                 yield Static("", id="pub-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
                 yield Label("Mode")
-                yield Select([(label, value) for value, label in MODES], value="js", allow_blank=False, id="pub-mode")
+                yield Select([(label, value) for value, label in MODES], value="js", allow_blank=False, id="pub-mode",
+                             compact=True)  # one line, as the subject beside it
         with Horizontal(id="pub-row2", classes="form-row"):
             with Vertical(classes="cell"):
                 yield Label("Headers (Key: value)")
@@ -143,7 +152,7 @@ class PublishPane(WritesGuard, Vertical):
                                    + (["wide"] if field_id in WIDE_FIELDS else []))
                 with Vertical(classes=classes):
                     yield Label(label)
-                    yield Input(placeholder=hint, id=field_id)
+                    yield Input(placeholder=hint, id=field_id, tooltip=FIELD_TIPS.get(field_id))
                     yield Static("", id=f"{field_id}-error", classes="inline-error")
         with Horizontal(id="pub-actions"):
             yield Button("Publish", id="pub-send", variant="primary")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
+
+# an HTTP token (RFC 9110 tchar), what NATS headers take as a name
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def parse_headers(text: str) -> dict[str, str]:
@@ -20,6 +24,11 @@ def parse_headers(text: str) -> dict[str, str]:
         key = key.strip()
         if not key or any(c.isspace() for c in key):
             raise ValueError(f"header line {number}: the key must be one word, got '{key}'")
+        if not HEADER_NAME.fullmatch(key):
+            # e.g. a JSON body typed here: nats-py would only say "invalid header: '{"id"'"
+            shown = line.strip() if len(line.strip()) <= 30 else line.strip()[:29] + "…"
+            raise ValueError(f"header line {number} is not 'Key: value' ({shown}): a header name is "
+                             "letters, digits and - _ . only; a JSON body goes in Payload")
         value = value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     return headers

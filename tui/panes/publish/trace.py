@@ -22,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ...client import NatsError
+from ...widgets.footer import KeysFooter
 from .parse import render_template
 from .trace_path import path_tree, verdict
 
@@ -95,6 +96,7 @@ class TraceScreen(ModalScreen):
             yield Static("Tracing…", id="trace-verdict")
             with VerticalScroll(id="trace-scroll"):
                 yield Static("", id="trace-tree")
+        yield KeysFooter()  # the trace view's keys, not the composer's beneath it
 
     def on_mount(self) -> None:
         if getattr(self.app, "read_only", False):

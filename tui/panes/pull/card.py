@@ -30,8 +30,8 @@ class HandCard(Vertical):
     BINDINGS = [
         Binding("a", "act('ack')", "Ack", id="card.ack"),
         Binding("n", "act('nak')", "Nak", id="card.nak"),
-        Binding("N", "act('nak_delay')", "Nak delay…", id="card.nak_delay"),
-        Binding("i", "act('progress')", "In progress", id="card.progress"),
+        Binding("N", "act('nak_delay')", "Nak…", id="card.nak_delay"),
+        Binding("i", "act('progress')", "Progress", id="card.progress"),
         Binding("t", "act('term')", "Term", id="card.term"),
         # here, not only on the hand: the cards' scroll container would take up/down first
         Binding("j,down", "move(1)", "Next card", id="card.next", show=False),
@@ -63,11 +63,12 @@ class HandCard(Vertical):
         yield Static(Text(payload if len(payload) < 400 else payload[:400] + "…"), classes="card-payload")
         yield Label("", classes="card-countdown")
         with Horizontal(classes="card-buttons"):
-            yield Button("Ack", id="ack", variant="success")
-            yield Button("Nak", id="nak", variant="warning")
-            yield Button("Nak delay…", id="nak_delay")
-            yield Button("In progress", id="progress")
-            yield Button("Term", id="term", variant="error")
+            # short enough that all five fit a card at 80 columns; the footer has their keys
+            yield Button("Ack", id="ack", variant="success", tooltip="a: ack")
+            yield Button("Nak", id="nak", variant="warning", tooltip="n: nak, redeliver at once")
+            yield Button("Nak…", id="nak_delay", tooltip="N: nak with a delay you type")
+            yield Button("Progress", id="progress", tooltip="i: in progress, the ack wait starts again")
+            yield Button("Term", id="term", variant="error", tooltip="t: term, never redeliver")
 
     def on_mount(self) -> None:
         self.tick(time.monotonic())
@@ -107,9 +108,9 @@ class HandCard(Vertical):
             return
         if self.state == "pending":
             if getattr(self.app, "stable_display", False):
-                text = f"◷ ack wait {self.fm.ack_wait:g}s — a ack · n nak · N nak… · i in progress · t term"
+                text = f"◷ ack wait {self.fm.ack_wait:g}s"  # (snapshots: no clock)
             else:
-                text = f"◷ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack — a ack · n nak · N nak… · i in progress · t term"
+                text = f"◷ {max(0.0, self.fm.ack_deadline() - now):4.1f}s left to ack"  # the footer shows the keys
         elif self.state == "naked" and self.nak_delay:
             text = f"↺ nak sent with a {show_delay(self.nak_delay)} delay — will be redelivered after it"
         else:

@@ -17,7 +17,7 @@ from textual.widgets import Button, Input, Label
 from ...client import ConsumerSummary, DeliveryEvent, FetchedMessage, NatsError
 from ...format import parse_int
 from ...widgets.timeline import Scene, TimeAxis
-from ..base import WritesGuard
+from ..base import WritesGuard, is_showing
 from .card import HandCard
 from .nak_delay import DEFAULT_NAK_DELAY, NakDelayDialog, show_delay
 from .timeline import DeliveryTimeline
@@ -34,7 +34,7 @@ class PullHand(WritesGuard, Vertical):
         Binding("z", "zoom", "Zoom timeline", id="pull.zoom"),
         Binding("left_square_bracket", "scroll_axis(1)", "Timeline back", id="pull.back", key_display="[", show=False),
         Binding("right_square_bracket", "scroll_axis(-1)", "Timeline forward", id="pull.forward", key_display="]", show=False),
-        Binding("question_mark", "legend", "Help, timeline legend", id="pull.legend", key_display="?"),
+        Binding("question_mark", "legend", "Help, legend", id="pull.legend", key_display="?"),
     ]
 
     @dataclass
@@ -64,6 +64,8 @@ class PullHand(WritesGuard, Vertical):
         self._subscribed_generation = 0
         self.nak_delay = DEFAULT_NAK_DELAY  # the last delay picked for N, offered again next time
         self.consumer_config: ConsumerSummary | None = None
+        self._last_card: HandCard | None = None  # focused again when the hand is shown again
+        self._ticks = 0
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pull-bar"):
@@ -116,8 +118,12 @@ class PullHand(WritesGuard, Vertical):
             info = await client.consumer_info(stream, consumer)
         except NatsError:
             return  # the axis falls back to the cards' ack wait
+        born = info.born_at(time.monotonic())
+        remade = self.query_one(DeliveryTimeline).incarnation(stream, consumer, info.created, born)
         if (stream, consumer) == (self.stream, self.consumer):
             self.consumer_config = info
+            if remade:
+                self.forget_old_cards(info.created)
 
     def action_zoom(self) -> None:
         self.query_one(TimeAxis).zoom()
@@ -133,8 +139,19 @@ class PullHand(WritesGuard, Vertical):
         self.app.push_screen(LegendHelp.with_legends(self.screen.active_bindings, [legend_text(axis.styles_map())]))
 
     def focus_default(self) -> None:
-        # not the batch field: it would swallow the hand's letter keys (f, a, n, ...)
-        self.query_one("#pull-fetch", Button).focus()
+        """A card in hand when there is one, so its keys (a, n, i, t) work the
+        moment the hand is shown: the one last focused, else the first still
+        waiting for a decision. Else the Fetch button — never the batch
+        field, which would swallow the hand's letter keys (f, a, n, ...)."""
+        cards = list(self.query(HandCard))
+        open_cards = [c for c in cards if not c.has_class("-settled")]
+        last = self._last_card if self._last_card in cards else None
+        target = last or (open_cards or cards or [None])[0] or self.query_one("#pull-fetch", Button)
+        self.screen.set_focus(target)
+
+    def on_descendant_focus(self, event) -> None:
+        if isinstance(event.widget, HandCard):
+            self._last_card = event.widget
 
     def action_card(self, step: int) -> None:
         """j/k and the arrows move between cards, from the bar to the first one."""
@@ -229,11 +246,14 @@ class PullHand(WritesGuard, Vertical):
             self.set_status(event.error)
             return
         await self.action_clear(include_expired=True)
+        timeline = self.query_one(DeliveryTimeline)
+        for fm in event.messages[:1]:  # the incarnation of the consumer that handed them out
+            if timeline.incarnation(fm.stream, fm.consumer, fm.consumer_created, fm.consumer_born):
+                self.forget_old_cards(fm.consumer_created)
         cards = [HandCard(fm) for fm in event.messages]
         if cards:
             await self.query_one("#pull-cards").mount_all(cards)
             cards[0].focus()
-        timeline = self.query_one(DeliveryTimeline)
         for fm in event.messages:
             timeline.add(DeliveryEvent(fm.stream, fm.consumer, fm.stream_seq, "deliver", fm.num_delivered, fm.received_at))
         if event.messages:
@@ -315,7 +335,20 @@ class PullHand(WritesGuard, Vertical):
             detail = f" (redelivery in {show_delay(event.delay)})" if event.delay else " (no delay: redelivery right away)"
         self.set_status(f"seq {fm.stream_seq}: {kind}{detail}")
 
+    def forget_old_cards(self, created) -> None:
+        """The consumer was deleted and made again: the cards in hand are the
+        old one's messages, which can no longer be acked."""
+        old = [card for card in self.query(HandCard) if card.fm.consumer_created not in (None, created)]
+        for card in old:
+            card.remove()
+        if old:
+            self.set_status(f"{self.consumer} was made again: the old consumer's cards are gone")
+
     def _tick(self) -> None:
+        self._ticks += 1
+        if self._ticks % 8 == 0 and self.consumer and is_showing(self):
+            # every 2 s while shown: a consumer made again under its name is noticed without a fetch
+            self.load_config(self.stream, self.consumer)
         now = time.monotonic()
         timeline = None
         for card in self.query(HandCard):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
+from datetime import datetime
 
 from rich.text import Text
 from textual.widgets import Static
@@ -39,6 +40,40 @@ class DeliveryTimeline(Static):
         self.events: dict[tuple[str, str], dict[int, list[DeliveryEvent]]] = defaultdict(lambda: defaultdict(list))
         self.target: tuple[str, str] | None = None
         self._redraw_due = False
+        # per (stream, consumer): the creation time of the consumer the history is about
+        self.created: dict[tuple[str, str], datetime] = {}
+
+    def incarnation(self, stream: str, consumer: str, created: datetime | None, born: float | None) -> bool:
+        """The consumer's creation time (consumer info's ``created``), ``born``
+        the same moment on the ``time.monotonic`` clock. History belongs to one
+        incarnation of a consumer: a consumer deleted and made again under the
+        same name starts with an empty history, or its first delivery would read
+        as a twin of the old one's and never be drawn. Events seen before the
+        new one was born are the old one's and go; those after are kept (an
+        advisory may come before the info that tells of the new consumer).
+        True when a consumer known before was made again."""
+        if created is None:
+            return False
+        key = (stream, consumer)
+        known = self.created.get(key)
+        if known == created:
+            return False
+        self.created[key] = created
+        per_consumer = self.events.get(key)
+        if not per_consumer or born is None:
+            return known is not None
+        dropped = False
+        for seq in list(per_consumer):
+            kept = [e for e in per_consumer[seq] if e.at >= born]
+            if len(kept) != len(per_consumer[seq]):
+                dropped = True
+                if kept:
+                    per_consumer[seq] = kept
+                else:
+                    del per_consumer[seq]
+        if dropped and self.target == key:
+            self.redraw()
+        return known is not None
 
     def show_consumer(self, stream: str | None, consumer: str | None) -> None:
         self.target = (stream, consumer) if stream and consumer else None

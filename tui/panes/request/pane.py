@@ -27,11 +27,13 @@ def percentile(values: list[float], p: float) -> float:
 
 
 class RequestPane(WritesGuard, Vertical):
-    WRITE_ACTIONS = frozenset({"send"})
+    WRITE_ACTIONS = frozenset({"send", "start_mock"})
     WRITE_BUTTONS = ("req-send", "mock-start")
     BINDINGS = [
         Binding("ctrl+s", "send", "Send request", id="request.send"),
         Binding("ctrl+y", "copy_code", "Copy as code", id="request.code"),
+        # from any field (it took 3-9 Tabs to reach Start); Enter in the mock's subject or param too
+        Binding("ctrl+r", "start_mock", "Start mock", id="request.mock"),
     ]
 
     @dataclass
@@ -50,7 +52,8 @@ class RequestPane(WritesGuard, Vertical):
         self.responders: dict[str, MockResponder] = {}
 
     def compose(self) -> ComposeResult:
-        yield Label("Request-reply — ctrl+s send · ctrl+y copy as code", classes="pane-status")
+        yield Label("Request-reply — ctrl+y copy as code · read-only: nothing is sent" if self.read_only else
+                    "Request-reply — ctrl+s send · ctrl+y copy as code", classes="pane-status")
         with Horizontal(classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
@@ -78,21 +81,33 @@ class RequestPane(WritesGuard, Vertical):
             yield Sparkline([], id="req-spark")
         yield Static("", id="req-result")
         yield Label("Mock responders — start one, then request its subject", classes="pane-status")
-        with Horizontal(classes="form-row"):
+        with Horizontal(classes="form-row", id="mock-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
                 yield Input(placeholder="e.g. svc.echo", id="mock-subject")
                 yield Static("", id="mock-subject-error", classes="inline-error")
-            with Vertical(classes="cell"):
+            with Vertical(classes="cell", id="mock-kind-cell"):
                 yield Label("Kind")
-                yield Select([(k, k) for k in KINDS], value="echo", allow_blank=False, id="mock-kind")
+                # compact: one line, as the inputs beside it (a bordered one is 3 lines
+                # and its value wrapped to "ec ▼ / ho" in the 80-column cell)
+                yield Select([(k, k) for k in KINDS], value="echo", allow_blank=False, id="mock-kind", compact=True)
             with Vertical(classes="cell"):
                 yield Label("Param")
                 yield Input(id="mock-param")
-            yield Button("Start", id="mock-start")
-            yield Button("Stop selected", id="mock-stop")
-        yield Label(" · ".join(f"{k}: {v}" for k, v in KINDS.items()), id="mock-help")
+            with Vertical(id="mock-buttons"):
+                yield Button("Start", id="mock-start", compact=True)
+                yield Button("Stop selected", id="mock-stop", compact=True)
+        # what the chosen kind does (all five in one line were cut at 80 columns)
+        yield Label(self._kind_help("echo"), id="mock-help")
         yield DataTable(id="mock-table", cursor_type="row")
+
+    @staticmethod
+    def _kind_help(kind: str) -> str:
+        return f"{kind}: {KINDS.get(kind, '')} · kinds: {', '.join(KINDS)}"
+
+    @on(Select.Changed, "#mock-kind")
+    def _kind_changed(self, event: Select.Changed) -> None:
+        self.query_one("#mock-help", Label).update(self._kind_help(str(event.value)))
 
     def on_mount(self) -> None:
         table = self.query_one("#mock-table", DataTable)
@@ -180,7 +195,17 @@ class RequestPane(WritesGuard, Vertical):
             )
 
     # ---- mock responders ---------------------------------------------------
+    def action_start_mock(self) -> None:
+        subject = self.query_one("#mock-subject", Input)
+        if not subject.value.strip():
+            self.screen.set_focus(subject)  # the first thing a mock needs
+            self._error("mock-subject", "type the subject the mock answers on, then ctrl+r or Enter")
+            return
+        self.start_mock()
+
     @on(Button.Pressed, "#mock-start")
+    @on(Input.Submitted, "#mock-subject")
+    @on(Input.Submitted, "#mock-param")
     def start_mock(self) -> None:
         subject = self.query_one("#mock-subject", Input).value.strip()
         kind = str(self.query_one("#mock-kind", Select).value)

@@ -79,6 +79,7 @@ class StreamsPane(LivePane):
         self.streams: dict[str, StreamSummary] = {}
         self.selected: str | None = None
         self._pending_select: str | None = None
+        self._status_text = ""
         self.raw = False  # J: the Info tab shows the stream's JSON (`nats stream info -j`)
 
     def compose(self) -> ComposeResult:
@@ -121,15 +122,23 @@ class StreamsPane(LivePane):
         event.stop()
         status = self.query_one("#streams-status", Label)
         if event.error:
-            status.update(f"Streams — could not list: {event.error}")
+            self._status_text = f"Streams — could not list: {event.error}"
+            status.update(self._status_text)
             return
         self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
         table = self.query_one(LiveTable)
         table.sync({name: stream_row(s) for name, s in self.streams.items()})
-        status.update(
-            f"Streams ({len(self.streams)}) — n new · e edit · p purge · d delete · m messages"
-            if self.streams else "No streams yet — press n to create one, or ctrl+p → Demo: redelivery"
-        )
+        # a narrow terminal cuts the last columns: the table scrolls sideways, and says so
+        more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+        if self.read_only:  # only what works: browsing
+            text = (f"Streams ({len(self.streams)}){more} — m messages · i info · J raw JSON · read-only"
+                    if self.streams else "No streams yet (read-only: none can be created here)")
+        else:
+            text = (f"Streams ({len(self.streams)}){more} — n new · e edit · p purge · d delete · m messages"
+                    if self.streams else "No streams yet — press n to create one, or ctrl+p → Demo: redelivery")
+        if text != self._status_text:  # every poll: the same line would cost a layout each time
+            self._status_text = text
+            status.update(text)
         if self._pending_select in self.streams:
             self.select_stream(self._pending_select)
         self._selection_changed()

@@ -60,15 +60,16 @@ class TailPane(Vertical):
         self.hidden = 0
 
     def compose(self) -> ComposeResult:
-        yield Label("Live tail — subscribe to a subject (wildcards allowed) · ctrl+space pause · ctrl+l clear · ctrl+o natslab's own traffic", classes="pane-status", id="tail-status")
+        yield Label("Live tail — subscribe to a subject or a wildcard (orders.>) · ctrl+space pause · ctrl+l clear · ctrl+o own traffic", classes="pane-status", id="tail-status")
         with Horizontal(classes="form-row", id="tail-bar"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
                 yield Input(placeholder="e.g. orders.>", id="tail-subject")
                 yield Label("", id="tail-subject-error", classes="inline-error")
             with Vertical(classes="cell"):
-                yield Label("Filter (text in subject or payload)")
-                yield Input(id="tail-filter")
+                yield Label("Filter")  # (what it matches is the placeholder: the label fits a cell at any width)
+                yield Input(placeholder="any text", id="tail-filter",
+                            tooltip="only messages whose subject or payload contains this text")
             with Vertical(classes="cell"):
                 yield Label("Keep lines")
                 yield Input(str(DEFAULT_CAP), id="tail-cap")
