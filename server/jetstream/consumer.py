@@ -22,7 +22,7 @@ from .delivery import Delivery
 from .consumerstate import ACK_LOG
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
-from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
+from .persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, dumps, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
 from .subjects import collide, match
@@ -181,6 +181,7 @@ class Consumer:
             import shutil
 
             shutil.rmtree(d, ignore_errors=True)
+            fsync_dir(d.parent)  # (a deleted consumer must not come back after a power cut)
         # on its own (the API, inactivity) or with its stream, as nats-server announces both
         advisories.consumer_action(self.stream.js, self.stream.name, self.name, "delete")
         if notify_stream:

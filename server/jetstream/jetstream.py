@@ -166,6 +166,15 @@ class JetStream:
             if self._api_sub is not None:  # still running
                 self._arm_sync_timer()
 
+    def commit(self) -> None:
+        """Before an answer that no store holds (the API's) leaves: every
+        change made so far is as durable as a PubAck's (see filestore)."""
+        for st in self.streams.values():
+            try:
+                st.store.commit()
+            except Exception:
+                self.logger.exception("committing store of stream %s", st.name)
+
     def flush_stores(self) -> None:
         """fsync (and reclaim space in) every file store."""
         for st in list(self.streams.values()):
@@ -381,6 +390,7 @@ class JetStream:
         except Exception:
             self.logger.exception("deleting store of stream %s", name)
         shutil.rmtree(self.stream_dir(name), ignore_errors=True)
+        fsync_dir(self.streams_dir)  # (a deleted stream must not come back after a power cut)
 
     def lookup(self, name: str) -> Stream:
         st = self.streams.get(name)
