@@ -226,10 +226,9 @@ class AckState:
                 send_reply = self.term(sseq, dseq, dc, reason) and send_reply
                 durable = True
             if reply and send_reply:
-                if durable:
-                    c.reply_when_saved(reply, sseq, dseq)
-                else:
-                    c.server.reply_internal(reply, b"")
+                # answered once the state it changed is durable (a nak or
+                # +WPI is not an ack to log: the whole state is written)
+                c.reply_when_saved(reply, sseq, dseq, durable)
         except Exception:
             c.server.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
 

@@ -176,7 +176,8 @@ class JetStream:
                 self.logger.exception("committing store of stream %s", st.name)
 
     def flush_stores(self) -> None:
-        """fsync (and reclaim space in) every file store."""
+        """fsync (and reclaim space in) every file store, then its
+        consumers' delivery state (plain acks: durable within sync_interval)."""
         for st in list(self.streams.values()):
             if st.config["storage"] != "file":
                 continue
@@ -184,6 +185,11 @@ class JetStream:
                 st.store.flush()
             except Exception:
                 self.logger.exception("flushing store of stream %s", st.name)
+            for c in list(st.consumers.values()):
+                try:
+                    c.sync_state()
+                except Exception:
+                    self.logger.exception("syncing consumer %s > %s", st.name, c.name)
 
     async def stop(self) -> None:
         if self._sync_timer is not None:
