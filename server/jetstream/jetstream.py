@@ -53,6 +53,9 @@ def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes
     return None
 
 
+ALWAYS_SYNC_INTERVAL = 120.0  # seconds: nats-server's default sync_interval, kept with sync_interval: always
+
+
 class JetStream:
     def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None,
                  account: str = ACCOUNT, legacy_store: bool = False):
@@ -81,7 +84,11 @@ class JetStream:
         # (group commit); a sync_interval set in the config (nats-server's
         # own option) makes fsync lazy, every interval, as nats-server's is
         self.group_commit = not self.sync_always and interval is None
-        self.sync_interval = float(interval) if interval and interval > 0 else 1.0
+        # the sync timer (it also syncs consumers' state and reclaims space):
+        # 1 s with group commit; with always nats-server's default 2 m, as
+        # it reports it (every write is synced as it is made)
+        default = ALWAYS_SYNC_INTERVAL if self.sync_always else 1.0
+        self.sync_interval = float(interval) if interval and interval > 0 else default
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
         self.domain = getattr(opts, "js_domain", "") or ""
