@@ -114,6 +114,9 @@ PUBLISHES = [
     ("discard-new", {"max_msgs": 3, "discard": "new"}, [], ("k.a", b"new", None),
      [("k.a", b"0"), ("k.a", b"1"), ("k.a", b"new")]),
     ("limits", {"max_msgs_per_subject": 2}, [], ("k.a", b"new", None), [("k.a", b"1"), ("k.a", b"new")]),
+    ("max-msgs", {"max_msgs": 2}, [], ("k.a", b"new", None), [("k.a", b"1"), ("k.a", b"new")]),
+    # stored and removed at once: nobody is interested
+    ("interest-unwanted", {"retention": "interest"}, [], ("k.a", b"new", None), []),
 ]
 
 
@@ -149,6 +152,25 @@ async def test_counter_is_durable_when_acknowledged(tmp_path, monkeypatch):
     async def check(nc, js, image):
         m = await js.get_last_msg("K", "k.c")
         assert json.loads(m.data) == {"val": "7"}, image
+
+    await _check(await _cut_after(tmp_path, monkeypatch, setup, action), check)
+
+
+async def test_atomic_batch_is_durable_when_acknowledged(tmp_path, monkeypatch):
+    async def setup(nc, js):
+        await js.add_stream(name="K", subjects=["k.>"], allow_atomic=True, allow_rollup_hdrs=True)
+        await _pub(nc, "k.a", b"old")
+
+    async def action(nc, js):
+        await nc.publish("k.a", b"b1", headers={"Nats-Batch-Id": "b", "Nats-Batch-Sequence": "1",
+                                                "Nats-Rollup": "sub"})
+        await nc.publish("k.b", b"b2", headers={"Nats-Batch-Id": "b", "Nats-Batch-Sequence": "2"})
+        ack = await _pub(nc, "k.c", b"b3", {"Nats-Batch-Id": "b", "Nats-Batch-Sequence": "3",
+                                           "Nats-Batch-Commit": "1"})
+        assert ack.get("batch") == "b" and ack.get("count") == 3, ack
+
+    async def check(nc, js, image):
+        assert await _msgs(js, "K") == [("k.a", b"b1"), ("k.b", b"b2"), ("k.c", b"b3")], image
 
     await _check(await _cut_after(tmp_path, monkeypatch, setup, action), check)
 
@@ -201,7 +223,14 @@ API_CALLS = {
     "consumer-create": (lambda js: js.add_consumer("K", durable_name="D", ack_policy="explicit"),
                         lambda info, names, msgs: names == {"C", "D"}),
     "consumer-delete": (lambda js: js.delete_consumer("K", "C"), lambda info, names, msgs: names == set()),
+    "consumer-reset": (lambda js: _reset(js, "K", "C", 4), None),
 }
+
+
+async def _reset(js, stream: str, consumer: str, seq: int) -> None:
+    msg = await js._nc.request(f"$JS.API.CONSUMER.RESET.{stream}.{consumer}", json.dumps({"seq": seq}).encode(),
+                               timeout=5)
+    assert json.loads(msg.data).get("reset_seq") == seq, msg.data
 
 
 @pytest.mark.parametrize("call", list(API_CALLS))
@@ -215,6 +244,10 @@ async def test_api_change_is_durable_when_answered(tmp_path, monkeypatch, call):
         info = await js.stream_info("K")
         names = {c.name for c in await js.consumers_info("K")}
         msgs = await _msgs(js, "K")
+        if ok is None:  # the consumer reset to 4
+            ci = await js.consumer_info("K", "C")
+            assert (ci.num_pending, ci.ack_floor.stream_seq) == (3, 3), (image, ci)
+            return
         assert ok(info, names, msgs), (image, info.state, names, msgs)
 
     await _check(await _cut_after(tmp_path, monkeypatch, _setup_api, action), check)

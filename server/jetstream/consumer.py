@@ -225,7 +225,11 @@ class Consumer:
         self.delivery.skip_list(None, 0)
         self.acks.start_at(seq)
         self.stream.check_interest_all()
-        self.schedule_save()
+        # on disk (by default synced) before the reset is answered
+        if self._save_handle is not None:
+            self._save_handle.cancel()
+            self._save_handle = None
+        self.write_state(sync=self._syncs())
         self.signal()
         return seq
 
