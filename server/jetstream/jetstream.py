@@ -273,10 +273,12 @@ class JetStream:
 
         return MemoryStore(first_seq=first)
 
-    def save_stream_meta(self, st: Stream) -> None:
-        if st.config["storage"] != "file":
+    def save_stream_meta(self, st: Stream, cfg: dict | None = None) -> None:
+        """Write the stream's config (``cfg``: the one about to be applied), durably."""
+        cfg = cfg or st.config
+        if cfg["storage"] != "file":
             return  # as on the real server, memory streams do not survive a restart
-        write_json_atomic(self.stream_dir(st.name) / STREAM_META, {"config": st.config, "created": st.created})
+        write_json_atomic(self.stream_dir(st.name) / STREAM_META, {"config": cfg, "created": st.created})
 
     # -- streams -----------------------------------------------------------------
     def check_overlap(self, cfg: dict, exclude: str | None = None) -> None:
@@ -381,8 +383,11 @@ class JetStream:
         topoconfig.check_update(st.config, cfg)
         limits.check_stream_update(self, st.config, cfg)
         self.check_overlap(cfg, exclude=st.name)
+        # on disk before it is applied: what the new limits remove (not
+        # synced, made again from them on recovery) never reaches the disk
+        # without the config that removed it
+        self.save_stream_meta(st, cfg)
         st.update_config(cfg)
-        self.save_stream_meta(st)
         sourcing.stream_updated(st)
         return st
 
