@@ -59,6 +59,7 @@ class Consumer:
         # what was delivered and acked, the floors and the ack timer (acks.py)
         self.acks = AckState(self)
         self._save_handle = None
+        self._sync_next_save = False  # the sync timer came while a save was due
         self._config_saved = False
         self._held_replies: list[bytes] = []  # ack replies waiting for the state they confirm
         self._held_acks: list[tuple[int, int]] = []  # and their (stream seq, consumer seq)
@@ -468,12 +469,14 @@ class Consumer:
 
     def sync_state(self) -> None:
         """JetStream's sync timer: the delivery state (plain acks,
-        deliveries, redelivery counts) is durable within sync_interval."""
+        deliveries, redelivery counts) is durable within sync_interval (and
+        the 50 ms a save waits to coalesce: a save that is due syncs as it
+        writes, rather than the state being written twice)."""
         if self.closed:
             return
         if self._save_handle is not None:
-            self._save_handle.cancel()
-            self.save_state()
+            self._sync_next_save = True
+            return
         if self._slots is not None and self._slots.unsynced:
             try:
                 self._slots.sync()
@@ -484,6 +487,7 @@ class Consumer:
         """Write the delivery state (``sync``: fsynced); False when it could
         not be written (logged)."""
         self._save_handle = None
+        sync, self._sync_next_save = sync or self._sync_next_save, False
         try:
             self.write_state(sync)
         except OSError as e:
