@@ -431,7 +431,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         a stored message (``stored`` False: a duplicate, an error) wait too,
         so a publisher gets its answers in order."""
         if not self._wbuf:
-            if not (self.group_commit and self._owes()):
+            if not (self.group_commit and self.write_behind is not None and self._owes()):
                 return False
             if not self._held and not self._dbuf:
                 self.write_behind(self)
