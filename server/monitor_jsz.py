@@ -78,8 +78,14 @@ class JetStreamView:
             "max_memory": mem if mem >= 0 else _physical_memory() * 3 // 4,
             "max_storage": store if store >= 0 else free * 3 // 4,
             "store_dir": store_dir,
-            "sync_interval": int((getattr(o, "sync_interval", None) or 1.0) * NS),
+            # the interval JetStream syncs at (natslab's default: 1 s, with
+            # a PubAck waiting for its own sync; nats-server's 2 m, lazy);
+            # with sync_interval: always, as nats-server: its default interval and sync_always
+            "sync_interval": int((getattr(self.js, "sync_interval", None) or getattr(o, "sync_interval", None)
+                                  or 1.0) * NS),
         }
+        if getattr(self.js, "sync_always", False) or getattr(o, "sync_always", False):
+            d["sync_always"] = True
         if getattr(o, "js_domain", ""):
             d["domain"] = o.js_domain
         d["strict"] = True

@@ -528,3 +528,30 @@ async def test_runs_of_pubs_in_one_write_are_counted_exactly(http_server):
     assert (conns["runs-sub"]["out_msgs"], conns["runs-sub"]["out_bytes"]) == (1501, 1500 * 5 + 3)
     w.close()
     await s.close()
+
+
+@pytest.mark.parametrize("setting", [None, "always", '"5s"'], ids=["default", "always", "5s"])
+async def test_jsz_and_varz_report_the_sync_mode(server_kind, tmp_path, setting):
+    """/jsz's and /varz's JetStream config say how the store syncs, as
+    nats-server says it: ``sync_interval: always`` keeps the default interval
+    (2 m) and adds ``sync_always: true``; a duration is that interval. With
+    nothing set natslab reports its own 1 s timer (it also syncs each PubAck
+    before it is sent; README, documented differences), nats-server its 2 m."""
+    conf = tmp_path / "js.conf"
+    conf.write_text(f"jetstream {{ sync_interval: {setting} }}\n" if setting else "jetstream: enabled\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", http=True, extra=["-c", str(conf)])
+    srv.start()
+    try:
+        interval = {None: 1 if server_kind == "natslab" else 120, "always": 120, '"5s"': 5}[setting]
+        want = {"sync_interval": interval * 1_000_000_000}
+        if setting == "always":
+            want["sync_always"] = True
+        keys = JS_CONFIG_KEYS | set(want)
+        for cfg in ((await get_json(srv, "/jsz"))["config"], (await get_json(srv, "/varz"))["jetstream"]["config"]):
+            assert set(cfg) == keys, cfg
+            assert {k: cfg[k] for k in want} == want, cfg
+            # nats-server's key order: sync_always right after sync_interval
+            order = list(cfg)
+            assert order.index("sync_interval") + (setting == "always") == order.index("strict") - 1, order
+    finally:
+        srv.stop()

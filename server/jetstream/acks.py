@@ -232,10 +232,9 @@ class AckState:
                 # ack is applied, so nothing waits for a write)
                 c.server.reply_internal(reply, b"")
             elif reply and send_reply:
-                if durable:
-                    c.reply_when_saved(reply, sseq, dseq)
-                else:
-                    c.server.reply_internal(reply, b"")
+                # answered once the state it changed is durable (a nak or
+                # +WPI is not an ack to log: the whole state is written)
+                c.reply_when_saved(reply, sseq, dseq, durable)
         except Exception:
             c.server.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
 

@@ -227,6 +227,9 @@ class Api:
             body.update(self.error_extras.get(rtype, {}))
         if body is not None:
             response = api_response(rtype, body)
+            # answered only once every change made before it is durable (a
+            # purge, a delete, the removals a consumer's deletion makes)
+            self.js.commit()
             self.server.publish_internal(reply, "", None, response)
             if audited:
                 advisories.api_audit(self.js, requester, subject, payload, response)

@@ -22,7 +22,7 @@ from .delivery import Delivery
 from .consumerstate import ACK_LOG
 from .consumerstate import NAMES as STATE_FILES
 from .consumerstate import StateSlots
-from .persist import CorruptStateError, make_dirs, read_json_checked, write_json_atomic
+from .persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, dumps, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
 from .subjects import collide, match
@@ -59,6 +59,7 @@ class Consumer:
         # what was delivered and acked, the floors and the ack timer (acks.py)
         self.acks = AckState(self)
         self._save_handle = None
+        self._sync_next_save = False  # the sync timer came while a save was due
         self._config_saved = False
         self._held_replies: list[bytes] = []  # ack replies waiting for the state they confirm
         self._held_acks: list[tuple[int, int]] = []  # and their (stream seq, consumer seq)
@@ -183,6 +184,7 @@ class Consumer:
             import shutil
 
             shutil.rmtree(d, ignore_errors=True)
+            fsync_dir(d.parent)  # (a deleted consumer must not come back after a power cut)
         # on its own (the API, inactivity) or with its stream, as nats-server announces both
         advisories.consumer_action(self.stream.js, self.stream.name, self.name, "delete")
         if notify_stream:
@@ -226,7 +228,11 @@ class Consumer:
         self.delivery.skip_list(None, 0)
         self.acks.start_at(seq)
         self.stream.check_interest_all()
-        self.schedule_save()
+        # on disk (by default synced) before the reset is answered
+        if self._save_handle is not None:
+            self._save_handle.cancel()
+            self._save_handle = None
+        self.write_state(sync=self._syncs())
         self.signal()
         return seq
 
@@ -411,47 +417,78 @@ class Consumer:
             write_json_atomic(d / META_FILE, {"config": self.config, "created": self.created})
             self._config_saved = True
 
-    def reply_when_saved(self, reply: bytes, sseq: int, dseq: int) -> None:
-        """Answer an ack that asked for an answer (``ack_sync``) once it is
-        written (to the OS: it survives SIGKILL). The answers to every such
-        ack of one read wait for one write: like a file store's PubAcks,
-        they are released by ``write_out``, which the server runs before it
-        next writes to any client."""
+    def reply_when_saved(self, reply: bytes, sseq: int, dseq: int, ack: bool = True) -> None:
+        """Answer an ack that asked for an answer (``ack_sync``, or any ack
+        kind sent with a reply subject; ``ack``: it is an ack or a term, not
+        a nak or +WPI) once the state it changed is written, and by default
+        (group commit, or sync_interval: always) synced: it survives a power
+        cut. The answers to every such ack of one read wait for one write
+        and one sync: like a file store's PubAcks, they are released by
+        ``write_out``, which the server runs before it next writes to any
+        client."""
         if self.state_dir() is None:
             self.server.reply_internal(reply, b"")
             return
         if not self._held_replies:
             self.server.write_behind(self)
         self._held_replies.append(reply)
-        self._held_acks.append((sseq, dseq))
+        self._held_acks.append((sseq, dseq) if ack else None)
+
+    def _syncs(self) -> bool:
+        """Does an answered ack wait for a sync (not with a lazy sync_interval)?"""
+        js = self.stream.js
+        return js.group_commit or js.sync_always
 
     def write_out(self) -> None:
         """Write the acks held (only they, to the ack log, when nothing was
         delivered since the state was last written; else the whole state),
-        then send their answers. When nothing can be written they are not
-        sent: the acker's ack_sync times out, rather than confirming what a
-        crash would undo."""
+        sync them, then send their answers. The stream's removals they made
+        (interest, workqueue) are committed first. When nothing can be
+        written they are not sent: the acker's ack_sync times out, rather
+        than confirming what a crash would undo."""
         replies, self._held_replies = self._held_replies, []
         acks, self._held_acks = self._held_acks, []
         if not replies or self.closed:
             return
         try:
-            if self._slots is not None and self._saved_at == (self.acks.sseq, self.acks.dseq, self._slots.generation):
+            if self.stream.config["retention"] != "limits":
+                self.stream.store.commit()
+            if (self._slots is not None and None not in acks
+                    and self._saved_at == (self.acks.sseq, self.acks.dseq, self._slots.generation)):
                 self._slots.log_acks(acks)
             else:
                 if self._save_handle is not None:
                     self._save_handle.cancel()
                     self._save_handle = None
                 self.write_state()
+            if self._syncs():
+                self._slots.sync()
         except OSError as e:
             self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
             return
         self.server.reply_run([(r, None, b"") for r in replies])
 
+    def sync_state(self) -> None:
+        """JetStream's sync timer: the delivery state (plain acks,
+        deliveries, redelivery counts) is durable within sync_interval (and
+        the 50 ms a save waits to coalesce: a save that is due syncs as it
+        writes, rather than the state being written twice)."""
+        if self.closed:
+            return
+        if self._save_handle is not None:
+            self._sync_next_save = True
+            return
+        if self._slots is not None and self._slots.unsynced:
+            try:
+                self._slots.sync()
+            except OSError as e:
+                self.server.logger.error("could not sync consumer %s > %s: %s", self.stream.name, self.name, e)
+
     def save_state(self, sync: bool = False) -> bool:
         """Write the delivery state (``sync``: fsynced); False when it could
         not be written (logged)."""
         self._save_handle = None
+        sync, self._sync_next_save = sync or self._sync_next_save, False
         try:
             self.write_state(sync)
         except OSError as e:
@@ -472,7 +509,7 @@ class Consumer:
         state["lss_resume"] = self.delivery.lss_resume
         if self._slots is None:
             self._slots = StateSlots(d)
-        self._slots.write(state, sync=sync)
+        self._slots.write(state, sync=sync or self.stream.js.sync_always)
         self._saved_at = (self.acks.sseq, self.acks.dseq, self._slots.generation)
 
     def load_state(self, state: dict) -> None:

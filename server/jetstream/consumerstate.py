@@ -15,8 +15,17 @@ seq><Q consumer seq><I crc32>`` records: when nothing was delivered since
 the last state was written, that is all an answered ack needs (a few bytes
 instead of the whole pending map). The reader returns, with the state, the
 acks logged against its generation, to be applied again in order; records of
-other generations are stale and ignored, and the log is emptied whenever a
-whole state is written.
+other generations are stale and ignored.
+
+Power cuts (``sync``). A write is durable once ``sync`` returns: it syncs
+the state file written since the last sync, then the ack log (in that
+order: acks logged against a generation count only when that state is on
+disk too). Until then a write may reach the disk torn, or not at all, so
+it never goes over the slot holding the last durable state: writes between
+two syncs all go to the other slot, and a torn one leaves the durable state
+to be read. The ack log is emptied only once a state newer than all its
+records is durable (emptying it earlier could outrun the state write and
+lose acks that were answered).
 
     header  <4s magic "NLCS"><B version 1><3x><Q generation><I json length>
             <I pending count><I redelivered count><I crc32 of everything after the header>
@@ -28,6 +37,7 @@ Use::
     slots = StateSlots(consumer_dir)
     slots.write(state_dict, sync=False)     # OSError when it cannot
     slots.log_acks([(sseq, dseq), ...])     # acks since that state
+    slots.sync()                            # both durable
     state = slots.read()                    # None: no state written yet; CorruptStateError: both damaged
     state["acks"]                           # [(sseq, dseq), ...] logged since it
 """
@@ -103,6 +113,10 @@ class StateSlots:
         self._alog = 0  # bytes in acks.log
         self._gen = 0  # the last generation written (or read)
         self._created = False
+        self._durable = -1  # the slot holding the last state known durable (-1: none)
+        self._written = -1  # the slot written since the last sync (-1: none)
+        self._log_dirty = False  # acks.log written since the last sync
+        self._cur_start = 0  # where acks.log's records of the current generation start
 
     def read(self) -> dict | None:
         best = None
@@ -115,12 +129,13 @@ class StateSlots:
             found = True
             got = decode(data)
             if got is not None and (best is None or got[0] > best[0]):
-                best = got
+                best = got + (NAMES.index(name),)
         if best is None:
             if found:
                 raise CorruptStateError(f"{self.dir}: both state files are damaged")
             return None
-        self._gen, state = best
+        self._durable = best[2]
+        self._gen, state = best[0], best[1]
         state["acks"] = self._read_acks(best[0])
         return state
 
@@ -152,11 +167,14 @@ class StateSlots:
         data = b"".join(recs)
         os.pwrite(self._afd, data, self._alog)
         self._alog += len(data)
+        self._log_dirty = True
 
     def write(self, state: dict, sync: bool = False) -> None:
+        """Write a new generation of the state (``sync``: and ``sync``)."""
         gen = self._gen + 1
         data = encode(state, gen)
-        i = gen & 1
+        # never over the last durable state (see the module docstring)
+        i = 1 - self._durable if self._durable >= 0 else gen & 1
         fd = self._fds[i]
         if fd < 0:
             self._open()
@@ -165,12 +183,31 @@ class StateSlots:
         if len(data) < self._sizes[i]:
             os.ftruncate(fd, len(data))
         self._sizes[i] = len(data)
-        if sync:
-            os.fsync(fd)
         self._gen = gen
-        if self._alog:
-            os.ftruncate(self._afd, 0)  # (records of older generations are ignored anyway)
-            self._alog = 0
+        self._written = i
+        self._cur_start = self._alog  # (the log's records so far are of older generations)
+        if sync:
+            self.sync()
+
+    def sync(self) -> None:
+        """Make what was written durable: the state, then the acks logged
+        against it; OSError when it cannot."""
+        i = self._written
+        if i >= 0:
+            os.fdatasync(self._fds[i])
+            self._durable, self._written = i, -1
+        if self._cur_start == self._alog:
+            if self._alog:  # only records older than the durable state: not needed any more
+                os.ftruncate(self._afd, 0)
+                self._alog = self._cur_start = 0
+            self._log_dirty = False
+        elif self._log_dirty:
+            os.fdatasync(self._afd)
+            self._log_dirty = False
+
+    @property
+    def unsynced(self) -> bool:
+        return self._written >= 0 or self._log_dirty
 
     def _open(self) -> None:
         make_dirs(self.dir)

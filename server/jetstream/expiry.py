@@ -97,9 +97,9 @@ class ExpiryMixin:
                 self.process_msg(sm.subject, b"", marker, b"")
             except ApiError as e:
                 log.warning("stream %s: delete marker refused: %s", self.name, e)
-                return self.remove_msg(sm.seq)
+                return self.remove_msg(sm.seq, True)
             return 1
-        return self.remove_msg(sm.seq)
+        return self.remove_msg(sm.seq, True)  # (expired again when the stream is recovered)
 
     def _arm_ttl_timer(self) -> None:
         if not self._ttl_heap or self.closed:

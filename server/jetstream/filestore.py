@@ -14,14 +14,24 @@ runs before it next writes to any client; until then the stream's replies
 as errors if it failed (``on_written``). Reads and everything else that
 touches the block file write the buffer out first. Deletes wait the same way
 and go to the delete log with one write after the records; the floor record
-of a purge is written at once. By default (``group_commit``, set by JetStream
-unless a ``sync_interval`` is configured) each ``write_out`` that holds
-replies is made durable with one sync of the block before they go out, so
-an acknowledged message survives a power cut (how, with preallocated space
-and RWF_DSYNC: ``filestore_reclaim``). The deletes it logs are not synced
-with it (the new record is on disk before they are even written; limit
-deletes lost to a power cut are made again when the stream is recovered).
-Everything else is fsynced periodically:
+of a purge is written at once.
+
+Group commit (``group_commit``, JetStream's default unless a
+``sync_interval`` is configured): a reply waits for every change the store
+made before it, and goes out only once that is durable. ``hold`` keeps a
+reply whenever anything is owed: records buffered, or written (a read wrote
+them out early) but not synced, deletes or a floor a reply must see durable.
+The ``write_out`` that releases held replies syncs what is owed first, with
+one sync of the block (how, with preallocated space and RWF_DSYNC:
+``filestore_reclaim``) and, when they hold deletes that are owed, one of the
+delete log: every PubAck of one read of a connection shares them. Records
+are always durable before deletes or a floor are written after them (an old
+revision never vanishes while the one that replaced it is lost). The only
+changes no reply waits for are those recovery makes again by itself:
+deletes ``rederivable`` (the stream's limits, max_age and TTL expiry, all
+enforced again when a stream is recovered). ``commit`` makes everything
+owed durable at once, for answers that are not held here (the API's, an
+``ack_sync``'s). Everything else is fsynced periodically:
 JetStream's sync timer (``jetstream.py``) calls ``flush()`` on every file
 store each ``sync_interval`` (1 s by default), which also runs space
 reclamation; a busy store also calls it itself every 1024 writes when a
@@ -150,6 +160,10 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         self._wbuf_idx = 0  # its index in the active block's arrays
         self._held: list[tuple[bytes, bytes, bool]] = []  # (reply, payload, for a stored message)
         self._dbuf: list[bytes] = []  # delete log records not yet written
+        # group commit (see the module docstring): deletes a reply must see
+        # durable, buffered / written to the delete log but not synced yet
+        self._dbuf_owed = False
+        self._dlog_owed = False
         self._open(first_seq)
 
     # -- damage reports --------------------------------------------------
@@ -266,21 +280,24 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                 raise OSError("short write")
             n += k
 
-    def _dlog_delete(self, data: bytes) -> None:
+    def _dlog_delete(self, data: bytes, rederivable: bool = False) -> None:
         """Log deletes: with write-behind, written by the next ``write_out``
-        (after the records they may refer to, before any reply leaves)."""
+        (after the records they may refer to, before any reply leaves);
+        unless ``rederivable``, replies wait until they are durable."""
         if self.write_behind is None or self.sync_always:
-            self._dlog_append(data)
+            self._dlog_append(data, rederivable)
             return
         if self._dfd < 0:
             self._writable()
-        if not self._wbuf and not self._dbuf:
+        if not self._wbuf and not self._dbuf and not self._held:
             self.write_behind(self)
         self._dbuf.append(data)
+        if not rederivable:
+            self._dbuf_owed = True
         self._dlog_records += len(data) // _DREC_SIZE
         self._dirty = True
 
-    def _dlog_append(self, data: bytes) -> None:
+    def _dlog_append(self, data: bytes, rederivable: bool = False) -> None:
         if self._dfd < 0:
             self._writable()
         self._write_all(self._dfd, data)
@@ -289,6 +306,8 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             os.fdatasync(self._dfd)
         else:
             self._dirty = True
+            if self.group_commit and not rederivable:
+                self._dlog_owed = True
 
     # -- writing ---------------------------------------------------------
     def msg_size(self, subject: str, hdr: bytes | None, data: bytes) -> int:
@@ -407,44 +426,87 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         return seq
 
     def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
-        """Keep a reply until the buffered records are written (False, and
-        nothing kept, when nothing is buffered: send it now). Replies that are
-        not about a stored message (``stored`` False: a duplicate, an error)
-        wait too, so a publisher gets its answers in order."""
+        """Keep a reply until what the store changed before it is written,
+        and with group commit until that is durable (False, and nothing
+        kept, when nothing is owed: send it now). Replies that are not about
+        a stored message (``stored`` False: a duplicate, an error) wait too,
+        so a publisher gets its answers in order."""
         if not self._wbuf:
-            return False
+            if not (self.group_commit and self.write_behind is not None and self._owes()):
+                return False
+            if not self._held and not self._dbuf:
+                self.write_behind(self)
         self._held.append((reply, payload, stored))
         return True
 
-    def write_out(self) -> None:
-        """Write the buffered records with one ``os.write``; then hand the
-        held replies to ``on_written``. If the write fails, the records are
-        cut off the file and forgotten (their sequences stay used, as gaps)
-        and ``on_written`` gets the error to answer with instead. Buffered
-        deletes follow, with one write to the delete log."""
+    def _owes(self) -> bool:
+        """Is anything written or buffered that a reply must see durable?"""
+        return (self._dbuf_owed or self._dlog_owed
+                or (self._wfd >= 0 and self._synced_to < self._active.size))
+
+    def commit(self) -> None:
+        """Make every change made so far durable now (group commit; the
+        other modes as ``write_out``), releasing the replies held."""
+        self.write_out(self.group_commit)
+
+    def write_out(self, durable: bool = False) -> None:
+        """Write the buffered records with one ``os.write``, then the
+        buffered deletes with one write to the delete log; then hand the
+        held replies to ``on_written``. With group commit, when replies are
+        held (or ``durable``), what they wait for is synced before they go:
+        the block before the deletes are written, the delete log after. If
+        the records' write fails, they are cut off the file and forgotten
+        (their sequences stay used, as gaps) and ``on_written`` gets the
+        error to answer with instead."""
+        held = self._held
+        if held:
+            self._held = []  # (a failed write that drops the block writes out again: none are left for it)
+        sync = self.group_commit and (durable or bool(held))
+        err = None
         if self._wbuf:
-            self._write_records()
+            err, first = self._write_records(sync)
+        elif sync and self._wfd >= 0 and self._synced_to < self._active.size:
+            self._sync_block()  # records a read wrote out before the replies came
         if self._dbuf:
             data = b"".join(self._dbuf)
             self._dbuf.clear()
+            owed, self._dbuf_owed = self._dbuf_owed, False
             try:
                 self._write_all(self._dfd, data)
             except OSError as e:
                 self._warn(f"deletes.log: writing {len(data) // fb.DREC_SIZE} deletes failed ({e});"
                            " those messages may come back after a restart")
+            else:
+                self._dlog_owed |= owed
+        if sync and self._dlog_owed:
+            try:
+                os.fdatasync(self._dfd)
+            except OSError as e:
+                self._warn(f"deletes.log: sync failed ({e}); deletes may come back after a power cut")
+            self._dlog_owed = False
+        if (held or err) and self.on_written is not None:
+            self.on_written(held, err, first if err else 0)
 
-    def _write_records(self) -> None:
+    def _sync_block(self) -> None:
+        try:
+            os.fdatasync(self._wfd)
+        except OSError as e:
+            self._warn(f"{self._active.path.name}: sync failed ({e}); recent messages may be lost on a power cut")
+            return
+        self._synced_to = self._active.size
+
+    def _write_records(self, durable: bool) -> tuple[OSError | None, int]:
         data = b"".join(self._wbuf)
         self._wbuf.clear()
-        held, self._held = self._held, []
         err, first = None, self._active.first + self._wbuf_idx
         try:
             # group commit: every record of this write-out is on disk before
-            # any of their PubAcks (and deliveries) leave, with one sync, and
-            # before the deletes they made are written (an old revision never
-            # vanishes while the one that replaced it is lost); publishes that
-            # asked for no PubAck and deleted nothing are synced by flush()
-            self._block_write(data, self._wbuf_off, self.group_commit and bool(held or self._dbuf))
+            # any of the replies held for it (and deliveries) leave, with one
+            # sync, and before the deletes they made are written (an old
+            # revision never vanishes while the one that replaced it is
+            # lost); publishes that asked for no PubAck and deleted nothing
+            # are synced by flush()
+            self._block_write(data, self._wbuf_off, durable or (self.group_commit and bool(self._dbuf)))
         except OSError as e:
             err = e
             self._forget_unwritten(e)
@@ -452,8 +514,7 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
             if self._failing is not None:
                 self._write_works()
         self._note_last(sync=err is not None)
-        if self.on_written is not None and (held or err):
-            self.on_written(held, err, first)
+        return err, first
 
     def _forget_unwritten(self, err: OSError) -> None:
         blk, off, idx = self._active, self._wbuf_off, self._wbuf_idx
@@ -491,11 +552,11 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
                 p = blk.live_map.find(1, i + 1)  # the next live one is most often in this block
                 self._first = blk.first + p if p >= 0 else self._next_live(seq)
 
-    def remove(self, seq: int) -> bool:
+    def remove(self, seq: int, rederivable: bool = False) -> bool:
         blk, i = self._locate(seq)
         if blk is None or not blk.offs[i]:
             return False
-        self._dlog_delete(_pack_drec(_D_DELETE, seq))
+        self._dlog_delete(_pack_drec(_D_DELETE, seq), rederivable)
         self._drop(blk, i, seq, True)
         if not blk.live and blk is not self._tail_block():
             self._remove_block(blk)
@@ -513,12 +574,13 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
         excess = len(ss.seqs) - head - keep
         if excess <= 0:
             return []
+        # (the per-subject limit: made again when the stream is recovered)
         if excess == 1:  # a KV put on a key at its history limit
             seq = ss.seqs[head]
-            return [seq] if self.remove(seq) else []
+            return [seq] if self.remove(seq, True) else []
         seqs = ss.seqs[head : head + excess].tolist()
         remove = self.remove
-        return [seq for seq in seqs if remove(seq)]
+        return [seq for seq in seqs if remove(seq, True)]
 
     def _remove_many(self, seqs: list[int]) -> int:
         if not seqs:
@@ -569,6 +631,12 @@ class FileStore(Recovery, Reclaim, SubjectIndex, Store):
 
     def _set_floor(self, floor: int) -> None:
         self._floor = floor
+        if self.group_commit:
+            # the records below the floor's last sequence are durable before
+            # it is written: a floor never outlives the message it kept
+            self.write_out()
+            if self._wfd >= 0 and self._synced_to < self._active.size:
+                self._sync_block()
         self._dlog_append(fb.pack_drec(fb.D_FLOOR, floor, self._last_ts))
 
     def _purge_all(self) -> int:

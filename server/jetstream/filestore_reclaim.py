@@ -135,6 +135,7 @@ class Reclaim:
                 self._synced_to = self._active.size
             if self._dfd >= 0:
                 os.fdatasync(self._dfd)
+                self._dlog_owed = False
             self._dirty = False
             self._note_last(sync=True)
         if self.read_only is not None:
@@ -232,4 +233,5 @@ class Reclaim:
         os.replace(tmp, path)
         fsync_dir(self.msgs_dir)
         self._dfd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self._dbuf_owed = self._dlog_owed = False  # (all in the new log, durable)
         self._dlog_records = n

@@ -53,6 +53,9 @@ def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes
     return None
 
 
+ALWAYS_SYNC_INTERVAL = 120.0  # seconds: nats-server's default sync_interval, kept with sync_interval: always
+
+
 class JetStream:
     def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None,
                  account: str = ACCOUNT, legacy_store: bool = False):
@@ -81,7 +84,11 @@ class JetStream:
         # (group commit); a sync_interval set in the config (nats-server's
         # own option) makes fsync lazy, every interval, as nats-server's is
         self.group_commit = not self.sync_always and interval is None
-        self.sync_interval = float(interval) if interval and interval > 0 else 1.0
+        # the sync timer (it also syncs consumers' state and reclaims space):
+        # 1 s with group commit; with always nats-server's default 2 m, as
+        # it reports it (every write is synced as it is made)
+        default = ALWAYS_SYNC_INTERVAL if self.sync_always else 1.0
+        self.sync_interval = float(interval) if interval and interval > 0 else default
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
         self.domain = getattr(opts, "js_domain", "") or ""
@@ -166,8 +173,18 @@ class JetStream:
             if self._api_sub is not None:  # still running
                 self._arm_sync_timer()
 
+    def commit(self) -> None:
+        """Before an answer that no store holds (the API's) leaves: every
+        change made so far is as durable as a PubAck's (see filestore)."""
+        for st in self.streams.values():
+            try:
+                st.store.commit()
+            except Exception:
+                self.logger.exception("committing store of stream %s", st.name)
+
     def flush_stores(self) -> None:
-        """fsync (and reclaim space in) every file store."""
+        """fsync (and reclaim space in) every file store, then its
+        consumers' delivery state (plain acks: durable within sync_interval)."""
         for st in list(self.streams.values()):
             if st.config["storage"] != "file":
                 continue
@@ -175,6 +192,11 @@ class JetStream:
                 st.store.flush()
             except Exception:
                 self.logger.exception("flushing store of stream %s", st.name)
+            for c in list(st.consumers.values()):
+                try:
+                    c.sync_state()
+                except Exception:
+                    self.logger.exception("syncing consumer %s > %s", st.name, c.name)
 
     async def stop(self) -> None:
         if self._sync_timer is not None:
@@ -251,10 +273,12 @@ class JetStream:
 
         return MemoryStore(first_seq=first)
 
-    def save_stream_meta(self, st: Stream) -> None:
-        if st.config["storage"] != "file":
+    def save_stream_meta(self, st: Stream, cfg: dict | None = None) -> None:
+        """Write the stream's config (``cfg``: the one about to be applied), durably."""
+        cfg = cfg or st.config
+        if cfg["storage"] != "file":
             return  # as on the real server, memory streams do not survive a restart
-        write_json_atomic(self.stream_dir(st.name) / STREAM_META, {"config": st.config, "created": st.created})
+        write_json_atomic(self.stream_dir(st.name) / STREAM_META, {"config": cfg, "created": st.created})
 
     # -- streams -----------------------------------------------------------------
     def check_overlap(self, cfg: dict, exclude: str | None = None) -> None:
@@ -360,8 +384,11 @@ class JetStream:
         limits.check_stream_update(self, st.config, cfg)
         _check_consumer_limits(st, cfg)
         self.check_overlap(cfg, exclude=st.name)
+        # on disk before it is applied: what the new limits remove (not
+        # synced, made again from them on recovery) never reaches the disk
+        # without the config that removed it
+        self.save_stream_meta(st, cfg)
         st.update_config(cfg)
-        self.save_stream_meta(st)
         sourcing.stream_updated(st)
         return st
 
@@ -382,6 +409,7 @@ class JetStream:
         except Exception:
             self.logger.exception("deleting store of stream %s", name)
         shutil.rmtree(self.stream_dir(name), ignore_errors=True)
+        fsync_dir(self.streams_dir)  # (a deleted stream must not come back after a power cut)
 
     def lookup(self, name: str) -> Stream:
         st = self.streams.get(name)

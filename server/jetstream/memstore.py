@@ -53,7 +53,7 @@ class MemoryStore(Store):
         self._held = True
         return seq
 
-    def remove(self, seq: int) -> bool:
+    def remove(self, seq: int, rederivable: bool = False) -> bool:
         sm = self._msgs.pop(seq, None)
         if sm is None:
             return False
@@ -140,7 +140,7 @@ class MemoryStore(Store):
         self._replies.append((reply, payload, stored))
         return True
 
-    def write_out(self) -> None:
+    def write_out(self, durable: bool = False) -> None:
         if self._replies:
             held, self._replies = self._replies, []
             if self.on_written is not None:

@@ -60,7 +60,7 @@ class Store:
         For the file store the record is written to the OS before returning."""
         raise NotImplementedError
 
-    def remove(self, seq: int) -> bool:
+    def remove(self, seq: int, rederivable: bool = False) -> bool:
         """Remove one message; False when it is not there."""
         raise NotImplementedError
 
@@ -204,8 +204,15 @@ class Store:
         """Keep a reply until buffered records are written; False: send it now."""
         return False
 
-    def write_out(self) -> None:
-        """Write buffered records and release the replies held for them."""
+    def write_out(self, durable: bool = False) -> None:
+        """Write buffered records and release the replies held for them
+        (``durable``: synced first, as when replies are held, see filestore)."""
+
+    def commit(self) -> None:
+        """Make every change made so far as durable as the sync policy
+        promises a reply (the file store's group commit: synced), releasing
+        held replies; for answers that are not held in the store."""
+        self.write_out(True)
 
     # -- lifecycle -------------------------------------------------------
     def flush(self) -> None:

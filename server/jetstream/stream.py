@@ -437,7 +437,7 @@ class Stream(ExpiryMixin):
         if mm > 0 or mb > 0:
             msgs, nbytes, first = store.totals()
             while msgs and ((mm > 0 and msgs > mm) or (mb > 0 and nbytes > mb)):
-                self.remove_msg(first)
+                self.remove_msg(first, True)
                 msgs, nbytes, first = store.totals()
 
     def _enforce_limits_all(self) -> None:
@@ -543,11 +543,13 @@ class Stream(ExpiryMixin):
             self._last_msg_id = headers.parse(last.hdr).get(headers.MSG_ID, "")
 
     # -- removal and consumers -----------------------------------------------
-    def remove_msg(self, seq: int) -> bool:
+    def remove_msg(self, seq: int, rederivable: bool = False) -> bool:
         """Remove one message (a delete, a limit, an expiry, an ack under
         interest or workqueue retention). As the real stores' RemoveMsg does,
-        each consumer hears of it, and terminates it if it was pending."""
-        if not self.store.remove(seq):
+        each consumer hears of it, and terminates it if it was pending.
+        ``rederivable``: a removal the stream makes again by itself when it
+        is recovered (its limits, expiry), which no reply waits for."""
+        if not self.store.remove(seq, rederivable):
             return False
         if self.consumers:
             for c in list(self.consumers.values()):
