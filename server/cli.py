@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, parse_config, parse_duration
+from .conf import ConfigError, ConfMap, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
 
@@ -37,6 +37,10 @@ Server Options:
     -V, --trace                      Trace the raw protocol
     -DV                              Debug and trace
         --max_payload <size>         Maximum message payload in bytes
+
+Cluster Options (accepted and unused: natslab is a single node):
+        --routes, --cluster, --cluster_name, --cluster_advertise, --cluster_listen,
+        --connect_retries, --no_advertise
 
 JetStream Options:
     -js, --jetstream                 Enable JetStream functionality
@@ -78,6 +82,10 @@ _FLAGS = {
     "user": ("user", True), "pass": ("password", True), "auth": ("token", True),
     "tls": ("tls", False), "tlsverify": ("tlsverify", False), "tlscert": ("tlscert", True),
     "tlskey": ("tlskey", True), "tlscacert": ("tlscacert", True),
+    # a cluster's flags: taken (a production command line runs unchanged) and logged as unused
+    "cluster": ("~cluster", True), "cluster_name": ("~cluster_name", True), "routes": ("~routes", True),
+    "cluster_advertise": ("~cluster_advertise", True), "cluster_listen": ("~cluster_listen", True),
+    "connect_retries": ("~connect_retries", True), "no_advertise": ("~no_advertise", False),
     "h": ("help", False), "help": ("help", False),
     "v": ("version", False), "version": ("version", False),
 }
@@ -135,23 +143,26 @@ def build_options(flags: dict) -> ServerOptions:
     if flags.get("config"):
         path = flags["config"]
         try:
-            text = Path(path).read_text()
+            parsed = parse_file(path)
         except OSError as e:
             why = (e.strerror or str(e))
-            raise ConfigFileError(f"open {path}: {why[:1].lower()}{why[1:]}") from None
+            op = "read" if isinstance(e, IsADirectoryError) else "open"
+            raise ConfigFileError(f"{op} {path}: {why[:1].lower()}{why[1:]}") from None
+        except ConfigError as e:  # nats-server's words (they name the line where it does)
+            raise ConfigFileError(str(e)) from None
         try:
             from . import confcheck  # (only a start with a config file needs it)
 
-            conf = confcheck.check(parse_config(text), path)
+            conf = confcheck.check(parsed, path)
         except ConfigError as e:
-            if "\n" in str(e) or str(e).startswith(f"{path}:"):
-                raise ConfigFileError(str(e)) from None
-            raise ConfigFileError(f"configuration file {path}: {e}") from None
+            raise ConfigFileError(str(e)) from None
         _apply_config(o, conf, path)
+        o.unused_config = list(conf.unused)
         # what the file says of logging and the pid file, unless a flag says otherwise
         for key, flag in (("debug", "debug"), ("trace", "trace"), ("logfile", "log"), ("pidfile", "pid")):
             if key in conf:
                 flags.setdefault(flag, conf[key] if isinstance(conf[key], bool) else str(conf[key]))
+    o.unused_config += [f"-{k[1:]}" for k in flags if k.startswith("~")]
     # command-line flags override the file, as with nats-server
     if "host" in flags:
         o.host = flags["host"]
@@ -274,6 +285,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             listen = str(c.get("listen", ""))
             if listen and ":" in listen:
                 h, _, pt = listen.rpartition(":")
+                if h.startswith("[") and h.endswith("]"):  # [::1]:4222, as net.SplitHostPort reads it
+                    h = h[1:-1]
                 o.host, o.port = h or o.host, int(pt)
             else:
                 o.host = str(c.get("host", listen or o.host))
@@ -296,6 +309,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 setattr(o, key, int(c[key]))
         if "ping_interval" in c:
             o.ping_interval = parse_duration(c["ping_interval"])
+        if "max_control_line" in c:
+            if int(c["max_control_line"]) > (1 << 31) - 1:
+                raise problem(c, "max_control_line", "max_control_line value is too big")
+            o.max_control_line = int(c["max_control_line"])
+        if "max_subs" in c:
+            o.max_subs = int(c["max_subs"])
+        if "write_deadline" in c:
+            o.write_deadline = parse_duration(c["write_deadline"])
         if "authorization" in c:
             a = c["authorization"]
             if not isinstance(a, dict):
@@ -367,6 +388,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 if not isinstance(js["enabled"], bool):
                     raise problem(js, "enabled", f"Expected 'true' or 'false' for bool value, got '{js['enabled']}'")
                 o.jetstream = js["enabled"]
+            if "disabled" in js:
+                if not isinstance(js["disabled"], bool):
+                    raise problem(js, "disabled", f"Expected 'true' or 'false' for bool value, got '{js['disabled']}'")
+                o.jetstream = not js["disabled"]
+            if "strict" in js:
+                if not isinstance(js["strict"], bool):
+                    raise problem(js, "strict", f"Expected 'true' or 'false' for bool value, got '{js['strict']}'")
+                o.js_strict = js["strict"]
             if "store_dir" in js:
                 o.store_dir = str(js["store_dir"])
             for key, attr in (("max_memory_store", "js_max_memory"), ("max_file_store", "js_max_store")):
@@ -502,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("debug_trace")),
                   bool(flags.get("trace") or flags.get("debug_trace")))
+    for name in dict.fromkeys(opts.unused_config):  # once each
+        logging.getLogger("natslab.server").warning("%s is not used by natslab (a single node): ignored", name)
     try:
         return asyncio.run(serve(opts, flags.get("pid")))
     except ConfigError as e:  # e.g. a certificate that does not load

@@ -238,6 +238,10 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self.perms is not None and not self.perms.can_subscribe(subject):
             self.queue_out(violation("Subscription", subject))
             return
+        max_subs = self.server.opts.max_subs
+        if max_subs > 0 and len(self.subs) >= max_subs:  # (nats-server's check, before the sid's)
+            self.queue_out(p.ERR_MAX_SUBS)
+            return
         if sid in self.subs:
             # re-using a sid keeps the existing subscription (as nats-server does)
             if self.verbose:

@@ -41,6 +41,15 @@ def _alias(name: str, *aliases: str) -> dict[str, str]:
     return {a: name for a in (name, *aliases)}
 
 
+UNUSED = "~"  # the value of a key natslab accepts and has no use for on one node
+
+
+def _unused(*names: str) -> dict[str, str]:
+    """Keys that only mean something to a cluster, a gateway, a leafnode or
+    MQTT: accepted (a production file runs unchanged) and logged once each."""
+    return dict.fromkeys(names, UNUSED)
+
+
 SUBJECT_PERMISSION = Block(
     {**_alias("allow"), **_alias("deny")},
     unknown="Unknown field name \"{}\" parsing subject permissions, only 'allow' or 'deny' are permitted")
@@ -75,11 +84,11 @@ JETSTREAM = Block(
     {**_alias("store_dir", "store", "storedir"), **_alias("sync_interval", "sync"),
      **_alias("enabled", "enable"), **_alias("limits"), **_alias("domain"),
      **_alias("max_memory_store", "max_mem_store", "max_mem"), **_alias("max_file_store", "max_file"),
-     **_known("strict",
-              "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
-              "extension_hint", "tpm", "unique_tag", "max_outstanding_catchup", "max_buffered_size",
-              "max_buffered_msgs", "request_queue_limit", "info_queue_limit", "meta_compact", "meta_compact_size",
-              "meta_compact_sync", "max_concurrent_io")},
+     **_alias("strict"), **_alias("disabled", "disable"),
+     **_unused("unique_tag", "max_outstanding_catchup", "max_buffered_size", "max_buffered_msgs",
+               "meta_compact", "meta_compact_size", "meta_compact_sync"),
+     **_known("key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
+              "extension_hint", "tpm", "request_queue_limit", "info_queue_limit", "max_concurrent_io")},
     {"limits": JETSTREAM_LIMITS})
 
 TOP = Block(
@@ -92,18 +101,19 @@ TOP = Block(
      **_alias("tls"), **_alias("websocket", "ws"), **_alias("accounts"), **_alias("no_auth_user"),
      **_alias("system_account", "system"),
      **_alias("lame_duck_duration"), **_alias("lame_duck_grace_period"),
+     **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
+     **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
+               "default_js_domain"),
      **_known("client_advertise", "trace_verbose", "trace_headers", "logtime", "logtime_utc", "mappings", "maps",
               "disable_sublist_cache", "no_sublist_cache", "default_sentinel", "https", "https_port",
-              "http_base_path", "cluster", "gateway", "leaf", "leafnodes", "logfile_size_limit", "log_size_limit",
+              "http_base_path", "logfile_size_limit", "log_size_limit",
               "logfile_max_num", "log_max_num", "syslog", "remote_syslog", "ports_file_dir", "prof_port",
-              "prof_block_rate", "max_control_line", "proxy_protocol", "max_traced_msg_len", "max_subscriptions",
-              "max_subs", "max_sub_tokens", "max_subscription_tokens", "ocsp", "allow_non_tls",
-              "write_deadline", "write_timeout", "operator",
+              "prof_block_rate", "proxy_protocol", "max_traced_msg_len",
+              "max_sub_tokens", "max_subscription_tokens", "ocsp", "allow_non_tls", "write_timeout", "operator",
               "operators", "roots", "root", "root_operators", "root_operator", "resolver", "account_resolver",
               "accounts_resolver", "resolver_tls", "resolver_preload", "resolver_pinned_accounts",
               "no_system_account", "no_system", "no_sys_acc", "no_header_support",
-              "trusted", "trusted_keys", "connect_error_reports", "reconnect_error_reports",
-              "mqtt", "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
+              "trusted", "trusted_keys", "server_tags", "server_metadata", "feature_flags", "ocsp_cache",
               "no_fast_producer_stall", "max_closed_clients", "proxies",
               # the parser's include directive, read here as a key
               "include")},
@@ -112,33 +122,46 @@ TOP = Block(
 
 def check(conf: ConfMap, source: str) -> ConfMap:
     """The file's settings under natslab's names; ConfigError listing every
-    unknown or unsupported key (``source``: the file's name as given)."""
-    problems: list[tuple[int, int, str]] = []
-    out = _check(conf, TOP, "", problems)
+    unknown or unsupported key (``source``: the file's name as given). The
+    result's ``unused``: the keys accepted and not used (``cluster``,
+    ``jetstream.unique_tag``), in file order, for the log."""
+    problems: list[tuple] = []
+    unused: list[tuple] = []
+    out = _check(conf, TOP, "", problems, unused, source)
     if problems:
         problems.sort()
-        raise ConfigError("\n".join(f"{source}:{line}:{col}: {what}" for line, col, what in problems))
+        raise ConfigError("\n".join(f"{where}: {what}" for _, where, what in problems))
+    out.unused = [name for _, name in sorted(unused)]
     return out
 
 
-def _check(conf: ConfMap, block: Block, path: str, problems: list) -> ConfMap:
+def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list, source: str) -> ConfMap:
     out = ConfMap()
+    out.file = conf.file or source
     for key, value in conf.items():
-        line, col = conf.pos.get(key, (0, 0))
+        where = conf.where(key, source)
+        order = (conf.files.get(key, ""),) + conf.pos.get(key, (0, 0))
         name = block.keys.get(key.lower(), KeyError)
         if name is KeyError:
-            problems.append((line, col, block.unknown.format(key)))
+            if key not in conf.used:  # (a key a $variable named is no field: nats-server lets it be)
+                problems.append((order, where, block.unknown.format(key)))
             continue
         if name is None:
-            problems.append((line, col, f'"{path}{key.lower()}" is not supported by natslab'))
+            problems.append((order, where, f'"{path}{key.lower()}" is not supported by natslab'))
+            continue
+        if name == UNUSED:
+            unused.append((order, f"{path}{key.lower()}"))
             continue
         child = block.children.get(name)
         if child is not None:
-            where = f"{path}{name}."
+            sub = f"{path}{name}."
             if isinstance(value, ConfMap):
-                value = _check(value, child, where, problems)
+                value = _check(value, child, sub, problems, unused, source)
             elif isinstance(value, list):
-                value = [_check(v, child, where, problems) if isinstance(v, ConfMap) else v for v in value]
+                value = [_check(v, child, sub, problems, unused, source) if isinstance(v, ConfMap) else v
+                         for v in value]
         out[name] = value
-        out.pos[name] = (line, col)
+        out.pos[name] = conf.pos.get(key, (0, 0))
+        if key in conf.files:
+            out.files[name] = conf.files[key]
     return out

@@ -77,6 +77,11 @@ class ServerOptions:
     js_domain: str = ""  # jetstream { domain }: $JS.<domain>.API.> answered too (jetstream/domain.py)
     js_max_memory: int = -1  # jetstream { max_mem, max_file }: the server's limits (jetstream/limits.py);
     js_max_store: int = -1  # -1: not configured
+    max_control_line: int = p.MAX_CONTROL_LINE  # max_control_line (the parser's limit on a protocol line)
+    max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
+    write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
+    js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
+    unused_config: list[str] = field(default_factory=list)  # keys and flags taken that one node has no use for
 
 
 def _server_id() -> str:
