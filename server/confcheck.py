@@ -26,10 +26,11 @@ class Block:
     (a map, or each map of a list)."""
 
     def __init__(self, keys: dict[str, str | None], children: dict[str, "Block"] | None = None,
-                 unknown: str = UNKNOWN):
+                 unknown: str = UNKNOWN, each: "Block | None" = None):
         self.keys = keys
         self.children = children or {}
         self.unknown = unknown
+        self.each = each  # a block of names (accounts {}): every key's map is checked as ``each``
 
 
 def _known(*names: str) -> dict[str, None]:
@@ -72,6 +73,14 @@ AUTHORIZATION = Block(
      **_known("default_permission", "default_permissions", "permissions", "auth_callout", "auth_hook",
               "proxy_required")},
     {"users": USER})
+
+# accounts { NAME { ... } } (accounts.py reads what is in them)
+ACCOUNT = Block(
+    {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
+     **_known("nkey", "default_permissions", "mappings", "maps", "limits", "msg_trace", "trace_dest")},
+    {"users": USER})
+
+ACCOUNTS = Block({}, each=ACCOUNT)
 
 JETSTREAM_BATCH = Block(
     {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"), **_alias("timeout")})
@@ -117,7 +126,7 @@ TOP = Block(
               "no_fast_producer_stall", "max_closed_clients", "proxies",
               # the parser's include directive, read here as a key
               "include")},
-    {"authorization": AUTHORIZATION, "jetstream": JETSTREAM})
+    {"authorization": AUTHORIZATION, "jetstream": JETSTREAM, "accounts": ACCOUNTS})
 
 
 def check(conf: ConfMap, source: str) -> ConfMap:
@@ -141,6 +150,12 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
     for key, value in conf.items():
         where = conf.where(key, source)
         order = (conf.files.get(key, ""),) + conf.pos.get(key, (0, 0))
+        if block.each is not None:  # a name, not a key: its block is checked
+            if isinstance(value, ConfMap) and key not in conf.used:
+                value = _check(value, block.each, f"{path}{key}.", problems, unused, source)
+            out[key] = value
+            out.pos[key] = conf.pos.get(key, (0, 0))
+            continue
         name = block.keys.get(key.lower(), KeyError)
         if name is KeyError:
             if key not in conf.used:  # (a key a $variable named is no field: nats-server lets it be)
