@@ -313,6 +313,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             if int(c["max_control_line"]) > (1 << 31) - 1:
                 raise problem(c, "max_control_line", "max_control_line value is too big")
             o.max_control_line = int(c["max_control_line"])
+        for key in ("logtime", "logtime_utc", "no_system_account"):
+            if key in c:
+                if not isinstance(c[key], bool):
+                    raise problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, not bool")
+                setattr(o, key, c[key])
         if "max_subs" in c:
             o.max_subs = int(c["max_subs"])
         if "write_deadline" in c:
@@ -438,18 +443,26 @@ class _NatsFormatter(logging.Formatter):
     _LEVELS = {5: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
                logging.ERROR: "ERR", logging.CRITICAL: "FTL"}
 
+    def __init__(self, logtime: bool = True, utc: bool = False):
+        super().__init__()
+        self.logtime, self.utc = logtime, utc
+
     def format(self, record: logging.LogRecord) -> str:
-        t = time.localtime(record.created)
-        stamp = time.strftime("%Y/%m/%d %H:%M:%S", t) + f".{int((record.created % 1) * 1e6):06d}"
         msg = record.getMessage()
         if record.exc_info:
             msg += "\n" + self.formatException(record.exc_info)
-        return f"[{os.getpid()}] {stamp} [{self._LEVELS.get(record.levelno, 'INF')}] {msg}"
+        level = self._LEVELS.get(record.levelno, "INF")
+        if not self.logtime:  # logtime: false, as nats-server writes it
+            return f"[{os.getpid()}] [{level}] {msg}"
+        t = (time.gmtime if self.utc else time.localtime)(record.created)
+        stamp = time.strftime("%Y/%m/%d %H:%M:%S", t) + f".{int((record.created % 1) * 1e6):06d}"
+        return f"[{os.getpid()}] {stamp} [{level}] {msg}"
 
 
-def setup_logging(log_file: str | None = None, debug: bool = False, trace: bool = False) -> None:
+def setup_logging(log_file: str | None = None, debug: bool = False, trace: bool = False,
+                  logtime: bool = True, logtime_utc: bool = False) -> None:
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_NatsFormatter())
+    handler.setFormatter(_NatsFormatter(logtime, logtime_utc))
     root = logging.getLogger("natslab.server")
     root.handlers[:] = [handler]
     root.setLevel(5 if trace else logging.DEBUG if debug else logging.INFO)
@@ -530,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"natslab server: {e}\n", file=sys.stderr)
         return 1
     setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("debug_trace")),
-                  bool(flags.get("trace") or flags.get("debug_trace")))
+                  bool(flags.get("trace") or flags.get("debug_trace")), opts.logtime, opts.logtime_utc)
     for name in dict.fromkeys(opts.unused_config):  # once each
         logging.getLogger("natslab.server").warning("%s is not used by natslab (a single node): ignored", name)
     try:

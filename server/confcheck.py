@@ -113,7 +113,8 @@ TOP = Block(
      **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
      **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
                "default_js_domain"),
-     **_known("client_advertise", "trace_verbose", "trace_headers", "logtime", "logtime_utc", "mappings", "maps",
+     **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
+     **_known("client_advertise", "trace_verbose", "trace_headers", "mappings", "maps",
               "disable_sublist_cache", "no_sublist_cache", "default_sentinel", "https", "https_port",
               "http_base_path", "logfile_size_limit", "log_size_limit",
               "logfile_max_num", "log_max_num", "syslog", "remote_syslog", "ports_file_dir", "prof_port",
@@ -121,7 +122,7 @@ TOP = Block(
               "max_sub_tokens", "max_subscription_tokens", "ocsp", "allow_non_tls", "write_timeout", "operator",
               "operators", "roots", "root", "root_operators", "root_operator", "resolver", "account_resolver",
               "accounts_resolver", "resolver_tls", "resolver_preload", "resolver_pinned_accounts",
-              "no_system_account", "no_system", "no_sys_acc", "no_header_support",
+              "no_header_support",
               "trusted", "trusted_keys", "server_tags", "server_metadata", "feature_flags", "ocsp_cache",
               "no_fast_producer_stall", "max_closed_clients", "proxies",
               # the parser's include directive, read here as a key

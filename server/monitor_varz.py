@@ -94,7 +94,7 @@ def varz(mon, q: dict):
         "http_req_stats": dict(sorted(mon.req_stats.items())),
         "config_load_time": go_time(start),
         "config_digest": "",
-        "system_account": getattr(o, "system_account", "$SYS"),
+        **({} if o.no_system_account else {"system_account": getattr(o, "system_account", "$SYS")}),
         "slow_consumer_stats": {"clients": srv.slow_consumers, "routes": 0, "gateways": 0, "leafs": 0},
         "stale_connection_stats": {"clients": 0, "routes": 0, "gateways": 0, "leafs": 0},
         # nats-server 2.15's defaults; natslab implements none of these toggles

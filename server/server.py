@@ -81,6 +81,9 @@ class ServerOptions:
     max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
     js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
+    no_system_account: bool = False  # no_system_account: no $SYS.REQ service at all (server/sysreq.py)
+    logtime: bool = True  # logtime / logtime_utc: the log's timestamps (server/cli.py)
+    logtime_utc: bool = False
     unused_config: list[str] = field(default_factory=list)  # keys and flags taken that one node has no use for
 
 

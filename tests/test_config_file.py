@@ -204,3 +204,34 @@ def test_unknown_keys_in_account_users_are_refused(server_kind, tmp_path):
         "c.conf:7:54: Unknown field name \"bogus\" parsing subject permissions, only 'allow' or 'deny' are permitted",
         'c.conf:8:44: Unknown field "publush" parsing permissions',
     })
+
+
+@pytest.mark.parametrize("line, answered", [("", True), ("no_sys_acc: true", False), ("no_system_account: true", False)])
+async def test_no_system_account(server_kind, tmp_path, line, answered):
+    """no_system_account (and its aliases): no system account, so nothing
+    answers $SYS.REQ (not even USER.INFO); without it, USER.INFO is answered."""
+    import nats.errors
+
+    from conftest import connect
+
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
+    try:
+        nc = await connect(srv.url)
+        try:
+            msg = await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)
+            assert answered and json.loads(msg.data)["data"]["account"] == "$G"
+        except nats.errors.NoRespondersError:
+            assert not answered
+        await nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_logtime_false(server_kind, tmp_path):
+    """logtime: false: log lines without the date and time, as nats-server writes them."""
+    import re
+
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nlogtime: false\n")
+    srv.stop()
+    lines = [ln for ln in srv.log().splitlines() if "Starting nats-server" in ln]
+    assert len(lines) == 1 and re.fullmatch(r"\[\d+\] \[INF\] Starting nats-server", lines[0]), lines
