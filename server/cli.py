@@ -350,6 +350,12 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 perms = u.get("permissions") if isinstance(u, ConfMap) else None
                 if isinstance(perms, ConfMap):
                     _check_permissions(perms, problem)
+            default = a.get("default_permissions")
+            if isinstance(default, ConfMap):  # (applyDefaultPermissions: users without permissions of their own)
+                _check_permissions(default, problem)
+                for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
+                    if isinstance(u, ConfMap) and "permissions" not in u:
+                        u["permissions"] = default
             o.user = a.get("user") or o.user
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token

@@ -69,16 +69,16 @@ USER = Block(
 
 AUTHORIZATION = Block(
     {**_alias("user", "username"), **_alias("password", "pass"), **_alias("token"), **_alias("timeout"),
-     **_alias("users"),
-     **_known("default_permission", "default_permissions", "permissions", "auth_callout", "auth_hook",
-              "proxy_required")},
-    {"users": USER})
+     **_alias("users"), **_alias("default_permissions", "default_permission", "permissions"),
+     **_known("auth_callout", "auth_hook", "proxy_required")},
+    {"users": USER, "default_permissions": PERMISSIONS})
 
 # accounts { NAME { ... } } (accounts.py reads what is in them)
 ACCOUNT = Block(
     {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
-     **_known("nkey", "default_permissions", "mappings", "maps", "limits", "msg_trace", "trace_dest")},
-    {"users": USER})
+     **_alias("default_permissions"),
+     **_known("nkey", "mappings", "maps", "limits", "msg_trace", "trace_dest")},
+    {"users": USER, "default_permissions": PERMISSIONS})
 
 ACCOUNTS = Block({}, each=ACCOUNT)
 

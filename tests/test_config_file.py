@@ -235,3 +235,32 @@ async def test_logtime_false(server_kind, tmp_path):
     srv.stop()
     lines = [ln for ln in srv.log().splitlines() if "Starting nats-server" in ln]
     assert len(lines) == 1 and re.fullmatch(r"\[\d+\] \[INF\] Starting nats-server", lines[0]), lines
+
+
+@pytest.mark.parametrize("where", ["authorization-default_permissions", "authorization-permissions",
+                                   "account-default_permissions"])
+async def test_default_permissions(server_kind, tmp_path, where):
+    """default_permissions (in authorization also spelled permissions, and in
+    an account): every user without permissions of its own gets them; a user
+    with its own keeps its own."""
+    users = "users: [{user: a, password: a}, {user: b, password: b, permissions: {publish: \">\"}}]"
+    block, key = where.split("-")
+    perms = f'{key}: {{publish: "ok.>", subscribe: {{deny: "secret"}}}}'
+    if block == "authorization":
+        text = f"listen: 127.0.0.1:{{port}}\nauthorization {{\n  {perms}\n  {users}\n}}\n"
+    else:
+        text = f"listen: 127.0.0.1:{{port}}\naccounts {{\n  A {{\n    {perms}\n    {users}\n  }}\n}}\n"
+    srv = started(server_kind, tmp_path, text)
+    try:
+        a = await RawClient.open(srv, connect='{"verbose":false,"user":"a","pass":"a","protocol":1}')
+        await a.send("PUB not.ok 1\r\nx\r\nSUB secret 1\r\nSUB ok.x 2\r\nPUB ok.x 1\r\ny\r\n")
+        assert await a.read_until_pong() == ["-ERR 'Permissions Violation for Publish to \"not.ok\"'",
+                                             "-ERR 'Permissions Violation for Subscription to \"secret\"'",
+                                             "MSG ok.x 2 1", "y"]
+        b = await RawClient.open(srv, connect='{"verbose":false,"user":"b","pass":"b","protocol":1}')
+        await b.send("SUB secret 1\r\nPUB secret 1\r\nz\r\n")
+        assert await b.read_until_pong() == ["MSG secret 1 1", "z"]
+        a.close()
+        b.close()
+    finally:
+        srv.stop()
