@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, parse_duration, parse_file
+from .conf import ConfigError, ConfMap, go_duration, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
 
@@ -209,7 +209,16 @@ def _go_type(v) -> str:
         return "int64"
     if isinstance(v, float):
         return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "[]interface {}"
     return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__
+
+
+# keys whose value nats-server takes as a Go type (v.(int64), v.(bool)): any other is its panic's error
+_INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs")
+_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account")
 
 
 def _valid_subject(s: str) -> bool:
@@ -278,6 +287,27 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         line, col = block.pos.get(key, (0, 0))
         return ConfigFileError(f"{path}:{line}:{col}: {what}")
 
+    for key in _INT_KEYS + _BOOL_KEYS:
+        want = "int64" if key in _INT_KEYS else "bool"
+        if key in c and _go_type(c[key]) != want:
+            raise problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, not {want}")
+    for key in ("max_payload", "max_control_line"):
+        if key in c and c[key] > (1 << 31) - 1:
+            raise problem(c, key, f"{key} value is too big")
+    if " " in str(c.get("server_name", "")):
+        raise problem(c, "server_name", "server name cannot contain spaces")
+    for key in ("ping_interval", "write_deadline"):  # parseDuration: a Go duration, or seconds
+        if isinstance(c.get(key), str):
+            try:
+                go_duration(c[key])
+            except ConfigError as e:
+                raise problem(c, key, f"error parsing {key}: {e}") from None
+    if isinstance(c.get("listen"), str):
+        h, sep, pt = c["listen"].rpartition(":")
+        if not sep:
+            raise problem(c, "listen", f'could not parse address string "{c["listen"]}"')
+        if not re.fullmatch(r"[+-]?[0-9]+", pt):
+            raise problem(c, "listen", f'could not parse port "{pt}"')
     try:
         if isinstance(c.get("listen"), int):  # a port alone
             o.port = c["listen"]
@@ -308,20 +338,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             if key in c:
                 setattr(o, key, int(c[key]))
         if "ping_interval" in c:
-            o.ping_interval = parse_duration(c["ping_interval"])
+            v = c["ping_interval"]
+            o.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
         if "max_control_line" in c:
-            if int(c["max_control_line"]) > (1 << 31) - 1:
-                raise problem(c, "max_control_line", "max_control_line value is too big")
             o.max_control_line = int(c["max_control_line"])
         for key in ("logtime", "logtime_utc", "no_system_account"):
             if key in c:
-                if not isinstance(c[key], bool):
-                    raise problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, not bool")
                 setattr(o, key, c[key])
         if "max_subs" in c:
             o.max_subs = int(c["max_subs"])
         if "write_deadline" in c:
-            o.write_deadline = parse_duration(c["write_deadline"])
+            v = c["write_deadline"]
+            o.write_deadline = go_duration(v) if isinstance(v, str) else float(v)
         if "authorization" in c:
             a = c["authorization"]
             if not isinstance(a, dict):

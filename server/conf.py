@@ -1042,3 +1042,34 @@ def parse_duration(v) -> float:
     if not parts or "".join(a + b for a, b in parts) != s:
         raise ConfigError(f"invalid duration {v!r}")
     return sum(float(a) * units[b] for a, b in parts)
+
+
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(s: str) -> float:
+    """Seconds from Go's time.ParseDuration, and its error texts (``time:
+    invalid duration "x"``, ``time: missing unit ...``, ``time: unknown unit ...``)."""
+    orig, total = s, 0.0
+    quoted = '"' + orig + '"'
+    neg = s[:1] == "-"
+    if s[:1] in ("-", "+"):
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ConfigError(f"time: invalid duration {quoted}")
+    while s:
+        m = re.match(r"([0-9]*)(\.[0-9]*)?", s)
+        if not m or m.group(0) in ("", "."):
+            raise ConfigError(f"time: invalid duration {quoted}")
+        num = float((m.group(1) or "0") + (m.group(2) or ""))
+        s = s[m.end():]
+        u = re.match(r"[^0-9.]*", s).group(0)
+        if not u:
+            raise ConfigError(f"time: missing unit in duration {quoted}")
+        if u not in _GO_UNITS:
+            raise ConfigError(f'time: unknown unit "{u}" in duration {quoted}')
+        total += num * _GO_UNITS[u]
+        s = s[len(u):]
+    return -total if neg else total

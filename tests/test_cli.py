@@ -257,7 +257,7 @@ UNSUPPORTED = {
     "max_sub_tokens: 10": '"max_sub_tokens" is not supported by natslab',
     "jetstream { limits { max_ack_pending: 100 } }": '"jetstream.limits.max_ack_pending" is not supported by natslab',
     'mappings { "a.b": "c.d" }': '"mappings" is not supported by natslab',
-    "authorization { default_permissions: { publish: x } }": '"authorization.default_permissions" is not supported by natslab',
+    'no_header_support: true': '"no_header_support" is not supported by natslab',
 }
 
 
