@@ -66,7 +66,7 @@ def varz(mon, q: dict):
         "websocket": {},
         "jetstream": varz_jetstream(srv),
         "tls_timeout": 2,
-        "write_deadline": 10 * NS,
+        "write_deadline": int(o.write_deadline * NS),
         "start": go_time(start),
         "now": go_time(now),
         "uptime": uptime((now - start) / NS),

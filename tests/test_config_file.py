@@ -264,3 +264,39 @@ async def test_default_permissions(server_kind, tmp_path, where):
         b.close()
     finally:
         srv.stop()
+
+
+async def test_write_deadline_cuts_a_subscriber_that_does_not_read(server_kind, tmp_path):
+    """write_deadline: a subscriber whose socket takes nothing more for that
+    long is cut as a slow consumer (max_pending is set far above what is
+    sent, so only the deadline can cut it); /varz shows the deadline."""
+    import asyncio
+    import urllib.request
+
+    from conftest import eventually
+
+    http = free_port()
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\nhttp: 127.0.0.1:{http}\n"
+                  'write_deadline: "1s"\nmax_pending: 1GB\n')
+
+    def varz() -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{http}/varz", timeout=3) as r:
+            return json.loads(r.read())
+
+    try:
+        assert varz()["write_deadline"] == 1_000_000_000
+        sub = await RawClient.open(srv)
+        await sub.send("SUB flood 1\r\n")
+        assert await sub.read_until_pong() == []
+        pub = await RawClient.open(srv)
+        chunk = b"x" * (512 * 1024)
+        for _ in range(96):  # 48 MiB the subscriber never reads (bounded)
+            await pub.send(b"PUB flood %d\r\n%s\r\n" % (len(chunk), chunk))
+        await pub.read_until_pong(timeout=10)
+        assert await eventually(lambda: varz()["slow_consumers"] >= 1, timeout=20)
+        assert await sub.closed(timeout=10)
+        assert await pub.read_until_pong() == []  # the publisher is served on
+        pub.close()
+        sub.close()
+    finally:
+        srv.stop()
