@@ -300,3 +300,26 @@ async def test_write_deadline_cuts_a_subscriber_that_does_not_read(server_kind, 
         sub.close()
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("strict", [None, True, False])
+async def test_jetstream_strict(server_kind, tmp_path, strict):
+    """jetstream { strict }: by default (and with true) an API request with a
+    field the server does not know is refused (10025); with false it is read
+    as json.Unmarshal reads it, the field ignored."""
+    from conftest import connect
+
+    line = "jetstream: enabled" if strict is None else f"jetstream {{ strict: {str(strict).lower()} }}"
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
+    try:
+        nc = await connect(srv.url)
+        body = json.dumps({"name": "S", "subjects": ["s"], "bogus": 1}).encode()
+        resp = json.loads((await nc.request("$JS.API.STREAM.CREATE.S", body, timeout=3)).data)
+        if strict is False:
+            assert "error" not in resp and resp["config"]["name"] == "S"
+        else:
+            assert resp["error"]["err_code"] == 10025
+            assert resp["error"]["description"] == 'invalid JSON: json: unknown field "bogus"'
+        await nc.close()
+    finally:
+        srv.stop()
