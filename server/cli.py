@@ -218,7 +218,7 @@ def _go_type(v) -> str:
 
 # keys whose value nats-server takes as a Go type (v.(int64), v.(bool)): any other is its panic's error
 _INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs")
-_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account")
+_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls")
 
 
 def _valid_subject(s: str) -> bool:
@@ -342,7 +342,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             o.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
         if "max_control_line" in c:
             o.max_control_line = int(c["max_control_line"])
-        for key in ("logtime", "logtime_utc", "no_system_account"):
+        for key in ("logtime", "logtime_utc", "no_system_account", "allow_non_tls"):
             if key in c:
                 setattr(o, key, c[key])
         if "max_subs" in c:

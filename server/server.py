@@ -82,6 +82,7 @@ class ServerOptions:
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
     js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
     no_system_account: bool = False  # no_system_account: no $SYS.REQ service at all (server/sysreq.py)
+    allow_non_tls: bool = False  # allow_non_tls: with tls {}, plain clients too (server/tls.py sniffs)
     logtime: bool = True  # logtime / logtime_utc: the log's timestamps (server/cli.py)
     logtime_utc: bool = False
     unused_config: list[str] = field(default_factory=list)  # keys and flags taken that one node has no use for
@@ -295,9 +296,13 @@ class Server:
         if self.auth_required and not self.auth.no_auth_user:
             info["auth_required"] = True
         if self.tls_context is not None:
-            info["tls_required"] = True
-            if self.opts.tls.verify:
+            o = self.opts
+            if not o.allow_non_tls or o.tls.handshake_first:  # (handshake_first requires TLS all the same)
+                info["tls_required"] = True
+            if o.tls.verify:
                 info["tls_verify"] = True
+            if o.allow_non_tls:  # TLS and plain clients on one port: the client chooses
+                info["tls_available"] = True
         if client.ws is not None:
             client.ws.adjust_info(info)
         info["max_payload"] = self.opts.max_payload

@@ -15,6 +15,7 @@ nats-server's order).
 from __future__ import annotations
 
 import asyncio
+import os
 import select
 import ssl
 from dataclasses import dataclass
@@ -154,6 +155,10 @@ def start(client, ctx: ssl.SSLContext, opts: TLSOptions, info: bytes) -> None:
     if opts.handshake_first and opts.fallback > 0:
         loop.call_later(opts.fallback, _fallback, client, transport, ctx, opts, info)
         return
+    if client.server.opts.allow_non_tls and not opts.handshake_first:
+        transport.write(info)
+        _sniff(client, transport, ctx, opts, info, loop.time() + opts.timeout)
+        return
     if not opts.handshake_first:
         transport.write(info)
     loop.create_task(_handshake(client, transport, ctx, opts, info, opts.handshake_first))
@@ -171,6 +176,39 @@ def _fallback(client, transport, ctx, opts: TLSOptions, info: bytes) -> None:
     if not first:
         transport.write(info)
     client.server.loop.create_task(_handshake(client, transport, ctx, opts, info, first))
+
+
+def _sniff(client, transport, ctx, opts: TLSOptions, info: bytes, deadline: float) -> None:
+    """allow_non_tls: INFO has gone out in plain text; the client's first
+    byte says what it wants, as nats-server reads it (0x16, a TLS record:
+    the handshake; anything else, or nothing within the TLS timeout: plain
+    text). The byte is only peeked at (the socket is polled, reading stays
+    paused), so the handshake or the parser gets it whole."""
+    if client.closed or transport.is_closing():
+        return
+    loop = client.server.loop
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    first = None
+    if select.select([sock.fileno()], [], [], 0)[0]:
+        import socket
+
+        peek = socket.socket(fileno=os.dup(sock.fileno()))
+        try:
+            first = peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            first = b""
+        finally:
+            peek.close()
+    if first is None and loop.time() < deadline:
+        loop.call_later(0.005, _sniff, client, transport, ctx, opts, info, deadline)
+        return
+    if first == b"\x16":
+        loop.create_task(_handshake(client, transport, ctx, opts, info, False))
+        return
+    transport.resume_reading()  # a plain-text client
+    client.tls_ready()
 
 
 async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes, first: bool) -> None:

@@ -297,3 +297,40 @@ async def test_handshake_first_auto(server_kind, tmp_path, pki, servers):
     assert conns["later"]["tls_version"] == "1.3"
     await first.close()
     await later.close()
+
+
+async def test_allow_non_tls(server_kind, tmp_path, pki, servers):
+    """allow_non_tls: INFO offers TLS (tls_available, no tls_required) and
+    the client chooses: a TLS client upgrades, a plain one goes on in plain
+    text, on the same port at the same time, and they reach each other."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n}}\n'
+            "allow_non_tls: true\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    info = await plain_info(srv)
+    assert info.get("tls_available") is True and "tls_required" not in info
+    secure = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context())
+    plain = await connect(f"nats://127.0.0.1:{srv.port}")
+    await roundtrip(secure)
+    await roundtrip(plain)
+    sub = await plain.subscribe("mixed")
+    await plain.flush()
+    await secure.publish("mixed", b"from tls")
+    assert (await sub.next_msg(timeout=2)).data == b"from tls"
+    r, w = await asyncio.open_connection(srv.host, srv.port)  # raw plain text too
+    assert (await asyncio.wait_for(r.readline(), 3)).startswith(b"INFO ")
+    w.write(b'CONNECT {"verbose":false}\r\nPING\r\n')
+    assert await asyncio.wait_for(r.readline(), 3) == b"PONG\r\n"
+    w.close()
+
+    def tls_after_info() -> bytes:  # the upgrade itself, on a raw socket: PONG over TLS
+        with socket.create_connection((srv.host, srv.port), timeout=3) as s:
+            f = s.makefile("rb")
+            assert f.readline().startswith(b"INFO ")
+            with pki.client_context().wrap_socket(s, server_hostname="127.0.0.1") as t:
+                t.sendall(b'CONNECT {"verbose":false}\r\nPING\r\n')
+                return t.recv(6)
+
+    assert await asyncio.get_running_loop().run_in_executor(None, tls_after_info) == b"PONG\r\n"
+    await secure.close()
+    await plain.close()
