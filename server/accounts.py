@@ -27,7 +27,7 @@ GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
 SYSTEM = "$SYS"  # nats-server's default system account, there even when no account is configured
 _RESERVED = ("$G",)
-_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey")
 
 
 @dataclass
@@ -62,6 +62,15 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                                   'per-account jetstream, limits and mappings are not supported)')
             if key == "jetstream":
                 acc.jetstream = _jetstream_flag(v, name)
+                continue
+            if key == "nkey":  # the account's public nkey: checked, as nats-server checks it (no other use here)
+                from . import nkeys
+
+                try:
+                    nkeys.decode_public_key(str(v), nkeys.PREFIX_ACCOUNT)
+                except nkeys.InvalidKey:
+                    where = spec.where(k) + ": " if hasattr(spec, "where") else ""
+                    raise ConfigError(f'{where}Not a valid public nkey for an account: "{v}"') from None
                 continue
             if key == "default_permissions":
                 default_perms = v if isinstance(v, dict) else None

@@ -470,6 +470,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         elif js is not None:
             o.jetstream = bool(js)
     except (TypeError, ValueError) as e:
+        if str(e).startswith(f"{path}:"):  # (placed already)
+            raise ConfigFileError(str(e)) from None
         raise ConfigFileError(f"configuration file {path}: {e}") from None
 
 

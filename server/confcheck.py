@@ -76,8 +76,8 @@ AUTHORIZATION = Block(
 # accounts { NAME { ... } } (accounts.py reads what is in them)
 ACCOUNT = Block(
     {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
-     **_alias("default_permissions"),
-     **_known("nkey", "mappings", "maps", "limits", "msg_trace", "trace_dest")},
+     **_alias("default_permissions"), **_alias("nkey"),
+     **_known("mappings", "maps", "limits", "msg_trace", "trace_dest")},
     {"users": USER, "default_permissions": PERMISSIONS})
 
 ACCOUNTS = Block({}, each=ACCOUNT)

@@ -109,6 +109,9 @@ BAD = {
     "key-without-value": ({"c.conf": "port: 1\nlonely"}, "config is invalid (c.conf:2:7)"),
     "first-line-column": ({"c.conf": "bogus: 1\n"}, 'c.conf:1:0: unknown field "bogus"'),
     "too-big": ({"c.conf": "max_control_line: 3GB\n"}, "c.conf:1:0: max_control_line value is too big"),
+    "account-nkey": ({"c.conf": 'port: 1\naccounts { A { nkey: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL" } }\n'},
+                     'c.conf:2:16: Not a valid public nkey for an account: '
+                     '"OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"'),
 }
 
 
