@@ -325,6 +325,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
+        for key in ("https_port", "https"):  # (as http: a port, or host:port)
+            if key in c:
+                v = str(c[key])
+                if ":" in v:
+                    h, _, pt = v.rpartition(":")
+                    o.http_host, o.https_port = h or None, int(pt)
+                else:
+                    o.https_port = int(v)
         for key in ("http_port", "http"):
             if key in c:
                 # nats-server takes a port, or "host:port" for http

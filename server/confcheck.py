@@ -102,7 +102,7 @@ JETSTREAM = Block(
 
 TOP = Block(
     {**_alias("listen"), **_alias("port"), **_alias("host", "net"), **_alias("server_name"),
-     **_alias("http"), **_alias("http_port", "monitor_port"), **_alias("max_payload"), **_alias("max_pending"),
+     **_alias("http"), **_alias("http_port", "monitor_port"), **_alias("https"), **_alias("https_port"), **_alias("max_payload"), **_alias("max_pending"),
      **_alias("max_connections", "max_conn"), **_alias("ping_interval"), **_alias("ping_max"),
      **_alias("authorization"), **_alias("jetstream"), **_alias("store_dir", "storedir"),
      **_alias("debug"), **_alias("trace"), **_alias("logfile", "log_file"), **_alias("pidfile", "pid_file"),
@@ -115,7 +115,7 @@ TOP = Block(
                "default_js_domain"),
      **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
      **_known("client_advertise", "trace_verbose", "trace_headers", "mappings", "maps",
-              "disable_sublist_cache", "no_sublist_cache", "default_sentinel", "https", "https_port",
+              "disable_sublist_cache", "no_sublist_cache", "default_sentinel",
               "http_base_path", "logfile_size_limit", "log_size_limit",
               "logfile_max_num", "log_max_num", "syslog", "remote_syslog", "ports_file_dir", "prof_port",
               "prof_block_rate", "proxy_protocol", "max_traced_msg_len",

@@ -47,6 +47,7 @@ class ServerOptions:
     store_dir: str | None = None
     http_port: int = 0
     http_host: str | None = None
+    https_port: int = 0  # https / https_port: the monitor over TLS (the tls {} block's certificate)
     server_name: str = ""
     max_payload: int = p.DEFAULT_MAX_PAYLOAD
     max_pending: int = p.DEFAULT_MAX_PENDING
@@ -178,11 +179,21 @@ class Server:
                 log.info("Starting JetStream")
                 await self._start_jetstreams(JetStream, store_dir)
         self.sys_requests = SysRequests(self)
-        if o.http_port:
+        if o.http_port and o.https_port:
+            raise ConfigError(f"can't specify both HTTP ({o.http_port}) and HTTPs ({o.https_port}) ports")
+        if o.http_port or o.https_port:
             from .monitor import Monitor
 
+            ctx = None
+            if o.https_port:  # https: the tls {} block's certificate, no client certificates asked for
+                if o.tls is None:
+                    raise ConfigError("TLS cert and key required for HTTPS")
+                import ssl
+
+                ctx = o.tls.context()
+                ctx.verify_mode = ssl.CERT_NONE
             self.monitor = Monitor(self)
-            await self.monitor.start(o.http_host or o.host, o.http_port)
+            await self.monitor.start(o.http_host or o.host, o.http_port or o.https_port, ssl=ctx)
         port = 0 if o.port in (0, -1) else o.port
         client_cls = TracingClient if o.trace else Client
         self._tcp = await self.loop.create_server(

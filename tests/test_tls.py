@@ -334,3 +334,27 @@ async def test_allow_non_tls(server_kind, tmp_path, pki, servers):
     assert await asyncio.get_running_loop().run_in_executor(None, tls_after_info) == b"PONG\r\n"
     await secure.close()
     await plain.close()
+
+
+@pytest.mark.parametrize("key", ["https", "https_port"])
+async def test_https_monitor(server_kind, tmp_path, pki, servers, key):
+    """https (host:port) or https_port: the monitoring endpoint over TLS with
+    the tls {} block's certificate (no client certificate asked for, even
+    with verify); /varz names it https_port."""
+    import urllib.request
+
+    from conftest import free_port
+
+    port = free_port()
+    value = f"127.0.0.1:{port}" if key == "https" else str(port)
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n  ca_file: "{pki.ca}"\n'
+            f"  verify: true\n}}\n{key}: {value}\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+
+    def varz() -> dict:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/varz", context=pki.client_context(), timeout=5) as r:
+            return json.loads(r.read())
+
+    v = await asyncio.get_running_loop().run_in_executor(None, varz)
+    assert (v["https_port"], v["http_port"]) == (port, 0)
