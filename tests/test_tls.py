@@ -10,6 +10,8 @@ import asyncio
 import json
 import socket
 import ssl
+import subprocess
+import sys
 
 import pytest
 
@@ -358,3 +360,50 @@ async def test_https_monitor(server_kind, tmp_path, pki, servers, key):
 
     v = await asyncio.get_running_loop().run_in_executor(None, varz)
     assert (v["https_port"], v["http_port"]) == (port, 0)
+
+
+async def test_cipher_suites_and_curve_preferences(server_kind, tmp_path, pki, servers):
+    """cipher_suites (Go's names) limit the TLS 1.2 suites: a TLS 1.2 client
+    with a listed suite connects, one with only another is refused;
+    curve_preferences are taken (Go's names)."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            "  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_AES_128_GCM_SHA256]\n"
+            "  curve_preferences: [CurveP256, X25519]\n}\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+
+    def handshake(cipher: str) -> str:
+        ctx = pki.client_context()
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers(cipher)
+        with socket.create_connection((srv.host, srv.port), timeout=3) as s:
+            assert s.makefile("rb").readline().startswith(b"INFO ")
+            with ctx.wrap_socket(s, server_hostname="127.0.0.1") as t:
+                return t.cipher()[0]
+
+    run = asyncio.get_running_loop().run_in_executor
+    assert await run(None, handshake, "ECDHE-ECDSA-AES128-GCM-SHA256") == "ECDHE-ECDSA-AES128-GCM-SHA256"
+    with pytest.raises(ssl.SSLError):
+        await run(None, handshake, "ECDHE-ECDSA-AES256-GCM-SHA384")
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context())  # TLS 1.3
+    await roundtrip(nc)
+    await nc.close()
+
+
+@pytest.mark.parametrize("line, want", [
+    ("cipher_suites: [BAD_CIPHER_SPEC]", "unrecognized cipher BAD_CIPHER_SPEC"),
+    ("cipher_suites: []", "error parsing tls config, 'cipher_suites' cannot be empty"),
+    ("curve_preferences: [GARBAGE]", "unrecognized curve preference GARBAGE"),
+    ("cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA]",
+     "insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
+     "TLS_RSA_WITH_AES_128_CBC_SHA"),
+])
+def test_bad_cipher_and_curve_settings(server_kind, tmp_path, pki, line, want):
+    """nats-server's refusals, in its words (natslab does not give the
+    element's position: the text is compared)."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(f'port: -1\ntls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+                    f"  {line}\n}}\n")
+    cmd = [sys.executable, "-m", "natslab.server"] if server_kind == "natslab" else ["nats-server"]
+    r = subprocess.run(cmd + ["-c", str(conf)], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1 and r.stderr.rstrip().endswith(want), r.stderr
