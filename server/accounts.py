@@ -27,7 +27,7 @@ GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
 SYSTEM = "$SYS"  # nats-server's default system account, there even when no account is configured
 _RESERVED = ("$G",)
-_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey")
 
 
 @dataclass
@@ -54,6 +54,7 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
         if name in _RESERVED:
             raise ConfigError(f'"{name}" is a Reserved Account')
         acc = AccountConfig(name)
+        default_perms = None
         for k, v in spec.items():
             key = k.lower()
             if key not in _ACCOUNT_KEYS:
@@ -62,9 +63,24 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
             if key == "jetstream":
                 acc.jetstream = _jetstream_flag(v, name)
                 continue
+            if key == "nkey":  # the account's public nkey: checked, as nats-server checks it (no other use here)
+                from . import nkeys
+
+                try:
+                    nkeys.decode_public_key(str(v), nkeys.PREFIX_ACCOUNT)
+                except nkeys.InvalidKey:
+                    where = spec.where(k) + ": " if hasattr(spec, "where") else ""
+                    raise ConfigError(f'{where}Not a valid public nkey for an account: "{v}"') from None
+                continue
+            if key == "default_permissions":
+                default_perms = v if isinstance(v, dict) else None
+                continue
             if not isinstance(v, list):
                 raise ConfigError(f"Expected {key} to be an array")
             setattr(acc, key, [x for x in v if isinstance(x, dict)])
+        if default_perms is not None:  # the account's users without permissions of their own
+            for u in acc.users:
+                u.setdefault("permissions", default_perms)
         if acc.users and opts.user:
             raise ConfigError("Can not have a single user/pass and accounts")
         if acc.users and opts.token:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, parse_config, parse_duration
+from .conf import ConfigError, ConfMap, go_duration, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
 
@@ -37,6 +37,10 @@ Server Options:
     -V, --trace                      Trace the raw protocol
     -DV                              Debug and trace
         --max_payload <size>         Maximum message payload in bytes
+
+Cluster Options (accepted and unused: natslab is a single node):
+        --routes, --cluster, --cluster_name, --cluster_advertise, --cluster_listen,
+        --connect_retries, --no_advertise
 
 JetStream Options:
     -js, --jetstream                 Enable JetStream functionality
@@ -78,6 +82,10 @@ _FLAGS = {
     "user": ("user", True), "pass": ("password", True), "auth": ("token", True),
     "tls": ("tls", False), "tlsverify": ("tlsverify", False), "tlscert": ("tlscert", True),
     "tlskey": ("tlskey", True), "tlscacert": ("tlscacert", True),
+    # a cluster's flags: taken (a production command line runs unchanged) and logged as unused
+    "cluster": ("~cluster", True), "cluster_name": ("~cluster_name", True), "routes": ("~routes", True),
+    "cluster_advertise": ("~cluster_advertise", True), "cluster_listen": ("~cluster_listen", True),
+    "connect_retries": ("~connect_retries", True), "no_advertise": ("~no_advertise", False),
     "h": ("help", False), "help": ("help", False),
     "v": ("version", False), "version": ("version", False),
 }
@@ -135,23 +143,26 @@ def build_options(flags: dict) -> ServerOptions:
     if flags.get("config"):
         path = flags["config"]
         try:
-            text = Path(path).read_text()
+            parsed = parse_file(path)
         except OSError as e:
             why = (e.strerror or str(e))
-            raise ConfigFileError(f"open {path}: {why[:1].lower()}{why[1:]}") from None
+            op = "read" if isinstance(e, IsADirectoryError) else "open"
+            raise ConfigFileError(f"{op} {path}: {why[:1].lower()}{why[1:]}") from None
+        except ConfigError as e:  # nats-server's words (they name the line where it does)
+            raise ConfigFileError(str(e)) from None
         try:
             from . import confcheck  # (only a start with a config file needs it)
 
-            conf = confcheck.check(parse_config(text), path)
+            conf = confcheck.check(parsed, path)
         except ConfigError as e:
-            if "\n" in str(e) or str(e).startswith(f"{path}:"):
-                raise ConfigFileError(str(e)) from None
-            raise ConfigFileError(f"configuration file {path}: {e}") from None
+            raise ConfigFileError(str(e)) from None
         _apply_config(o, conf, path)
+        o.unused_config = list(conf.unused)
         # what the file says of logging and the pid file, unless a flag says otherwise
         for key, flag in (("debug", "debug"), ("trace", "trace"), ("logfile", "log"), ("pidfile", "pid")):
             if key in conf:
                 flags.setdefault(flag, conf[key] if isinstance(conf[key], bool) else str(conf[key]))
+    o.unused_config += [f"-{k[1:]}" for k in flags if k.startswith("~")]
     # command-line flags override the file, as with nats-server
     if "host" in flags:
         o.host = flags["host"]
@@ -198,7 +209,16 @@ def _go_type(v) -> str:
         return "int64"
     if isinstance(v, float):
         return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "[]interface {}"
     return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__
+
+
+# keys whose value nats-server takes as a Go type (v.(int64), v.(bool)): any other is its panic's error
+_INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs")
+_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls")
 
 
 def _valid_subject(s: str) -> bool:
@@ -267,6 +287,27 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         line, col = block.pos.get(key, (0, 0))
         return ConfigFileError(f"{path}:{line}:{col}: {what}")
 
+    for key in _INT_KEYS + _BOOL_KEYS:
+        want = "int64" if key in _INT_KEYS else "bool"
+        if key in c and _go_type(c[key]) != want:
+            raise problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, not {want}")
+    for key in ("max_payload", "max_control_line"):
+        if key in c and c[key] > (1 << 31) - 1:
+            raise problem(c, key, f"{key} value is too big")
+    if " " in str(c.get("server_name", "")):
+        raise problem(c, "server_name", "server name cannot contain spaces")
+    for key in ("ping_interval", "write_deadline"):  # parseDuration: a Go duration, or seconds
+        if isinstance(c.get(key), str):
+            try:
+                go_duration(c[key])
+            except ConfigError as e:
+                raise problem(c, key, f"error parsing {key}: {e}") from None
+    if isinstance(c.get("listen"), str):
+        h, sep, pt = c["listen"].rpartition(":")
+        if not sep:
+            raise problem(c, "listen", f'could not parse address string "{c["listen"]}"')
+        if not re.fullmatch(r"[+-]?[0-9]+", pt):
+            raise problem(c, "listen", f'could not parse port "{pt}"')
     try:
         if isinstance(c.get("listen"), int):  # a port alone
             o.port = c["listen"]
@@ -274,6 +315,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             listen = str(c.get("listen", ""))
             if listen and ":" in listen:
                 h, _, pt = listen.rpartition(":")
+                if h.startswith("[") and h.endswith("]"):  # [::1]:4222, as net.SplitHostPort reads it
+                    h = h[1:-1]
                 o.host, o.port = h or o.host, int(pt)
             else:
                 o.host = str(c.get("host", listen or o.host))
@@ -282,6 +325,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
+        for key in ("https_port", "https"):  # (as http: a port, or host:port)
+            if key in c:
+                v = str(c[key])
+                if ":" in v:
+                    h, _, pt = v.rpartition(":")
+                    o.http_host, o.https_port = h or None, int(pt)
+                else:
+                    o.https_port = int(v)
         for key in ("http_port", "http"):
             if key in c:
                 # nats-server takes a port, or "host:port" for http
@@ -295,7 +346,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             if key in c:
                 setattr(o, key, int(c[key]))
         if "ping_interval" in c:
-            o.ping_interval = parse_duration(c["ping_interval"])
+            v = c["ping_interval"]
+            o.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+        if "max_control_line" in c:
+            o.max_control_line = int(c["max_control_line"])
+        for key in ("logtime", "logtime_utc", "no_system_account", "allow_non_tls"):
+            if key in c:
+                setattr(o, key, c[key])
+        if "max_subs" in c:
+            o.max_subs = int(c["max_subs"])
+        if "write_deadline" in c:
+            v = c["write_deadline"]
+            o.write_deadline = go_duration(v) if isinstance(v, str) else float(v)
         if "authorization" in c:
             a = c["authorization"]
             if not isinstance(a, dict):
@@ -324,6 +386,12 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 perms = u.get("permissions") if isinstance(u, ConfMap) else None
                 if isinstance(perms, ConfMap):
                     _check_permissions(perms, problem)
+            default = a.get("default_permissions")
+            if isinstance(default, ConfMap):  # (applyDefaultPermissions: users without permissions of their own)
+                _check_permissions(default, problem)
+                for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
+                    if isinstance(u, ConfMap) and "permissions" not in u:
+                        u["permissions"] = default
             o.user = a.get("user") or o.user
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token
@@ -371,6 +439,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 if not isinstance(js["enabled"], bool):
                     raise problem(js, "enabled", f"Expected 'true' or 'false' for bool value, got '{js['enabled']}'")
                 o.jetstream = js["enabled"]
+            if "disabled" in js:
+                if not isinstance(js["disabled"], bool):
+                    raise problem(js, "disabled", f"Expected 'true' or 'false' for bool value, got '{js['disabled']}'")
+                o.jetstream = not js["disabled"]
+            if "strict" in js:
+                if not isinstance(js["strict"], bool):
+                    raise problem(js, "strict", f"Expected 'true' or 'false' for bool value, got '{js['strict']}'")
+                o.js_strict = js["strict"]
             if "store_dir" in js:
                 o.store_dir = str(js["store_dir"])
             for key, attr in (("max_memory_store", "js_max_memory"), ("max_file_store", "js_max_store")):
@@ -406,6 +482,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
         elif js is not None:
             o.jetstream = bool(js)
     except (TypeError, ValueError) as e:
+        if str(e).startswith(f"{path}:"):  # (placed already)
+            raise ConfigFileError(str(e)) from None
         raise ConfigFileError(f"configuration file {path}: {e}") from None
 
 
@@ -413,18 +491,26 @@ class _NatsFormatter(logging.Formatter):
     _LEVELS = {5: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
                logging.ERROR: "ERR", logging.CRITICAL: "FTL"}
 
+    def __init__(self, logtime: bool = True, utc: bool = False):
+        super().__init__()
+        self.logtime, self.utc = logtime, utc
+
     def format(self, record: logging.LogRecord) -> str:
-        t = time.localtime(record.created)
-        stamp = time.strftime("%Y/%m/%d %H:%M:%S", t) + f".{int((record.created % 1) * 1e6):06d}"
         msg = record.getMessage()
         if record.exc_info:
             msg += "\n" + self.formatException(record.exc_info)
-        return f"[{os.getpid()}] {stamp} [{self._LEVELS.get(record.levelno, 'INF')}] {msg}"
+        level = self._LEVELS.get(record.levelno, "INF")
+        if not self.logtime:  # logtime: false, as nats-server writes it
+            return f"[{os.getpid()}] [{level}] {msg}"
+        t = (time.gmtime if self.utc else time.localtime)(record.created)
+        stamp = time.strftime("%Y/%m/%d %H:%M:%S", t) + f".{int((record.created % 1) * 1e6):06d}"
+        return f"[{os.getpid()}] {stamp} [{level}] {msg}"
 
 
-def setup_logging(log_file: str | None = None, debug: bool = False, trace: bool = False) -> None:
+def setup_logging(log_file: str | None = None, debug: bool = False, trace: bool = False,
+                  logtime: bool = True, logtime_utc: bool = False) -> None:
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_NatsFormatter())
+    handler.setFormatter(_NatsFormatter(logtime, logtime_utc))
     root = logging.getLogger("natslab.server")
     root.handlers[:] = [handler]
     root.setLevel(5 if trace else logging.DEBUG if debug else logging.INFO)
@@ -505,7 +591,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"natslab server: {e}\n", file=sys.stderr)
         return 1
     setup_logging(flags.get("log"), bool(flags.get("debug") or flags.get("debug_trace")),
-                  bool(flags.get("trace") or flags.get("debug_trace")))
+                  bool(flags.get("trace") or flags.get("debug_trace")), opts.logtime, opts.logtime_utc)
+    for name in dict.fromkeys(opts.unused_config):  # once each
+        logging.getLogger("natslab.server").warning("%s is not used by natslab (a single node): ignored", name)
     try:
         return asyncio.run(serve(opts, flags.get("pid")))
     except ConfigError as e:  # e.g. a certificate that does not load

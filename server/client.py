@@ -151,6 +151,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.stalled: list[Client] = []  # producers waiting for this one to drain
         self.is_stalled = False
         self._stall_timer = None
+        self._deadline_timer = None  # write_deadline: runs while the socket takes nothing more
         self.close_reason = ""
         self.tls_state = None  # the ssl.SSLObject once a TLS handshake is done
         self.tls_first = False  # ...and it came before INFO (handshake_first)
@@ -310,6 +311,10 @@ class Client(Parser, asyncio.BufferedProtocol):
             self.server.logger.error('%s:%d - cid:%d - Subscription Violation - User "%s", %s, SID %s',
                                      self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
             self.queue_out(violation("Subscription", subject, queue))
+            return
+        max_subs = self.server.opts.max_subs
+        if max_subs > 0 and len(self.subs) >= max_subs:  # (nats-server's check, before the sid's)
+            self.queue_out(p.ERR_MAX_SUBS)
             return
         if sid in self.subs:
             if self.verbose:
@@ -635,9 +640,15 @@ class Client(Parser, asyncio.BufferedProtocol):
     # never cut; one that does not read runs into max_pending and is.
     def pause_writing(self) -> None:
         self.write_paused = True
+        deadline = self.server.opts.write_deadline
+        if deadline > 0 and self._deadline_timer is None:
+            self._deadline_timer = self.server.loop.call_later(deadline, self._write_deadline_passed)
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
         stalled, self.stalled = self.stalled, []
         for producer in stalled:
             producer.unstall()
@@ -661,15 +672,25 @@ class Client(Parser, asyncio.BufferedProtocol):
         if not self.closed and self.backlog is None:  # (else the put-off rest resumes reading when done)
             self.transport.resume_reading()
 
-    def slow_consumer(self) -> None:
+    def _write_deadline_passed(self) -> None:
+        """The socket has taken nothing below the high-water mark for
+        write_deadline: nats-server's slow consumer on a write deadline."""
+        self._deadline_timer = None
+        if self.write_paused and not self.closed:
+            self.slow_consumer(deadline=True)
+
+    def slow_consumer(self, deadline: bool = False) -> None:
         srv = self.server
         srv.slow_consumers += 1
-        # what happened, in nats-server's words (a notice, as there): the cut
-        # is made on pending bytes; natslab has no write deadline to exceed
-        srv.logger.info("%s:%d - cid:%d - Slow Consumer Detected: MaxPending of %d Exceeded",
-                        self.host, self.port, self.cid, srv.opts.max_pending)
+        # what happened, in nats-server's words (a notice, as there)
+        if deadline:
+            srv.logger.info("%s:%d - cid:%d - Slow Consumer Detected: WriteDeadline of %s exceeded",
+                            self.host, self.port, self.cid, f"{srv.opts.write_deadline:g}s")
+        else:
+            srv.logger.info("%s:%d - cid:%d - Slow Consumer Detected: MaxPending of %d Exceeded",
+                            self.host, self.port, self.cid, srv.opts.max_pending)
         self.closed = True
-        self.close_reason = "Slow Consumer (Pending Bytes)"
+        self.close_reason = "Slow Consumer (Write Deadline)" if deadline else "Slow Consumer (Pending Bytes)"
         # drop what the socket has not taken; the connection is cut
         self.transport.abort()
         srv.unregister(self)

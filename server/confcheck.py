@@ -26,10 +26,11 @@ class Block:
     (a map, or each map of a list)."""
 
     def __init__(self, keys: dict[str, str | None], children: dict[str, "Block"] | None = None,
-                 unknown: str = UNKNOWN):
+                 unknown: str = UNKNOWN, each: "Block | None" = None):
         self.keys = keys
         self.children = children or {}
         self.unknown = unknown
+        self.each = each  # a block of names (accounts {}): every key's map is checked as ``each``
 
 
 def _known(*names: str) -> dict[str, None]:
@@ -41,28 +42,46 @@ def _alias(name: str, *aliases: str) -> dict[str, str]:
     return {a: name for a in (name, *aliases)}
 
 
+UNUSED = "~"  # the value of a key natslab accepts and has no use for on one node
+
+
+def _unused(*names: str) -> dict[str, str]:
+    """Keys that only mean something to a cluster, a gateway, a leafnode or
+    MQTT: accepted (a production file runs unchanged) and logged once each."""
+    return dict.fromkeys(names, UNUSED)
+
+
 SUBJECT_PERMISSION = Block(
     {**_alias("allow"), **_alias("deny")},
     unknown="Unknown field name \"{}\" parsing subject permissions, only 'allow' or 'deny' are permitted")
 
 PERMISSIONS = Block(
     {**_alias("publish", "pub", "import"), **_alias("subscribe", "sub", "export"),
-     **_known("publish_allow_responses", "allow_responses")},
+     **_alias("publish_allow_responses"), **_alias("allow_responses")},
     {"publish": SUBJECT_PERMISSION, "subscribe": SUBJECT_PERMISSION},
     unknown='Unknown field "{}" parsing permissions')
 
 USER = Block(
     {**_alias("user", "username"), **_alias("password", "pass"),
      **_alias("permissions", "permission", "authorization"),
-     **_alias("nkey"), **_known("allowed_connection_types", "connection_types", "clients", "proxy_required")},
+     **_alias("nkey"), **_alias("allowed_connection_types"), **_alias("connection_types"), **_alias("clients"),
+     **_known("proxy_required")},
     {"permissions": PERMISSIONS})
 
 AUTHORIZATION = Block(
     {**_alias("user", "username"), **_alias("password", "pass"), **_alias("token"), **_alias("timeout"),
-     **_alias("users"),
-     **_known("default_permission", "default_permissions", "permissions", "auth_callout", "auth_hook",
-              "proxy_required")},
-    {"users": USER})
+     **_alias("users"), **_alias("default_permissions", "default_permission", "permissions"),
+     **_known("auth_callout", "auth_hook", "proxy_required")},
+    {"users": USER, "default_permissions": PERMISSIONS})
+
+# accounts { NAME { ... } } (accounts.py reads what is in them)
+ACCOUNT = Block(
+    {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
+     **_alias("default_permissions"), **_alias("nkey"),
+     **_known("mappings", "maps", "limits", "msg_trace", "trace_dest")},
+    {"users": USER, "default_permissions": PERMISSIONS})
+
+ACCOUNTS = Block({}, each=ACCOUNT)
 
 JETSTREAM_BATCH = Block(
     {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"), **_alias("timeout")})
@@ -75,16 +94,16 @@ JETSTREAM = Block(
     {**_alias("store_dir", "store", "storedir"), **_alias("sync_interval", "sync"),
      **_alias("enabled", "enable"), **_alias("limits"), **_alias("domain"),
      **_alias("max_memory_store", "max_mem_store", "max_mem"), **_alias("max_file_store", "max_file"),
-     **_known("strict",
-              "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
-              "extension_hint", "tpm", "unique_tag", "max_outstanding_catchup", "max_buffered_size",
-              "max_buffered_msgs", "request_queue_limit", "info_queue_limit", "meta_compact", "meta_compact_size",
-              "meta_compact_sync", "max_concurrent_io")},
+     **_alias("strict"), **_alias("disabled", "disable"),
+     **_unused("unique_tag", "max_outstanding_catchup", "max_buffered_size", "max_buffered_msgs",
+               "meta_compact", "meta_compact_size", "meta_compact_sync"),
+     **_known("key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
+              "extension_hint", "tpm", "request_queue_limit", "info_queue_limit", "max_concurrent_io")},
     {"limits": JETSTREAM_LIMITS})
 
 TOP = Block(
     {**_alias("listen"), **_alias("port"), **_alias("host", "net"), **_alias("server_name"),
-     **_alias("http"), **_alias("http_port", "monitor_port"), **_alias("max_payload"), **_alias("max_pending"),
+     **_alias("http"), **_alias("http_port", "monitor_port"), **_alias("https"), **_alias("https_port"), **_alias("max_payload"), **_alias("max_pending"),
      **_alias("max_connections", "max_conn"), **_alias("ping_interval"), **_alias("ping_max"),
      **_alias("authorization"), **_alias("jetstream"), **_alias("store_dir", "storedir"),
      **_alias("debug"), **_alias("trace"), **_alias("logfile", "log_file"), **_alias("pidfile", "pid_file"),
@@ -92,55 +111,77 @@ TOP = Block(
      **_alias("tls"), **_alias("websocket", "ws"), **_alias("accounts"), **_alias("no_auth_user"),
      **_alias("system_account", "system"),
      **_alias("lame_duck_duration"), **_alias("lame_duck_grace_period"),
-     # operator mode (server/resolver.py)
-     **_alias("operator", "operators", "roots", "root", "root_operators", "root_operator"),
-     **_alias("resolver", "account_resolver", "accounts_resolver"), **_alias("resolver_preload"),
-     **_known("client_advertise", "trace_verbose", "trace_headers", "logtime", "logtime_utc", "mappings", "maps",
-              "disable_sublist_cache", "no_sublist_cache", "default_sentinel", "https", "https_port",
-              "http_base_path", "cluster", "gateway", "leaf", "leafnodes", "logfile_size_limit", "log_size_limit",
+    # operator mode (server/resolver.py)
+    **_alias("operator", "operators", "roots", "root", "root_operators", "root_operator"),
+    **_alias("resolver", "account_resolver", "accounts_resolver"), **_alias("resolver_preload"),
+     **_alias("allow_non_tls"), **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
+     **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
+               "default_js_domain"),
+     **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
+     **_known("client_advertise", "trace_verbose", "trace_headers", "mappings", "maps",
+              "disable_sublist_cache", "no_sublist_cache", "default_sentinel",
+              "http_base_path", "logfile_size_limit", "log_size_limit",
               "logfile_max_num", "log_max_num", "syslog", "remote_syslog", "ports_file_dir", "prof_port",
-              "prof_block_rate", "max_control_line", "proxy_protocol", "max_traced_msg_len", "max_subscriptions",
-              "max_subs", "max_sub_tokens", "max_subscription_tokens", "ocsp", "allow_non_tls",
-              "write_deadline", "write_timeout",
-              "resolver_tls", "resolver_pinned_accounts",
-              "no_system_account", "no_system", "no_sys_acc", "no_header_support",
-              "trusted", "trusted_keys", "connect_error_reports", "reconnect_error_reports",
-              "mqtt", "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
+              "prof_block_rate", "proxy_protocol", "max_traced_msg_len",
+              "max_sub_tokens", "max_subscription_tokens", "ocsp", "write_timeout", "operator",
+              "operators", "roots", "root", "root_operators", "root_operator", "resolver", "account_resolver",
+              "accounts_resolver", "resolver_tls", "resolver_preload", "resolver_pinned_accounts",
+              "no_header_support",
+              "trusted", "trusted_keys", "server_tags", "server_metadata", "feature_flags", "ocsp_cache",
               "no_fast_producer_stall", "max_closed_clients", "proxies",
               # the parser's include directive, read here as a key
               "include")},
-    {"authorization": AUTHORIZATION, "jetstream": JETSTREAM})
+    {"authorization": AUTHORIZATION, "jetstream": JETSTREAM, "accounts": ACCOUNTS})
 
 
 def check(conf: ConfMap, source: str) -> ConfMap:
     """The file's settings under natslab's names; ConfigError listing every
-    unknown or unsupported key (``source``: the file's name as given)."""
-    problems: list[tuple[int, int, str]] = []
-    out = _check(conf, TOP, "", problems)
+    unknown or unsupported key (``source``: the file's name as given). The
+    result's ``unused``: the keys accepted and not used (``cluster``,
+    ``jetstream.unique_tag``), in file order, for the log."""
+    problems: list[tuple] = []
+    unused: list[tuple] = []
+    out = _check(conf, TOP, "", problems, unused, source)
     if problems:
         problems.sort()
-        raise ConfigError("\n".join(f"{source}:{line}:{col}: {what}" for line, col, what in problems))
+        raise ConfigError("\n".join(f"{where}: {what}" for _, where, what in problems))
+    out.unused = [name for _, name in sorted(unused)]
     return out
 
 
-def _check(conf: ConfMap, block: Block, path: str, problems: list) -> ConfMap:
+def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list, source: str) -> ConfMap:
     out = ConfMap()
+    out.file = conf.file or source
     for key, value in conf.items():
-        line, col = conf.pos.get(key, (0, 0))
+        where = conf.where(key, source)
+        order = (conf.files.get(key, ""),) + conf.pos.get(key, (0, 0))
+        if block.each is not None:  # a name, not a key: its block is checked
+            if isinstance(value, ConfMap) and key not in conf.used:
+                value = _check(value, block.each, f"{path}{key}.", problems, unused, source)
+            out[key] = value
+            out.pos[key] = conf.pos.get(key, (0, 0))
+            continue
         name = block.keys.get(key.lower(), KeyError)
         if name is KeyError:
-            problems.append((line, col, block.unknown.format(key)))
+            if key not in conf.used:  # (a key a $variable named is no field: nats-server lets it be)
+                problems.append((order, where, block.unknown.format(key)))
             continue
         if name is None:
-            problems.append((line, col, f'"{path}{key.lower()}" is not supported by natslab'))
+            problems.append((order, where, f'"{path}{key.lower()}" is not supported by natslab'))
+            continue
+        if name == UNUSED:
+            unused.append((order, f"{path}{key.lower()}"))
             continue
         child = block.children.get(name)
         if child is not None:
-            where = f"{path}{name}."
+            sub = f"{path}{name}."
             if isinstance(value, ConfMap):
-                value = _check(value, child, where, problems)
+                value = _check(value, child, sub, problems, unused, source)
             elif isinstance(value, list):
-                value = [_check(v, child, where, problems) if isinstance(v, ConfMap) else v for v in value]
+                value = [_check(v, child, sub, problems, unused, source) if isinstance(v, ConfMap) else v
+                         for v in value]
         out[name] = value
-        out.pos[name] = (line, col)
+        out.pos[name] = conf.pos.get(key, (0, 0))
+        if key in conf.files:
+            out.files[name] = conf.files[key]
     return out

@@ -78,18 +78,21 @@ class Monitor:
         self.server = server
         self.host = ""
         self.port = 0
+        self.secure = False  # https
         self.req_stats: dict[str, int] = {}
         self._tcp: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
         self._cpu_mark: tuple[float, float] | None = None  # (wall, cpu) of the last /varz
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, ssl=None) -> None:
+        """Listen (``ssl``: a server context, for https)."""
         self._tcp = await asyncio.start_server(
-            self._serve, host, 0 if port in (0, -1) else port, limit=MAX_HEAD_BYTES, reuse_address=True
+            self._serve, host, 0 if port in (0, -1) else port, limit=MAX_HEAD_BYTES, reuse_address=True, ssl=ssl
         )
         self.host = host
         self.port = self._tcp.sockets[0].getsockname()[1]
-        self.server.logger.info("Starting http monitor on %s:%d", host, self.port)
+        self.secure = ssl is not None
+        self.server.logger.info("Starting %s monitor on %s:%d", "https" if ssl else "http", host, self.port)
 
     async def stop(self) -> None:
         if self._tcp is not None:

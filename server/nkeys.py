@@ -12,6 +12,7 @@ import base64
 import secrets
 
 PREFIX_USER = 20 << 3  # "U..."
+PREFIX_ACCOUNT = 0  # "A..."
 
 
 class InvalidKey(ValueError):

@@ -47,6 +47,7 @@ class ServerOptions:
     store_dir: str | None = None
     http_port: int = 0
     http_host: str | None = None
+    https_port: int = 0  # https / https_port: the monitor over TLS (the tls {} block's certificate)
     server_name: str = ""
     max_payload: int = p.DEFAULT_MAX_PAYLOAD
     max_pending: int = p.DEFAULT_MAX_PENDING
@@ -83,6 +84,15 @@ class ServerOptions:
     js_domain: str = ""  # jetstream { domain }: $JS.<domain>.API.> answered too (jetstream/domain.py)
     js_max_memory: int = -1  # jetstream { max_mem, max_file }: the server's limits (jetstream/limits.py);
     js_max_store: int = -1  # -1: not configured
+    max_control_line: int = p.MAX_CONTROL_LINE  # max_control_line (the parser's limit on a protocol line)
+    max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
+    write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
+    js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
+    no_system_account: bool = False  # no_system_account: no $SYS.REQ service at all (server/sysreq.py)
+    allow_non_tls: bool = False  # allow_non_tls: with tls {}, plain clients too (server/tls.py sniffs)
+    logtime: bool = True  # logtime / logtime_utc: the log's timestamps (server/cli.py)
+    logtime_utc: bool = False
+    unused_config: list[str] = field(default_factory=list)  # keys and flags taken that one node has no use for
 
 
 def _server_id() -> str:
@@ -183,11 +193,21 @@ class Server:
         self.sys_requests = SysRequests(self)
         if o.operator is not None:
             o.operator.start(self)  # claim updates over $SYS (server/resolver.py)
-        if o.http_port:
+        if o.http_port and o.https_port:
+            raise ConfigError(f"can't specify both HTTP ({o.http_port}) and HTTPs ({o.https_port}) ports")
+        if o.http_port or o.https_port:
             from .monitor import Monitor
 
+            ctx = None
+            if o.https_port:  # https: the tls {} block's certificate, no client certificates asked for
+                if o.tls is None:
+                    raise ConfigError("TLS cert and key required for HTTPS")
+                import ssl
+
+                ctx = o.tls.context()
+                ctx.verify_mode = ssl.CERT_NONE
             self.monitor = Monitor(self)
-            await self.monitor.start(o.http_host or o.host, o.http_port)
+            await self.monitor.start(o.http_host or o.host, o.http_port or o.https_port, ssl=ctx)
         port = 0 if o.port in (0, -1) else o.port
         client_cls = TracingClient if o.trace else Client
         self._tcp = await self.loop.create_server(
@@ -308,9 +328,13 @@ class Server:
         if self.auth_required and not self.auth.no_auth_user:
             info["auth_required"] = True
         if self.tls_context is not None:
-            info["tls_required"] = True
-            if self.opts.tls.verify:
+            o = self.opts
+            if not o.allow_non_tls or o.tls.handshake_first:  # (handshake_first requires TLS all the same)
+                info["tls_required"] = True
+            if o.tls.verify:
                 info["tls_verify"] = True
+            if o.allow_non_tls:  # TLS and plain clients on one port: the client chooses
+                info["tls_available"] = True
         if client.ws is not None:
             client.ws.adjust_info(info)
         info["max_payload"] = self.opts.max_payload

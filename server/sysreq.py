@@ -51,8 +51,9 @@ class SysRequests:
     def subscribe(self, index, subject: str, callback) -> InternalSubscription:
         """An internal subscription in one account's subject space."""
         sub = InternalSubscription(self.server.internal_client, subject.encode(), None, callback)
-        index.insert(sub)
-        self.subs.append((index, sub))
+        if not self.server.opts.no_system_account:  # (no_system_account: nothing answers $SYS.REQ)
+            index.insert(sub)
+            self.subs.append((index, sub))
         return sub
 
     def reply(self, client, reply: str, payload: bytes) -> None:

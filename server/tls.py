@@ -15,6 +15,7 @@ nats-server's order).
 from __future__ import annotations
 
 import asyncio
+import os
 import select
 import ssl
 from asyncio import sslproto
@@ -31,7 +32,41 @@ CLOSED_TLS = "TLS Handshake Failure"  # close reason (connz)
 # (cipher_suites, pinned_certs, ocsp_peer, cert_store...): those are refused
 # with a clear error rather than silently ignored
 _KNOWN = ("cert_file", "key_file", "ca_file", "verify", "verify_and_map", "timeout",
-          "handshake_first", "first", "immediate", "insecure", "min_version")
+          "handshake_first", "first", "immediate", "insecure", "min_version", "cipher_suites",
+          "curve_preferences", "allow_insecure_cipher_suites")
+
+# cipher_suites: Go's names (tls.CipherSuites(), then tls.InsecureCipherSuites()) and OpenSSL's.
+# The TLS 1.3 suites cannot be chosen, in Go as in OpenSSL: named, they change nothing.
+_TLS13 = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
+_CIPHERS = {
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+}
+_INSECURE_CIPHERS = {
+    "TLS_RSA_WITH_RC4_128_SHA": "RC4-SHA",
+    "TLS_RSA_WITH_3DES_EDE_CBC_SHA": "DES-CBC3-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA": "ECDHE-ECDSA-RC4-SHA",
+    "TLS_ECDHE_RSA_WITH_RC4_128_SHA": "ECDHE-RSA-RC4-SHA",
+    "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA": "ECDHE-RSA-DES-CBC3-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+}
+# curve_preferences: Go's names, OpenSSL's (None: a hybrid group this OpenSSL may not have)
+_CURVES = {"X25519": "X25519", "CurveP256": "prime256v1", "CurveP384": "secp384r1", "CurveP521": "secp521r1",
+           "X25519MLKEM768": None, "SecP256r1MLKEM768": None, "SecP384r1MLKEM1024": None}
 
 
 @dataclass
@@ -45,6 +80,8 @@ class TLSOptions:
     handshake_first: bool = False
     fallback: float = 0.0  # handshake_first "auto" or a delay: plain INFO to a client silent that long
     min_version: str = ""
+    ciphers: tuple = ()  # cipher_suites, OpenSSL's names (empty: the defaults)
+    curves: tuple = ()  # curve_preferences, OpenSSL's names
 
     def context(self) -> ssl.SSLContext:
         """The server-side SSLContext, with nats-server's error texts when a
@@ -55,6 +92,19 @@ class TLSOptions:
             raise ConfigError("missing 'cert_file' in TLS configuration")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_3 if self.min_version == "1.3" else ssl.TLSVersion.TLSv1_2
+        if self.ciphers:
+            known = {c["name"] for c in ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).get_ciphers()}
+            try:
+                ctx.set_ciphers(":".join(c for c in self.ciphers if c in known) or "!ALL")
+            except ssl.SSLError:
+                if not any(c in known for c in self.ciphers):  # (TLS 1.3 stays: its suites are not chosen)
+                    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        for curve in self.curves:  # Python's ssl sets one curve: the first this OpenSSL has
+            try:
+                ctx.set_ecdh_curve(curve)
+                break
+            except (ValueError, ssl.SSLError):
+                continue
         if self.cert_file:
             try:
                 ctx.load_cert_chain(self.cert_file, self.key_file)
@@ -87,6 +137,8 @@ def parse_tls_block(block) -> TLSOptions:
     if not isinstance(block, dict):
         raise ConfigError("error parsing tls config, expected a map")
     t = TLSOptions()
+    insecure: list[str] = []
+    allow_insecure = False
     for key, v in block.items():
         k = key.lower()
         if k not in _KNOWN:
@@ -123,10 +175,31 @@ def parse_tls_block(block) -> TLSOptions:
                 t.handshake_first = True
             else:
                 raise ConfigError(f"field {key!r} should be a boolean or a string")
+        elif k == "allow_insecure_cipher_suites":
+            if not isinstance(v, bool):
+                raise ConfigError("error parsing tls config, expected 'allow_insecure_cipher_suites' to be a boolean")
+            allow_insecure = v
+        elif k in ("cipher_suites", "curve_preferences"):
+            if not isinstance(v, list) or not v:
+                raise ConfigError(f"error parsing tls config, '{k}' cannot be empty")
+            table = {**_CIPHERS, **_INSECURE_CIPHERS, **dict.fromkeys(_TLS13)} if k == "cipher_suites" else _CURVES
+            for name in v:
+                if str(name) not in table:
+                    what = "cipher" if k == "cipher_suites" else "curve preference"
+                    raise ConfigError(f"unrecognized {what} {name}")
+            names = tuple(table[str(n)] for n in v if table[str(n)])
+            if k == "cipher_suites":
+                t.ciphers = names or ("TLS13",)
+                insecure += [str(n) for n in v if str(n) in _INSECURE_CIPHERS]
+            else:
+                t.curves = names
         elif k == "min_version":
             if str(v) not in ("1.2", "1.3"):
                 raise ConfigError(f"unsupported TLS version: {v}")
             t.min_version = str(v)
+    if insecure and not allow_insecure:
+        raise ConfigError("insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
+                          + ", ".join(insecure))
     return t
 
 
@@ -155,6 +228,10 @@ def start(client, ctx: ssl.SSLContext, opts: TLSOptions, info: bytes) -> None:
     if opts.handshake_first and opts.fallback > 0:
         loop.call_later(opts.fallback, _fallback, client, transport, ctx, opts, info)
         return
+    if client.server.opts.allow_non_tls and not opts.handshake_first:
+        transport.write(info)
+        _sniff(client, transport, ctx, opts, info, loop.time() + opts.timeout)
+        return
     if not opts.handshake_first:
         transport.write(info)
     loop.create_task(_handshake(client, transport, ctx, opts, info, opts.handshake_first))
@@ -172,6 +249,39 @@ def _fallback(client, transport, ctx, opts: TLSOptions, info: bytes) -> None:
     if not first:
         transport.write(info)
     client.server.loop.create_task(_handshake(client, transport, ctx, opts, info, first))
+
+
+def _sniff(client, transport, ctx, opts: TLSOptions, info: bytes, deadline: float) -> None:
+    """allow_non_tls: INFO has gone out in plain text; the client's first
+    byte says what it wants, as nats-server reads it (0x16, a TLS record:
+    the handshake; anything else, or nothing within the TLS timeout: plain
+    text). The byte is only peeked at (the socket is polled, reading stays
+    paused), so the handshake or the parser gets it whole."""
+    if client.closed or transport.is_closing():
+        return
+    loop = client.server.loop
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    first = None
+    if select.select([sock.fileno()], [], [], 0)[0]:
+        import socket
+
+        peek = socket.socket(fileno=os.dup(sock.fileno()))
+        try:
+            first = peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            first = b""
+        finally:
+            peek.close()
+    if first is None and loop.time() < deadline:
+        loop.call_later(0.005, _sniff, client, transport, ctx, opts, info, deadline)
+        return
+    if first == b"\x16":
+        loop.create_task(_handshake(client, transport, ctx, opts, info, False))
+        return
+    transport.resume_reading()  # a plain-text client
+    client.tls_ready()
 
 
 async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes, first: bool) -> None:

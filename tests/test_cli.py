@@ -105,15 +105,20 @@ def test_pid_file_log_file_and_server_name(tmp_path):
     assert not pid_file.exists()
 
 
-def test_bad_config_file_is_reported(tmp_path):
+@pytest.mark.parametrize("text, want", [
+    ("port: {\n", "Parse error on line 2: 'Unexpected EOF processing map.'"),
+    ("include nope.conf\n", "error parsing include file 'nope.conf', open nope.conf: no such file or directory"),
+])
+def test_bad_config_file_is_reported(server_kind, tmp_path, text, want):
+    """A file that does not parse, and a file that is not there: the exit
+    status (not a usage error) and the words of nats-server."""
     bad = tmp_path / "bad.conf"
-    bad.write_text("port: {\n")
-    r = run(["-c", str(bad)])
-    assert r.returncode == 1  # as nats-server: a file it cannot use is not a usage error
-    assert "configuration file" in r.stderr
-    r = run(["-c", str(tmp_path / "missing.conf")])
+    bad.write_text(text)
+    assert refusal(server_kind, bad) == (1, {want})
+    r = subprocess.run(binary(server_kind) + ["-c", str(tmp_path / "missing.conf")], capture_output=True, text=True,
+                       timeout=10)
     assert r.returncode == 1
-    assert f"natslab server: open {tmp_path / 'missing.conf'}: no such file or directory" in r.stderr
+    assert f"open {tmp_path / 'missing.conf'}: no such file or directory" in r.stderr
 
 
 def test_port_in_use_fails_clearly(tmp_path):
@@ -248,13 +253,11 @@ def test_permission_subjects_must_be_strings(server_kind, tmp_path):
 
 UNSUPPORTED = {
     # nats-server takes each of these; natslab does not do what they ask, and says so
-    "jetstream { unique_tag: az }": '"jetstream.unique_tag" is not supported by natslab',
-    "jetstream { max_buffered_msgs: 100 }": '"jetstream.max_buffered_msgs" is not supported by natslab',
-    'write_deadline: "5s"': '"write_deadline" is not supported by natslab',
+    "jetstream { request_queue_limit: 100 }": '"jetstream.request_queue_limit" is not supported by natslab',
+    "max_sub_tokens: 10": '"max_sub_tokens" is not supported by natslab',
     "jetstream { limits { max_ack_pending: 100 } }": '"jetstream.limits.max_ack_pending" is not supported by natslab',
-    "max_control_line: 8192": '"max_control_line" is not supported by natslab',
     'mappings { "a.b": "c.d" }': '"mappings" is not supported by natslab',
-    "authorization { default_permissions: { publish: x } }": '"authorization.default_permissions" is not supported by natslab',
+    'no_header_support: true': '"no_header_support" is not supported by natslab',
 }
 
 

@@ -10,6 +10,8 @@ import asyncio
 import json
 import socket
 import ssl
+import subprocess
+import sys
 
 import pytest
 
@@ -328,3 +330,111 @@ async def test_verify_failure_sends_an_alert(server_kind, tmp_path, pki, servers
     none = await asyncio.to_thread(_refusal, srv.port, pki.client_context(None))
     other = await asyncio.to_thread(_refusal, srv.port, pki.client_context(pki.client("mallory", signer="other")))
     assert (none, other) == ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_UNKNOWN_CA")
+
+
+async def test_allow_non_tls(server_kind, tmp_path, pki, servers):
+    """allow_non_tls: INFO offers TLS (tls_available, no tls_required) and
+    the client chooses: a TLS client upgrades, a plain one goes on in plain
+    text, on the same port at the same time, and they reach each other."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n}}\n'
+            "allow_non_tls: true\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    info = await plain_info(srv)
+    assert info.get("tls_available") is True and "tls_required" not in info
+    secure = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context())
+    plain = await connect(f"nats://127.0.0.1:{srv.port}")
+    await roundtrip(secure)
+    await roundtrip(plain)
+    sub = await plain.subscribe("mixed")
+    await plain.flush()
+    await secure.publish("mixed", b"from tls")
+    assert (await sub.next_msg(timeout=2)).data == b"from tls"
+    r, w = await asyncio.open_connection(srv.host, srv.port)  # raw plain text too
+    assert (await asyncio.wait_for(r.readline(), 3)).startswith(b"INFO ")
+    w.write(b'CONNECT {"verbose":false}\r\nPING\r\n')
+    assert await asyncio.wait_for(r.readline(), 3) == b"PONG\r\n"
+    w.close()
+
+    def tls_after_info() -> bytes:  # the upgrade itself, on a raw socket: PONG over TLS
+        with socket.create_connection((srv.host, srv.port), timeout=3) as s:
+            f = s.makefile("rb")
+            assert f.readline().startswith(b"INFO ")
+            with pki.client_context().wrap_socket(s, server_hostname="127.0.0.1") as t:
+                t.sendall(b'CONNECT {"verbose":false}\r\nPING\r\n')
+                return t.recv(6)
+
+    assert await asyncio.get_running_loop().run_in_executor(None, tls_after_info) == b"PONG\r\n"
+    await secure.close()
+    await plain.close()
+
+
+@pytest.mark.parametrize("key", ["https", "https_port"])
+async def test_https_monitor(server_kind, tmp_path, pki, servers, key):
+    """https (host:port) or https_port: the monitoring endpoint over TLS with
+    the tls {} block's certificate (no client certificate asked for, even
+    with verify); /varz names it https_port."""
+    import urllib.request
+
+    from conftest import free_port
+
+    port = free_port()
+    value = f"127.0.0.1:{port}" if key == "https" else str(port)
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n  ca_file: "{pki.ca}"\n'
+            f"  verify: true\n}}\n{key}: {value}\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+
+    def varz() -> dict:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/varz", context=pki.client_context(), timeout=5) as r:
+            return json.loads(r.read())
+
+    v = await asyncio.get_running_loop().run_in_executor(None, varz)
+    assert (v["https_port"], v["http_port"]) == (port, 0)
+
+
+async def test_cipher_suites_and_curve_preferences(server_kind, tmp_path, pki, servers):
+    """cipher_suites (Go's names) limit the TLS 1.2 suites: a TLS 1.2 client
+    with a listed suite connects, one with only another is refused;
+    curve_preferences are taken (Go's names)."""
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            "  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_AES_128_GCM_SHA256]\n"
+            "  curve_preferences: [CurveP256, X25519]\n}\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+
+    def handshake(cipher: str) -> str:
+        ctx = pki.client_context()
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers(cipher)
+        with socket.create_connection((srv.host, srv.port), timeout=3) as s:
+            assert s.makefile("rb").readline().startswith(b"INFO ")
+            with ctx.wrap_socket(s, server_hostname="127.0.0.1") as t:
+                return t.cipher()[0]
+
+    run = asyncio.get_running_loop().run_in_executor
+    assert await run(None, handshake, "ECDHE-ECDSA-AES128-GCM-SHA256") == "ECDHE-ECDSA-AES128-GCM-SHA256"
+    with pytest.raises(ssl.SSLError):
+        await run(None, handshake, "ECDHE-ECDSA-AES256-GCM-SHA384")
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context())  # TLS 1.3
+    await roundtrip(nc)
+    await nc.close()
+
+
+@pytest.mark.parametrize("line, want", [
+    ("cipher_suites: [BAD_CIPHER_SPEC]", "unrecognized cipher BAD_CIPHER_SPEC"),
+    ("cipher_suites: []", "error parsing tls config, 'cipher_suites' cannot be empty"),
+    ("curve_preferences: [GARBAGE]", "unrecognized curve preference GARBAGE"),
+    ("cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA]",
+     "insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
+     "TLS_RSA_WITH_AES_128_CBC_SHA"),
+])
+def test_bad_cipher_and_curve_settings(server_kind, tmp_path, pki, line, want):
+    """nats-server's refusals, in its words (natslab does not give the
+    element's position: the text is compared)."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(f'port: -1\ntls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+                    f"  {line}\n}}\n")
+    cmd = [sys.executable, "-m", "natslab.server"] if server_kind == "natslab" else ["nats-server"]
+    r = subprocess.run(cmd + ["-c", str(conf)], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1 and r.stderr.rstrip().endswith(want), r.stderr

@@ -38,10 +38,11 @@ LIST_LIMIT = 256
 SUBJECT_DETAILS_LIMIT = 100_000  # nats-server's JSMaxSubjectDetails: subjects a STREAM.INFO page holds
 
 class _Req:
-    __slots__ = ("subject", "tokens", "reply", "hdr", "payload")
+    __slots__ = ("subject", "tokens", "reply", "hdr", "payload", "lenient")
 
-    def __init__(self, subject, tokens, reply, hdr, payload):
+    def __init__(self, subject, tokens, reply, hdr, payload, lenient=False):
         self.subject, self.tokens, self.reply, self.hdr, self.payload = subject, tokens, reply, hdr, payload
+        self.lenient = lenient  # jetstream { strict: false }
 
     # The real server reads request bodies in three ways (by handler):
     def decode(self, struct: gojson.Struct) -> dict:
@@ -50,6 +51,13 @@ class _Req:
         is an empty request. ApiError 10025 with Go's message if it fails."""
         try:
             return gojson.unmarshal_request(self.payload, struct)
+        except GoJSONError as e:
+            if not self.lenient:
+                raise errors.invalid_json(str(e)) from None
+        # jetstream { strict: false }: what the strict decoder refused is read
+        # again with json.Unmarshal (unknown fields ignored), as nats-server does
+        try:
+            return gojson.unmarshal_request(self.payload, struct, strict=False, stream=False)
         except GoJSONError as e:
             raise errors.invalid_json(str(e)) from None
 
@@ -81,6 +89,7 @@ class Api:
     def __init__(self, js: "JetStream"):
         self.js = js
         self.server = js.server
+        self.lenient = not js.server.opts.js_strict  # jetstream { strict: false }
         # (first tokens, exact token count or -min) -> (handler, response type)
         self.routes: dict[str, tuple[Callable, str, int]] = {
             "INFO": (self.account_info, "account_info_response", 0),
@@ -199,7 +208,7 @@ class Api:
         handler, rtype, nargs = route
         if (nargs >= 0 and len(args) != nargs) or (nargs < 0 and len(args) < -nargs):
             return
-        req = _Req(subject, args, reply, hdr, payload)
+        req = _Req(subject, args, reply, hdr, payload, self.lenient)
         requester = self.server.current_publisher  # answering it publishes, which changes that
         audited = True
         try:

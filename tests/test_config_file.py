@@ -1,0 +1,328 @@
+"""Configuration files of nats-server 2.15, run unchanged: the format
+(separators, bare host:port, size suffixes, include, variables) and the keys
+issue #31 found refused. Differential: each file is given to natslab and to
+nats-server, with the same assertions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import RawClient, ServerProcess, free_port
+from test_cli import binary, refusal
+
+
+def started(kind: str, tmp_path, text: str, *flags: str, files: dict[str, str] | None = None) -> ServerProcess:
+    """``kind`` started on a file of ``text`` (``{port}`` is the client
+    port); ``files``: more files next to it (for include)."""
+    conf = tmp_path / "c.conf"
+    srv = ServerProcess(kind, tmp_path / "store")
+    for name, body in (files or {}).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body.replace("{port}", str(srv.port)))
+    conf.write_text(text.replace("{port}", str(srv.port)))
+    srv.argv = lambda: binary(kind) + ["-sd", str(tmp_path / "store"), *flags, "-c", str(conf)]
+    srv.start()
+    return srv
+
+
+def info(srv: ServerProcess) -> dict:
+    import socket
+
+    with socket.create_connection((srv.host, srv.port), timeout=3) as s:
+        return json.loads(s.makefile("rb").readline()[5:])
+
+
+async def test_bare_listen_and_every_size_suffix(server_kind, tmp_path):
+    """listen: a bare host:port; 128KiB, 64MiB, 10GiB: nats-server's values
+    (ki/kib/kb: 1024, k: 1000), not an error."""
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nmax_payload = 128KiB\n"
+                  "jetstream: { max_mem_store: 64MiB, max_file_store: 10GiB }\n")
+    try:
+        i = info(srv)
+        assert i["max_payload"] == 128 * 1024 and i["port"] == srv.port
+    finally:
+        srv.stop()
+    for text, want in (("max_payload: 2k", 2000), ("max_payload: 2K", 2000), ("max_payload: 2kb", 2048),
+                       ("max_payload: 2Ki", 2048), ("max_payload: 1m", 1000**2), ("max_payload: 1MB", 1024**2)):
+        srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{text}\n")
+        try:
+            assert info(srv)["max_payload"] == want, text
+        finally:
+            srv.stop()
+
+
+async def test_separators_comments_arrays_and_blocks(server_kind, tmp_path):
+    """Every separator, blocks without one, arrays over lines without
+    commas, both comment styles, quoted and bare strings, yes/no booleans."""
+    text = ("// a comment\n# another\nport {port}\nhost = 127.0.0.1 // after a value\nserver_name: 'lab-1'\n"
+            "debug: no\ntrace off\n"
+            "authorization {\n  users [\n    {user: a, password: \"p w\"}\n    {user = b; password = q}\n  ]\n}\n")
+    srv = started(server_kind, tmp_path, text)
+    try:
+        assert info(srv)["server_name"] == "lab-1"
+        from conftest import connect
+
+        for user, pw in (("a", "p w"), ("b", "q")):
+            nc = await connect(srv.url, user=user, password=pw)
+            await nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_include_and_variables(server_kind, tmp_path, monkeypatch):
+    """include is relative to the including file; $VAR is a key of this block
+    or an enclosing one, else the environment; a key only used as a variable
+    is not an unknown field."""
+    monkeypatch.setenv("NATSLAB_TEST_PAYLOAD", "3KB")
+    srv = started(server_kind, tmp_path, "include 'conf.d/net.conf'\nPASS: s3cret\nmax_payload: $NATSLAB_TEST_PAYLOAD\n"
+                  "authorization { user: u, password: $PASS }\n",
+                  files={"conf.d/net.conf": "port: {port}\ninclude ../name.conf\n",
+                         "name.conf": "host: 127.0.0.1\nserver_name: included\n"})
+    try:
+        i = info(srv)
+        assert (i["server_name"], i["max_payload"], i["auth_required"]) == ("included", 3072, True)
+        from conftest import connect
+
+        nc = await connect(srv.url, user="u", password="s3cret")
+        await nc.close()
+    finally:
+        srv.stop()
+
+
+BAD = {
+    # (files, the complaint) — each refused by both, at the same place
+    "unexpected-eof": ({"c.conf": "port: 1\nfoo { a: 1,\n"}, "Parse error on line 3: 'Unexpected EOF processing map.'"),
+    "bad-escape": ({"c.conf": 'port: 1\na: "x\\q"\n'},
+                   "Parse error on line 2: 'Invalid escape character 'q'. Only the following escape characters are "
+                   "allowed: \\xXX, \\t, \\n, \\r, \\\", \\\\.'"),
+    "array-terminator": ({"c.conf": "port: 1\na: [1 2]\n"},
+                         "Parse error on line 2: 'Expected an array value terminator \",\" or an array terminator "
+                         "\"]\", but got '2' instead.'"),
+    "missing-variable": ({"c.conf": "port: 1\nmax_payload: $NATSLAB_NOT_SET\n"},
+                         "variable reference for 'NATSLAB_NOT_SET' on line 2 can not be found"),
+    "unknown-in-include": ({"c.conf": "port: 1\ninclude sub/i.conf\n", "sub/i.conf": "\n  bogus_inc: 1\n"},
+                           'sub/i.conf:2:3: unknown field "bogus_inc"'),
+    "key-without-value": ({"c.conf": "port: 1\nlonely"}, "config is invalid (c.conf:2:7)"),
+    "first-line-column": ({"c.conf": "bogus: 1\n"}, 'c.conf:1:0: unknown field "bogus"'),
+    "too-big": ({"c.conf": "max_control_line: 3GB\n"}, "c.conf:1:0: max_control_line value is too big"),
+    "account-nkey": ({"c.conf": 'port: 1\naccounts { A { nkey: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL" } }\n'},
+                     'c.conf:2:16: Not a valid public nkey for an account: '
+                     '"OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"'),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_files_fail_the_same(server_kind, tmp_path, case):
+    files, want = BAD[case]
+    for name, body in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    assert refusal(server_kind, tmp_path / "c.conf") == (1, {want})
+
+
+@pytest.mark.parametrize("line", [
+    "jetstream: { strict: true }", "jetstream { strict: false }",
+    "jetstream { max_buffered_size: 64MB, max_buffered_msgs: 10000 }",
+    "max_control_line: 8KB", "max_subscriptions: 100", "max_subs: 100", 'write_deadline: "5s"',
+    "ping_interval: 30s\nping_max: 3", "max_pending: 32MB", 'lame_duck_duration: "1m"\nlame_duck_grace_period: "5s"',
+])
+async def test_keys_issue_31_found_refused_start(server_kind, tmp_path, line):
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
+    try:
+        c = await RawClient.open(srv)
+        c.close()
+    finally:
+        srv.stop()
+
+
+async def test_max_subscriptions(server_kind, tmp_path):
+    """max_subs: the subscription past the limit gets nats-server's -ERR and
+    is not made; the connection stays (its other subscriptions work)."""
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nmax_subs: 2\n")
+    try:
+        c = await RawClient.open(srv)
+        await c.send("SUB a 1\r\nSUB b 2\r\n")
+        assert await c.read_until_pong() == []
+        await c.send("SUB c 3\r\n")
+        assert await c.read_until_pong() == ["-ERR 'maximum subscriptions exceeded'"]
+        await c.send("PUB c 1\r\nx\r\nPUB b 1\r\ny\r\n")
+        assert await c.read_until_pong() == ["MSG b 2 1", "y"]
+        await c.send("UNSUB 1\r\nSUB c 3\r\nPUB c 1\r\nz\r\n")
+        assert await c.read_until_pong() == ["MSG c 3 1", "z"]
+        c.close()
+    finally:
+        srv.stop()
+
+
+CLUSTER = ("listen: 127.0.0.1:{port}\n"
+           "cluster { name: lab, listen: 127.0.0.1:%d, routes: [nats-route://127.0.0.1:%d] }\n"
+           "gateway { name: lab, listen: 127.0.0.1:%d }\n"
+           "leafnodes { listen: 127.0.0.1:%d }\n"
+           "mqtt { listen: 127.0.0.1:%d }\n"
+           "server_name: n1\njetstream { unique_tag: az }\n"
+           "accounts { SYS { users: [{user: sys, password: sys}] }, APP { users: [{user: a, password: a}] } }\n"
+           "system_account: SYS\n")
+
+
+async def test_cluster_gateway_leafnode_mqtt_blocks_are_accepted(server_kind, tmp_path):
+    """A production file's cluster, gateway, leafnodes and mqtt blocks (and
+    the cluster flags) do not stop a single node: both start and serve;
+    natslab says once for each that it does not use it."""
+    ports = tuple(free_port() for _ in range(5))
+    srv = started(server_kind, tmp_path, CLUSTER % ports, "-cluster_name", "lab",
+                  "-cluster", f"nats://127.0.0.1:{ports[0]}", "-routes", f"nats://127.0.0.1:{ports[1]}")
+    try:
+        c = await RawClient.open(srv, connect='{"verbose":false,"user":"a","pass":"a","protocol":1}')
+        await c.send("SUB x 1\r\nPUB x 2\r\nhi\r\n")
+        assert await c.read_until_pong() == ["MSG x 1 2", "hi"]
+        c.close()
+    finally:
+        srv.stop()
+    if server_kind == "natslab":
+        log = srv.log()
+        for name in ("cluster", "gateway", "leafnodes", "mqtt", "jetstream.unique_tag", "-cluster_name", "-cluster",
+                     "-routes"):
+            assert log.count(f"[WRN] {name} is not used by natslab (a single node): ignored") == 1, (name, log)
+
+
+def test_unknown_keys_in_account_users_are_refused(server_kind, tmp_path):
+    """accounts { A { users: [...] } }: a user's keys, its permissions and
+    their publish/subscribe blocks are checked as everywhere else (natslab's
+    account reader skipped the check: a misspelled 'permisions' gave a user
+    no restrictions at all)."""
+    conf = tmp_path / "c.conf"
+    conf.write_text("port: -1\naccounts {\n  A {\n    users: [\n"
+                    "      {user: a, password: a, bogus_key: 1}\n"
+                    "      {user: b, password: b, permisions: {publish: x}}\n"
+                    "      {user: c, password: c, permissions: {publish: {bogus: x}}}\n"
+                    "      {user: d, password: d, permissions: {publush: x}}\n"
+                    "    ]\n  }\n}\n")
+    assert refusal(server_kind, conf) == (1, {
+        'c.conf:5:30: unknown field "bogus_key"',
+        'c.conf:6:30: unknown field "permisions"',
+        "c.conf:7:54: Unknown field name \"bogus\" parsing subject permissions, only 'allow' or 'deny' are permitted",
+        'c.conf:8:44: Unknown field "publush" parsing permissions',
+    })
+
+
+@pytest.mark.parametrize("line, answered", [("", True), ("no_sys_acc: true", False), ("no_system_account: true", False)])
+async def test_no_system_account(server_kind, tmp_path, line, answered):
+    """no_system_account (and its aliases): no system account, so nothing
+    answers $SYS.REQ (not even USER.INFO); without it, USER.INFO is answered."""
+    import nats.errors
+
+    from conftest import connect
+
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
+    try:
+        nc = await connect(srv.url)
+        try:
+            msg = await nc.request("$SYS.REQ.USER.INFO", b"", timeout=2)
+            assert answered and json.loads(msg.data)["data"]["account"] == "$G"
+        except nats.errors.NoRespondersError:
+            assert not answered
+        await nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_logtime_false(server_kind, tmp_path):
+    """logtime: false: log lines without the date and time, as nats-server writes them."""
+    import re
+
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nlogtime: false\n")
+    srv.stop()
+    lines = [ln for ln in srv.log().splitlines() if "Starting nats-server" in ln]
+    assert len(lines) == 1 and re.fullmatch(r"\[\d+\] \[INF\] Starting nats-server", lines[0]), lines
+
+
+@pytest.mark.parametrize("where", ["authorization-default_permissions", "authorization-permissions",
+                                   "account-default_permissions"])
+async def test_default_permissions(server_kind, tmp_path, where):
+    """default_permissions (in authorization also spelled permissions, and in
+    an account): every user without permissions of its own gets them; a user
+    with its own keeps its own."""
+    users = "users: [{user: a, password: a}, {user: b, password: b, permissions: {publish: \">\"}}]"
+    block, key = where.split("-")
+    perms = f'{key}: {{publish: "ok.>", subscribe: {{deny: "secret"}}}}'
+    if block == "authorization":
+        text = f"listen: 127.0.0.1:{{port}}\nauthorization {{\n  {perms}\n  {users}\n}}\n"
+    else:
+        text = f"listen: 127.0.0.1:{{port}}\naccounts {{\n  A {{\n    {perms}\n    {users}\n  }}\n}}\n"
+    srv = started(server_kind, tmp_path, text)
+    try:
+        a = await RawClient.open(srv, connect='{"verbose":false,"user":"a","pass":"a","protocol":1}')
+        await a.send("PUB not.ok 1\r\nx\r\nSUB secret 1\r\nSUB ok.x 2\r\nPUB ok.x 1\r\ny\r\n")
+        assert await a.read_until_pong() == ["-ERR 'Permissions Violation for Publish to \"not.ok\"'",
+                                             "-ERR 'Permissions Violation for Subscription to \"secret\"'",
+                                             "MSG ok.x 2 1", "y"]
+        b = await RawClient.open(srv, connect='{"verbose":false,"user":"b","pass":"b","protocol":1}')
+        await b.send("SUB secret 1\r\nPUB secret 1\r\nz\r\n")
+        assert await b.read_until_pong() == ["MSG secret 1 1", "z"]
+        a.close()
+        b.close()
+    finally:
+        srv.stop()
+
+
+async def test_write_deadline_cuts_a_subscriber_that_does_not_read(server_kind, tmp_path):
+    """write_deadline: a subscriber whose socket takes nothing more for that
+    long is cut as a slow consumer (max_pending is set far above what is
+    sent, so only the deadline can cut it); /varz shows the deadline."""
+    import asyncio
+    import urllib.request
+
+    from conftest import eventually
+
+    http = free_port()
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\nhttp: 127.0.0.1:{http}\n"
+                  'write_deadline: "1s"\nmax_pending: 1GB\n')
+
+    def varz() -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{http}/varz", timeout=3) as r:
+            return json.loads(r.read())
+
+    try:
+        assert varz()["write_deadline"] == 1_000_000_000
+        sub = await RawClient.open(srv)
+        await sub.send("SUB flood 1\r\n")
+        assert await sub.read_until_pong() == []
+        pub = await RawClient.open(srv)
+        chunk = b"x" * (512 * 1024)
+        for _ in range(96):  # 48 MiB the subscriber never reads (bounded)
+            await pub.send(b"PUB flood %d\r\n%s\r\n" % (len(chunk), chunk))
+        await pub.read_until_pong(timeout=10)
+        assert await eventually(lambda: varz()["slow_consumers"] >= 1, timeout=20)
+        assert await sub.closed(timeout=10)
+        assert await pub.read_until_pong() == []  # the publisher is served on
+        pub.close()
+        sub.close()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("strict", [None, True, False])
+async def test_jetstream_strict(server_kind, tmp_path, strict):
+    """jetstream { strict }: by default (and with true) an API request with a
+    field the server does not know is refused (10025); with false it is read
+    as json.Unmarshal reads it, the field ignored."""
+    from conftest import connect
+
+    line = "jetstream: enabled" if strict is None else f"jetstream {{ strict: {str(strict).lower()} }}"
+    srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
+    try:
+        nc = await connect(srv.url)
+        body = json.dumps({"name": "S", "subjects": ["s"], "bogus": 1}).encode()
+        resp = json.loads((await nc.request("$JS.API.STREAM.CREATE.S", body, timeout=3)).data)
+        if strict is False:
+            assert "error" not in resp and resp["config"]["name"] == "S"
+        else:
+            assert resp["error"]["err_code"] == 10025
+            assert resp["error"]["description"] == 'invalid JSON: json: unknown field "bogus"'
+        await nc.close()
+    finally:
+        srv.stop()
