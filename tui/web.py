@@ -40,10 +40,37 @@ def session_argv(args: argparse.Namespace, connect_url: str | None, monitor_url:
     return argv
 
 
+def _server_class():
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    class WebServer(Server):
+        """textual-serve's Server, ending its sessions when it stops: aiohttp's
+        shutdown otherwise waits for every open websocket (a browser tab left
+        open) before the sessions' workbenches are told to quit."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.sockets: set[web.WebSocketResponse] = set()
+
+        async def _process_messages(self, websocket, app_service) -> None:
+            self.sockets.add(websocket)
+            try:
+                await super()._process_messages(websocket, app_service)
+            finally:
+                self.sockets.discard(websocket)
+
+        async def on_shutdown(self, app: web.Application) -> None:
+            for websocket in list(self.sockets):
+                await websocket.close()
+
+    return WebServer
+
+
 def run_web(args: argparse.Namespace, spec: BrokerSpec | None) -> int:
     """Serve the workbench on http://HOST:PORT until interrupted."""
     try:
-        from textual_serve.server import Server
+        Server = _server_class()
     except ImportError:
         print("natslab: --web needs textual-serve: pip install 'natslab[web]'", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import itertools
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -98,6 +99,19 @@ CAPTURE_TERMINAL = r"""
 """
 
 
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
 def _png_size_and_colours(data: bytes) -> tuple[int, int, int]:
     """Width, height and the number of distinct byte values in its pixels (1 for a blank picture)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
@@ -145,7 +159,8 @@ async def test_web_serves_the_workbench_to_a_browser(web_url, tmp_path):
     url, natslab, log = web_url
     deadline = time.monotonic() + 60
     # a stream made on the broker --web started, before the browser comes: the page must show it
-    nc = await nats.connect(await _broker_url(log, natslab, deadline), max_reconnect_attempts=1, connect_timeout=5)
+    broker_url = await _broker_url(log, natslab, deadline)
+    nc = await nats.connect(broker_url, max_reconnect_attempts=1, connect_timeout=5)
     try:
         await nc.jetstream().add_stream(name="ROOM", subjects=["room.>"])
     finally:
@@ -179,6 +194,17 @@ async def test_web_serves_the_workbench_to_a_browser(web_url, tmp_path):
                 await tools.call("Runtime.evaluate", awaitPromise=True, expression=(
                     "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"))
                 shot = await tools.call("Page.captureScreenshot", format="png")
+                sessions = _descendants(natslab.pid)
+                assert sessions, "no workbench process runs for the browser session"
+                # stopping --web (SIGTERM, as Ctrl+C) ends the sessions and the broker
+                natslab.terminate()
+                assert natslab.wait(30) == 0
+                while any(Path(f"/proc/{pid}").exists() for pid in sessions):
+                    assert time.monotonic() < deadline, "a session's workbench outlived natslab --web"
+                    await asyncio.sleep(0.1)
+                host, port = broker_url.removeprefix("nats://").split(":")
+                with pytest.raises(OSError):
+                    socket.create_connection((host, int(port)), timeout=2).close()
     finally:
         stop_process(chromium)
     png = base64.b64decode(shot["data"])
@@ -187,4 +213,3 @@ async def test_web_serves_the_workbench_to_a_browser(web_url, tmp_path):
     width, height, colours = _png_size_and_colours(png)
     assert (width, height) == (WIDTH, HEIGHT)
     assert colours > 8, "the screenshot is blank"
-    assert natslab.poll() is None, "natslab --web stopped by itself"
