@@ -99,6 +99,33 @@ CAPTURE_TERMINAL = r"""
 """
 
 
+async def _show_workbench(ws: aiohttp.ClientWebSocketResponse, url: str, deadline: float) -> DevTools:
+    """Open the page in this tab and wait until its workbench shows the Streams
+    pane, connected, listing the stream of the one broker --web runs."""
+    tools = DevTools(ws)
+    await tools.call("Page.enable")
+    await tools.call("Page.addScriptToEvaluateOnNewDocument", source=CAPTURE_TERMINAL)
+    await tools.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT,
+                     deviceScaleFactor=1, mobile=False)
+    await tools.call("Page.navigate", url=url)
+    text = ""
+    while not all(part in text for part in ("Streams", "● connected", "ROOM")):
+        assert time.monotonic() < deadline, f"no Streams pane in the page; terminal text: {text[-2000:]!r}"
+        await asyncio.sleep(0.2)
+        text = await tools.text("window.__terminal_text")
+    # and on screen: the canvas has been drawn (xterm.js paints on animation frames)
+    await tools.call("Runtime.evaluate", awaitPromise=True, expression=(
+        "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"))
+    return tools
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    except OSError:
+        return []
+
+
 def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
@@ -178,33 +205,25 @@ async def test_web_serves_the_workbench_to_a_browser(web_url, tmp_path):
             targets = await _get(session, f"http://127.0.0.1:{devtools_port}/json", deadline, chromium)
             page = next(t for t in targets if t.get("type") == "page")
             async with session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                tools = DevTools(ws)
-                await tools.call("Page.enable")
-                await tools.call("Page.addScriptToEvaluateOnNewDocument", source=CAPTURE_TERMINAL)
-                await tools.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT,
-                                 deviceScaleFactor=1, mobile=False)
-                await tools.call("Page.navigate", url=url)
-                text = ""
-                # the Streams pane, connected, listing the stream of the one broker --web runs
-                while not all(part in text for part in ("Streams", "● connected", "ROOM")):
-                    assert time.monotonic() < deadline, f"no Streams pane in the page; terminal text: {text[-2000:]!r}"
-                    await asyncio.sleep(0.2)
-                    text = await tools.text("window.__terminal_text")
-                # and on screen: the canvas has been drawn (xterm.js paints on animation frames)
-                await tools.call("Runtime.evaluate", awaitPromise=True, expression=(
-                    "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"))
+                tools = await _show_workbench(ws, url, deadline)
                 shot = await tools.call("Page.captureScreenshot", format="png")
-                sessions = _descendants(natslab.pid)
-                assert sessions, "no workbench process runs for the browser session"
-                # stopping --web (SIGTERM, as Ctrl+C) ends the sessions and the broker
-                natslab.terminate()
-                assert natslab.wait(30) == 0
-                while any(Path(f"/proc/{pid}").exists() for pid in sessions):
-                    assert time.monotonic() < deadline, "a session's workbench outlived natslab --web"
-                    await asyncio.sleep(0.1)
-                host, port = broker_url.removeprefix("nats://").split(":")
-                with pytest.raises(OSError):
-                    socket.create_connection((host, int(port)), timeout=2).close()
+                # a second viewer (another tab) gets a workbench of its own on the same broker
+                async with session.put(f"http://127.0.0.1:{devtools_port}/json/new?about:blank") as r:
+                    second = await r.json(content_type=None)
+                async with session.ws_connect(second["webSocketDebuggerUrl"], max_msg_size=0) as ws2:
+                    await _show_workbench(ws2, url, deadline)
+                    sessions = _descendants(natslab.pid)
+                    workbenches = [c for c in map(_cmdline, sessions) if c[1:4] == ["-m", "natslab", "--connect"]]
+                    assert [c[4] for c in workbenches] == [broker_url] * 2, workbenches
+                    # stopping --web (SIGTERM, as Ctrl+C) ends the sessions and the broker
+                    natslab.terminate()
+                    assert natslab.wait(30) == 0
+                    while any(Path(f"/proc/{pid}").exists() for pid in sessions):
+                        assert time.monotonic() < deadline, "a session's workbench outlived natslab --web"
+                        await asyncio.sleep(0.1)
+                    host, port = broker_url.removeprefix("nats://").split(":")
+                    with pytest.raises(OSError):
+                        socket.create_connection((host, int(port)), timeout=2).close()
     finally:
         stop_process(chromium)
     png = base64.b64decode(shot["data"])
