@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     emb = p.add_argument_group("embedded broker")
-    emb.add_argument("--port", type=int, default=4222, help="client port (default 4222, next free if taken)")
+    emb.add_argument("--port", type=int, help="client port (default 4222, next free if taken); with --web the web page's port (default 8000)")
     emb.add_argument("--store-dir", type=Path, help="JetStream store directory (default: user data dir)")
     emb.add_argument("--memory", action="store_true", help="throwaway store, deleted on exit")
     emb.add_argument("--monitor-port", type=int, default=8222, metavar="PORT",
@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
     rem.add_argument("--monitor", metavar="URL", help="monitoring endpoint for the Connections pane (default http://HOST:8222)")
+    web = p.add_argument_group("in a browser (pip install 'natslab[web]')")
+    web.add_argument("--web", action="store_true",
+                     help="serve the workbench on http://127.0.0.1:8000 (--port) through textual-serve; "
+                          "all viewers share one broker (the embedded one, on 4222 or the next free port)")
+    web.add_argument("--web-host", default="127.0.0.1", metavar="HOST", help="address --web listens on (default 127.0.0.1)")
     p.add_argument("--read-only", action="store_true",
                    help="browse everything, change nothing (no create, delete, purge, publish, fetch or ack)")
     auth = p.add_argument_group("credentials (override the context's)")
@@ -88,7 +93,8 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
         raise ValueError("--memory and --store-dir exclude each other")
     if not 0 <= args.monitor_port <= 65535:
         raise ValueError(f"--monitor-port {args.monitor_port}: a port is 0-65535 (0 = no monitoring)")
-    spec = BrokerSpec(port=args.port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port)
+    broker_port = 4222 if args.web or args.port is None else args.port  # (--web: --port is the page's)
+    spec = BrokerSpec(port=broker_port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port)
     creds = ConnectOptions(user=args.user, password=args.password, token=args.token, creds=args.creds, nkey=args.nkey)
     creds.check_credential_files()
     return creds, spec
@@ -101,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"natslab: {exc}", file=sys.stderr)
         return 2
+    if args.web:
+        from .web import run_web
+
+        if args.port is None:
+            args.port = 8000
+        return run_web(args, spec)
     # Importing Textual and building the first screen allocate so many objects
     # that the cyclic collector ran ~130 times before the first frame (measured
     # ~0.1 s of the first paint). It is paused until the first frame is painted
