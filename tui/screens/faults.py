@@ -78,7 +78,7 @@ class FaultsMenu(ModalScreen[str | None]):
             yield Label("Faults — the embedded broker", classes="title")
             for f in FAULTS:
                 yield Label(Text.assemble((f" {f.key} ", "bold reverse"), "  ", f.title), id=f"fault-{f.name}")
-            yield Label("each asks first · the report shows before / after · esc closes", classes="hint")
+            yield Label("each asks first, then shows before → after · esc closes", classes="hint")
 
     def action_pick(self, name: str) -> None:
         self.dismiss(name)
@@ -100,8 +100,9 @@ def _delta(before: int | None, after: int | None) -> Text:
 def report_table(before: Snapshot, after: Snapshot) -> Table:
     """One row per stream, consumer and bucket: before → after where it changed."""
     table = Table(expand=True, box=None, pad_edge=False, header_style="bold")
-    for col in ("", "msgs / delivered", "first / ack floor", "last / ack pend", "redeliv", "pending"):
-        table.add_column(col, no_wrap=True)
+    table.add_column("", no_wrap=True, ratio=3)
+    for col in ("msgs|deliv", "1st|floor", "last|unack", "redel", "pending"):
+        table.add_column(col, no_wrap=True, ratio=2)
     for name in sorted(before.streams.keys() | after.streams.keys()):
         b, a = before.streams.get(name), after.streams.get(name)
         table.add_row(Text(f"stream {name}", style="bold"),
@@ -129,6 +130,7 @@ class FaultReport(Screen):
     DEFAULT_CSS = """
     FaultReport #report-title { text-style: bold; padding: 0 1; }
     FaultReport #report-note { color: $text-muted; padding: 0 1; }
+    FaultReport #report-legend { color: $text-muted; padding: 0 1; }
     FaultReport VerticalScroll { padding: 0 1; }
     """
 
@@ -139,6 +141,7 @@ class FaultReport(Screen):
     def compose(self) -> ComposeResult:
         yield Label(f"After: {self.fault.title}", id="report-title")
         yield Label(self.note, id="report-note")
+        yield Label("› consumer: delivered, ack floor, unacked (stream seqs), redelivered, pending", id="report-legend")
         with VerticalScroll():
             yield Static(report_table(self.before, self.after), id="report-table")
             problems = self.before.problems + self.after.problems
