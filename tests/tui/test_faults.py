@@ -83,3 +83,44 @@ async def test_faults_are_absent_on_a_remote_server(nats_server_url):
         titles = [t for t, _h, _c in await NatslabCommands(app.screen)._commands()]
         assert not any(t.startswith("Faults") for t in titles)
         await app.shutdown()
+
+
+async def _fault(app, pilot, key: str) -> FaultReport:
+    app.screen.set_focus(None)  # a focused text box would take the F as text
+    await pilot.press("F")
+    await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
+    await pilot.press(key)
+    await answer(app, pilot)
+    await wait_for(pilot, lambda: isinstance(app.screen, FaultReport), timeout=30, what="report")
+    report = app.screen
+    await pilot.press("escape")
+    await wait_for(pilot, lambda: not isinstance(app.screen, FaultReport), what="report closed")
+    return report
+
+
+async def test_disk_full_shows_the_servers_error_in_the_publish_pane_and_release_restores(tmp_path):
+    from textual.widgets import Select
+
+    from .test_publish_modes import composer, fill, publish_and_read
+
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        nc = await nats.connect(app.embedded.client_url, max_reconnect_attempts=5, connect_timeout=2)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="FAULTDISK", subjects=["faultdisk.>"])
+            await _fault(app, pilot, "f")
+            await composer(app, pilot, "js")
+            fill(app, pub_subject="faultdisk.a", pub_payload="x")
+            said = await publish_and_read(app, pilot, "failed", "refused on a full disk")
+            assert "10077" in said, said
+            assert (await js.stream_info("FAULTDISK")).state.messages == 0
+            await _fault(app, pilot, "n")
+            await wait_for(pilot, lambda: app.screen.query_one("#pub-mode", Select).value == "js", what="publish pane")
+            said = await publish_and_read(app, pilot, "PubAck", "stored once released")
+            assert "seq 1" in said
+            assert (await js.stream_info("FAULTDISK")).state.messages == 1
+        finally:
+            await nc.close()
+        await app.shutdown()
