@@ -124,3 +124,36 @@ async def test_disk_full_shows_the_servers_error_in_the_publish_pane_and_release
         finally:
             await nc.close()
         await app.shutdown()
+
+
+async def test_drop_client_drops_exactly_the_chosen_connection(tmp_path):
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        dropped = {"faultvictim": 0, "faultbystander": 0}
+
+        def counter(name):
+            async def cb():
+                dropped[name] += 1
+            return cb
+        clients = [await nats.connect(app.embedded.client_url, name=n, disconnected_cb=counter(n),
+                                      max_reconnect_attempts=5, reconnect_time_wait=0.2, connect_timeout=2)
+                   for n in dropped]
+        try:
+            generation = app.client_generation
+            await pilot.press("F")
+            await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
+            await pilot.press("d")
+            await wait_for(pilot, lambda: len(app.screen.query("#faults-client")) > 0, what="client picker")
+            await pilot.press(*"faultvictim", "enter")
+            assert "faultvictim" in await answer(app, pilot)
+            await wait_for(pilot, lambda: isinstance(app.screen, FaultReport), timeout=30, what="report")
+            assert "cut connection" in str(app.screen.query_one("#report-note").render())
+            await wait_for(pilot, lambda: dropped["faultvictim"] == 1, what="the victim dropped")
+            await clients[1].flush(timeout=2)  # the bystander is still served
+            assert dropped["faultbystander"] == 0
+            assert app.client_generation == generation and app.client.connected  # the workbench stayed
+        finally:
+            for nc in clients:
+                await nc.close()
+        await app.shutdown()

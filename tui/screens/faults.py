@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Footer, Input, Label, Static
 
 from ..client.survival import Snapshot, take_snapshot
 
@@ -43,6 +43,8 @@ FAULTS = (
           "Crash the embedded broker as a SIGKILL would, then start it again from the store?"),
     Fault("p", "power_cut", "Power cut (unsynced writes lost)",
           "Cut the power: every write not yet fsynced is lost, then the broker starts again?"),
+    Fault("d", "drop_client", "Drop a client (by name or id)",
+          "Cut this client's connection (nothing more is sent to it; the others go on)?"),
     Fault("z", "freeze", f"Freeze the whole broker for {FREEZE_SECONDS} s",
           f"Freeze the broker: nothing is sent to any client for {FREEZE_SECONDS} s?", (FREEZE_SECONDS,)),
     Fault("s", "slow_disk", f"Slow disk (each fsync +{SLOW_DISK_MS} ms)",
@@ -66,7 +68,7 @@ class FaultsMenu(ModalScreen[str | None]):
     DEFAULT_CSS = """
     FaultsMenu { align: center middle; }
     FaultsMenu > Vertical {
-        width: 60; height: auto; max-height: 100%; padding: 1 2;
+        width: 62; height: auto; max-height: 100%; padding: 1 2;
         border: thick $warning; background: $surface;
     }
     FaultsMenu .title { text-style: bold; margin-bottom: 1; }
@@ -78,10 +80,31 @@ class FaultsMenu(ModalScreen[str | None]):
             yield Label("Faults — the embedded broker", classes="title")
             for f in FAULTS:
                 yield Label(Text.assemble((f" {f.key} ", "bold reverse"), "  ", f.title), id=f"fault-{f.name}")
-            yield Label("each asks first, then shows before → after · esc closes", classes="hint")
+            yield Label("each asks first, then shows before → after · esc: close", classes="hint")
 
     def action_pick(self, name: str) -> None:
         self.dismiss(name)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class PickClient(ModalScreen[str | None]):
+    """Which connection to drop: its client name or its id (the Connections pane lists both)."""
+
+    BINDINGS = [Binding("escape", "close", "Cancel", id="faults.pick.close")]
+    DEFAULT_CSS = """
+    PickClient { align: center middle; }
+    PickClient > Vertical { width: 60; height: auto; padding: 1 2; border: thick $warning; background: $surface; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Drop which client? Its name or connection id (see the Connections pane):")
+            yield Input(placeholder="name or cid", id="faults-client")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -165,6 +188,16 @@ def open_faults(app) -> None:
         if not name:
             return
         fault = BY_NAME[name]
+        if name == "drop_client":
+            def client_picked(who: str | None) -> None:
+                if who:
+                    arg = int(who) if who.isdigit() else who
+                    confirm(Fault(fault.key, fault.name, f"Drop client {who}", f"Cut client {who}'s connection?", (arg,)))
+            app.push_screen(PickClient(), client_picked)
+            return
+        confirm(fault)
+
+    def confirm(fault: Fault) -> None:
         app.push_screen(ConfirmDialog(fault.question, confirm_label="Do it"),
                         lambda yes: yes and app.run_worker(run_fault(app, fault), group="faults",
                                                            exclusive=True, exit_on_error=False))
@@ -182,13 +215,14 @@ async def run_fault(app, fault: Fault) -> None:
         return
     before = await take_snapshot(client)
     started = time.monotonic()
+    cut = None
     try:
         if fault.name == "normal":
             for name in ("release_disk", "thaw"):
                 await _call(app, name)
             await _call(app, "slow_disk", 0)
         else:
-            await _call(app, fault.name, *fault.args)
+            cut = await asyncio.to_thread(app.embedded.fault, fault.name, *fault.args)
     except Exception as exc:  # the broker refused: say so, the app goes on
         app.notify(f"{fault.title}: {exc}", severity="error", timeout=8)
         return
@@ -204,5 +238,7 @@ async def run_fault(app, fault: Fault) -> None:
     reconnected = app.client is not None and app.client.connected
     note = (f"took {time.monotonic() - started:.1f} s · "
             + ("the workbench reconnected" if reconnected else "NOT reconnected")
-            if fault.name in RESTARTS else "the broker keeps running")
+            if fault.name in RESTARTS
+            else f"cut connection(s) {', '.join(map(str, cut or ()))}" if fault.name == "drop_client"
+            else "the broker keeps running")
     app.push_screen(FaultReport(fault, before, after, note))
