@@ -37,6 +37,7 @@ async def test_a_fault_from_the_menu_keeps_the_acked_and_brings_back_the_rest(tm
         nc, js, psub = await _demo(app.embedded.client_url)
         try:
             generation = app.client_generation
+            assert "F" in app.screen.active_bindings  # listed in ? help on the embedded broker
             await pilot.press("F")
             await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
             await pilot.press(key)
@@ -75,6 +76,7 @@ async def test_faults_are_absent_on_a_remote_server(nats_server_url):
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
         assert app.check_action("faults", ()) is False
+        assert "F" not in app.screen.active_bindings  # so not in ? help nor the footer
         await pilot.press("F")
         await pilot.pause(0.3)
         assert not isinstance(app.screen, FaultsMenu)
