@@ -39,6 +39,7 @@ class NatslabApp(App):
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("S", "export_view", "Save view as SVG + text", id="app.export", show=False),
         Binding("T", "tour", "Guided tour of the walkthrough", id="app.tour", show=False),
+        Binding("F", "faults", "Faults: crash, restart, power cut the embedded broker", id="app.faults", show=False),
         *tab_bindings(),
         # Priority: the focus moves when Tab is read, before the keys typed
         # after it are handed to the focused widget. As a plain (screen)
@@ -373,6 +374,16 @@ class NatslabApp(App):
         from .tour import open_tour
 
         open_tour(self)
+
+    def action_faults(self) -> None:
+        from .screens.faults import open_faults
+
+        open_faults(self)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "faults":  # embedded broker only: hidden (not greyed) on --connect
+            return self.broker_spec is not None
+        return True
 
     def action_demo_redelivery(self) -> None:
         from .demos import run_demo

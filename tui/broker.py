@@ -94,3 +94,24 @@ class EmbeddedBroker:
             finally:
                 self._thread = None
         self.spec.cleanup()
+
+    # ---- faults (the Faults menu, tui/screens/faults.py) -------------------
+    # Blocking calls on the broker's thread: the app runs them with
+    # asyncio.to_thread, never on the UI loop.
+    FAULTS = ("restart", "crash", "power_cut", "drop_client", "freeze", "thaw",
+              "slow_disk", "disk_full", "release_disk")
+
+    def arm_power_cut(self) -> None:
+        """From now on record what each fsync makes durable, so a power cut can
+        drop the rest. Armed when the Faults menu first opens (it costs a read
+        of the store and a little per sync: not paid by who never opens it)."""
+        if self._thread is not None:  # on the broker's loop: the store is not read mid-write
+            self._thread._on_loop(self._thread.arm_power_cut)
+
+    def fault(self, name: str, *args):
+        """Run one of the fault API's calls (``FAULTS``) on the broker thread."""
+        if name not in self.FAULTS:
+            raise ValueError(f"no such fault: {name}")
+        if self._thread is None:
+            raise RuntimeError("the embedded broker is not running")
+        return getattr(self._thread, name)(*args)

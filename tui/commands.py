@@ -28,6 +28,9 @@ class NatslabCommands(Provider):
             out.append((f"Go to: {spec.title}", f"show the {spec.title} pane", partial(app.action_tab, spec.area)))
         from .screens.topology import open_topology
 
+        if app.broker_spec is not None:  # embedded broker only (hidden with --connect)
+            out.append(("Faults: restart, crash, power cut… the embedded broker (F)",
+                        "break the broker on purpose and see what survived", app.action_faults))
         out.append(("Topology", "which streams feed which: mirrors, sources, republish", partial(open_topology, app)))
         for name in sorted(app.available_themes):
             if name.startswith("natslab") or name in app.user_theme_names:
