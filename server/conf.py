@@ -19,7 +19,6 @@ Durations stay strings (``"2m"``); see ``parse_duration``.
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 
@@ -959,6 +958,8 @@ class _Parser:
                 raise ConfigError(f"expected boolean value, but got '{val}'")
         elif typ == DATETIME:
             try:
+                import datetime  # (only for a datetime value: start-up does without it)
+
                 dt = datetime.datetime.strptime(val, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
             except ValueError:
                 raise ConfigError(f"expected Zulu formatted DateTime, but got '{val}'") from None
