@@ -4,6 +4,7 @@ installed with ``npm ci`` on first use (skipped, saying why, when that fails).""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -29,18 +30,23 @@ def _node_modules() -> str | None:
     natscli tests build their CLI: a fresh clone runs these tests too."""
     if shutil.which("node") is None:
         return "node is not installed (nats.js needs node 20+)"
-    if (JS_DIR / "node_modules" / "@nats-io" / "nats-core").is_dir():
-        return None
     npm = shutil.which("npm")
-    if npm is None:
-        return "interop/nats-js/node_modules missing and no npm to install it (cd interop/nats-js && npm ci)"
-    try:
-        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True,
-                           timeout=120)
-    except subprocess.TimeoutExpired:
-        return "npm ci in interop/nats-js took over 120 s (no registry?)"
-    if r.returncode != 0:
-        return f"npm ci in interop/nats-js failed: {(r.stderr or r.stdout).strip()[-300:]}"
+    # every pytest-xdist worker imports this module: one installs, the others
+    # wait on the lock and find the packages there (two `npm ci` in one folder
+    # remove each other's files)
+    with open(JS_DIR / ".npm-ci.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (JS_DIR / "node_modules" / "@nats-io" / "nats-core").is_dir():
+            return None
+        if npm is None:
+            return "interop/nats-js/node_modules missing and no npm to install it (cd interop/nats-js && npm ci)"
+        try:
+            r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True,
+                               text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return "npm ci in interop/nats-js took over 120 s (no registry?)"
+        if r.returncode != 0:
+            return f"npm ci in interop/nats-js failed: {(r.stderr or r.stdout).strip()[-300:]}"
     return None
 
 

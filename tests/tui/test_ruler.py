@@ -96,8 +96,8 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
             lines = [line for line in str(ruler.render()).splitlines() if line.startswith("RDL")]
             if not lines:
                 return ""
-            cells, _, numbers = lines[0][7:].partition(" floor")
-            return "RDL    " + cells.replace(" ", "").replace("━", "") + " floor" + numbers
+            cells, floor, numbers = lines[0][7:].partition(" floor")
+            return "RDL    " + cells.replace(" ", "").replace("━", "") + floor + numbers
 
         await wait_for(pilot, lambda: lane().startswith("RDL    ····"), what="all pending")
         app.open_pull_hand("ORDERS", "RDL")
@@ -121,8 +121,8 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
         hand.query_one(HandCard).focus()
         await pilot.press("a")
         app.action_tab("consumers")
-        await wait_for(pilot, lambda: lane().startswith("RDL    ┃···"), what="acked: the floor moved to 1")
-        assert "floor 1 · dlv 1 · ack pend 0" in lane()
+        await wait_for(pilot, lambda: lane().startswith("RDL    ┃··· floor 1 · dlv 1 · ack pend 0"),
+                       what="acked: the floor moved to 1")
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: "ack wait ran out" in str(app.screen.query_one(".help-legend").render()),
                        what="legend on ?")

@@ -285,7 +285,7 @@ class StreamRuler(Static):
             self.update("")
             self._shown, self._shown_lines = None, -1
             return
-        width = self.content_region.width or (self.size.width - 2) or 78
+        width = self.content_region.width or max(0, self.size.width - 2) or 78
         text = render_ruler(self.stream, self.first, self.last, self.lanes, width, self.styles_map(),
                             retention=self.retention)
         if text == self._shown:
