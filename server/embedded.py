@@ -227,6 +227,15 @@ class ServerThread(_Address, Faults):
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
     # -- faults (see the module docstring; the same as EmbeddedServer's) ----------
+    def arm_power_cut(self) -> None:
+        """Record from now on what each fsync makes durable (``Faults.arm_power_cut``).
+        While the broker runs this is done on its loop, so the store is not read
+        in the middle of one of its writes; safe to call from any thread."""
+        if self._loop is None or self._thread is None or not self._thread.is_alive():
+            super().arm_power_cut()
+        else:
+            self._on_loop(super().arm_power_cut)
+
     def restart(self) -> None:
         """Stop cleanly and start again on the same port and store."""
         self._on_loop(self._restart)
