@@ -108,6 +108,17 @@ class EmbeddedBroker:
         if self._thread is not None:  # done on the broker's loop (ServerThread.arm_power_cut)
             self._thread.arm_power_cut()
 
+    def clients(self) -> list:
+        """The connected clients (``ClientConn``: cid, name, ip, port, lang), oldest first."""
+        if self._thread is None:
+            raise RuntimeError("the embedded broker is not running")
+        return self._thread.clients()
+
+    @property
+    def frozen(self) -> bool:
+        """A freeze (of the broker or one consumer) is in force."""
+        return self._thread is not None and self._thread.frozen
+
     def fault(self, name: str, *args):
         """Run one of the fault API's calls (``FAULTS``) on the broker thread."""
         if name not in self.FAULTS:

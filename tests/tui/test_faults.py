@@ -4,13 +4,15 @@ Real embedded broker and real nats-py clients; no mocks."""
 
 from __future__ import annotations
 
+import time
+
 import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from natslab.tui.app import NatslabApp
 from natslab.tui.broker import BrokerSpec
-from natslab.tui.screens.faults import FaultReport, FaultsMenu
+from natslab.tui.screens.faults import AmountPrompt, FaultReport, FaultsMenu, PickClient
 
 from .conftest import answer, wait_for
 
@@ -128,7 +130,11 @@ async def test_disk_full_shows_the_servers_error_in_the_publish_pane_and_release
         await app.shutdown()
 
 
-async def test_drop_client_drops_exactly_the_chosen_connection(tmp_path):
+async def test_drop_client_picked_from_the_list_of_connections(tmp_path):
+    """d lists the broker's connections (name, cid, ip:port, lang); the one
+    picked is dropped, the other client is still served."""
+    from textual.widgets import DataTable
+
     app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
@@ -146,11 +152,22 @@ async def test_drop_client_drops_exactly_the_chosen_connection(tmp_path):
             await pilot.press("F")
             await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
             await pilot.press("d")
-            await wait_for(pilot, lambda: len(app.screen.query("#faults-client")) > 0, what="client picker")
-            await pilot.press(*"faultvictim", "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, PickClient), what="client list")
+            table = app.screen.query_one("#faults-clients", DataTable)
+            rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(table.row_count)}
+            assert {"faultvictim", "faultbystander"} <= rows.keys(), rows
+            assert any(name.endswith("(this workbench)") for name in rows)
+            victim, victim_cid = rows["faultvictim"], clients[0].client_id  # (a new one once it reconnects)
+            assert victim[1] == str(victim_cid)
+            assert victim[2].startswith("127.0.0.1:") and victim[3].startswith("python3")
+            # move the cursor to the victim's row and press enter
+            target = [table.get_row_at(i)[0] for i in range(table.row_count)].index("faultvictim")
+            while table.cursor_row != target:
+                await pilot.press("down" if table.cursor_row < target else "up")
+            await pilot.press("enter")
             assert "faultvictim" in await answer(app, pilot)
             await wait_for(pilot, lambda: isinstance(app.screen, FaultReport), timeout=30, what="report")
-            assert "cut connection" in str(app.screen.query_one("#report-note").render())
+            assert f"cut connection(s) {victim_cid}" in str(app.screen.query_one("#report-note").render())
             await wait_for(pilot, lambda: dropped["faultvictim"] == 1, what="the victim dropped")
             await clients[1].flush(timeout=2)  # the bystander is still served
             assert dropped["faultbystander"] == 0
@@ -158,4 +175,108 @@ async def test_drop_client_drops_exactly_the_chosen_connection(tmp_path):
         finally:
             for nc in clients:
                 await nc.close()
+        await app.shutdown()
+
+
+async def _amount(app, pilot, key: str, text: str) -> AmountPrompt:
+    """F, the fault's key, the number typed into its form (not yet confirmed)."""
+    from textual.widgets import Input
+
+    app.screen.set_focus(None)
+    await pilot.press("F")
+    await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(app.screen, AmountPrompt), what="the fault's form")
+    prompt = app.screen
+    field = prompt.query_one("#amount-value", Input)
+    assert field.value == f"{prompt.amount.default:g}"  # a default, ready to confirm
+    field.value = ""
+    await pilot.press(*text)
+    return prompt
+
+
+def _error(prompt) -> str:
+    return str(prompt.query_one("#amount-error").render())
+
+
+async def test_freeze_one_consumer_for_n_seconds_from_the_form(tmp_path):
+    """u: the form names the consumer and N; a bad number is refused inline;
+    a fetch during the freeze gets nothing, after it the message."""
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        nc = await nats.connect(app.embedded.client_url, max_reconnect_attempts=5, connect_timeout=2)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="FREEZEME", subjects=["freezeme"])
+            psub = await js.pull_subscribe("freezeme", durable="FZ", stream="FREEZEME",
+                                           config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT))
+            await js.publish("freezeme", b"held")
+            prompt = await _amount(app, pilot, "u", "ten")
+            await wait_for(pilot, lambda: "not a number" in _error(prompt), what="inline error")
+            await pilot.press("enter")  # refused: the form stays, nothing frozen
+            await pilot.pause()
+            assert app.screen is prompt and not app.embedded.frozen
+            prompt.query_one("#amount-value").value = ""
+            await pilot.press(*"0")
+            await wait_for(pilot, lambda: "between" in _error(prompt), what="out of range said")
+            prompt.query_one("#amount-value").value = ""
+            seconds = 4
+            await pilot.press(*str(seconds))
+            await wait_for(pilot, lambda: _error(prompt) == "", what="a good number")
+            assert prompt.query_one("#amount-consumer").value == "FREEZEME/FZ"
+            confirmed = time.monotonic()
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.embedded.frozen, what="the consumer frozen")
+            with pytest.raises(nats.errors.TimeoutError):
+                await psub.fetch(1, timeout=0.5)
+            # (that fetch ran inside the freeze: else this test proves nothing)
+            assert time.monotonic() < confirmed + seconds
+            got = []
+            deadline = time.monotonic() + seconds + 20
+            while not got and time.monotonic() < deadline:
+                try:
+                    got = await psub.fetch(1, timeout=1)
+                except nats.errors.TimeoutError:
+                    pass
+            assert [m.data for m in got] == [b"held"]
+            assert time.monotonic() >= confirmed + seconds  # not before the freeze was over
+            assert not app.embedded.frozen
+        finally:
+            await nc.close()
+        await app.shutdown()
+
+
+async def test_slow_disk_from_the_form_slows_a_puback_by_n_ms(tmp_path):
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        nc = await nats.connect(app.embedded.client_url, max_reconnect_attempts=5, connect_timeout=2)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="SLOWDISK", subjects=["slowdisk"])
+            await js.publish("slowdisk", b"warm")
+            # (no consumer to freeze yet: the consumer form says so and runs nothing)
+            prompt = await _amount(app, pilot, "u", "3")
+            await wait_for(pilot, lambda: "no consumer" in _error(prompt), what="no consumer said")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.screen is prompt and not app.embedded.frozen
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, AmountPrompt), what="form closed")
+            ms = 300
+            prompt = await _amount(app, pilot, "s", "-5")
+            await wait_for(pilot, lambda: "between" in _error(prompt), what="inline error")
+            prompt.query_one("#amount-value").value = ""
+            await pilot.press(*str(ms))
+            await wait_for(pilot, lambda: _error(prompt) == "", what="a good number")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: any("Slow disk" in n.message for n in app._notifications), what="slowed")
+            started = time.monotonic()
+            ack = await js.publish("slowdisk", b"slow", timeout=10)
+            assert time.monotonic() - started >= ms / 1000  # the one publish: at least N ms (load only adds)
+            assert ack.seq == 2
+            await _fault(app, pilot, "n")  # normal again
+        finally:
+            await nc.close()
         await app.shutdown()
