@@ -55,6 +55,9 @@ async def test_a_fault_from_the_menu_keeps_the_acked_and_brings_back_the_rest(tm
             assert after.ack_floor == 1  # the acked one stays acked
             assert report.before.streams["FAULTDEMO"].messages == report.after.streams["FAULTDEMO"].messages == 5
             assert "reconnected" in str(report.query_one("#report-note").render())
+            # judged against the promise: every message held before is there; the 2 unacked come again
+            assert report.verdict == (True, "promise kept: all 5 message(s) the streams held before are there")
+            assert "FAULTDEMO › FD: 2 will be redelivered: seqs 2, 3" in str(report.query_one("#report-marks").render())
             # the 2 unacked come back (after ack_wait), the acked one does not
             seen = []
             for _ in range(20):
@@ -69,6 +72,48 @@ async def test_a_fault_from_the_menu_keeps_the_acked_and_brings_back_the_rest(tm
         finally:
             await nc.close()
         await app.shutdown()
+
+
+async def test_a_power_cut_is_judged_against_the_state_just_before_it(tmp_path):
+    """Messages published while the menu is open (after it armed the cut)
+    are in the report's "before" (taken once the cut is confirmed) and, the
+    promise being PubAck = on disk, all there after the cut."""
+    from natslab.tui.widgets.confirm import ConfirmDialog
+
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        nc, js, psub = await _demo(app.embedded.client_url)
+        try:
+            await pilot.press("F")
+            await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
+            await pilot.press("p")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+            for i in range(3):  # written after the menu opened, before the cut is confirmed
+                await js.publish("faultdemo.late", f"late{i}".encode())
+            await answer(app, pilot)
+            await wait_for(pilot, lambda: isinstance(app.screen, FaultReport), timeout=30, what="report")
+            report = app.screen
+            assert report.before.streams["FAULTDEMO"].last_seq == 8
+            assert report.after.streams["FAULTDEMO"].last_seq == 8
+            assert report.verdict == (True, "promise kept: all 8 message(s) the streams held before are there")
+            assert str(report.query_one("#report-verdict").render()).startswith("promise kept")
+            assert [(await js.get_msg("FAULTDEMO", s)).data for s in (6, 7, 8)] == [b"late0", b"late1", b"late2"]
+        finally:
+            await nc.close()
+        await app.shutdown()
+
+
+def test_the_promise_verdict_names_what_was_lost():
+    from natslab.tui.client.survival import ConsumerState, Snapshot, StreamState, fault_marks, promise_verdict
+
+    before = Snapshot(streams={"S": StreamState(8, 1, 8)}, consumers={("S", "C"): ConsumerState(6, 3, 3, 0, 2)})
+    after = Snapshot(streams={"S": StreamState(5, 1, 5)}, consumers={("S", "C"): ConsumerState(5, 2, 0, 0, 3)})
+    marks = fault_marks(before, after)
+    assert marks["S"].lost == (6, 7, 8)
+    assert marks["S"].redeliver == {"C": (3, 4, 5, 6)}  # 3 unacked, and one whose ack the cut lost
+    assert promise_verdict(before, after, marks) == (
+        False, "PROMISE BROKEN (acknowledged messages lost): S lost seqs 6, 7, 8")
 
 
 async def test_faults_are_absent_on_a_remote_server(nats_server_url):

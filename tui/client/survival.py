@@ -96,15 +96,22 @@ def fault_marks(before: Snapshot, after: Snapshot,
             lost = tuple(range(max(kept_to, b.first_seq - 1) + 1, b.last_seq + 1))
         redeliver, counts = {}, {}
         for (stream, consumer), c in after.consumers.items():
-            if stream != name or not c.ack_pending:
+            was = before.consumers.get((stream, consumer))
+            if stream != name or was is None:
+                continue
+            # handed out before the fault and not acked after it: each comes
+            # again (once its ack wait runs out, or as a fresh delivery where
+            # the fault rolled the delivered sequence back)
+            unacked = was.ack_pending + max(0, was.ack_floor - c.ack_floor)
+            if not unacked:
                 continue
             mine = seen.get((stream, consumer), {})
-            seqs = tuple(s for s in range(c.ack_floor + 1, c.delivered + 1)
+            seqs = tuple(s for s in range(c.ack_floor + 1, max(was.delivered, c.delivered) + 1)
                          if mine.get(s, ("", 0))[0] not in SETTLED)
-            if len(seqs) == c.ack_pending:
+            if len(seqs) == unacked:
                 redeliver[consumer] = seqs
             else:
-                counts[consumer] = c.ack_pending
+                counts[consumer] = unacked
         if lost or redeliver or counts:
             out[name] = StreamMarks(lost, redeliver, counts)
     return out
