@@ -325,3 +325,59 @@ async def test_slow_disk_from_the_form_slows_a_puback_by_n_ms(tmp_path):
         finally:
             await nc.close()
         await app.shutdown()
+
+
+async def test_after_a_crash_the_ruler_marks_what_will_be_redelivered(tmp_path):
+    """Consumers tab after a crash from the menu: the acked one on the floor,
+    the 2 unacked marked ↻ with "2 will be redelivered: seqs 2, 3"; once
+    they came again and were acked, the marks are gone. ? lists the glyphs."""
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        nc, js, psub = await _demo(app.embedded.client_url)
+        try:
+            await _fault(app, pilot, "c")
+            app.jump_to_consumer("FAULTDEMO", "FD")
+            ruler = app.screen.query_one("#consumers-ruler")
+
+            def lines() -> list[str]:
+                return str(ruler.render()).splitlines()
+            await wait_for(pilot, lambda: "↻ FD: 2 will be redelivered: seqs 2, 3" in lines(), what="the sentence")
+            lane = next(line for line in lines() if line.startswith("FD "))
+            marks = next(line for line in lines() if line.startswith("↻ FD  "))
+            assert "┃" in lane[:marks.index("↻", 1)]  # the acked one: the floor, left of the first mark
+            assert marks.count("↻") == 3  # the label's, and one under each of seqs 2 and 3
+            assert not any(line.startswith("✗") for line in lines())  # a crash lost nothing
+            await pilot.press("question_mark")
+            await wait_for(pilot, lambda: len(app.screen.query(".help-legend")) > 0, what="legend")
+            legend = str(app.screen.query_one(".help-legend").render())
+            assert "will be redelivered" in legend and "✗" in legend
+            await pilot.press("escape")
+            again = []
+            for _ in range(20):  # the ack wait (2 s) runs out, they come back: ack them
+                try:
+                    got = await psub.fetch(2, timeout=2)
+                except nats.errors.TimeoutError:
+                    continue
+                for m in got:
+                    await m.ack_sync()
+                again += [m.metadata.sequence.stream for m in got]
+                if len(again) >= 2:
+                    break
+            assert sorted(again) == [2, 3]
+            await wait_for(pilot, lambda: not any("↻" in line for line in lines()), what="the marks gone")
+        finally:
+            await nc.close()
+        await app.shutdown()
+
+
+def test_the_ruler_marks_lost_sequences_past_its_end():
+    from natslab.tui.client.survival import StreamMarks
+    from natslab.tui.widgets.ruler import Lane, fault_segment
+
+    lanes = [Lane("C", 1, 3, 2, 2)]
+    text = fault_segment(StreamMarks(lost=(6, 7), redeliver={"C": (2, 3)}), 1, 5, lanes, 78).plain.splitlines()
+    assert "↻ C: 2 will be redelivered: seqs 2, 3" in text
+    lost = next(line for line in text if line.startswith("✗ lost"))
+    assert lost.rstrip().endswith("✗✗")
+    assert "✗ the fault lost 2: seqs 6, 7 (never made durable)" in text
