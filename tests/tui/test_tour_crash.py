@@ -10,7 +10,8 @@ import pytest
 from natslab.tui.app import NatslabApp
 from natslab.tui.broker import BrokerSpec
 from natslab.tui.tour import run
-from natslab.tui.tour.steps import CRASH_STEPS, STEPS
+from natslab.tui.tour.crash import CRASH_STEPS
+from natslab.tui.tour.steps import STEPS
 
 from .conftest import wait_for
 from .test_tour import FAST, readings

@@ -20,7 +20,8 @@ from textual.widgets import Label, Static
 from ..client import NatsError
 from ..demos import ask_before, confirm, is_remote, may_write, stream_exists
 from .run import Look, Reading, Run, Timing
-from .steps import ALL_CREATES, steps_for, step_text
+from .crash import steps_for
+from .steps import ALL_CREATES, step_text
 
 TABLES = {"streams": ("streams", "#streams-table"), "consumers": ("consumers", "#consumers-table")}
 
