@@ -381,3 +381,33 @@ def test_the_ruler_marks_lost_sequences_past_its_end():
     lost = next(line for line in text if line.startswith("✗ lost"))
     assert lost.rstrip().endswith("✗✗")
     assert "✗ the fault lost 2: seqs 6, 7 (never made durable)" in text
+
+
+async def test_freeze_the_whole_broker_for_n_seconds_from_the_form(tmp_path):
+    """z, N = 3: a client's PING gets no PONG during the freeze, then it does."""
+    app = NatslabApp(broker=BrokerSpec(port=0, monitor_port=0, store_dir=tmp_path / "store"), remember_theme=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="embedded up")
+        nc = await nats.connect(app.embedded.client_url, max_reconnect_attempts=5, connect_timeout=2)
+        try:
+            seconds = 3
+            prompt = await _amount(app, pilot, "z", str(seconds))
+            await wait_for(pilot, lambda: _error(prompt) == "", what="a good number")
+            confirmed = time.monotonic()
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.embedded.frozen, what="the broker frozen")
+            with pytest.raises(nats.errors.TimeoutError):
+                await nc.flush(timeout=0.5)
+            assert time.monotonic() < confirmed + seconds  # (that flush ran inside the freeze)
+            deadline = time.monotonic() + seconds + 20
+            while time.monotonic() < deadline:
+                try:
+                    await nc.flush(timeout=1)
+                    break
+                except nats.errors.TimeoutError:
+                    pass
+            assert time.monotonic() >= confirmed + seconds and not app.embedded.frozen
+            await nc.flush(timeout=2)  # served again
+        finally:
+            await nc.close()
+        await app.shutdown()
