@@ -1,5 +1,5 @@
 """Callgrind instructions per message for bench_inproc.py workloads: the
-steady figure for A/B of code changes (see README, Benchmarks).
+steady figure for A/B of code changes (see docs/benchmarks.md).
 
     python bench/instructions.py [WORKLOAD ...] [--small 2000] [--large 6000] [--chunk C]
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs the official nats.py test suite (all of nats/tests, unmodified) against natslab or against
-# the real nats-server, the way README.md's "The official nats.py suite" figures are measured.
+# the real nats-server, the way docs/compatibility.md's "The official nats.py suite" figures are measured.
 #
 # Usage (as root; the suite uses fixed ports 4222-4225, 8222, ... so it runs in a network
 # namespace of its own where they are free):

@@ -196,7 +196,7 @@ class Server:
         if o.http_port and o.https_port:
             raise ConfigError(f"can't specify both HTTP ({o.http_port}) and HTTPs ({o.https_port}) ports")
         if o.http_port or o.https_port:
-            from .monitor import Monitor
+            from .monitor.http import Monitor
 
             ctx = None
             if o.https_port:  # https: the tls {} block's certificate, no client certificates asked for

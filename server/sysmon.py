@@ -12,8 +12,8 @@ options plus nats-server's server filter (server_name, host, cluster,
 exact_match, tags, domain): a server the filter leaves out stays silent, as
 nats-server does, because a cluster-wide ping collects whoever answers.
 
-The pages themselves are the HTTP monitor's (monitor_varz, monitor_connz,
-monitor_jsz, monitor_cluster): one builder per page, with the JSON options
+The pages themselves are the HTTP monitor's (monitor/varz, monitor/connz,
+monitor/jsz, monitor/cluster): one builder per page, with the JSON options
 turned into the query parameters those builders read. These subscriptions
 live in the system account's subject space only.
 
@@ -67,22 +67,22 @@ def _accountz_q(o: dict) -> dict:
 
 # kind -> (the module and name of its page builder, JSON options -> its query parameters)
 PAGES = {
-    "VARZ": ("monitor_varz", "varz", lambda o: {}),
-    "CONNZ": ("monitor_connz", "connz", _connz_q),
-    "SUBSZ": ("monitor_connz", "subsz", _subsz_q),
-    "JSZ": ("monitor_jsz", "jsz", _jsz_q),
-    "HEALTHZ": ("monitor_varz", "healthz", lambda o: {}),
-    "ACCOUNTZ": ("monitor_cluster", "accountz", _accountz_q),
-    "ROUTEZ": ("monitor_cluster", "routez", lambda o: {}),
-    "GATEWAYZ": ("monitor_cluster", "gatewayz", lambda o: {}),
-    "LEAFZ": ("monitor_cluster", "leafz", lambda o: {}),
+    "VARZ": ("varz", "varz", lambda o: {}),
+    "CONNZ": ("connz", "connz", _connz_q),
+    "SUBSZ": ("connz", "subsz", _subsz_q),
+    "JSZ": ("jsz", "jsz", _jsz_q),
+    "HEALTHZ": ("varz", "healthz", lambda o: {}),
+    "ACCOUNTZ": ("cluster", "accountz", _accountz_q),
+    "ROUTEZ": ("cluster", "routez", lambda o: {}),
+    "GATEWAYZ": ("cluster", "gatewayz", lambda o: {}),
+    "LEAFZ": ("cluster", "leafz", lambda o: {}),
 }
 
 
 def _builder(kind: str):
     """The page builder of a kind, its module imported on first use."""
     module, name, _ = PAGES[kind]
-    return getattr(importlib.import_module(f".{module}", __package__), name)
+    return getattr(importlib.import_module(f".monitor.{module}", __package__), name)
 
 
 class SysMonitor:
@@ -108,7 +108,7 @@ class SysMonitor:
             return srv.monitor
         mon = getattr(self, "_idle_monitor", None)
         if mon is None:
-            from .monitor import Monitor
+            from .monitor.http import Monitor
 
             mon = self._idle_monitor = Monitor(srv)
         return mon
@@ -160,7 +160,7 @@ class SysMonitor:
         return handle
 
     def _answer(self, reply: str, kind: str, o: dict) -> None:
-        from .monitor_format import BadRequest
+        from .monitor.format import BadRequest
 
         to_query = PAGES[kind][2]
         body: dict = {"server": self.sysreq.server_block()}
@@ -205,9 +205,9 @@ class SysMonitor:
     def stats(self) -> dict:
         """nats-server's ServerStats for this server."""
         from .gowire import rfc3339
-        from .monitor_format import go_number
-        from .monitor_jsz import varz_jetstream
-        from .monitor_varz import _cpu_percent, _rss
+        from .monitor.format import go_number
+        from .monitor.jsz import varz_jetstream
+        from .monitor.varz import _cpu_percent, _rss
 
         srv = self.server
         out_msgs, out_bytes = srv.out_msgs, srv.out_bytes

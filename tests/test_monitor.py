@@ -467,7 +467,7 @@ def test_go_wire_formats():
     """Go's Duration.String, nats-server's uptime strings, time.Time JSON and
     HTML-safe MarshalIndent, as the monitor writes them."""
     from natslab.server.gowire import NS, go_duration, rfc3339 as go_time
-    from natslab.server.monitor_format import to_json, uptime
+    from natslab.server.monitor.format import to_json, uptime
 
     assert [go_duration(n) for n in (0, 999, 1500, 850_000, 1_191_304, 2 * NS, 90 * NS, 3723 * NS + NS // 2)] == [
         "0s", "999ns", "1.5µs", "850µs", "1.191304ms", "2s", "1m30s", "1h2m3.5s"]

@@ -21,8 +21,9 @@ SERVER = [sys.executable, "-X", "importtime", "-m", "natslab.server", "-a", "127
 
 # loaded by no start, whatever the flags (their features are configured in a file)
 NEVER = ("natslab.server.tls", "natslab.server.msgtrace", "natslab.server.websocket", "natslab.server.nkeys", "natslab.server.ed25519",
-         "natslab.server.monitor", "natslab.server.monitor_connz", "natslab.server.monitor_varz",
-         "natslab.server.monitor_jsz", "natslab.server.monitor_cluster", "shutil", "datetime", "lzma", "bz2",
+         "natslab.server.monitor", "natslab.server.monitor.http", "natslab.server.monitor.connz",
+         "natslab.server.monitor.varz", "natslab.server.monitor.jsz", "natslab.server.monitor.cluster",
+         "shutil", "datetime", "lzma", "bz2",
          "_ssl")  # (asyncio's own import of ssl is listed even when it fails: _ssl is what loading it loads)
 # JetStream's subsystems: loaded by the first request (the API dispatcher and its request shapes), the
 # first stream restored or created, or the first request for them

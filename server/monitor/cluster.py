@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from .gowire import rfc3339
-from .monitor_format import NS, go_number, q_bool, to_json
+from ..gowire import rfc3339
+from .format import NS, go_number, q_bool, to_json
 
 GLOBAL_ACCOUNT = "$G"
 SYSTEM_ACCOUNT = "$SYS"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 
-from .gowire import go_duration, rfc3339
-from .monitor_format import (
+from ..gowire import go_duration, rfc3339
+from .format import (
     DEFAULT_LIMIT, NS, BadRequest, go_number, page, q_bool, q_int, to_json, uptime,
 )
-from .subjects import subject_matches, valid_literal_subject
+from ..subjects import subject_matches, valid_literal_subject
 
 # sort option -> (key on a Client, descending); as nats-server orders them
 _SORTS = {
@@ -80,7 +80,7 @@ def conn_info(c, now: float, subs: str, closed: dict | None = None, auth: bool =
         d["type"] = "websocket"
     st = getattr(c, "tls_state", None)
     if st is not None:
-        from . import tls  # (a server without TLS never loads it, nor the ssl module)
+        from .. import tls  # (a server without TLS never loads it, nor the ssl module)
 
         d.update(tls.connz_fields(st, getattr(c, "tls_first", False)))
     account = getattr(c, "account", None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from .gowire import NS  # noqa: F401 (imported from here by the monitor's modules)
+from ..gowire import NS  # noqa: F401 (imported from here by the monitor's modules)
 
 DEFAULT_LIMIT = 1024
 

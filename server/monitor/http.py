@@ -9,9 +9,8 @@ framework would add a dependency without removing any code we need. Reads are
 bounded (request line and headers together, the number of headers, a body we
 only discard) and every read and write has a deadline, so a slow or hostile
 HTTP client costs one idle coroutine, never the event loop. The JSON itself is
-built in ``monitor_varz``, ``monitor_connz``, ``monitor_jsz``,
-``monitor_cluster`` and ``monitor_debug``, with Go's wire conventions in
-``monitor_format``.
+built in the package's ``varz``, ``connz``, ``jsz``, ``cluster`` and
+``debug``, with Go's wire conventions in ``format``.
 """
 
 from __future__ import annotations
@@ -21,12 +20,12 @@ import email.utils
 import logging
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .monitor_cluster import accountz, accstatz, gatewayz, leafz, routez
-from .monitor_connz import connz, subsz
-from .monitor_debug import stacksz
-from .monitor_format import BadRequest
-from .monitor_jsz import jsz
-from .monitor_varz import healthz, index, varz
+from .cluster import accountz, accstatz, gatewayz, leafz, routez
+from .connz import connz, subsz
+from .debug import stacksz
+from .format import BadRequest
+from .jsz import jsz
+from .varz import healthz, index, varz
 
 logger = logging.getLogger("natslab.server")
 

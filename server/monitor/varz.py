@@ -7,9 +7,9 @@ import os
 import sys
 import time
 
-from .gowire import rfc3339
-from .monitor_format import NS, go_number, to_json, uptime
-from .monitor_jsz import varz_jetstream
+from ..gowire import rfc3339
+from .format import NS, go_number, to_json, uptime
+from .jsz import varz_jetstream
 
 
 def _rss() -> int:

@@ -16,8 +16,8 @@ import os
 import shutil
 import time
 
-from .gowire import rfc3339
-from .monitor_format import NS, q_bool, to_json
+from ..gowire import rfc3339
+from .format import NS, q_bool, to_json
 
 # an account's "unlimited" reservation, as the real server prints it (uint64 max)
 UNLIMITED_RESERVATION = 2**64 - 1
@@ -115,7 +115,7 @@ class JetStreamView:
 
     @staticmethod
     def stream_config(st) -> dict:
-        from .jetstream.shapes import STREAM_CONFIG_FIELDS, ordered
+        from ..jetstream.shapes import STREAM_CONFIG_FIELDS, ordered
 
         return ordered(st.config, STREAM_CONFIG_FIELDS)
 
