@@ -25,7 +25,8 @@ some of them over the durable bytes: ``torn=True`` keeps every unsynced
 write of each file but cuts the last one to a random prefix (the write in
 flight when the power went); ``reorder=True`` keeps a random subset of them
 (a later write without an earlier one). Both together: a random subset,
-the last kept one torn. Writes through Python file objects (``open()``) are
+the last kept one torn. ``tear=n`` cuts that last write to its first ``n``
+bytes instead of a random prefix, for a test that tries every cut. Writes through Python file objects (``open()``) are
 not recorded; natslab uses them only for files it fsyncs before it renames
 them into place. Directories always keep their durable entries.
 
@@ -60,6 +61,7 @@ class PowerCut:
         self.pending: dict[tuple, list] = {}
         self.dirs: dict[tuple, dict] = {}  # (dev, ino, gen) -> {name: ((dev, ino, gen), is_dir)}
         self.syncs = 0
+        self._tear: int | None = None
         self.calls: Counter = Counter()  # syncs by kind: fsync, fdatasync, rwf_dsync
         self._root_key = self._key(os.stat(self.root))
         self.dirs[self._root_key] = self._entries(self.root)
@@ -213,14 +215,17 @@ class PowerCut:
 
     # -- the image ---------------------------------------------------------------
     def image(self, dst: Path, rng: random.Random | None = None, torn: bool = False,
-              reorder: bool = False) -> Path:
+              reorder: bool = False, tear: int | None = None) -> Path:
         """Write the store as a power cut now would leave it under ``dst``:
         only what was synced, or (``torn``, ``reorder``, drawn from ``rng``)
-        with some of the unsynced writes as well (see the module docstring)."""
+        with some of the unsynced writes as well (see the module docstring;
+        ``tear``: torn, the last write cut to that many bytes)."""
         dst = Path(dst)
         dst.mkdir(parents=True)
+        torn = torn or tear is not None
         if (torn or reorder) and rng is None:
             rng = random.Random(0)
+        self._tear = tear
         self._build(self._root_key, dst, rng if torn or reorder else None, torn, reorder)
         return dst
 
@@ -243,7 +248,11 @@ class PowerCut:
             if op[0] == "t":
                 data = data[: op[1]].ljust(op[1], b"\0")
             else:
-                chunk = op[2][: rng.randrange(len(op[2]))] if i == cut else op[2]
+                if i == cut:
+                    n = rng.randrange(len(op[2])) if self._tear is None else min(self._tear, len(op[2]) - 1)
+                    chunk = op[2][:n]
+                else:
+                    chunk = op[2]
                 data = _overlay(data, op[1], chunk)
         return data
 

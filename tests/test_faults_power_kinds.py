@@ -337,3 +337,48 @@ async def test_many_rollups_pipelined_each_durable(tmp_path, monkeypatch):
                     back.append((key, "count", info.state.subjects))
             await nc.close()
         assert not back, (image, back[:5])
+
+
+async def test_read_only_api_answers_wait_for_no_sync(tmp_path, monkeypatch):
+    """A stream owes writes (publishes nobody waits a PubAck for, the sync
+    timer held off): INFO, NAMES, LIST and MSG.GET answers leave without
+    syncing it, a purge of another stream syncs only that one, and a
+    message delete on it syncs it (before the narrowing every API answer
+    synced every stream that owed writes)."""
+    from natslab.server import EmbeddedServer
+    from natslab.server.jetstream import jetstream
+
+    monkeypatch.setattr(jetstream.JetStream, "_arm_sync_timer", lambda self: None)
+    store = tmp_path / "store"
+    cut = PowerCut(store)
+    cut.install(monkeypatch)
+    try:
+        async with EmbeddedServer(port=0, store_dir=store) as srv:
+            nc = await connect(srv.client_url)
+            js = nc.jetstream()
+            await js.add_stream(name="P", subjects=["p.>"])
+            await js.add_stream(name="Q", subjects=["q.>"])
+            await js.add_consumer("P", durable_name="C", ack_policy="explicit")
+            await js.publish("q.1", b"q")
+            for i in range(20):
+                await nc.publish(f"p.{i}", b"x")  # no reply: nothing waits for a sync
+            await nc.flush()
+            p = srv.server.jetstream.streams["P"].store
+            assert p._owes(), "the publishes were synced at once"
+            syncs = cut.syncs
+            for subject in ("$JS.API.INFO", "$JS.API.STREAM.INFO.P", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
+                            "$JS.API.CONSUMER.INFO.P.C", "$JS.API.CONSUMER.NAMES.P", "$JS.API.CONSUMER.LIST.P"):
+                r = await nc.request(subject, b"", timeout=5)
+                assert "error" not in json.loads(r.data), (subject, r.data)
+            r = await nc.request("$JS.API.STREAM.MSG.GET.P", b'{"seq":5}', timeout=5)
+            assert json.loads(r.data)["message"]["seq"] == 5
+            assert (cut.syncs, p._owes()) == (syncs, True), "a read-only answer synced"
+            r = await nc.request("$JS.API.STREAM.PURGE.Q", b"", timeout=5)
+            assert json.loads(r.data)["purged"] == 1
+            assert p._owes(), "a purge of Q synced P"
+            r = await nc.request("$JS.API.STREAM.MSG.DELETE.P", b'{"seq":3}', timeout=5)
+            assert json.loads(r.data)["success"] is True
+            assert not p._owes(), "a message delete on P was answered before P was synced"
+            await nc.close()
+    finally:
+        monkeypatch.undo()

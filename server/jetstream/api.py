@@ -37,6 +37,11 @@ NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 SUBJECT_DETAILS_LIMIT = 100_000  # nats-server's JSMaxSubjectDetails: subjects a STREAM.INFO page holds
 
+# the API calls that change nothing (their answers wait for no fsync)
+READ_ONLY = frozenset({"INFO", "STREAM.INFO", "STREAM.NAMES", "STREAM.LIST", "STREAM.MSG.GET",
+                       "CONSUMER.INFO", "CONSUMER.NAMES", "CONSUMER.LIST"})
+
+
 class _Req:
     __slots__ = ("subject", "tokens", "reply", "hdr", "payload", "lenient")
 
@@ -199,7 +204,8 @@ class Api:
             return
         route = None
         for n in (3, 2, 1):
-            route = self.routes.get(".".join(tokens[:n]))
+            name = ".".join(tokens[:n])
+            route = self.routes.get(name)
             if route:
                 args = tokens[n:]
                 break
@@ -236,9 +242,12 @@ class Api:
             body.update(self.error_extras.get(rtype, {}))
         if body is not None:
             response = api_response(rtype, body)
-            # answered only once every change made before it is durable (a
-            # purge, a delete, the removals a consumer's deletion makes)
-            self.js.commit()
+            # a change is answered only once it is durable (a purge, a
+            # delete, the removals a consumer's deletion makes): the stream
+            # the call is about commits what it owes; a call that changes
+            # nothing waits for no sync
+            if name not in READ_ONLY:
+                self.js.commit(args[0] if args else None)
             self.server.publish_internal(reply, "", None, response)
             if audited:
                 advisories.api_audit(self.js, requester, subject, payload, response)

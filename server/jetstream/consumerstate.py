@@ -27,8 +27,14 @@ to be read. The ack log is emptied only once a state newer than all its
 records is durable (emptying it earlier could outrun the state write and
 lose acks that were answered).
 
-    header  <4s magic "NLCS"><B version 1><3x><Q generation><I json length>
-            <I pending count><I redelivered count><I crc32 of everything after the header>
+    header  <4s magic "NLCS"><B version 2><3x><Q generation><I json length>
+            <I pending count><I redelivered count><I crc32 of the header before it and the body>
+
+The checksum covers the header too: a write torn after its first few bytes
+(the new generation) over an older state of the same length would otherwise
+read back as that older body under the new generation, outranking the
+durable state (version 1, of earlier builds, checked only the body; its
+files are still read).
     body    small JSON object (sseq, dseq, ack floors, lss), then pending as
             <q sseq><q dseq><q ts> triples and redelivered as <q sseq><q count> pairs
 
@@ -56,8 +62,9 @@ from zlib import crc32
 from .persist import FILE_MODE, CorruptStateError, fsync_dir, make_dirs
 
 MAGIC = b"NLCS"
-VERSION = 1
+VERSION = 2
 _HEAD = struct.Struct("<4sB3xQIIII")
+_CRC_AT = _HEAD.size - 4  # the checksum is the header's last field
 _LITTLE = sys.byteorder == "little"
 NAMES = ("state.0", "state.1")
 ACK_LOG = "acks.log"
@@ -75,7 +82,8 @@ def encode(state: dict, generation: int) -> bytes:
         pend.byteswap()
         red.byteswap()
     body = b"".join((js, pend.tobytes(), red.tobytes()))
-    return _HEAD.pack(MAGIC, VERSION, generation, len(js), len(pending), len(rdc), crc32(body)) + body
+    head = _HEAD.pack(MAGIC, VERSION, generation, len(js), len(pending), len(rdc), 0)[:_CRC_AT]
+    return head + struct.pack("<I", crc32(body, crc32(head))) + body
 
 
 def decode(data: bytes) -> tuple[int, dict] | None:
@@ -84,7 +92,9 @@ def decode(data: bytes) -> tuple[int, dict] | None:
         return None
     magic, version, gen, jl, npend, nrdc, crc = _HEAD.unpack_from(data)
     body = data[_HEAD.size:]
-    if magic != MAGIC or version != VERSION or len(body) != jl + 24 * npend + 16 * nrdc or crc32(body) != crc:
+    if magic != MAGIC or version not in (1, VERSION) or len(body) != jl + 24 * npend + 16 * nrdc:
+        return None
+    if crc32(body, 0 if version == 1 else crc32(data[:_CRC_AT])) != crc:
         return None
     try:
         state = json.loads(body[:jl])

@@ -173,10 +173,16 @@ class JetStream:
             if self._api_sub is not None:  # still running
                 self._arm_sync_timer()
 
-    def commit(self) -> None:
+    def commit(self, stream: str | None = None) -> None:
         """Before an answer that no store holds (the API's) leaves: every
-        change made so far is as durable as a PubAck's (see filestore)."""
-        for st in self.streams.values():
+        change made so far to ``stream`` (None: to any stream) is as durable
+        as a PubAck's (see filestore)."""
+        if stream is not None:
+            st = self.streams.get(stream)
+            streams = () if st is None else (st,)
+        else:
+            streams = self.streams.values()
+        for st in streams:
             try:
                 st.store.commit()
             except Exception:
