@@ -302,6 +302,18 @@ class RawClient:
                 return lines
             await asyncio.sleep(0.02)
 
+    async def read_until(self, done, timeout: float = 10.0) -> list[str]:
+        """Every line up to a PONG once ``done(lines)`` holds (PING after
+        PING, up to ``timeout``), for replies whose count is not known ahead.
+        Returns what came by then, so an assertion shows what was missing."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        lines: list[str] = []
+        while True:
+            lines += await self.read_until_pong()
+            if done(lines) or asyncio.get_running_loop().time() > deadline:
+                return lines
+            await asyncio.sleep(0.02)
+
     async def read_exactly(self, n: int, timeout: float = 3.0) -> bytes:
         return await asyncio.wait_for(self.reader.readexactly(n), timeout)
 
