@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import nats
@@ -50,7 +51,15 @@ def _worker_ports() -> "itertools.count | None":
     if not worker.startswith("gw"):
         return None
     n = int(worker[2:]) % 4  # (past 4 workers, or the range used up: the kernel's)
-    return itertools.chain(range(10000 + 5500 * n, 15500 + 5500 * n), itertools.repeat(None))
+    # Other test runs on the machine (other worktrees) have workers of the
+    # same names: each run starts at a place of its own in the range (from
+    # xdist's id for the run), so two runs do not walk it in step. In step,
+    # one run's server given a port between another run's SIGKILL and
+    # restart on it answered that run's reconnect (an auth server: an
+    # Authorization Violation in a test with no auth).
+    lo, size = 10000 + 5500 * n, 5500
+    start = zlib.crc32(os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getppid())).encode()) % size
+    return itertools.chain(range(lo + start, lo + size), range(lo, lo + start), itertools.repeat(None))
 
 
 _WORKER_PORTS = _worker_ports()
@@ -299,6 +308,18 @@ class RawClient:
         while True:
             lines += await self.read_until_pong()
             if len(lines) >= n or asyncio.get_running_loop().time() > deadline:
+                return lines
+            await asyncio.sleep(0.02)
+
+    async def read_until(self, done, timeout: float = 10.0) -> list[str]:
+        """Every line up to a PONG once ``done(lines)`` holds (PING after
+        PING, up to ``timeout``), for replies whose count is not known ahead.
+        Returns what came by then, so an assertion shows what was missing."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        lines: list[str] = []
+        while True:
+            lines += await self.read_until_pong()
+            if done(lines) or asyncio.get_running_loop().time() > deadline:
                 return lines
             await asyncio.sleep(0.02)
 

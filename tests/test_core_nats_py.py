@@ -9,7 +9,7 @@ import re
 import nats
 import pytest
 
-from conftest import RawClient, ServerProcess, connect
+from conftest import RawClient, ServerProcess, connect, eventually
 
 
 async def _sub_ready(nc, *subs):
@@ -52,10 +52,7 @@ async def test_queue_group_each_message_to_exactly_one_member(server):
     for n in range(90):
         await pub.publish("work", str(n).encode())
     await pub.flush()
-    for _ in range(100):
-        if len(seen) == 90:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(lambda: len(seen) >= 90)
     assert sorted(seen) == sorted(str(n).encode() for n in range(90))  # exactly once each
     assert len(counts) == 3  # spread over the members
     for _ in range(90):  # plain subscribers still see everything
@@ -173,7 +170,7 @@ async def test_client_answering_pings_stays(tmp_path, server_kind):
     srv = _with_config(server_kind, tmp_path, FAST_PINGS)
     try:
         nc = await connect(srv.url)
-        await asyncio.sleep(3.2)
+        await asyncio.sleep(3.2)  # a time to pass, not a state: several of the server's ping intervals
         assert nc.is_connected
         await nc.close()
     finally:

@@ -81,7 +81,7 @@ async def test_control_line_limit_counts_the_arguments(server, op):
 async def test_control_line_limit_on_a_line_still_being_read(server):
     c = await RawClient.open(server)
     await c.send("PUB " + "a" * 3000)
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # pacing, not a wait: so the server reads the line's start on its own
     await c.send("a" * 1200)  # no end of line yet, 4200 bytes of argument
     assert await c.readline() == MAX_LINE_ERR
     assert await c.closed()

@@ -48,7 +48,7 @@ async def _publisher(nc, k: int, acked: dict, stop: asyncio.Event, tally: Tally)
 
 async def _purger(js, floor: list, stop: asyncio.Event, rng: random.Random) -> None:
     while not stop.is_set():
-        await asyncio.sleep(rng.uniform(0.01, 0.05))
+        await asyncio.sleep(rng.uniform(0.01, 0.05))  # pacing of a load loop (bounded by stop), not a wait
         try:
             st = (await js.stream_info("K")).state
             target = st.first_seq + (st.last_seq - st.first_seq) // 3
@@ -144,7 +144,7 @@ async def test_sigkill_rounds(server):
             if progress[side]():
                 break
             await asyncio.sleep(0.02)
-        await asyncio.sleep(rng.uniform(0.0, 0.2))
+        await asyncio.sleep(rng.uniform(0.0, 0.2))  # pacing, not a wait: a seeded moment into the work
         server.kill()  # mid-flight
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -121,8 +121,11 @@ async def test_acks_of_a_batch_with_a_redelivery(nc, js, raw):
     c = await raw()
     await c.send("SUB pulled.> 1\r\n")
     replies = await fetch(c, "C", 3)
-    await ack_in_one_write(c, [replies[1]], "-NAK")
-    await asyncio.sleep(0.2)  # (nats-server takes acks and pull requests on separate queues)
+    # nats-server takes acks and pull requests on separate queues: the NAK
+    # asks for a reply, which the consumer sends once it has taken the NAK
+    await c.send(f"PUB {replies[1]} pulled.naked 4\r\n-NAK\r\n")
+    assert (await c.readline()).startswith("MSG pulled.naked 1 ")
+    assert await c.readline() == ""
     (again,) = await fetch(c, "C", 1)
     assert again.split(".")[4:7] == ["2", "2", "4"]  # delivery count, stream seq, consumer seq
     await ack_in_one_write(c, [replies[0], again, replies[2]])

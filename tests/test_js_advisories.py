@@ -62,16 +62,17 @@ async def test_api_audit_and_asset_advisories(server):
                                                                           "max_deliver": 3}})  # an update: no advisory
         await api("CONSUMER.CREATE.X.E", {"stream_name": "X", "config": {"name": "E", "ack_policy": "none",
                                                                           "inactive_threshold": 300_000_000}})
-        await asyncio.sleep(1.5)  # E goes for inactivity: CONSUMER.DELETED
+        # E goes for inactivity: CONSUMER.DELETED
+        assert await eventually(lambda: any(s == "$JS.EVENT.ADVISORY.CONSUMER.DELETED.X.E" for s, _ in got), 10)
         await api("CONSUMER.DELETE.X.C")
         await api("CONSUMER.CREATE.X.D", {"stream_name": "X", "config": {"durable_name": "D", "ack_policy": "explicit"}})
         await api("STREAM.DELETE.X")  # D goes with it, announced
         await api("STREAM.INFO.NOPE")
-        # the asset advisories come from the stream's own goroutine: wait for
-        # the 9 expected, then a moment more for any that should not be there
+        # the asset advisories come from the stream's own goroutine, in order
+        # (its consumers' too, on the out queue they share): wait for the 9
+        # expected; the last, STREAM.DELETED, comes after any that should not
+        # be there (each audit was waited for above)
         await eventually(lambda: len(got) >= 10 + 9, 5)
-        await nc.flush()
-        await asyncio.sleep(0.2)
     finally:
         await nc.close()
 
@@ -123,7 +124,12 @@ async def test_nothing_built_without_a_listener(server):
         await nc.request("$JS.API.STREAM.CREATE.Y", json.dumps({"name": "Y", "subjects": ["y"]}).encode(), timeout=3)
         late = await nc.subscribe("$JS.EVENT.ADVISORY.>")
         await nc.flush()
-        await asyncio.sleep(0.2)
+        await nc.flush()
+        # a sentinel: this request's audit goes out on the queue the earlier
+        # advisories would have taken, so once it has come, so would they
+        await nc.request("$JS.API.STREAM.INFO.Y", b"", timeout=3)
+        m = await late.next_msg(timeout=5)
+        assert (m.subject, json.loads(m.data)["subject"]) == ("$JS.EVENT.ADVISORY.API", "$JS.API.STREAM.INFO.Y")
         assert late.pending_msgs == 0
     finally:
         await nc.close()
@@ -157,15 +163,15 @@ async def test_ack_samples(server):
         await first[1].ack_sync()  # the third is left to come back
         for m in await plain.fetch(3):
             await m.ack_sync()
-        await asyncio.sleep(0.8)
-        again = await sampled.fetch(1)
+        again = await sampled.fetch(1, timeout=5)  # waits out the 500 ms ack wait (nothing else is pending)
         await again[0].ack_sync()
         await consumer("N", sample_freq="100")  # an update turns it on
         await js.publish("m", b"m3")
         for m in await plain.fetch(1):
             await m.ack_sync()
-        await nc.flush()
-        await asyncio.sleep(0.2)
+        # each consumer sends its metrics in order: N's one after anything its
+        # unsampled acks could have sent, S's last after its others
+        assert await eventually(lambda: metrics.pending_msgs >= 4)
         got = []
         while metrics.pending_msgs:
             m = await metrics.next_msg(1)

@@ -112,7 +112,7 @@ async def test_backup_and_restore_round_trip(server, storage, how):
     got = await psub.fetch(1, timeout=2)
     assert got[0].metadata.sequence.stream == 12
     if storage == "file":
-        await asyncio.sleep(1.2)  # past the file store's sync interval
+        await asyncio.sleep(1.2)  # a time to pass, not a state: past the file store's sync interval
         await nc.close()
         server.bounce(how)
         nc = await connect(server.url)
@@ -235,8 +235,9 @@ async def test_damaged_or_hostile_archive_is_refused(server, nc, js, kind):
 async def test_restore_needs_a_reply_on_every_chunk(nc):
     r = await req(nc, "$JS.API.STREAM.RESTORE.G", {"config": {"name": "G", "subjects": ["g"]}})
     await nc.publish(r["deliver_subject"], b"abc")
+    # both servers drop the upload where the chunk is routed (an internal
+    # subscription's callback), so the PONG to this flush comes after it
     await nc.flush()
-    await asyncio.sleep(0.2)
     with pytest.raises(Exception):  # the upload was dropped: nobody listens any more
         await nc.request(r["deliver_subject"], b"", timeout=1)
 
@@ -282,7 +283,10 @@ async def test_snapshot_waits_for_the_receiver_itself(nc, js):
     await nc.flush()
     r = await req(nc, "$JS.API.STREAM.SNAPSHOT.W", {"deliver_subject": "_INBOX.snapmux.deliver"})
     assert "error" not in r
+    # a time to pass, not a state: a client slow to subscribe (a server that
+    # sent the chunks on at once would have sent them to the wildcard by now)
     await asyncio.sleep(0.3)
+    assert stray == []
     got, done = [], asyncio.Event()
 
     async def cb(m):

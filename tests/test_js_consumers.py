@@ -64,17 +64,23 @@ async def test_seed_worker_and_rdl(nc, js):
     (m,) = await rdl.fetch(1, timeout=2)
     await m.ack_sync()
     (m,) = await rdl.fetch(1, timeout=2)  # not acked
+    delivered_by = asyncio.get_running_loop().time()  # (the server sent it before this)
     assert (m.metadata.sequence.consumer, m.metadata.sequence.stream, m.metadata.num_delivered) == (2, 2, 1)
-    await asyncio.sleep(1.3)
+    # a time to pass, not a state to wait for: the ack wait runs out with no
+    # pull waiting, and that alone changes no counter
+    await asyncio.sleep(max(0.0, delivered_by + 1.5 - asyncio.get_running_loop().time()))
     ci = await info(nc, "ORDERS", "RDL")
     assert counters(ci) == ((2, 2), (1, 1), 1, 0, 2)
     (m,) = await rdl.fetch(1, timeout=2)
     assert (m.metadata.sequence.consumer, m.metadata.sequence.stream, m.metadata.num_delivered,
             m.metadata.num_pending, m.data) == (3, 2, 2, 2, b"order-2 payload")
+    delivered_by = asyncio.get_running_loop().time()
     ci = await info(nc, "ORDERS", "RDL")
     assert counters(ci) == ((3, 2), (1, 1), 1, 1, 2)
-    await asyncio.sleep(1.3)
-    (m,) = await rdl.fetch(1, timeout=2)
+    # a time to pass: 3 and 4 are pending too, so the next pull gets 2 only
+    # once its ack wait has run out
+    await asyncio.sleep(max(0.0, delivered_by + 1.5 - asyncio.get_running_loop().time()))
+    (m,) = await rdl.fetch(1, timeout=5)
     assert (m.metadata.sequence.consumer, m.metadata.sequence.stream, m.metadata.num_delivered) == (4, 2, 3)
     await m.ack_sync()
     ci = await info(nc, "ORDERS", "RDL")
@@ -100,17 +106,12 @@ async def test_waiting_pull_requests_served_in_turn(nc, js):
         for who, batch in (("a", batch_a), ("b", batch_b)):
             await nc.publish("$JS.API.CONSUMER.MSG.NEXT.RR.C", json.dumps({"batch": batch, "expires": 10**10}).encode(),
                              reply=f"rr_in.{who}")
-        for _ in range(50):
-            if (await info(nc, "RR", "C"))["num_waiting"] == 2:
-                return
-            await asyncio.sleep(0.02)
-        raise AssertionError("the two pull requests are not waiting")
+        async def both_waiting():
+            return (await info(nc, "RR", "C"))["num_waiting"] == 2
+        assert await eventually(both_waiting), "the two pull requests are not waiting"
 
     async def received(n: int) -> None:
-        for _ in range(100):
-            if len(got["a"]) + len(got["b"]) >= n:
-                return
-            await asyncio.sleep(0.02)
+        await eventually(lambda: len(got["a"]) + len(got["b"]) >= n)
 
     def seen(who: str) -> list[tuple]:
         # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
@@ -211,15 +212,20 @@ async def test_big_no_wait_pull_is_served_in_full(nc, js):
         await js.add_consumer("NW", api.ConsumerConfig(durable_name=name, ack_policy="explicit", max_ack_pending=-1,
                                                        headers_only=headers_only))
         await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.NW.{name}", b'{"batch":5000,"no_wait":true}', reply="nw_in")
-        for _ in range(100):
-            if len(msgs) >= 5000:
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.2)
+        await eventually(lambda: len(msgs) >= 5000, 30)
+        # and no status after them: the consumer sends its pull replies in
+        # order, so once a later pull's message has come anything the first
+        # pull sent has come too
+        sentinel = await nc.subscribe(f"nw_sentinel.{name}")
+        await nc.flush()
+        await nc.flush()
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.NW.{name}", b'{"batch":1,"no_wait":true}',
+                         reply=f"nw_sentinel.{name}")
+        assert (await sentinel.next_msg(timeout=5)).reply.split(".")[5] == "5001"
         assert (len(msgs), statuses) == (5000, []), name
         assert [m.reply.split(".")[5] for m in msgs[::1000]] == ["1", "1001", "2001", "3001", "4001"]
         ci = await info(nc, "NW", name)
-        assert counters(ci) == ((5000, 5000), (0, 0), 5000, 0, 1000) and ci["num_waiting"] == 0
+        assert counters(ci) == ((5001, 5001), (0, 0), 5001, 0, 999) and ci["num_waiting"] == 0
 
 
 async def pull_no_wait(nc, stream: str, consumer: str, n: int) -> list:
@@ -487,17 +493,22 @@ async def test_ack_kinds_and_advisories(nc, js):
 
 async def test_nak_delay_and_ack_all(nc, js):
     await js.add_stream(name="ND", subjects=["nd"])
-    for i in range(3):
+    for i in range(2):
         await js.publish("nd", str(i).encode())
     await js.add_consumer("ND", api.ConsumerConfig(durable_name="C", ack_policy="explicit", ack_wait=30))
     sub = await js.pull_subscribe_bind("C", "ND")
     (m,) = await sub.fetch(1, timeout=2)
+    naked_at = asyncio.get_running_loop().time()  # (the server's delay starts after this)
     await m.nak(delay=0.5)
-    (m2,) = await sub.fetch(1, timeout=2)
+    (m2,) = await sub.fetch(1, timeout=2)  # not the NAKed one again at once
     assert m2.metadata.sequence.stream == 2
-    await asyncio.sleep(0.7)
-    (m3,) = await sub.fetch(1, timeout=2)
+    # nothing else is pending: this pull waits for the redelivery, which the
+    # delay holds back (measured from before the NAK was sent, so a busy
+    # machine only makes the gap longer)
+    (m3,) = await sub.fetch(1, timeout=5)
     assert (m3.metadata.sequence.stream, m3.metadata.num_delivered) == (1, 2)
+    assert asyncio.get_running_loop().time() - naked_at >= 0.5
+    await js.publish("nd", b"2")
 
     await js.add_consumer("ND", api.ConsumerConfig(durable_name="ALL", ack_policy="all"))
     sub = await js.pull_subscribe_bind("ALL", "ND")
@@ -529,28 +540,25 @@ async def test_push_consumers(nc, js):
     assert (await info(nc, "PU", "PD"))["push_bound"] is True
     await sub.unsubscribe()
     await nc.flush()
-    # the real server drops push_bound asynchronously after the UNSUB; allow it a moment
-    for _ in range(50):
-        ci = await info(nc, "PU", "PD")
-        if "push_bound" not in ci:
-            break
-        await asyncio.sleep(0.02)
-    assert "push_bound" not in ci
+    # the real server drops push_bound asynchronously after the UNSUB
+    async def unbound():
+        return "push_bound" not in await info(nc, "PU", "PD")
+    assert await eventually(unbound)
 
     # queue group push: each message to exactly one member
     qa = await nc.subscribe("dq", queue="Q")
     qb = await nc.subscribe("dq", queue="Q")
     await req(nc, "$JS.API.CONSUMER.CREATE.PU.QD", {"stream_name": "PU", "config": {
         "durable_name": "QD", "deliver_subject": "dq", "deliver_group": "Q", "ack_policy": "none"}})
-    await asyncio.sleep(0.5)
+    # a sentinel published after the four: the consumer delivers in stream
+    # order to this one connection, so once it has come, so has any copy
+    await js.publish("pu.y", b"sentinel")
+    assert await eventually(lambda: qa.pending_msgs + qb.pending_msgs >= 5)
     a = []
     for s in (qa, qb):
-        while True:
-            try:
-                a.append((await s.next_msg(timeout=0.2)).data)
-            except NatsTimeout:  # (drained; anything else is a failure)
-                break
-    assert sorted(a) == [b"0", b"1", b"2", b"late"]
+        while s.pending_msgs:
+            a.append((await s.next_msg(timeout=1)).data)
+    assert sorted(a) == [b"0", b"1", b"2", b"late", b"sentinel"]
 
 
 async def test_ordered_consumer_and_headers_only(nc, js):
@@ -582,8 +590,7 @@ async def test_idle_heartbeat_and_flow_control(nc, js, raw):
     await js.add_consumer("HB", api.ConsumerConfig(durable_name="H", deliver_subject="dhb", idle_heartbeat=0.2,
                                                    flow_control=True))
     await js.publish("hb", b"x")
-    await asyncio.sleep(0.5)
-    lines = await c.read_until_pong()
+    lines = await c.read_lines(8)  # the message and (200 ms on) the first heartbeat
     assert lines[0].startswith("MSG hb 1 $JS.ACK.HB.H.1.1.1.") and lines[1] == "x"
     hb = lines[2:8]
     assert hb == status("dhb", "NATS/1.0 100 Idle Heartbeat", "Nats-Last-Consumer: 1", "Nats-Last-Stream: 1")
@@ -623,10 +630,10 @@ async def test_flow_control_window(nc, js, filters):
     for _ in range(n):
         await nc.publish("fw.a", payload)
     await nc.flush()
-    for _ in range(100):
-        if (await js.stream_info("FCW")).state.messages == n:
-            break
-        await asyncio.sleep(0.05)
+
+    async def stored():
+        return (await js.stream_info("FCW")).state.messages == n
+    assert await eventually(stored, 30)
     ds = "flow.control.window.deliver." + "d" * 40
     got: list = []  # ("m", counted size) / ("fc", reply) / ("hb", headers), in arrival order
     stalled, done = asyncio.Event(), asyncio.Event()
@@ -762,7 +769,10 @@ async def test_ack_all_releases_max_ack_pending_at_once(nc, js):
     await js.add_consumer("AA", api.ConsumerConfig(durable_name="C", deliver_subject="aa.deliver", ack_policy="all",
                                                    max_ack_pending=3))
     await eventually(lambda: len(got) >= 3, 5)
-    await asyncio.sleep(0.3)  # and no more: max_ack_pending holds the rest back
+    # and no more: max_ack_pending holds the rest back (the consumer counts a
+    # delivery before it sends it, so its info saying three means three)
+    assert counters(await info(nc, "AA", "C")) == ((3, 3), (0, 0), 3, 0, 3)
+    await nc.flush()
     assert [m.data for m in got] == [b"0", b"1", b"2"]
     await got[2].ack_sync()
     await eventually(lambda: len(got) >= 6, 5)
@@ -857,19 +867,26 @@ async def test_ephemeral_inactive_threshold(nc, js):
     r2 = await req(nc, "$JS.API.CONSUMER.CREATE.EPH.PULLEPH", {"stream_name": "EPH", "config": {
         "name": "PULLEPH", "inactive_threshold": 500_000_000}})
     assert r2["name"] == "PULLEPH"
-    await asyncio.sleep(2.0)
-    with pytest.raises(NotFoundError):
-        await js.consumer_info("EPH", name)
-    with pytest.raises(NotFoundError):
-        await js.consumer_info("EPH", "PULLEPH")
-    # a push ephemeral with a live subscriber stays
+
+    async def gone(consumer):
+        try:
+            await js.consumer_info("EPH", consumer)
+        except NotFoundError:
+            return True
+        return False
+    assert await eventually(lambda: gone(name))
+    assert await eventually(lambda: gone("PULLEPH"))
+    # a push ephemeral with a live subscriber stays: a time to pass (twice the
+    # threshold, from after the consumer was made), not a state to wait for
     sub = await js.subscribe("eph", inactive_threshold=0.5)
     await asyncio.sleep(1.0)
     ci = await sub.consumer_info()
     assert ci.config.inactive_threshold == 0.5
     await sub.unsubscribe()
-    await asyncio.sleep(1.0)
-    assert (await js.stream_info("EPH")).state.consumer_count == 0
+
+    async def no_consumers():
+        return (await js.stream_info("EPH")).state.consumer_count == 0
+    assert await eventually(no_consumers)
 
 
 async def test_pause_backoff_and_multi_filters(nc, js, raw):
@@ -892,17 +909,19 @@ async def test_pause_backoff_and_multi_filters(nc, js, raw):
         "durable_name": "BO", "ack_policy": "explicit", "filter_subject": "pb.b",
         "backoff": [300_000_000, 1_500_000_000], "max_deliver": 4}})
     assert r["config"]["ack_wait"] == 300_000_000
+    # each pull waits for the redelivery (the consumer has nothing else to
+    # give); the gaps are measured from before the pull that brought the
+    # previous delivery, so a busy machine only makes them longer
     bo = await js.pull_subscribe_bind("BO", "PB")
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
     (m,) = await bo.fetch(1, timeout=2)
-    await asyncio.sleep(0.5)
-    (m,) = await bo.fetch(1, timeout=2)
-    assert m.metadata.num_delivered == 2
-    await asyncio.sleep(0.5)
-    with pytest.raises(asyncio.TimeoutError):
-        await bo.fetch(1, timeout=0.3)  # second step is 1.5 s
-    await asyncio.sleep(0.8)
-    (m,) = await bo.fetch(1, timeout=2)
-    assert m.metadata.num_delivered == 3
+    assert m.metadata.num_delivered == 1
+    t1 = loop.time()
+    (m,) = await bo.fetch(1, timeout=5)
+    assert m.metadata.num_delivered == 2 and loop.time() - t0 >= 0.3
+    (m,) = await bo.fetch(1, timeout=8)
+    assert m.metadata.num_delivered == 3 and loop.time() - t1 >= 1.5  # the second step is 1.5 s
 
     # pause: nothing is delivered until the pause ends
     await js.add_consumer("PB", api.ConsumerConfig(durable_name="PZ", ack_policy="explicit"))
@@ -913,10 +932,8 @@ async def test_pause_backoff_and_multi_filters(nc, js, raw):
     ci = await info(nc, "PB", "PZ")
     assert ci["paused"] is True and ci["config"]["pause_until"]
     pz = await js.pull_subscribe_bind("PZ", "PB")
-    with pytest.raises(asyncio.TimeoutError):
-        await pz.fetch(1, timeout=0.4)
-    await asyncio.sleep(0.8)
-    (m,) = await pz.fetch(1, timeout=2)
+    (m,) = await pz.fetch(1, timeout=5)  # waits out the pause (same clock as the server's)
+    assert dt.datetime.now(dt.timezone.utc) >= until
     assert m.metadata.sequence.stream == 1
     r = await req(nc, "$JS.API.CONSUMER.PAUSE.PB.PZ", {})
     assert r["paused"] is False
@@ -932,8 +949,7 @@ async def test_pull_heartbeats_and_max_waiting(nc, js, raw):
     await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PH.C r.1 {len(body)}\r\n{body}\r\n")
     body2 = '{"batch":1,"expires":1000000000}'
     await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PH.C r.2 {len(body2)}\r\n{body2}\r\n")
-    await asyncio.sleep(0.5)
-    lines = await c.read_until_pong()
+    lines = await c.read_lines(10)  # the 409, then r.1's first heartbeat (200 ms on)
     assert lines[:4] == status("r.2", "NATS/1.0 409 Exceeded MaxWaiting")
     assert lines[4:10] == status("r.1", "NATS/1.0 100 Idle Heartbeat", "Nats-Last-Consumer: 0", "Nats-Last-Stream: 0")
 
@@ -941,17 +957,20 @@ async def test_pull_heartbeats_and_max_waiting(nc, js, raw):
 async def test_push_redelivery_and_replay_original(nc, js):
     await js.add_stream(name="RP", subjects=["rp"])
     await js.publish("rp", b"a")
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(0.6)  # a time to pass: the gap between the two stored messages
     await js.publish("rp", b"b")
-    # replay original: the second message comes about 0.6 s after the first
+    # replay original: the second message comes as long after the first as
+    # it was stored (measured from before the consumer was made, so a busy
+    # machine only makes it longer)
     sub = await nc.subscribe("drp")
+    t0 = asyncio.get_running_loop().time()
     await js.add_consumer("RP", api.ConsumerConfig(durable_name="R", deliver_subject="drp", ack_policy="none",
                                                    replay_policy="original"))
     m1 = await sub.next_msg(timeout=2)
-    t1 = asyncio.get_running_loop().time()
-    m2 = await sub.next_msg(timeout=2)
-    gap = asyncio.get_running_loop().time() - t1
-    assert (m1.data, m2.data) == (b"a", b"b") and 0.4 < gap < 1.0
+    m2 = await sub.next_msg(timeout=5)
+    gap = asyncio.get_running_loop().time() - t0
+    stored_gap = (m2.metadata.timestamp - m1.metadata.timestamp).total_seconds()
+    assert (m1.data, m2.data) == (b"a", b"b") and stored_gap >= 0.6 and gap >= stored_gap - 0.01
     # push with ack wait: an unacked message comes again, delivery count 2
     sub2 = await nc.subscribe("dre")
     await js.add_consumer("RP", api.ConsumerConfig(durable_name="W", deliver_subject="dre", ack_policy="explicit",
@@ -993,9 +1012,8 @@ async def test_next_and_direct_get_to_nothing_honour_no_responders(js, raw, no_r
     await c.send("SUB _r.* 1\r\n")
     for i, subj in enumerate(subjects):
         await c.send(f"PUB {subj} _r.{i} 9\r\n{{\"seq\":1}}\r\n")
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
-    lines = await c.read_until_pong()
+    # a 503 is sent where the PUB is routed, before the PONG to a later PING
+    lines = await c.read_lines(5 * len(subjects) if no_responders else 0)
     if not no_responders:
         assert lines == []
     else:
@@ -1014,11 +1032,14 @@ async def test_push_delivery_needs_a_literal_subscription(nc, js, raw):
     assert "error" not in r
     c = await raw()
     await c.send("SUB deliver.* 1\r\n")
-    await asyncio.sleep(1.0)
     assert await c.read_until_pong() == []
+    assert (await req(nc, "$JS.API.CONSUMER.INFO.PD.P"))["delivered"]["consumer_seq"] == 0
     await c.send("SUB deliver.x 2\r\n")
-    await asyncio.sleep(0.3)
-    lines = await c.read_until_pong()
+    # ack none, so delivered once: had the wildcard started delivery, the one
+    # delivery would have gone to it alone, before deliver.x was subscribed
+    lines = await c.read_lines(4)
+    assert sorted(line.split(" ", 3)[:3] for line in lines if line.startswith("MSG ")) == \
+        [["MSG", "pd", "1"], ["MSG", "pd", "2"]], lines
     assert any(line.startswith("MSG pd 2 $JS.ACK.PD.P.1.1.1.") for line in lines), lines
     assert "one" in lines
 
@@ -1074,10 +1095,11 @@ async def test_overflow_priority_groups(nc, js, raw):
     await c.send("SUB r.> 1\r\n")
 
     async def pull(body: dict, reply: str) -> list[str]:
+        # each of these pulls ends in one reply: a message or a status
+        # (nats-server sends it from the consumer's goroutine, maybe after a PONG)
         data = json.dumps(body)
         await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PG.C {reply} {len(data)}\r\n{data}\r\n")
-        await asyncio.sleep(0.4)
-        return await c.read_until_pong()
+        return await c.read_lines(2)
 
     short = {"batch": 1, "expires": 200_000_000}
     assert await pull(short, "r.1") == status("r.1", "NATS/1.0 400 Bad Request - Priority Group missing")
@@ -1098,8 +1120,7 @@ async def test_overflow_priority_groups(nc, js, raw):
     await create("N", priority_policy="none")
     data = json.dumps({**short, "min_pending": 1})
     await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PG.N r.8 {len(data)}\r\n{data}\r\n")
-    await asyncio.sleep(0.2)
-    assert await c.read_until_pong() == status("r.8", "NATS/1.0 400 Bad Request - Not a Overflow Priority consumer")
+    assert await c.read_lines(4) == status("r.8", "NATS/1.0 400 Bad Request - Not a Overflow Priority consumer")
 
 
 async def test_pause_until_a_past_time_is_kept(nc, js):
@@ -1138,11 +1159,14 @@ async def test_pinned_client_priority_groups(nc, js, raw):
     c = await raw()
     await c.send("SUB r.> 1\r\n")
 
-    async def pull(body: dict, reply: str, wait: float = 0.3) -> list[str]:
+    async def pull(body: dict, reply: str) -> list[str]:
+        # every reply up to the one that ends the pull: a status, or its
+        # batch's last message (nats-server sends them from the consumer's
+        # goroutine, maybe after a PONG)
         data = json.dumps(body)
         await c.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.PN.C {reply} {len(data)}\r\n{data}\r\n")
-        await asyncio.sleep(wait)
-        return await c.read_until_pong()
+        return await c.read_until(lambda lines: any(x.startswith("NATS/1.0 4") for x in lines)
+                                  or sum(x.startswith("m") for x in lines) >= body["batch"])
 
     short = {"batch": 1, "expires": 200_000_000, "group": "g"}
     lines = await pull(short, "r.1")
@@ -1172,11 +1196,8 @@ async def test_pinned_client_priority_groups(nc, js, raw):
         return "pinned_client_id" not in (await info(nc, "PN", "C"))["priority_groups"][0]
     assert await eventually(unpinned, 15)
     events = []
-    while True:
-        try:
-            m = await adv.next_msg(timeout=0.5)
-        except NatsTimeout:  # (drained; anything else is a failure)
-            break
+    for _ in range(4):  # (nats-server may publish the last one after the info shows no pin)
+        m = await adv.next_msg(timeout=5)
         d = json.loads(m.data)
         events.append((m.subject.split(".")[4], d.get("reason"), d["group"], d["account"]))
     assert events == [("PINNED", None, "g", "$G"), ("UNPINNED", "admin", "g", "$G"),
@@ -1230,7 +1251,10 @@ async def test_acks_read_together_keep_their_order(nc, js, server):
     w.write(b'PUB $JS.API.CONSUMER.MSG.NEXT.MB.P rep.3 32\r\n{"batch":2,"expires":5000000000}\r\nPING\r\n')
     while not (await r.readline()).startswith(b"PONG"):
         pass
-    await asyncio.sleep(0.05)
+
+    async def pull_waiting():  # nats-server queues the pull for the consumer's goroutine
+        return (await info(nc, "MB", "P"))["num_waiting"] == 1
+    assert await eventually(pull_waiting)
     w.write(b"".join(b"PUB %s %s %d\r\n%s\r\n" % (s.encode(), rep.encode(), len(p), p.encode())
                      for s, rep, p in lines) + b"PING\r\n")
     replies = []
@@ -1264,10 +1288,10 @@ async def _lps_stream(js, c, name: str, n: int) -> None:
     await js.add_stream(name=name, subjects=[f"{name}.>"], max_msgs_per_subject=1, storage="memory")
     await c.send("".join(f"PUB {name}.k.{i} 1\r\nv\r\n" for i in range(n)))
     await c.read_until_pong()
-    for _ in range(200):
-        if (await js.stream_info(name)).state.messages >= n:
-            break
-        await asyncio.sleep(0.05)
+
+    async def stored():
+        return (await js.stream_info(name)).state.messages >= n
+    assert await eventually(stored, 30)
 
 
 async def test_last_per_subject_push_over_many_subjects(js, raw):

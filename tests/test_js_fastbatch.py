@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import ServerProcess, connect
+from conftest import ServerProcess, connect, eventually, settled
 
 
 async def req(nc, subject: str, body=None) -> dict:
@@ -37,11 +37,13 @@ class Inbox:
         await self.nc.flush()
         await self.nc.flush()
 
-    async def pub(self, subject: str, reply: str, hdrs=None, data: bytes = b"x"):
-        """One message, then time for its answers (they come in order)."""
+    async def pub(self, subject: str, reply: str, hdrs=None, data: bytes = b"x", answers: int = 0):
+        """One message. One stream answers its messages in order, so this
+        waits only for ``answers`` (to put them before a later stream's)."""
+        before = len(self.got)
         await self.nc.publish(subject, data, reply=reply, headers=hdrs)
         await self.nc.flush()
-        await asyncio.sleep(0.05)
+        assert await eventually(lambda: len(self.got) >= before + answers), (reply, self.got[before:])
 
 
 # (the reply a message had, what the stream sent to it), in order
@@ -86,7 +88,7 @@ async def test_fast_batch_flow_gaps_errors_and_commits(nc, js):
     inbox = Inbox(nc)
     await inbox.start()
     p = inbox.pub
-    await p("n.1", R("a", 3, "fail", 1, 0))  # not allowed on N
+    await p("n.1", R("a", 3, "fail", 1, 0), answers=1)  # not allowed on N (stream N answers, before F does)
     await p("f.1", "in.bad.$FI")  # not a batch reply
     await p("f.1", R("a", 3, "fail", 2, 1))  # no such batch
     await p("f.1", R("x" * 65, 3, "fail", 1, 0))  # id too long
@@ -116,12 +118,12 @@ async def test_fast_batch_flow_gaps_errors_and_commits(nc, js):
     await p("f.1", R("h", 5, "fail", 1, 0))
     await p("f.1", R("h", 5, "fail", 2, 1), {"Nats-Expected-Stream": "Z"})
     await p("f.1", R("h", 5, "fail", 3, 1))
-    for _ in range(20):
-        if len(inbox.got) >= len(EXPECTED):
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: len(inbox.got) >= len(EXPECTED))
     assert inbox.got == EXPECTED
-    assert (await req(nc, "$JS.API.STREAM.INFO.F"))["state"]["messages"] == 16
+
+    async def stored():  # (the API answers on a goroutine of its own, the stream stores on its own)
+        return (await req(nc, "$JS.API.STREAM.INFO.F"))["state"]["messages"]
+    assert await settled(stored, 16) == 16
 
 
 async def test_fast_batch_messages_are_stored_as_they_come(nc, js):
@@ -131,11 +133,13 @@ async def test_fast_batch_messages_are_stored_as_they_come(nc, js):
     for i in range(1, 4):
         await inbox.pub(f"f.{i}", R("s", 100, "fail", i, 0 if i == 1 else 1), data=b"m%d" % i)
     # no commit yet, but stored (unlike an atomic batch), without batch headers
-    info = await req(nc, "$JS.API.STREAM.INFO.F")
-    assert info["state"]["messages"] == 3
+    async def stored():
+        return (await req(nc, "$JS.API.STREAM.INFO.F"))["state"]["messages"]
+    assert await settled(stored, 3) == 3
     m = await js.get_msg("F", 2)
     assert (m.subject, m.data, m.headers) == ("f.2", b"m2", None)
     await inbox.pub("f.4", R("s", 100, "fail", 4, 3))
+    await eventually(lambda: inbox.got[-1][0] == "s.100.fail.4.3")
     assert inbox.got[-1] == ("s.100.fail.4.3", '{"stream":"F","seq":3,"batch":"s","count":3}')
 
 
@@ -155,11 +159,13 @@ async def test_fast_batch_limits_and_timeout(short_batches):
         await req(nc, "$JS.API.STREAM.CREATE.F", {"name": "F", "subjects": ["f.>"], "allow_batched": True})
         inbox = Inbox(nc)
         await inbox.start()
-        await inbox.pub("f.1", R("one", 4, "fail", 1, 0))
-        await inbox.pub("f.1", R("two", 4, "fail", 1, 0))
-        await inbox.pub("f.1", R("three", 4, "fail", 1, 0))
-        await asyncio.sleep(0.6)  # all idle past the timeout: gone
-        await inbox.pub("f.1", R("one", 4, "fail", 2, 1))
+        await inbox.pub("f.1", R("one", 4, "fail", 1, 0), answers=1)
+        await inbox.pub("f.1", R("two", 4, "fail", 1, 0), answers=2)
+        await inbox.pub("f.1", R("three", 4, "fail", 1, 0), answers=1)
+        # a time to pass, not a state to wait for: all idle past the 300 ms
+        # timeout (from after the last answer), so gone
+        await asyncio.sleep(0.6)
+        await inbox.pub("f.1", R("one", 4, "fail", 2, 1), answers=1)
         assert inbox.got == [
             ("one.4.fail.1.0", '{"type":"ack","seq":0,"msgs":4}'),
             ("two.4.fail.1.0", '{"type":"ack","seq":0,"msgs":1}'),  # a second publisher starts slow
@@ -191,18 +197,15 @@ async def test_fast_batch_odd_replies_and_api_levels(nc, js):
                   "in.e.5.maybe.1.0.$FI", "in.f.5.ok.0.0.$FI", "in.g.5.ok.1.9.$FI", "in.h.5.ok.2.0.$FI",
                   "in.i.5.ok.1.1.$FI", "in.j.5.ok.18446744073709551615.1.$FI", "in.$FI", "in.k.5.ok.1.0.$FI",
                   "in..5.ok.1.0.$FI", "in.5.ok.1.0.$FI"]:
-        await nc.publish("f.1", b"x", reply=reply)
+        await nc.publish("f.1", b"x", reply=reply)  # (one stream answers in order)
         await nc.flush()
-        await asyncio.sleep(0.03)
     for i, level in enumerate(("+-5", "+1", "6", "x")):
         h = {"Nats-Required-Api-Level": level}
         await nc.publish("f.1", b"x", reply="in.l%d.5.ok.1.0.$FI" % i, headers=h)
         await nc.flush()
-        await asyncio.sleep(0.03)
         await nc.publish("f.1", b"x", reply="in.atom%d" % i,
                          headers={"Nats-Batch-Id": "z%d" % i, "Nats-Batch-Sequence": "1", **h})
         await nc.flush()
-        await asyncio.sleep(0.03)
     expected = [
         ('in.a.--5.fail.1.0.$FI', '{"type":"ack","seq":0,"msgs":10}'),
         ('in.b.-5.fail.1.0.$FI', '{"type":"ack","seq":0,"msgs":1}'),
@@ -231,8 +234,5 @@ async def test_fast_batch_odd_replies_and_api_levels(nc, js):
         ('in.l3.5.ok.1.0.$FI', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
         ('in.atom3', '{"error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"},"stream":"F","seq":0}'),
     ]
-    for _ in range(20):
-        if len(got) >= len(expected):
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: len(got) >= len(expected))
     assert got == expected

@@ -71,19 +71,25 @@ async def test_stream_mirror_removal(js):
     si = await js.update_stream(config=si.config.evolve(mirror=None))
     assert si.config.mirror is None
     assert si.state.messages == 5
-    # promoted: a stream of its own, with its name as its subject; the origin no longer feeds it
+    # promoted: a stream of its own, with its name as its subject; the origin
+    # no longer feeds it (its consumer on the origin is gone, so nothing
+    # published there after can be copied)
     assert si.config.subjects == ["MIRROR"]
+
+    async def no_feed():
+        return (await js.stream_info("SOURCE")).state.consumer_count == 0
+    assert await wait_for(no_feed, 15)
     await js.publish("source.x", b"after")
     ack = await js.publish("MIRROR", b"own")
     assert ack.seq == 6
-    await asyncio.sleep(0.3)
     assert (await js.stream_info("MIRROR")).state.messages == 6
 
 
-async def test_stream_source_opt_start_time(js):
+async def test_stream_source_opt_start_time(nc, js):
     await js.add_stream(name="SOURCE_TIME", subjects=["src.>"])
     await js.publish("src.1", b"before")
     await js.publish("src.2", b"before")
+    # (times to pass, not states: the stored times either side of midpoint differ)
     await asyncio.sleep(0.1)
     midpoint = datetime.datetime.now(datetime.timezone.utc)
     await asyncio.sleep(0.1)
@@ -91,9 +97,13 @@ async def test_stream_source_opt_start_time(js):
     await js.publish("src.4", b"after")
     await js.add_stream(name="DEST_TIME", sources=[api.StreamSource(name="SOURCE_TIME", opt_start_time=midpoint)])
     assert await count_is(js, "DEST_TIME", 2)
-    await asyncio.sleep(0.3)
+    # and no more: the source copies in order, so once a later message is
+    # copied any earlier one it was to copy is there too
+    await js.publish("src.5", b"sentinel")
+    assert await count_is(js, "DEST_TIME", 3)
     si = await js.stream_info("DEST_TIME")
-    assert si.state.messages == 2
+    assert si.state.messages == 3
+    assert [(await raw_msg(nc, "DEST_TIME", s))["subject"] for s in (1, 2, 3)] == ["src.3", "src.4", "src.5"]
     assert len(si.config.sources) == 1 and si.config.sources[0].name == "SOURCE_TIME"
     assert isinstance(si.config.sources[0].opt_start_time, datetime.datetime)
 
@@ -254,10 +264,16 @@ async def test_mirror_direct_answers_for_the_origin(nc, js):
     await js.publish("o.a", b"one")
     await js.add_stream(name="M", storage="memory", mirror=api.StreamSource(name="O"))
     assert await count_is(js, "M", 1)
-    await asyncio.sleep(0.3)
     await js.delete_stream("O")
-    msg = await nc.request("$JS.API.DIRECT.GET.O.o.a", b"", timeout=2)
-    assert msg.data == b"one" and msg.headers["Nats-Sequence"] == "1"
+    from nats.errors import NoRespondersError
+
+    async def mirror_answers():  # (nats-server subscribes the mirror's direct get on a goroutine)
+        try:
+            return await nc.request("$JS.API.DIRECT.GET.O.o.a", b"", timeout=2)
+        except NoRespondersError:
+            return None
+    msg = await wait_for(mirror_answers)
+    assert msg is not None and msg.data == b"one" and msg.headers["Nats-Sequence"] == "1"
 
 
 # -- sources -------------------------------------------------------------------------
@@ -309,10 +325,13 @@ async def test_sources_added_changed_and_removed(nc, js):
     await js.update_stream(cfg.evolve(sources=[api.StreamSource(name="O1"), api.StreamSource(name="O2")]))
     assert await count_is(js, "S", 2)
     await js.update_stream(cfg.evolve(sources=[api.StreamSource(name="O2")]))
+
+    async def o1_unfed():  # its source's consumer on O1 is gone: nothing published there after is copied
+        return (await js.stream_info("O1")).state.consumer_count == 0
+    assert await wait_for(o1_unfed, 15)
     await js.publish("a.2", b"a2")
     await js.publish("b.2", b"b2")
     assert await count_is(js, "S", 3)
-    await asyncio.sleep(0.3)
     assert (await js.stream_info("S")).state.messages == 3
     assert [s["name"] for s in (await req(nc, "$JS.API.STREAM.INFO.S"))["sources"]] == ["O2"]
     # a changed filter is a new source: it starts over from the origin's beginning
@@ -368,7 +387,9 @@ async def test_mirror_and_sources_catch_up_after_restart(server, how):
     await js.add_stream(name="M", mirror=api.StreamSource(name="O"))
     await js.add_stream(name="S", duplicate_window=60, sources=[api.StreamSource(name="O")])
     assert await count_is(js, "M", 3) and await count_is(js, "S", 3)
-    await asyncio.sleep(1.5)  # the file stores' sync interval (1 s here, on nats-server 2 min but all written)
+    # a time to pass, not a state: the file stores' sync interval (1 s here,
+    # on nats-server 2 min but all written) before a SIGKILL
+    await asyncio.sleep(1.5)
     await nc.close()
     server.bounce(how)
     nc = await connect(server.url)
@@ -377,11 +398,13 @@ async def test_mirror_and_sources_catch_up_after_restart(server, how):
         await js.publish("o.a", str(i).encode(), headers={"Nats-Msg-Id": f"m{i}"})
     assert await count_is(js, "M", 5, timeout=15)
     assert await count_is(js, "S", 5, timeout=15)
-    await asyncio.sleep(0.5)
-    assert (await js.stream_info("S")).state.messages == 5  # nothing copied twice
-    assert [(await raw_msg(nc, "S", s))["data"] for s in range(1, 6)] == [b"0", b"1", b"2", b"3", b"4"]
+    # nothing copied twice: a sentinel after them, copied in order, comes last
+    await js.publish("o.a", b"5", headers={"Nats-Msg-Id": "m5"})
+    assert await count_is(js, "S", 6, timeout=15)
+    assert await count_is(js, "M", 6, timeout=15)
+    assert [(await raw_msg(nc, "S", s))["data"] for s in range(1, 7)] == [b"0", b"1", b"2", b"3", b"4", b"5"]
     si = await js.stream_info("M")
-    assert (si.state.first_seq, si.state.last_seq) == (1, 5)
+    assert (si.state.first_seq, si.state.last_seq) == (1, 6)
     assert (await js.stream_info("S")).config.sources[0].name == "O"
     await nc.close()
 

@@ -12,6 +12,8 @@ import pytest
 from nats.js import api
 from nats.js.errors import BadRequestError, NotFoundError
 
+from conftest import eventually
+
 
 async def req(nc, subject: str, body=None) -> dict:
     data = b"" if body is None else json.dumps(body).encode()
@@ -167,10 +169,10 @@ async def test_republish_into_another_stream(nc, js):
     await js.add_stream(name="A", subjects=["a.>"], storage="memory", republish=api.RePublish(src=">", dest="b.>"))
     await js.add_stream(name="B", subjects=["b.>"], storage="memory")
     await js.publish("a.x", b"hi")
-    for _ in range(30):
-        if (await js.stream_info("B")).state.messages == 1:
-            break
-        await asyncio.sleep(0.05)
+
+    async def stored():
+        return (await js.stream_info("B")).state.messages == 1
+    assert await eventually(stored)
     m = await js.get_msg("B", 1)
     assert (m.subject, m.data, m.headers["Nats-Stream"], m.headers["Nats-Sequence"]) == ("b.a.x", b"hi", "A", "1")
 
@@ -209,7 +211,7 @@ async def test_transform_and_republish_survive_restart(server, how):
                         republish=api.RePublish(src="q.*", dest="out.{{wildcard(1)}}", headers_only=True))
     await js.publish("p.a", b"before")
     cfg = (await req(nc, "$JS.API.STREAM.INFO.P"))["config"]
-    await asyncio.sleep(1.5)  # past the file store's sync interval
+    await asyncio.sleep(1.5)  # a time to pass, not a state: past the file store's sync interval
     await nc.close()
     server.bounce(how)
     nc = await connect(server.url)

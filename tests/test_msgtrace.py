@@ -10,7 +10,7 @@ import asyncio
 import base64
 import json
 
-from conftest import connect
+from conftest import connect, eventually
 
 
 def shape(event: dict) -> dict:
@@ -68,9 +68,15 @@ async def test_trace_events_and_delivery(server):
         await tracer.publish("t.x", b"plain", headers={"Nats-Trace-Dest": ""})
         await tracer.publish("t.x", b"lower", headers={"nats-trace-dest": "trace.dest"})
         await tracer.publish("t.x", b"wild", headers={"Nats-Trace-Dest": "trace.*", "Nats-Trace-Only": "true"})
-        await tracer.flush()
-        await asyncio.sleep(0.3)
+        # a sentinel: a traced message down the same road (the stream T), so
+        # its trace comes after any the three above could have started
+        await tracer.publish("t.x", b"end", headers={"Nats-Trace-Dest": "trace.dest", "Nats-Trace-Only": "true",
+                                                     "X-End": "1"})
+        end = json.loads((await traces.next_msg(5)).data)
+        assert end["request"]["header"].get("X-End") == ["1"]
         assert traces.pending_msgs == 0
+        # the two PubAcks, and the nine deliveries to the other connection
+        assert await eventually(lambda: acks.pending_msgs >= 2 and len(got) >= 9)
         answered = []
         while acks.pending_msgs:
             m = await acks.next_msg(1)
@@ -155,8 +161,10 @@ async def test_trace_of_a_refused_publish(server_kind, tmp_path):
         ]:
             await nc.publish(subject, b"x", reply=reply, headers={"Nats-Trace-Dest": "trace.dest", **extra})
             events.append(shape(json.loads((await traces.next_msg(3)).data))["events"])
-        await nc.flush()
-        await asyncio.sleep(0.2)
+        # a sentinel the full stream refuses, answered after anything it
+        # answered before (one stream answers in order)
+        await nc.publish("full.b", b"x", reply="acks.4")
+        assert await eventually(lambda: acks.pending_msgs >= 3)
         answered = []
         while acks.pending_msgs:
             m = await acks.next_msg(1)
@@ -175,5 +183,5 @@ async def test_trace_of_a_refused_publish(server_kind, tmp_path):
     assert events[3] == [ingress("full.b"), {"type": "js", "stream": "FULL", "error": True}]
     assert events[4] == [ingress("full.b"), {"type": "js", "stream": "FULL", "subject": "full.b"}]
     # a trace-only publish is answered only when its checks refuse it
-    assert answered == [("acks.1", 10077), ("acks.2", 10071)]
+    assert answered == [("acks.1", 10077), ("acks.2", 10071), ("acks.4", 10077)]
     assert (state.messages, state.last_seq) == (1, 1)

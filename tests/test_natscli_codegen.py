@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import connect
+from conftest import connect, eventually
 from natscli import nats_cli  # noqa: F401 (a fixture)
 from natslab.tui.client.core import NatsClient
 from natslab.tui.client.options import ConnectOptions
@@ -251,8 +251,13 @@ async def test_publish_form(server, nats_cli, case):
             if req.jetstream:
                 await client.create_stream({"name": "P", "subjects": ["p.>"], "storage": "memory", "num_replicas": 1})
             ok = await run()
+            # the CLI flushed before it exited; the form's client flushes
+            # here: then the watcher's PONG comes after every message the
+            # publishes routed to it, and its callbacks have run once its
+            # queue is empty
+            await client.nc.flush()
             await watcher.flush()
-            await asyncio.sleep(0.05)
+            assert await eventually(lambda: sub.pending_msgs == 0)
             msgs = [(s, TIME.sub(b"<t>", (d or "").encode()), h) for s, d, h in await stored(client.nc)] if req.jetstream else []
             if req.jetstream:
                 await client.delete_stream("P")

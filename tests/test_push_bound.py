@@ -72,7 +72,13 @@ async def test_ten_workers_racing_to_bind_one_durable_one_wins(server):
     # the winner gets the messages, nobody else does
     await nc.jetstream().publish("s.1", b"job")
     assert (await subs[w].next_msg(timeout=3)).data == b"job"
-    await asyncio.sleep(0.2)
+    # a sentinel: anything the consumer sent elsewhere before it was queued
+    # on that worker's connection before this PING, so before its PONG
+    await nc.jetstream().publish("s.1", b"end")
+    assert (await subs[w].next_msg(timeout=3)).data == b"end"
+    for i, c in enumerate(workers):
+        if i != w:
+            await c.flush()
     assert all(s.pending_msgs == 0 for i, s in enumerate(subs) if i != w)
     for c in workers + [nc]:
         await c.close()
