@@ -382,6 +382,8 @@ class Stream(ExpiryMixin):
         if self.consumers:
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
+        if self.js.server.journal is not None:
+            self.js.server.journal.published(self.name, seq)
         if self.followers:
             for link in self.followers:
                 link.origin_stored()
@@ -551,6 +553,8 @@ class Stream(ExpiryMixin):
         is recovered (its limits, expiry), which no reply waits for."""
         if not self.store.remove(seq, rederivable):
             return False
+        if self.js.server.journal is not None:
+            self.js.server.journal.stream(self.name, "remove", seq)
         if self.consumers:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(seq)
@@ -625,6 +629,8 @@ class Stream(ExpiryMixin):
             n = self.store.purge()
         else:
             n = self.store.purge(flt, seq=seq, keep=keep)
+        if self.js.server.journal is not None:
+            self.js.server.journal.stream(self.name, "purge")
         if n == 1 and one is not None:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(one.seq)
