@@ -38,12 +38,11 @@ from replaying ``seqs`` (natslab.tui.history does both).
 The ring is bounded by an estimate of the memory its tuples take
 (``_BASE`` bytes an event plus ``_PER_SEQ`` a sequence in ``seqs``): the
 oldest go first. Appends happen on the broker's loop; ``events()`` may be
-called from any thread (one lock, taken once per event and per read).
+called from any thread (it copies the ring in one C call, under the GIL).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from time import time_ns
 
@@ -62,18 +61,23 @@ class Journal:
         self.bytes = 0
         self.dropped = 0  # events that left the ring to make room
         self._ring: deque = deque()
-        self._lock = threading.Lock()
 
     # -- recording (the broker's loop) -----------------------------------------------
+    # Only the broker's loop appends and evicts; a reader copies the deque
+    # (deque.copy runs in C under the GIL: it never sees half an append), so
+    # recording takes no lock.
     def add(self, ev: tuple) -> None:
-        size = _BASE + _PER_SEQ * len(ev[4])
-        with self._lock:
-            self._ring.append(ev)
-            self.bytes += size
-            while self.bytes > self.max_bytes and len(self._ring) > 1:
-                old = self._ring.popleft()
-                self.bytes -= _BASE + _PER_SEQ * len(old[4])
-                self.dropped += 1
+        self._ring.append(ev)
+        self.bytes += _BASE + _PER_SEQ * len(ev[4])
+        if self.bytes > self.max_bytes:
+            self._evict()
+
+    def _evict(self) -> None:
+        ring = self._ring
+        while self.bytes > self.max_bytes and len(ring) > 1:
+            old = ring.popleft()
+            self.bytes -= _BASE + _PER_SEQ * len(old[4])
+            self.dropped += 1
 
     def consumer(self, c, kind: str, seqs: tuple = (), dseq: int = 0, dc: int = 0, extra=None) -> None:
         """An event of consumer ``c`` with its counters as they are now."""
@@ -91,7 +95,11 @@ class Journal:
                                       c.stream.config["retention"], st.first_seq, st.messages))
 
     def published(self, stream: str, seq: int) -> None:
-        self.add((time_ns(), "pub", stream, "", (seq,), 0, 0, 0, 0, 0, 0, 0, 0, None))
+        """A message stored (once per message: add() inlined)."""
+        self._ring.append((time_ns(), "pub", stream, "", (seq,), 0, 0, 0, 0, 0, 0, 0, 0, None))
+        self.bytes += _BASE + _PER_SEQ
+        if self.bytes > self.max_bytes:
+            self._evict()
 
     def stream(self, stream: str, action: str, seq: int = 0) -> None:
         """A stream ``create``d, ``modify``d, ``delete``d, ``purge``d, or a
@@ -106,8 +114,7 @@ class Journal:
         first; ``stream``: of that stream only (its ``pub`` and ``stream``
         events included); ``consumer``: of that consumer only, and of its
         stream's ``pub`` and ``stream`` events."""
-        with self._lock:
-            evs = list(self._ring)
+        evs = self._ring.copy()
         if since is not None:
             evs = [e for e in evs if e[0] >= since]
         if until is not None:
@@ -116,7 +123,7 @@ class Journal:
             evs = [e for e in evs if e[2] == stream]
         if consumer is not None:
             evs = [e for e in evs if e[3] == consumer or e[3] == ""]
-        return evs
+        return list(evs)
 
     def __len__(self) -> int:
         return len(self._ring)

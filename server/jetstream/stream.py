@@ -39,6 +39,7 @@ _FAST_BATCH = fastbatch.SUFFIX
 class Stream(ExpiryMixin):
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
+        self._journal = js.server.journal  # the history (journal.py); None: not kept
         self.name: str = config["name"]
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
@@ -382,8 +383,8 @@ class Stream(ExpiryMixin):
         if self.consumers:
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
-        if self.js.server.journal is not None:
-            self.js.server.journal.published(self.name, seq)
+        if self._journal is not None:
+            self._journal.published(self.name, seq)
         if self.followers:
             for link in self.followers:
                 link.origin_stored()
