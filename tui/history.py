@@ -26,6 +26,7 @@ line each, for "what happened next" and the exported text report.
 from __future__ import annotations
 
 import time
+from itertools import islice
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable, NamedTuple
@@ -311,6 +312,8 @@ class Observed:
 
     def _add(self, e: Event) -> None:
         ev = self.events
+        if e.kind != "info" and any(x[1:7] == e[1:7] and abs(x.t - e.t) < NS for x in islice(reversed(ev), 8)):
+            return  # one event seen twice (the app's own action and a tap, an advisory and a tap)
         if ev and ev[-1].t > e.t:  # keep them in time order (the log is not always)
             items = sorted([*ev, e], key=lambda x: x.t)
             ev.clear()
