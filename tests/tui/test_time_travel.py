@@ -151,3 +151,30 @@ async def test_remote_replays_what_the_app_observed(make_app, outside):
         await pilot.press("L")
         assert pane.travel_t is None
         await app.shutdown()
+
+
+def test_scrubbed_back_at_80x24(snap_compare):
+    """The consumers pane at 80x24 just after the nak: the marker, the past
+    counters, the lane (1 acked, 2 eligible again, 3 out) and what came next."""
+    app = embedded_app(stable_display=True, display_url="nats://127.0.0.1:4222", display_version="2.x",
+                       display_store="/tmp/natslab-store", theme_name="natslab-dark")
+
+    async def run_before(pilot):
+        nc, snaps = await scenario(pilot, app)
+        await nc.close()
+        pane = app.screen.query_one("ConsumersPane")
+        app.jump_to_consumer("ORDERS", "W")
+        table = pane.query_one("LiveTable")
+        await wait_for(pilot, lambda: "W" in pane.consumers and shown(table, "W") == row_of(snaps[-1]),
+                       what="the live state")
+        events = app.history("ORDERS")
+        target = max(e.t for e in events if e.t <= ts_ns(snaps[3]["ts"]) and e.consumer == "W")
+        for _ in range(20):
+            if pane.travel_t is not None and pane.travel_t <= target:
+                break
+            await pilot.press("left_curly_bracket")
+        assert pane.travel_t == target
+        await wait_for(pilot, lambda: shown(table, "W") == row_of(snaps[3]), what="the state after the nak")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
