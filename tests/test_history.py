@@ -126,7 +126,7 @@ async def test_past_states_equal_recorded_consumer_info(tmp_path):
 def test_ring_is_bounded_by_bytes():
     j = Journal(max_bytes=10_000)
     for i in range(1000):
-        j.published("S", i + 1)
+        j.published("S", i + 1, i)
     assert 0 < j.bytes <= 10_000 and j.dropped > 0
     evs = j.events()
     assert evs[-1][4] == (1000,) and evs[0][4][0] == 1000 - len(evs) + 1  # the oldest went first

@@ -51,6 +51,7 @@ FIELDS = ("t", "kind", "stream", "consumer", "seqs", "dseq", "dc", "dlv_dseq", "
 DEFAULT_MB = 50
 _BASE = 232  # a 14-slot tuple, its ints, the seqs tuple's header, the deque's slot
 _PER_SEQ = 40  # a pointer in seqs and its int
+_PUB = 136  # a publish: (ts, stream, seq), its two ints, the deque's slot
 
 
 class Journal:
@@ -76,7 +77,7 @@ class Journal:
         ring = self._ring
         while self.bytes > self.max_bytes and len(ring) > 1:
             old = ring.popleft()
-            self.bytes -= _BASE + _PER_SEQ * len(old[4])
+            self.bytes -= _PUB if len(old) == 3 else _BASE + _PER_SEQ * len(old[4])
             self.dropped += 1
 
     def consumer(self, c, kind: str, seqs: tuple = (), dseq: int = 0, dc: int = 0, extra=None) -> None:
@@ -94,10 +95,11 @@ class Journal:
         self.consumer(c, kind, extra=(c.created, st.last_seq, bool(c.filters),
                                       c.stream.config["retention"], st.first_seq, st.messages))
 
-    def published(self, stream: str, seq: int) -> None:
-        """A message stored (once per message: add() inlined)."""
-        self._ring.append((time_ns(), "pub", stream, "", (seq,), 0, 0, 0, 0, 0, 0, 0, 0, None))
-        self.bytes += _BASE + _PER_SEQ
+    def published(self, stream: str, seq: int, ts: int) -> None:
+        """A message stored at ``ts`` (its timestamp). Once per message, so
+        kept short: a 3-tuple, made a full event when read."""
+        self._ring.append((ts, stream, seq))
+        self.bytes += _PUB
         if self.bytes > self.max_bytes:
             self._evict()
 
@@ -114,7 +116,8 @@ class Journal:
         first; ``stream``: of that stream only (its ``pub`` and ``stream``
         events included); ``consumer``: of that consumer only, and of its
         stream's ``pub`` and ``stream`` events."""
-        evs = self._ring.copy()
+        evs = [e if len(e) > 3 else (e[0], "pub", e[1], "", (e[2],), 0, 0, 0, 0, 0, 0, 0, 0, None)
+               for e in self._ring.copy()]
         if since is not None:
             evs = [e for e in evs if e[0] >= since]
         if until is not None:

@@ -384,7 +384,8 @@ class Stream(ExpiryMixin):
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
         if self._journal is not None:
-            self._journal.published(self.name, seq)
+            # (the message's own time, but a mirror keeps its origin's: now instead)
+            self._journal.published(self.name, seq, time_ns() if self.config.get("mirror") else ts)
         if self.followers:
             for link in self.followers:
                 link.origin_stored()
