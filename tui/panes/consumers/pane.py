@@ -203,7 +203,7 @@ class ConsumersPane(LivePane):
         if self.travel_t is not None:
             if self._pending_select in self.consumers:
                 self.select_consumer(self._pending_select)
-            self._show_past()
+            self._show_past(refetch=False)  # (the past does not change: the history read at the last key)
             return
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
@@ -247,7 +247,11 @@ class ConsumersPane(LivePane):
                                                  else ": the app keeps what it observes from now on"))
             return
         self.travel_t = step_target(events, self.stream, self.selected, self.travel_t, now_ns(), how)
-        self._after_travel()
+        self._past_events = events
+        if self.travel_t is None:
+            self._after_travel()
+        else:
+            self._show_past(refetch=False)
 
     def action_live(self) -> None:
         self.travel_t = None
@@ -261,10 +265,13 @@ class ConsumersPane(LivePane):
         else:
             self._show_past()
 
-    def _show_past(self) -> None:
-        """The table, ruler and details at ``travel_t``."""
+    def _show_past(self, refetch: bool = True) -> None:
+        """The table, ruler and details at ``travel_t`` (``refetch``: read
+        the history again, as each key does; a poll draws from the last read)."""
         stream, t = self.stream, self.travel_t
-        events = self._past_events = self.app.history(stream)
+        if refetch or not self._past_events:
+            self._past_events = self.app.history(stream)
+        events = self._past_events
         self._past = {}
         rows, lanes = {}, []
         for name, c in self.consumers.items():
