@@ -180,3 +180,27 @@ def test_state_at_replays_sequences():
     # a filtered consumer's num_pending cannot be derived
     filtered = [evs[3]._replace(extra=(0, 3, True, "limits", 1, 3)), evs[4]]
     assert state_at(filtered, "S", "W", 25).num_pending is None
+
+
+def test_observed_history_of_a_remote_server():
+    """--connect: the app's polls carry the counters, the delivery log the lanes."""
+    from types import SimpleNamespace as NS_
+
+    from natslab.tui.client.models import DeliveryEvent
+    from natslab.tui.history import Observed
+
+    obs = Observed()
+    c = NS_(stream="S", name="W", delivered_consumer_seq=2, delivered_stream_seq=2, ack_floor_consumer_seq=0,
+            ack_floor_stream_seq=0, num_ack_pending=2, num_redelivered=0, num_pending=3)
+    obs.info(c, at=100.0)
+    obs.seen(DeliveryEvent("S", "W", 1, "deliver", 1, 99.0, "inbox-tap"))  # seen before the poll: kept in order
+    obs.seen(DeliveryEvent("S", "W", 2, "deliver", 1, 99.5, "inbox-tap"))
+    obs.seen(DeliveryEvent("S", "W", 1, "ack", 1, 101.0, "app"))
+    obs.seen(DeliveryEvent("S", "W", 1, "ack", 1, 101.1, "ack-tap"))  # the same ack seen twice: once
+    evs = obs.history(stream="S")
+    assert [e.kind for e in evs] == ["deliver", "deliver", "info", "ack"]
+    st = state_at(evs, "S", "W", obs.wall(100.5))
+    assert (st.delivered_stream_seq, st.num_ack_pending, st.num_pending) == (2, 2, 3)
+    assert st.seen == {1: (OUTSTANDING, 1), 2: (OUTSTANDING, 1)}
+    assert state_at(evs, "S", "W", obs.wall(102)).seen[1] == (ACKED, 1)
+    assert not state_at(evs, "S", "W", obs.wall(98)).exists
