@@ -116,17 +116,17 @@ class Journal:
         first; ``stream``: of that stream only (its ``pub`` and ``stream``
         events included); ``consumer``: of that consumer only, and of its
         stream's ``pub`` and ``stream`` events."""
-        evs = [e if len(e) > 3 else (e[0], "pub", e[1], "", (e[2],), 0, 0, 0, 0, 0, 0, 0, 0, None)
-               for e in self._ring.copy()]
+        evs = self._ring.copy()
         if since is not None:
             evs = [e for e in evs if e[0] >= since]
         if until is not None:
             evs = [e for e in evs if e[0] <= until]
-        if stream is not None:
-            evs = [e for e in evs if e[2] == stream]
+        if stream is not None:  # (a publish's stream is its second slot)
+            evs = [e for e in evs if (e[2] if len(e) > 3 else e[1]) == stream]
+        evs = [e if len(e) > 3 else (e[0], "pub", e[1], "", (e[2],), 0, 0, 0, 0, 0, 0, 0, 0, None) for e in evs]
         if consumer is not None:
             evs = [e for e in evs if e[3] == consumer or e[3] == ""]
-        return list(evs)
+        return evs
 
     def __len__(self) -> int:
         return len(self._ring)
