@@ -367,6 +367,13 @@ class NatslabApp(App):
             return self.observed.history(since, until, stream=stream)
         return []
 
+    def export_consumer_history(self) -> None:
+        """The palette's export: the Consumers pane's ``E``."""
+        self.action_tab("consumers")
+        pane = self.screen.query("ConsumersPane")
+        if pane:
+            pane.first().action_export_history()
+
     def jump_to_consumer(self, stream: str, consumer: str, show: bool = True) -> None:
         self.main_screen.jump_to_consumer(stream, consumer, show)
 

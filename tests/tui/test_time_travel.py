@@ -105,9 +105,15 @@ async def test_stepping_back_shows_exactly_what_consumer_info_said(tmp_path, mon
         assert lane.ack_floor == 1 and dict(lane.seen) == {2: (EXPIRED, 1), 3: (TERMED, 1)}
         assert "W delivered seq 2 (try 2)" in screen_text(app)  # what happened next
         await pilot.press("E")
-        written = list((tmp_path / "history").glob("history-ORDERS-W-*.txt"))
-        assert len(written) == 1
-        text = written[0].read_text()
+        from natslab.tui.panes.consumers.export_dialog import ExportHistoryDialog
+
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportHistoryDialog), what="where to write it")
+        assert app.screen.query_one("Input").value.startswith(str(tmp_path / "history" / "history-ORDERS-W-"))
+        app.screen.query_one("Input").value = str(tmp_path / "mine" / "report.txt")
+        await pilot.press("enter")
+        written = tmp_path / "mine" / "report.txt"
+        await wait_for(pilot, written.exists, what="the report written")
+        text = written.read_text()
         assert "W delivered seq 2 (try 2)" in text and "W acked seq 1" not in text  # the range starts at the slider
         await pilot.press("L")
         assert pane.travel_t is None

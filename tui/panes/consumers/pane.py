@@ -29,7 +29,7 @@ from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text, n
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
-from .travel import export_report, lane_of, marker, now_ns, past_details, past_row, state_at, step_target, stream_range_at
+from .travel import default_report_path, export_report, lane_of, marker, now_ns, past_details, past_row, state_at, step_target, stream_range_at
 
 # The counters that move first (what is unacked, redelivered, still to come),
 # then the rest; what a narrow terminal cuts off is reachable with the arrows
@@ -294,14 +294,23 @@ class ConsumersPane(LivePane):
             self.app.notify("Select a consumer first", severity="warning")
             return
         from ...config import data_dir
+        from .export_dialog import ExportHistoryDialog
 
-        try:
-            path = export_report(self.app.history(self.stream), self.stream, name, self.travel_t, now_ns(),
-                                 data_dir() / "history")
-        except OSError as exc:
-            self.app.notify(f"Could not write the history: {exc}", severity="error")
-            return
-        self.app.notify(f"History of {self.stream} > {name} written to {path}")
+        stream, t0, now = self.stream, self.travel_t, now_ns()
+
+        def write(path) -> None:
+            if path is None:
+                return
+            try:
+                export_report(self.app.history(stream), stream, name, t0, now, path)
+            except OSError as exc:
+                self.app.notify(f"Could not write the history: {exc}", severity="error")
+                return
+            self.app.notify(f"History of {stream} > {name} written to {path}")
+
+        self.app.push_screen(ExportHistoryDialog(f"{stream} > {name}",
+                                                 default_report_path(data_dir() / "history", stream, name, now)),
+                             write)
 
     def action_legend(self) -> None:
         from ...screens.legend import LegendHelp

@@ -5,8 +5,8 @@ happened next.
 ``[`` / ``]`` step one second back / forward, ``{`` / ``}`` jump to the
 previous / next event of the selected consumer (the state just after it),
 ``L`` goes back to live, ``E`` writes the text report of the range from the
-moment shown to now (the whole history when live) to a file in the user data
-dir. The history is the embedded broker's own (exact) or, on a remote
+moment shown to now (the whole history when live) to a file (the user data
+dir's ``history/`` offered, or a path typed). The history is the embedded broker's own (exact) or, on a remote
 server, what the app observed since it connected (``app.history``); the
 views do not care which. Consumers that did not exist at that moment are
 left out of the table and the ruler.
@@ -79,13 +79,16 @@ def step_target(events, stream: str, name: str | None, t: int | None, now: int, 
     return later[0] if later else None
 
 
-def export_report(events, stream: str, name: str, t0: int | None, now: int, directory: Path) -> Path:
-    """Write the report of ``t0``..``now`` (``t0`` None: from the first event)."""
-    start = t0 if t0 is not None else (min((e.t for e in events), default=now) - 1)
+def default_report_path(directory: Path, stream: str, name: str, now: int) -> Path:
     stamp = datetime.fromtimestamp(now / NS).strftime("%Y%m%d-%H%M%S")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{stream}-{name}")
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"history-{safe}-{stamp}.txt"
+    return directory / f"history-{safe}-{stamp}.txt"
+
+
+def export_report(events, stream: str, name: str, t0: int | None, now: int, path: Path) -> Path:
+    """Write the report of ``t0``..``now`` (``t0`` None: from the first event) to ``path``."""
+    start = t0 if t0 is not None else (min((e.t for e in events), default=now) - 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report(events, stream, name, start, now))
     return path
 
@@ -94,5 +97,6 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-__all__ = ["past_row", "marker", "past_details", "step_target", "export_report", "lane_of", "state_at",
+__all__ = ["past_row", "marker", "past_details", "step_target", "export_report", "default_report_path", "lane_of",
+           "state_at",
            "stream_range_at", "now_ns"]
