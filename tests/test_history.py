@@ -204,3 +204,14 @@ def test_observed_history_of_a_remote_server():
     assert st.seen == {1: (OUTSTANDING, 1), 2: (OUTSTANDING, 1)}
     assert state_at(evs, "S", "W", obs.wall(102)).seen[1] == (ACKED, 1)
     assert not state_at(evs, "S", "W", obs.wall(98)).exists
+
+
+def test_rates_until_keeps_only_the_samples_up_to_then():
+    from natslab.tui.panes.consumers.travel import rates_until
+    from natslab.tui.widgets.chart import ConsumerRates
+
+    r = ConsumerRates()
+    for i in range(5):
+        r.record(float(i), i * 10, i, 1, 2)
+    past = rates_until(r, 2.5)
+    assert [s[0] for s in past.samples] == [0.0, 1.0, 2.0] and len(r.samples) == 5

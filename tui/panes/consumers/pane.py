@@ -29,7 +29,7 @@ from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text, n
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
-from .travel import default_report_path, export_report, lane_of, marker, now_ns, past_details, past_row, state_at, step_target, stream_range_at
+from .travel import default_report_path, export_report, lane_of, monotonic_at, rates_until, marker, now_ns, past_details, past_row, state_at, step_target, stream_range_at
 
 # The counters that move first (what is unacked, redelivered, still to come),
 # then the rest; what a narrow terminal cuts off is reachable with the arrows
@@ -368,8 +368,12 @@ class ConsumersPane(LivePane):
             width = self.query_one("#consumer-config").content_region.width or 76
             styles = {name.removeprefix("rates--"): self.get_component_rich_style(name, partial=True)
                       for name in self.COMPONENT_CLASSES}
-            return rates_view(c.name if c else None, self._history.get(c.name) if c else None, width, styles,
-                              stream=(self.stream, self._stream_history), window=self.rates_window)
+            rates, stream_rates, until = self._history.get(c.name) if c else None, self._stream_history, None
+            if self.travel_t is not None:  # the charts as they were then (the pane's own polls up to it)
+                until = monotonic_at(self.travel_t)
+                rates, stream_rates = rates_until(rates, until), rates_until(stream_rates, until)
+            return rates_view(c.name if c else None, rates, width, styles,
+                              stream=(self.stream, stream_rates), window=self.rates_window, now=until)
         if c is None:
             return Text("")
         if self.travel_t is not None and c.name in self._past:

@@ -97,6 +97,22 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-__all__ = ["past_row", "marker", "past_details", "step_target", "export_report", "default_report_path", "lane_of",
+def rates_until(rates, t_mono: float):
+    """A copy of the pane's rates (ConsumerRates / StreamRates, sampled by its
+    own polls, on the monotonic clock) with only the samples up to ``t_mono``:
+    the charts as they were then."""
+    if rates is None:
+        return None
+    past = type(rates)(rates.keep)
+    past.samples.extend(x for x in rates.samples if x[0] <= t_mono)
+    return past
+
+
+def monotonic_at(t: int) -> float:
+    """The monotonic clock's reading at wall-clock ``t`` (ns)."""
+    return time.monotonic() - (time.time_ns() - t) / NS
+
+
+__all__ = ["rates_until", "monotonic_at", "past_row", "marker", "past_details", "step_target", "export_report", "default_report_path", "lane_of",
            "state_at",
            "stream_range_at", "now_ns"]
