@@ -292,7 +292,7 @@ class AckState:
             if touched:
                 self.lat = _time_ns()
                 c.schedule_save()
-                if c.journal is not None:  # (once per run of acks)
+                if c.journal is not None and not self._terming:  # (once per run of acks; a term records itself)
                     c.journal.consumer(c, "ack", tuple(t[0] for t in acks if t[0] < nxt))
             if acked:
                 for s in acked:
@@ -458,8 +458,14 @@ class AckState:
             c.journal.consumer(c, "nak", (sseq,), dseq, dc, 0)
         c.signal()
 
+    _terming = False  # term() is acking: the history records the term, not an ack
+
     def term(self, sseq: int, dseq: int, dc: int, reason: str) -> bool:
-        ok = self.on_acks(((sseq, dseq, dc),)) > 0
+        self._terming = True
+        try:
+            ok = self.on_acks(((sseq, dseq, dc),)) > 0
+        finally:
+            self._terming = False
         body = {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc}
         if reason:
             body["reason"] = reason

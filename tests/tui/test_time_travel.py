@@ -104,6 +104,12 @@ async def test_stepping_back_shows_exactly_what_consumer_info_said(tmp_path, mon
         lane = next(l for l in pane.query_one(StreamRuler).lanes if l.name == "W")
         assert lane.ack_floor == 1 and dict(lane.seen) == {2: (EXPIRED, 1), 3: (TERMED, 1)}
         assert "W delivered seq 2 (try 2)" in screen_text(app)  # what happened next
+        details = pane._config_text(pane.consumers["W"]).plain
+        # its deliveries on a time axis up to then: 1 acked, 2 nak'd, 3 terminated, none after
+        axis = details[details.index("W until then"):]
+        rows = {line.split()[1]: line for line in axis.splitlines() if line.startswith("seq ")}
+        assert sorted(rows) == ["1", "2", "3"]
+        assert "✓" in rows["1"] and "↺" in rows["2"] and "⊘" in rows["3"] and "2" not in rows["2"][9:]
         await pilot.press("E")
         from natslab.tui.panes.consumers.export_dialog import ExportHistoryDialog
 

@@ -377,8 +377,9 @@ class ConsumersPane(LivePane):
         if c is None:
             return Text("")
         if self.travel_t is not None and c.name in self._past:
+            width = self.query_one("#consumer-config").content_region.width or 76
             return past_details(self._past_events, c.stream, c.name, self._past[c.name], self.travel_t,
-                                getattr(self.app, "stable_display", False))
+                                getattr(self.app, "stable_display", False), consumer=c, width=width)
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))

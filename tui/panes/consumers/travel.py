@@ -47,8 +47,35 @@ def marker(t: int, now: int, stable: bool = False) -> str:
     return f"⏪ {clock(t)} (-{(now - t) / NS:.0f} s) · L live"
 
 
-def past_details(events, stream: str, name: str, st: PastState, t: int, stable: bool = False) -> Text:
-    """The selected consumer at ``t`` and the next events after it."""
+_AXIS_KINDS = ("deliver", "ack", "nak", "term", "progress", "expired", "max_deliveries")
+
+
+def delivery_log_at(events, stream: str, name: str, t: int) -> dict[int, list]:
+    """The consumer's events up to ``t`` as the pull hand's delivery log keeps
+    them (seq -> DeliveryEvents, ``at`` in seconds on the history's clock),
+    for the time axis; a new incarnation starts it afresh."""
+    from ...client.models import DeliveryEvent
+
+    log: dict[int, list] = {}
+    for e in events:
+        if e.t > t:
+            break
+        if e.stream != stream or e.consumer != name:
+            continue
+        if e.kind in ("create", "restore", "delete"):
+            log.clear()
+        if e.kind not in _AXIS_KINDS:
+            continue
+        delay = int(e.extra) / NS if e.kind == "nak" and e.extra else None
+        for s in e.seqs:
+            log.setdefault(s, []).append(DeliveryEvent(stream, name, s, e.kind, e.dc or 1, e.t / NS, "app", delay))
+    return log
+
+
+def past_details(events, stream: str, name: str, st: PastState, t: int, stable: bool = False,
+                 consumer=None, width: int = 76) -> Text:
+    """The selected consumer at ``t``, the next events after it and (with
+    ``consumer``, its ConsumerSummary) its deliveries on a time axis up to ``t``."""
     text = Text()
     text.append(f"{name} at {'this moment' if stable else clock(t)}\n", style="bold")
     text.append(state_line(st) + "\n")
@@ -59,6 +86,16 @@ def past_details(events, stream: str, name: str, st: PastState, t: int, stable: 
     for e in nxt:
         when = "" if stable else f"+{(e.t - t) / NS:.1f} s  "
         text.append(f"  {when}{describe(e)}\n")
+    if consumer is not None:
+        from ...widgets.timeline import render_time_axis
+
+        log = delivery_log_at(events, stream, name, t)
+        if log:
+            text.append("\n")
+            text.append(render_time_axis(f"{name} until then", log, consumer.ack_wait, t / NS, width,
+                                         seconds_per_cell=10.0 if stable else 1.0,
+                                         backoff=[b / NS for b in (consumer.config.get("backoff") or [])],
+                                         max_deliver=consumer.max_deliver))
     return text
 
 
