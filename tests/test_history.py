@@ -215,3 +215,13 @@ def test_rates_until_keeps_only_the_samples_up_to_then():
         r.record(float(i), i * 10, i, 1, 2)
     past = rates_until(r, 2.5)
     assert [s[0] for s in past.samples] == [0.0, 1.0, 2.0] and len(r.samples) == 5
+
+
+def test_observed_keeps_time_order_and_its_bound():
+    from natslab.tui.history import Observed
+
+    obs = Observed(max_events=4)
+    for t in (10, 20, 30, 40):
+        obs._add(Event(t, "info", "S", "W"))
+    obs._add(Event(25, "deliver", "S", "W", (1,), 0, 1))  # late: in its place, the oldest dropped
+    assert [e.t for e in obs.events] == [20, 25, 30, 40]

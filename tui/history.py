@@ -314,10 +314,16 @@ class Observed:
         ev = self.events
         if e.kind != "info" and any(x[1:7] == e[1:7] and abs(x.t - e.t) < NS for x in islice(reversed(ev), 8)):
             return  # one event seen twice (the app's own action and a tap, an advisory and a tap)
-        if ev and ev[-1].t > e.t:  # keep them in time order (the log is not always)
-            items = sorted([*ev, e], key=lambda x: x.t)
-            ev.clear()
-            ev.extend(items)
+        if ev and ev[-1].t > e.t:  # keep them in time order (a tap's event can come after a later poll)
+            i = len(ev)
+            for x in reversed(ev):  # (it belongs near the end)
+                if x.t <= e.t:
+                    break
+                i -= 1
+            if len(ev) == ev.maxlen:
+                ev.popleft()
+                i -= 1
+            ev.insert(max(i, 0), e)
         else:
             ev.append(e)
 
