@@ -37,13 +37,17 @@ from replaying ``seqs`` (natslab.tui.history does both).
 
 The ring is bounded by an estimate of the memory its tuples take
 (``_BASE`` bytes an event plus ``_PER_SEQ`` a sequence in ``seqs``): the
-oldest go first. Appends happen on the broker's loop; ``events()`` may be
-called from any thread (it copies the ring in one C call, under the GIL).
+oldest go first. It is kept per stream (a reader of one stream copies only
+its events), with the order of all for eviction. Appends happen on the
+broker's loop; ``events()`` may be called from any thread (it copies a deque
+in one C call, under the GIL).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
+from operator import itemgetter
 from time import time_ns
 
 FIELDS = ("t", "kind", "stream", "consumer", "seqs", "dseq", "dc", "dlv_dseq", "dlv_sseq",
@@ -61,22 +65,36 @@ class Journal:
         self.max_bytes = max(int(max_bytes), _BASE)
         self.bytes = 0
         self.dropped = 0  # events that left the ring to make room
-        self._ring: deque = deque()
+        # one deque of events per stream (a reader copies only its stream's),
+        # and the streams in the order their events came: the oldest event
+        # of all is the first of the first stream named here
+        self._streams: dict[str, deque] = {}
+        self._order: deque[str] = deque()
 
     # -- recording (the broker's loop) -----------------------------------------------
-    # Only the broker's loop appends and evicts; a reader copies the deque
+    # Only the broker's loop appends and evicts; a reader copies a deque
     # (deque.copy runs in C under the GIL: it never sees half an append), so
     # recording takes no lock.
+    def _of(self, stream: str) -> deque:
+        d = self._streams[stream] = deque()
+        return d
+
     def add(self, ev: tuple) -> None:
-        self._ring.append(ev)
+        stream = ev[2]
+        (self._streams.get(stream) or self._of(stream)).append(ev)
+        self._order.append(stream)
         self.bytes += _BASE + _PER_SEQ * len(ev[4])
         if self.bytes > self.max_bytes:
             self._evict()
 
     def _evict(self) -> None:
-        ring = self._ring
-        while self.bytes > self.max_bytes and len(ring) > 1:
-            old = ring.popleft()
+        order, streams = self._order, self._streams
+        while self.bytes > self.max_bytes and len(order) > 1:
+            name = order.popleft()
+            d = streams[name]
+            old = d.popleft()
+            if not d:
+                del streams[name]
             self.bytes -= _PUB if len(old) == 3 else _BASE + _PER_SEQ * len(old[4])
             self.dropped += 1
 
@@ -98,7 +116,8 @@ class Journal:
     def published(self, stream: str, seq: int, ts: int) -> None:
         """A message stored at ``ts`` (its timestamp). Once per message, so
         kept short: a 3-tuple, made a full event when read."""
-        self._ring.append((ts, stream, seq))
+        (self._streams.get(stream) or self._of(stream)).append((ts, stream, seq))
+        self._order.append(stream)
         self.bytes += _PUB
         if self.bytes > self.max_bytes:
             self._evict()
@@ -116,17 +135,19 @@ class Journal:
         first; ``stream``: of that stream only (its ``pub`` and ``stream``
         events included); ``consumer``: of that consumer only, and of its
         stream's ``pub`` and ``stream`` events."""
-        evs = self._ring.copy()
+        if stream is not None:
+            d = self._streams.get(stream)
+            evs = d.copy() if d is not None else ()
+        else:
+            evs = list(heapq.merge(*(d.copy() for d in list(self._streams.values())), key=itemgetter(0)))
         if since is not None:
             evs = [e for e in evs if e[0] >= since]
         if until is not None:
             evs = [e for e in evs if e[0] <= until]
-        if stream is not None:  # (a publish's stream is its second slot)
-            evs = [e for e in evs if (e[2] if len(e) > 3 else e[1]) == stream]
         evs = [e if len(e) > 3 else (e[0], "pub", e[1], "", (e[2],), 0, 0, 0, 0, 0, 0, 0, 0, None) for e in evs]
         if consumer is not None:
             evs = [e for e in evs if e[3] == consumer or e[3] == ""]
         return evs
 
     def __len__(self) -> int:
-        return len(self._ring)
+        return len(self._order)
