@@ -12,6 +12,7 @@ when the broker fails (the same methods on both: awaitable on
   gone; it starts again from the store as the files were at that moment.
 - ``power_cut()``: as ``crash()``, and every write not made durable (fsynced)
   is lost too; needs ``record_syncs=True`` (or ``arm_power_cut()``) first.
+- ``clients()``: the connected clients (cid, name, ip, port, lang, version).
 - ``drop_client(name_or_cid)``: cut one client's connection.
 - ``freeze(seconds, consumer=None)``: nothing is sent to clients (or nothing
   delivered by one consumer) for a while; ``thaw()`` ends it early.
@@ -37,7 +38,7 @@ import asyncio
 import threading
 from pathlib import Path
 
-from .faults import Faults
+from .faults import ClientConn, Faults
 from .jetstream.journal import Journal
 from .server import Server, ServerOptions, default_store_dir
 
@@ -150,6 +151,10 @@ class EmbeddedServer(_Address, Faults):
         or ``arm_power_cut()`` before the writes that are to be judged."""
         await self._power_cut()
 
+    async def clients(self) -> list[ClientConn]:
+        """The connected clients (cid, name, ip, port, lang, version), oldest first."""
+        return self._clients()
+
     async def drop_client(self, name_or_cid: str | int) -> list[int]:
         """Cut the connection of the client with this id (int) or name (the
         ``name`` of its CONNECT: every client with it); nothing more is sent
@@ -259,6 +264,15 @@ class ServerThread(_Address, Faults):
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
     # -- faults (see the module docstring; the same as EmbeddedServer's) ----------
+    def arm_power_cut(self) -> None:
+        """Record from now on what each fsync makes durable (``Faults.arm_power_cut``).
+        While the broker runs this is done on its loop, so the store is not read
+        in the middle of one of its writes; safe to call from any thread."""
+        if self._loop is None or self._thread is None or not self._thread.is_alive():
+            super().arm_power_cut()
+        else:
+            self._on_loop(super().arm_power_cut)
+
     def restart(self) -> None:
         """Stop cleanly and start again on the same port and store."""
         self._on_loop(self._restart)
@@ -270,6 +284,10 @@ class ServerThread(_Address, Faults):
     def power_cut(self) -> None:
         """As ``crash()``, losing every write not fsynced (EmbeddedServer.power_cut)."""
         self._on_loop(self._power_cut)
+
+    def clients(self) -> list[ClientConn]:
+        """The connected clients, oldest first (EmbeddedServer.clients)."""
+        return self._on_loop(self._clients)
 
     def drop_client(self, name_or_cid: str | int) -> list[int]:
         """Cut one client's connection (EmbeddedServer.drop_client)."""

@@ -27,6 +27,18 @@ from .diskfaults import DiskFaults, DurableImage
 from .server import Server
 
 
+@dataclasses.dataclass(frozen=True)
+class ClientConn:
+    """One client connection as ``clients()`` lists it (the fields /connz names so)."""
+
+    cid: int
+    name: str
+    ip: str
+    port: int
+    lang: str
+    version: str
+
+
 class Faults:
     """The fault API's work, done on the broker's own event loop; mixed into
     ``EmbeddedServer`` and ``ServerThread``, which hold ``self.server`` and
@@ -149,6 +161,12 @@ class Faults:
         await self._start_again(old, n)
 
     # -- clients and delivery -----------------------------------------------------
+    def _clients(self) -> list["ClientConn"]:
+        """The connected clients, oldest first (whom ``drop_client`` can cut)."""
+        return [ClientConn(c.cid, c.name, c.host, c.port, c.lang, c.version)
+                for c in sorted(self.server.clients.values(), key=lambda c: c.cid)
+                if c.transport is not None and not c.closed]
+
     def _drop_client(self, name_or_cid) -> list[int]:
         gone = [c for c in list(self.server.clients.values())
                 if (c.cid == name_or_cid if isinstance(name_or_cid, int) else c.name == name_or_cid)]

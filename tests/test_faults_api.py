@@ -415,6 +415,41 @@ def test_server_thread_faults_are_plain_calls(tmp_path):
         srv.stop()
 
 
+def test_server_thread_arms_a_power_cut_while_running(tmp_path):
+    """``ServerThread.arm_power_cut()`` on a running broker (the workbench's
+    Faults menu arms it so): what is in the store then counts as durable,
+    what is written after it only once synced (lazy sync here: it is not)."""
+    srv = ServerThread(port=0, store_dir=tmp_path / "store", sync_interval=3600.0).start()
+    try:
+        loop = asyncio.new_event_loop()
+
+        async def before_arming():
+            nc = await _connect(srv)
+            js = nc.jetstream()
+            await js.add_stream(name="S", subjects=["s"])
+            await js.publish("s", b"before")
+            return nc
+
+        nc = loop.run_until_complete(before_arming())
+        with pytest.raises(RuntimeError, match="record_syncs"):
+            srv.power_cut()
+        srv.arm_power_cut()
+
+        async def after_arming():
+            js = nc.jetstream()
+            await js.publish("s", b"after")  # never synced (1 h sync interval)
+            n = nc.stats["reconnects"]
+            await asyncio.to_thread(srv.power_cut)
+            assert await eventually(lambda: nc.stats["reconnects"] > n and nc.is_connected, timeout=10)
+            assert await _stream_msgs(js) == [b"before"]
+            await nc.close()
+
+        loop.run_until_complete(after_arming())
+        loop.close()
+    finally:
+        srv.stop()
+
+
 def test_disk_wrappers_under_someone_elses(tmp_path, monkeypatch):
     """Someone (a test's monkeypatch) wraps os.fsync over the armed
     wrapper: disarming leaves theirs in place, and arming again does not

@@ -75,6 +75,9 @@ class NatslabApp(App):
         self.read_only = read_only
         self.broker_spec = broker
         self.embedded: EmbeddedBroker | None = None
+        # the last fault's marks per stream (what it lost, what will be redelivered):
+        # the Faults report sets them, the stream ruler draws them
+        self.fault_marks: dict = {}
         self.client: NatsClient | None = None
         self.stable_display = stable_display
         self.display_url = display_url

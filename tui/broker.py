@@ -116,8 +116,19 @@ class EmbeddedBroker:
         """From now on record what each fsync makes durable, so a power cut can
         drop the rest. Armed when the Faults menu first opens (it costs a read
         of the store and a little per sync: not paid by who never opens it)."""
-        if self._thread is not None:  # on the broker's loop: the store is not read mid-write
-            self._thread._on_loop(self._thread.arm_power_cut)
+        if self._thread is not None:  # done on the broker's loop (ServerThread.arm_power_cut)
+            self._thread.arm_power_cut()
+
+    def clients(self) -> list:
+        """The connected clients (``ClientConn``: cid, name, ip, port, lang), oldest first."""
+        if self._thread is None:
+            raise RuntimeError("the embedded broker is not running")
+        return self._thread.clients()
+
+    @property
+    def frozen(self) -> bool:
+        """A freeze (of the broker or one consumer) is in force."""
+        return self._thread is not None and self._thread.frozen
 
     def fault(self, name: str, *args):
         """Run one of the fault API's calls (``FAULTS``) on the broker thread."""

@@ -20,7 +20,8 @@ from textual.widgets import Label, Static
 from ..client import NatsError
 from ..demos import ask_before, confirm, is_remote, may_write, stream_exists
 from .run import Look, Reading, Run, Timing
-from .steps import ALL_CREATES, STEPS, step_text
+from .crash import steps_for
+from .steps import ALL_CREATES, step_text
 
 TABLES = {"streams": ("streams", "#streams-table"), "consumers": ("consumers", "#consumers-table")}
 
@@ -32,6 +33,7 @@ class TourPanel(Vertical):
         Binding("left,p", "move(-1)", "Previous step", id="tour.back"),
         Binding("l", "look", "Look at the next place", id="tour.look"),
         Binding("r", "again", "Run this part again", id="tour.again", show=False),
+        Binding("c", "chapter", "Next chapter that stands alone", id="tour.chapter", show=False),
         Binding("escape", "close", "Close the tour", id="tour.close"),
     ]
     can_focus = True
@@ -46,6 +48,7 @@ class TourPanel(Vertical):
         self.remote_ok = False  # the user agreed to work on a server natslab did not start
         self.look_at = 0
         self.run_ctx: Run | None = None
+        self.steps = ()  # the app's (steps_for: the crash chapter on the embedded broker)
 
     def compose(self) -> ComposeResult:
         yield Label("", id="tour-progress")
@@ -61,6 +64,7 @@ class TourPanel(Vertical):
     HOLD_FOCUS = 1.0  # seconds after a look in which the pane shown does not keep the keys
 
     def on_mount(self) -> None:
+        self.steps = steps_for(self.app)
         self.run_ctx = Run(self.app, self.timing, self._progress, self.show_place)
         self._hold_focus_until = 0.0
         self.watch(self.screen, "focused", self._focus_moved, init=False)
@@ -80,10 +84,10 @@ class TourPanel(Vertical):
     # ---- what the panel shows --------------------------------------------
     @property
     def progress_text(self) -> str:
-        return f"step {self.index + 1}/{len(STEPS)}"
+        return f"step {self.index + 1}/{len(self.steps)}"
 
     def show_step(self) -> None:
-        step = STEPS[self.index]
+        step = self.steps[self.index]
         self.query_one("#tour-progress", Label).update(f"Guided tour · {self.progress_text}")
         self.query_one("#tour-title", Static).update(f"[b]{escape(step.chapter)}[/b]\n[$text-accent]{escape(step.title)}[/]")
         readings = self.results.get(self.index)
@@ -98,7 +102,7 @@ class TourPanel(Vertical):
         elif readings is None:
             status.update("[b]enter[/b] runs this step")
         else:
-            status.update("[$text-success]done[/] — [b]enter[/b] next step · [b]r[/b] again" if self.index + 1 < len(STEPS)
+            status.update("[$text-success]done[/] — [b]enter[/b] next step · [b]r[/b] again" if self.index + 1 < len(self.steps)
                           else "[$text-success]done[/] — that was the whole walkthrough. [b]esc[/b] closes")
         self.query_one("#tour-readings", Static).update(self._readings_markup(readings or []))
         self.query_one("#tour-readings").display = bool(readings)
@@ -150,7 +154,7 @@ class TourPanel(Vertical):
         old run, so they are to run again too."""
         if self.running is not None or self.index not in self.results:
             return
-        start = max(i for i in range(self.index + 1) if STEPS[i].starts_over or i == 0)
+        start = max(i for i in range(self.index + 1) if self.steps[i].starts_over or i == 0)
         for later in [i for i in self.results if i >= start]:
             del self.results[later]
         self.index, self.look_at = start, 0
@@ -158,7 +162,7 @@ class TourPanel(Vertical):
 
     def action_move(self, by: int) -> None:
         to = self.index + by
-        if not 0 <= to < len(STEPS) or self.running is not None:
+        if not 0 <= to < len(self.steps) or self.running is not None:
             return
         if by > 0 and self.index not in self.results:
             self.query_one("#tour-status", Static).update(
@@ -168,6 +172,22 @@ class TourPanel(Vertical):
         self.show_step()
         if to in self.results:
             self.look()
+
+    def action_chapter(self) -> None:
+        """To the first step of the next chapter that needs nothing before it
+        (the crash chapter makes its own stream): no earlier step to run first."""
+        if self.running is not None:
+            return
+        here = self.steps[self.index].chapter
+        for to in range(self.index + 1, len(self.steps)):
+            step = self.steps[to]
+            if step.chapter != here and step.starts_over and step.chapter != self.steps[to - 1].chapter:
+                self.index, self.look_at = to, 0
+                self.show_step()
+                if to in self.results:
+                    self.look()
+                return
+        self.query_one("#tour-status", Static).update("no chapter after this one stands alone")
 
     def action_look(self) -> None:
         if self.index in self.results:
@@ -187,7 +207,7 @@ class TourPanel(Vertical):
     # ---- running a step ------------------------------------------------------
     @work(exclusive=True, group="tour", exit_on_error=False)
     async def run_step(self, index: int) -> None:
-        app, step = self.app, STEPS[index]
+        app, step = self.app, self.steps[index]
         if not may_write(app, "the tour's steps"):
             return
         self.running = index
@@ -228,7 +248,7 @@ class TourPanel(Vertical):
 
     # ---- pointing at the panes -----------------------------------------------
     def look(self) -> None:
-        looks = STEPS[self.index].looks
+        looks = self.steps[self.index].looks
         if looks:
             self.show_place(looks[self.look_at % len(looks)])
 

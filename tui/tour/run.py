@@ -78,6 +78,7 @@ class Run:
         self.progress = progress  # one line for the panel: "waiting 3.2 s …"
         self.point = point  # show a place before the step ends (to watch a wait run out there)
         self.rdl: "FetchedMessage | None" = None  # RDL's last delivery, carried from step to step
+        self.crashed: "FetchedMessage | None" = None  # the crash chapter's unacked delivery
 
     @property
     def client(self) -> "NatsClient":

@@ -51,7 +51,10 @@ LEGEND = (
     ("?", UNSEEN, "delivered (consumer info says so) but the app saw neither delivery nor ack"),
     ("·", PENDING, "the pending tail: not delivered yet"),
     ("_", "", "underlined: the consumer's last delivered sequence"),
+    ("↻", "redeliver", "after a fault (F): handed out, not acked, will be redelivered"),
+    ("✗", "lost", "after a fault: lost (a power cut past the durability promise)"),
 )
+REDELIVER_MARK, LOST_MARK = "↻", "✗"
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,57 @@ def render_ruler(
     return text
 
 
+def _strip_cells(first: int, last: int, lanes: list[Lane], width: int) -> tuple[int, list[tuple[int, int]], int]:
+    """The strip's layout as ``render_ruler`` lays it out: label width, cell
+    ranges, cells per sequence (so a segment under the lanes lines up)."""
+    label_w = min(12, max([len(lane.name) for lane in lanes] + [6]))
+    strip_w = max(8, width - label_w - 1)
+    ranges = cell_ranges(first, last, strip_w)
+    count = last - first + 1
+    k = cell_width(count, max(8, strip_w - 48))
+    return label_w, ranges, (k if len(ranges) == count and len(str(last)) < k else 1)
+
+
+def fault_segment(marks, first: int, last: int, lanes: list[Lane], width: int,
+                  styles: Mapping[str, Style] | None = None) -> Text:
+    """Under the lanes, after a fault from the Faults menu (``marks``: the
+    stream's ``StreamMarks``): per consumer a line with ``↻`` under each
+    sequence that will be redelivered (gone once acked), the sentence "3 will
+    be redelivered: seqs 4, 5, 6", and what the fault lost (``✗``, past the
+    strip's end: the stream's last sequence went back)."""
+    from ..client.survival import seq_list
+
+    styles = styles or {}
+    text = Text()
+    if not lanes or last < first or last == 0:
+        return text
+    label_w, ranges, k = _strip_cells(first, last, lanes, width)
+    mark_style = styles.get("redeliver", Style())
+    for lane in lanes:
+        seqs = tuple(seq for seq in marks.redeliver.get(lane.name, ())
+                     if seq > lane.ack_floor and lane.seen.get(seq, ("", 0))[0] not in (ACKED, TERMED))
+        if seqs:
+            text.append("\n")
+            text.append(f"{REDELIVER_MARK} {lane.name}"[:label_w].ljust(label_w) + " ", mark_style)
+            for lo, hi in ranges:
+                hit = seqs[bisect_left(seqs, lo)] <= hi if bisect_left(seqs, lo) < len(seqs) else False
+                text.append((REDELIVER_MARK if hit else " ") + " " * (k - 1), mark_style)
+            text.append(f"\n{REDELIVER_MARK} {lane.name}: {len(seqs)} will be redelivered: {seq_list(seqs)}",
+                        mark_style)
+        n = marks.redeliver_count.get(lane.name)
+        if n and lane.num_ack_pending:
+            text.append(f"\n{REDELIVER_MARK} {lane.name}: {n} will be redelivered (which: the app did not see them all)",
+                        mark_style)
+    if marks.lost:
+        lost = styles.get("lost", Style())
+        text.append("\n")
+        text.append(f"{LOST_MARK} lost"[:label_w].ljust(label_w) + " " + " " * (len(ranges) * k))
+        text.append(LOST_MARK * min(len(marks.lost), 10), lost)
+        text.append(f"\n{LOST_MARK} the fault lost {len(marks.lost)}: {seq_list(marks.lost)} (never made durable)",
+                    lost)
+    return text
+
+
 def legend_text(styles: Mapping[str, Style] | None = None) -> Text:
     styles = styles or {}
     text = Text("The stream ruler (Consumers tab)\n", style="bold")
@@ -248,7 +302,7 @@ class StreamRuler(Static):
 
     COMPONENT_CLASSES = {
         "ruler--floor", "ruler--acked", "ruler--termed", "ruler--unseen", "ruler--outstanding",
-        "ruler--expired", "ruler--pending", "ruler--strip",
+        "ruler--expired", "ruler--pending", "ruler--strip", "ruler--redeliver", "ruler--lost",
     }
     DEFAULT_CSS = """
     StreamRuler { height: auto; max-height: 11; padding: 0 1; }
@@ -260,6 +314,8 @@ class StreamRuler(Static):
     StreamRuler > .ruler--expired { color: $error; text-style: bold reverse; }
     StreamRuler > .ruler--pending { color: $foreground 50%; }
     StreamRuler > .ruler--strip { color: $accent; }
+    StreamRuler > .ruler--redeliver { color: $warning; text-style: bold; }
+    StreamRuler > .ruler--lost { color: $error; text-style: bold; }
     """
 
     def __init__(self, **kw):
@@ -288,6 +344,9 @@ class StreamRuler(Static):
         width = self.content_region.width or max(0, self.size.width - 2) or 78
         text = render_ruler(self.stream, self.first, self.last, self.lanes, width, self.styles_map(),
                             retention=self.retention)
+        marks = getattr(self.app, "fault_marks", {}).get(self.stream)  # the last fault's (Faults menu)
+        if marks is not None:
+            text.append_text(fault_segment(marks, self.first, self.last, self.lanes, width, self.styles_map()))
         if text == self._shown:
             return  # redrawn twice a second: most polls change nothing
         # a new layout of the screen (~15 ms) only when the ruler's height changes
