@@ -30,6 +30,7 @@ import asyncio
 import cProfile
 import pstats
 import json
+import os
 import re
 import sys
 import tempfile
@@ -130,7 +131,9 @@ async def js_publish(c: Client, t: MemTransport, subject: bytes, n: int) -> None
 async def workload(name: str, n: int) -> float:
     """CPU seconds for n messages of the workload."""
     with tempfile.TemporaryDirectory() as store:
-        async with EmbeddedServer(port=0, store_dir=store, read_budget=0) as es:
+        # NATSLAB_BENCH_HISTORY_MB: the same with the history ring on (server/jetstream/journal.py)
+        history_mb = float(os.environ.get("NATSLAB_BENCH_HISTORY_MB") or 0)
+        async with EmbeddedServer(port=0, store_dir=store, read_budget=0, history_mb=history_mb) as es:
             srv = es.server
             c, t = await attach(srv)
             c.data_received(b"SUB _INBOX.bjs.* 1\r\nSUB _INBOX.api.* 2\r\nSUB _INBOX.pull.* 3\r\n")

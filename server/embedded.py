@@ -24,6 +24,12 @@ when the broker fails (the same methods on both: awaitable on
 connected again as were before (nats-py reconnects by itself), or after
 ``reconnect_wait`` seconds (3). How each fault works is in ``faults.py``
 (and ``diskfaults.py``); nothing of the disk faults runs while none is armed.
+
+``history_mb=N`` (off by default) keeps a ring of about N MB of what happened
+to streams and consumers (deliveries, acks, naks, terms, expiries, floor
+moves, publishes, API changes), read with ``history(since, until,
+stream=, consumer=)`` from any thread; the workbench's time slider reads it.
+The events are described in ``jetstream/journal.py``.
 """
 
 from __future__ import annotations
@@ -33,14 +39,23 @@ import threading
 from pathlib import Path
 
 from .faults import ClientConn, Faults
+from .jetstream.journal import Journal
 from .server import Server, ServerOptions, default_store_dir
 
 
-def _options(host: str, port: int, jetstream: bool, store_dir, **kw) -> ServerOptions:
-    return ServerOptions(
+def _options(host: str, port: int, jetstream: bool, store_dir, history_mb: float = 0, **kw) -> ServerOptions:
+    opts = ServerOptions(
         host=host, port=port, jetstream=jetstream,
         store_dir=str(store_dir) if store_dir is not None else None, **kw,
     )
+    return _with_history(opts, history_mb)
+
+
+def _with_history(opts: ServerOptions, history_mb: float) -> ServerOptions:
+    if history_mb and opts.journal is None:
+        # one ring for the embedding's life: a restart or a crash keeps it
+        opts.journal = Journal(int(history_mb * 1_000_000))
+    return opts
 
 
 class _Address:
@@ -62,6 +77,20 @@ class _Address:
 
     url = client_url
 
+    def history(self, since: int | None = None, until: int | None = None, *,
+                stream: str | None = None, consumer: str | None = None) -> list[tuple]:
+        """What the broker recorded (``history_mb``; jetstream/journal.py
+        names each event's fields), oldest first: the events with ``since
+        <= t <= until`` (wall-clock ns, None: open), of one stream and, with
+        ``consumer``, of that consumer (and its stream's publishes). Safe to
+        call from any thread; [] when no history is kept."""
+        j = self.server.journal
+        return [] if j is None else j.events(since, until, stream, consumer)
+
+    @property
+    def history_enabled(self) -> bool:
+        return self.server.journal is not None
+
     @property
     def store_dir(self) -> Path:
         """The directory the store is in (JetStream's files are under ``jetstream/``)."""
@@ -74,12 +103,14 @@ class EmbeddedServer(_Address, Faults):
 
     ``opts`` (a ``ServerOptions``, e.g. from a config file with
     ``server.cli.build_options``) replaces the other arguments;
-    ``record_syncs=True`` arms ``power_cut()`` from the start."""
+    ``record_syncs=True`` arms ``power_cut()`` from the start;
+    ``history_mb=50`` keeps that much history (``history()``)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4222, jetstream: bool = True,
                  store_dir: str | Path | None = None, *, opts: ServerOptions | None = None,
-                 record_syncs: bool = False, **options):
-        opts = opts or _options(host, port, jetstream, store_dir, **options)
+                 record_syncs: bool = False, history_mb: float = 0, **options):
+        opts = _with_history(opts, history_mb) if opts else _options(host, port, jetstream, store_dir,
+                                                                     history_mb, **options)
         self.server = Server(opts)
         self._init_faults(record_syncs)
 
@@ -166,8 +197,9 @@ class ServerThread(_Address, Faults):
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4222, jetstream: bool = True,
                  store_dir: str | Path | None = None, *, opts: ServerOptions | None = None,
-                 record_syncs: bool = False, **options):
-        opts = opts or _options(host, port, jetstream, store_dir, **options)
+                 record_syncs: bool = False, history_mb: float = 0, **options):
+        opts = _with_history(opts, history_mb) if opts else _options(host, port, jetstream, store_dir,
+                                                                     history_mb, **options)
         self.server = Server(opts)
         self._init_faults(record_syncs)
         self._thread: threading.Thread | None = None

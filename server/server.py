@@ -93,6 +93,9 @@ class ServerOptions:
     logtime: bool = True  # logtime / logtime_utc: the log's timestamps (server/cli.py)
     logtime_utc: bool = False
     unused_config: list[str] = field(default_factory=list)  # keys and flags taken that one node has no use for
+    # the history ring (jetstream/journal.py), kept across restarts by the
+    # embedding (EmbeddedServer/ServerThread history_mb); None: not recorded
+    journal: object = None
 
 
 def _server_id() -> str:
@@ -108,6 +111,7 @@ class Server:
         self.server_name = self.opts.server_name or self.server_id
         self.version = NATS_VERSION
         self.logger = logger
+        self.journal = self.opts.journal  # jetstream/journal.py; None: no history is kept
         self.loop: asyncio.AbstractEventLoop | None = None
         self.read_buffer = memoryview(bytearray(READ_BUFFER_SIZE))  # every client's socket reads (Client.get_buffer)
         self.index = SubjectIndex()

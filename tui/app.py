@@ -90,6 +90,11 @@ class NatslabApp(App):
         self.pending_bucket: str | None = None
         self.user_theme_names: set[str] = set()
         self.header_info = HeaderInfo(mode="embedded" if broker else "remote", read_only=read_only)
+        # the time slider's history: the embedded broker's own ring, or, on a
+        # remote server, what the app observes from now on (tui/history.py)
+        from .history import Observed
+
+        self.observed = Observed() if broker is None else None
         self._shut_down = False
         self._started = False
         self.main_screen: MainScreen | None = None
@@ -353,6 +358,24 @@ class NatslabApp(App):
     # screen knows the panes (from the registry) and mounts one if it must.
     def jump_to_stream(self, name: str, show: bool = True) -> None:
         self.main_screen.jump_to_stream(name, show)
+
+    def history(self, stream: str, since: int | None = None, until: int | None = None):
+        """The events of ``stream`` (its consumers', its publishes) from the
+        history the app has, oldest first (tui/history.py's Event)."""
+        from .history import as_events
+
+        if self.embedded is not None:
+            return as_events(self.embedded.history(since, until, stream=stream))
+        if self.observed is not None:
+            return self.observed.history(since, until, stream=stream)
+        return []
+
+    def export_consumer_history(self) -> None:
+        """The palette's export: the Consumers pane's ``E``."""
+        self.action_tab("consumers")
+        pane = self.screen.query("ConsumersPane")
+        if pane:
+            pane.first().action_export_history()
 
     def jump_to_consumer(self, stream: str, consumer: str, show: bool = True) -> None:
         self.main_screen.jump_to_consumer(stream, consumer, show)

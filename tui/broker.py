@@ -24,6 +24,7 @@ class BrokerSpec:
     store_dir: Path | None = None
     memory: bool = False
     host: str = "127.0.0.1"
+    history_mb: float = 50  # the broker's history ring for the time slider (0: none)
     _temp_dir: Path | None = field(default=None, repr=False)
 
     def resolved_store_dir(self) -> Path:
@@ -81,11 +82,21 @@ class EmbeddedBroker:
         port = choose_port(self.spec.host, self.spec.port)
         http_port = choose_port(self.spec.host, self.spec.monitor_port) if self.spec.monitor_port else 0
         self._thread = ServerThread(host=self.spec.host, port=port, jetstream=True,
-                                    store_dir=self.store_dir, http_port=http_port)
+                                    store_dir=self.store_dir, http_port=http_port,
+                                    history_mb=self.spec.history_mb)
         self._thread.start()
         self.monitor_url = f"http://{self.spec.host}:{http_port}" if http_port else ""
         self.client_url = self._thread.client_url
         return self.client_url
+
+    def history(self, since: int | None = None, until: int | None = None, *,
+                stream: str | None = None, consumer: str | None = None) -> list[tuple]:
+        """What the broker recorded (ServerThread.history): the time slider's
+        source for the embedded broker. Thread-safe and quick (a copy of the
+        ring under a lock): called on the UI loop."""
+        if self._thread is None:
+            return []
+        return self._thread.history(since, until, stream=stream, consumer=consumer)
 
     def stop(self) -> None:
         if self._thread is not None:

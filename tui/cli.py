@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     emb.add_argument("--memory", action="store_true", help="throwaway store, deleted on exit")
     emb.add_argument("--monitor-port", type=int, default=8222, metavar="PORT",
                      help="monitoring (HTTP) port of the embedded broker (default 8222, next free if taken; 0 = none)")
+    emb.add_argument("--history-mb", type=float, default=50, metavar="MB",
+                     help="history the embedded broker keeps for the time slider (default 50 MB; 0 = none)")
     rem = p.add_argument_group("existing server")
     rem.add_argument("--connect", metavar="URL", help="attach to this server instead of starting one")
     rem.add_argument("--context", nargs="?", const="", metavar="NAME", help="use a nats CLI context")
@@ -94,7 +96,8 @@ def resolve(args: argparse.Namespace) -> tuple[ConnectOptions | None, BrokerSpec
     if not 0 <= args.monitor_port <= 65535:
         raise ValueError(f"--monitor-port {args.monitor_port}: a port is 0-65535 (0 = no monitoring)")
     broker_port = 4222 if args.web or args.port is None else args.port  # (--web: --port is the page's)
-    spec = BrokerSpec(port=broker_port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port)
+    spec = BrokerSpec(port=broker_port, store_dir=args.store_dir, memory=args.memory, monitor_port=args.monitor_port,
+                      history_mb=args.history_mb)
     creds = ConnectOptions(user=args.user, password=args.password, token=args.token, creds=args.creds, nkey=args.nkey)
     creds.check_credential_files()
     return creds, spec

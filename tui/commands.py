@@ -32,6 +32,8 @@ class NatslabCommands(Provider):
             out.append(("Faults: restart, crash, power cut… the embedded broker (F)",
                         "break the broker on purpose and see what survived", app.action_faults))
         out.append(("Topology", "which streams feed which: mirrors, sources, republish", partial(open_topology, app)))
+        out.append(("Export the selected consumer's history as text (E)",
+                    "from the moment the time slider shows ([ ] { }) to now, to a file", app.export_consumer_history))
         for name in sorted(app.available_themes):
             if name.startswith("natslab") or name in app.user_theme_names:
                 out.append((f"Theme: {name}", "switch theme (remembered)", partial(setattr, app, "theme", name)))

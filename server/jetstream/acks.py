@@ -221,6 +221,8 @@ class AckState:
                 if p is not None:
                     p[1] = now_ns()
                     c.schedule_save()
+                    if c.journal is not None:
+                        c.journal.consumer(c, "progress", (sseq,), dseq, dc)
             elif msg.startswith(b"+TERM"):
                 reason = msg[5:].strip().decode(errors="replace")
                 send_reply = self.term(sseq, dseq, dc, reason) and send_reply
@@ -290,6 +292,8 @@ class AckState:
             if touched:
                 self.lat = _time_ns()
                 c.schedule_save()
+                if c.journal is not None and not self._terming:  # (once per run of acks; a term records itself)
+                    c.journal.consumer(c, "ack", tuple(t[0] for t in acks if t[0] < nxt))
             if acked:
                 for s in acked:
                     c.stream.ack_processed(s)
@@ -445,17 +449,29 @@ class AckState:
                     p[1] = now_ns() - c.config.get("ack_wait", 0) + delay
                     self._arm_ptmr(0.01)
                     c.schedule_save()
+                if c.journal is not None:
+                    c.journal.consumer(c, "nak", (sseq,), dseq, dc, delay)
                 return
         if sseq not in self.rdq:
             self._add_to_rdq([sseq])
+        if c.journal is not None:
+            c.journal.consumer(c, "nak", (sseq,), dseq, dc, 0)
         c.signal()
 
+    _terming = False  # term() is acking: the history records the term, not an ack
+
     def term(self, sseq: int, dseq: int, dc: int, reason: str) -> bool:
-        ok = self.on_acks(((sseq, dseq, dc),)) > 0
+        self._terming = True
+        try:
+            ok = self.on_acks(((sseq, dseq, dc),)) > 0
+        finally:
+            self._terming = False
         body = {"consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc}
         if reason:
             body["reason"] = reason
         self.c.advisory(ADV_TERMINATED, "io.nats.jetstream.advisory.v1.terminated", body)
+        if self.c.journal is not None:
+            self.c.journal.consumer(self.c, "term", (sseq,), dseq, dc, reason)
         return ok
 
     # -- what delivery takes and gives back ------------------------------------------------------
@@ -480,6 +496,8 @@ class AckState:
                 if p is not None:
                     self.move_floors(p[0], p[0], seq, store=False)
                     c.schedule_save()
+                if c.journal is not None:
+                    c.journal.consumer(c, "max_deliveries", (seq,), p[0] if p else 0, dc - 1)
                 continue
             sm = store.load(seq)
             if sm is None:
@@ -507,6 +525,8 @@ class AckState:
             if self.rdc[seq] <= 0:
                 self.rdc.pop(seq, None)
             self.rdq.insert(0, seq)
+        if self.c.journal is not None:
+            self.c.journal.consumer(self.c, "putback", (seq,), 0, dc)
 
     def delivered(self, seq: int) -> int:
         """``seq`` was delivered (with the consumer sequence returned): pending
@@ -558,6 +578,8 @@ class AckState:
         self.dseq = dseq + k
         self.sseq = last + 1
         self.ldt = now
+        if self.c.journal is not None:  # (once per run)
+            self.c.journal.consumer(self.c, "deliver", tuple(seqs), dseq, 1)
 
     # -- redelivery queue -------------------------------------------------------------------
     def _add_to_rdq(self, seqs: list[int]) -> None:
@@ -664,6 +686,8 @@ class AckState:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
         if changed or expired:
             c.schedule_save()
+            if c.journal is not None:
+                c.journal.consumer(c, "expired" if expired else "floor", tuple(expired))
 
     def _has_max_deliveries(self, seq: int, maxdc: int) -> bool:
         if maxdc <= 0:
@@ -678,6 +702,8 @@ class AckState:
         if p is not None:
             self.move_floors(p[0], p[0], seq, store=False)
         self.rdc[seq] = dc
+        if self.c.journal is not None:
+            self.c.journal.consumer(self.c, "max_deliveries", (seq,), p[0] if p else 0, dc)
         self.signal_if_stalled(before)
         return True
 
@@ -730,6 +756,8 @@ class AckState:
                 and all(asflr < s <= sseq - 1 for s in self.pending)):
             self.sfloor = [adflr, asflr]
         c.schedule_save()
+        if c.journal is not None:
+            c.journal.consumer(c, "purge")
         c.signal()
 
     def on_msg_removed(self, seq: int) -> None:
@@ -742,6 +770,8 @@ class AckState:
             self.c.server.loop.call_soon(self._term_removed, seq, p[0], dc)
         elif self.rdc.pop(seq, None) is not None:
             self.lat = _time_ns()
+            if self.c.journal is not None:
+                self.c.journal.consumer(self.c, "floor", (seq,))
 
     def _term_removed(self, seq: int, dseq: int, dc: int) -> None:
         if not self.c.closed:

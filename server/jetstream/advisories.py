@@ -37,6 +37,8 @@ def _publish(server, subject: str, body: dict) -> None:
 
 def stream_action(js, stream: str, action: str) -> None:
     verb = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
+    if js.server.journal is not None:  # (the history: jetstream/journal.py)
+        js.server.journal.stream(stream, action)
     subject = f"$JS.EVENT.ADVISORY.STREAM.{verb}.{stream}"
     if js.server.has_interest(subject):
         _publish(js.server, subject, {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": _id(),

@@ -55,6 +55,7 @@ class Consumer:
         self.created = created
         self.durable = bool(config.get("durable_name"))
         self.closed = False
+        self.journal = self.server.journal  # jetstream/journal.py: None when no history is kept
         self._set_filters()
         # what was delivered and acked, the floors and the ack timer (acks.py)
         self.acks = AckState(self)
@@ -187,6 +188,8 @@ class Consumer:
             fsync_dir(d.parent)  # (a deleted consumer must not come back after a power cut)
         # on its own (the API, inactivity) or with its stream, as nats-server announces both
         advisories.consumer_action(self.stream.js, self.stream.name, self.name, "delete")
+        if self.journal is not None:
+            self.journal.consumer(self, "delete")
         if notify_stream:
             self.stream.check_interest_all()
 
@@ -204,6 +207,8 @@ class Consumer:
             self.acks.rearm_pending()  # the ack timer looks at every pending deadline again
         self._arm_pause_timer()
         self.save_config()
+        if self.journal is not None:
+            self.journal.consumer(self, "update")
         self.signal()
 
     def reset(self, seq: int) -> int:
@@ -233,6 +238,8 @@ class Consumer:
             self._save_handle.cancel()
             self._save_handle = None
         self.write_state(sync=self._syncs())
+        if self.journal is not None:
+            self.journal.consumer(self, "reset", (seq,))
         self.signal()
         return seq
 
@@ -289,6 +296,8 @@ class Consumer:
         self.config = cfg
         self._arm_pause_timer()
         self.save_config()
+        if self.journal is not None:
+            self.journal.consumer(self, "pause", extra=shown or "")
         self.signal()
 
     def _arm_pause_timer(self) -> None:
@@ -607,6 +616,8 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
     stream.consumers[name] = c
     c.start()
     c.schedule_save()
+    if c.journal is not None:
+        c.journal.incarnation(c, "create")
     advisories.consumer_action(stream.js, stream.name, name, "create")
     return c
 
@@ -666,6 +677,8 @@ def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
                                stream.name, d.name, c.acks.sseq)
             stream.consumers[c.name] = c
             c.start()
+            if c.journal is not None:
+                c.journal.incarnation(c, "restore")
             acks = state.get("acks") if state else None
             if acks:  # answered acks since that state, again
                 c.acks.on_acks([(sseq, dseq, 0) for sseq, dseq in acks])

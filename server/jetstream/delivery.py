@@ -389,7 +389,9 @@ class Delivery:
 
     def deliver_msg(self, dsubj: str, ack_reply: str, sm, dc: int, hdr, data, size: int) -> None:
         c = self.c
-        c.acks.delivered(sm.seq)
+        dseq = c.acks.delivered(sm.seq)
+        if c.journal is not None:
+            c.journal.consumer(c, "deliver", (sm.seq,), dseq, dc)
         srv = c.server
         self._last_send = srv.loop.time()
         srv.deliver_internal(dsubj, sm.subject, ack_reply, hdr, data)

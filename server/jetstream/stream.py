@@ -39,6 +39,7 @@ _FAST_BATCH = fastbatch.SUFFIX
 class Stream(ExpiryMixin):
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
+        self._journal = js.server.journal  # the history (journal.py); None: not kept
         self.name: str = config["name"]
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
@@ -382,6 +383,9 @@ class Stream(ExpiryMixin):
         if self.consumers:
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
+        if self._journal is not None:
+            # (the message's own time, but a mirror keeps its origin's: now instead)
+            self._journal.published(self.name, seq, time_ns() if self.config.get("mirror") else ts)
         if self.followers:
             for link in self.followers:
                 link.origin_stored()
@@ -551,6 +555,8 @@ class Stream(ExpiryMixin):
         is recovered (its limits, expiry), which no reply waits for."""
         if not self.store.remove(seq, rederivable):
             return False
+        if self.js.server.journal is not None:
+            self.js.server.journal.stream(self.name, "remove", seq)
         if self.consumers:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(seq)
@@ -625,6 +631,8 @@ class Stream(ExpiryMixin):
             n = self.store.purge()
         else:
             n = self.store.purge(flt, seq=seq, keep=keep)
+        if self.js.server.journal is not None:
+            self.js.server.journal.stream(self.name, "purge")
         if n == 1 and one is not None:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(one.seq)

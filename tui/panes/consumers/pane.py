@@ -29,6 +29,7 @@ from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text, n
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
+from .travel import default_report_path, export_report, lane_of, monotonic_at, rates_until, marker, now_ns, past_details, past_row, state_at, step_target, stream_range_at
 
 # The counters that move first (what is unacked, redelivered, still to come),
 # then the rest; what a narrow terminal cuts off is reachable with the arrows
@@ -64,6 +65,16 @@ class ConsumersPane(LivePane):
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
         Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
         Binding("z", "zoom_rates", "Rates window (1 m, 5 m, 15 m)", id="consumers.zoom", show=False),
+        Binding("left_square_bracket", "travel('back')", "Back in time", id="consumers.back", key_display="["),
+        Binding("right_square_bracket", "travel('forward')", "1 s forward in time", id="consumers.forward",
+                show=False, key_display="]"),
+        Binding("left_curly_bracket", "travel('prev')", "Back to the previous event", id="consumers.prev_event",
+                show=False, key_display="{"),
+        Binding("right_curly_bracket", "travel('next')", "On to the next event", id="consumers.next_event",
+                show=False, key_display="}"),
+        Binding("L", "live", "Back to live", id="consumers.live", show=False),
+        Binding("E", "export_history", "Export the history from the moment shown as text", id="consumers.export",
+                show=False),
         Binding("question_mark", "legend", "Help, legend", id="consumers.legend", key_display="?"),
     ]
 
@@ -113,6 +124,11 @@ class ConsumersPane(LivePane):
         self.rates_window = WINDOWS[0]  # z: the charts' time window
         self._detail_shape: tuple | None = None  # what the details showed last (charts: their shape)
         self._status_text = ""
+        # the time slider (travel.py): the moment shown (wall clock ns), None: live
+        self.travel_t: int | None = None
+        self._past: dict = {}  # consumer -> PastState at travel_t
+        self._past_events: list = []
+        self._stream_info: StreamSummary | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("Consumers — select a stream first", id="consumers-status", classes="pane-status")
@@ -122,6 +138,8 @@ class ConsumersPane(LivePane):
             yield Static("", id="consumer-config")
 
     def watch_stream(self, stream: str | None) -> None:
+        self.travel_t = None
+        self._past, self._past_events = {}, []
         self.consumers.clear()
         self._last.clear()
         self._rates.clear()
@@ -177,6 +195,16 @@ class ConsumersPane(LivePane):
         if event.stream_info is not None:
             info = event.stream_info
             self._stream_history.record(now, info.last_seq, info.bytes, info.first_seq, info.messages)
+            self._stream_info = info
+        observed = getattr(self.app, "observed", None)
+        if observed is not None:  # a remote server's history is what the app sees
+            for c in self.consumers.values():
+                observed.info(c, event.answered or now)
+        if self.travel_t is not None:
+            if self._pending_select in self.consumers:
+                self.select_consumer(self._pending_select)
+            self._show_past(refetch=False)  # (the past does not change: the history read at the last key)
+            return
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
             {name: consumer_row(c, "" if stable else self._rate(c, now)) for name, c in self.consumers.items()}
@@ -209,6 +237,81 @@ class ConsumersPane(LivePane):
         lanes = [lane_for(c, log((c.stream, c.name)) or {}, now) for c in self.consumers.values()]
         self.query_one(StreamRuler).show(info.name, info.first_seq, info.last_seq, lanes, info.retention)
 
+    # ---- the time slider (travel.py) ------------------------------------------
+    def action_travel(self, how: str) -> None:
+        if not self.stream:
+            return
+        events = self.app.history(self.stream)
+        if not events:
+            self.app.notify("No history yet" + ("" if self.app.embedded is not None
+                                                 else ": the app keeps what it observes from now on"))
+            return
+        self.travel_t = step_target(events, self.stream, self.selected, self.travel_t, now_ns(), how)
+        self._past_events = events
+        if self.travel_t is None:
+            self._after_travel()
+        else:
+            self._show_past(refetch=False)
+
+    def action_live(self) -> None:
+        self.travel_t = None
+        self._after_travel()
+
+    def _after_travel(self) -> None:
+        if self.travel_t is None:
+            self._past, self._past_events = {}, []
+            self._status_text = ""
+            self.schedule_poll(0.01)  # the live view again with the next poll
+        else:
+            self._show_past()
+
+    def _show_past(self, refetch: bool = True) -> None:
+        """The table, ruler and details at ``travel_t`` (``refetch``: read
+        the history again, as each key does; a poll draws from the last read)."""
+        stream, t = self.stream, self.travel_t
+        if refetch or not self._past_events:
+            self._past_events = self.app.history(stream)
+        events = self._past_events
+        self._past = {}
+        rows, lanes = {}, []
+        for name, c in self.consumers.items():
+            st = state_at(events, stream, name, t)
+            if st.exists:
+                self._past[name] = st
+                rows[name] = past_row(c, st, consumer_row)
+                lanes.append(lane_of(name, st))
+        self.query_one(LiveTable).sync(rows)
+        info = self._stream_info
+        if info is not None:
+            first, last = stream_range_at(events, stream, t, info.first_seq, info.last_seq)
+            self.query_one(StreamRuler).show(info.name, first, last, lanes, info.retention)
+        self._update_status()
+        self._selection_changed()
+
+    def action_export_history(self) -> None:
+        name = self.selected
+        if not self.stream or not name:
+            self.app.notify("Select a consumer first", severity="warning")
+            return
+        from ...config import data_dir
+        from .export_dialog import ExportHistoryDialog
+
+        stream, t0, now = self.stream, self.travel_t, now_ns()
+
+        def write(path) -> None:
+            if path is None:
+                return
+            try:
+                export_report(self.app.history(stream), stream, name, t0, now, path)
+            except OSError as exc:
+                self.app.notify(f"Could not write the history: {exc}", severity="error")
+                return
+            self.app.notify(f"History of {stream} > {name} written to {path}")
+
+        self.app.push_screen(ExportHistoryDialog(f"{stream} > {name}",
+                                                 default_report_path(data_dir() / "history", stream, name, now)),
+                             write)
+
     def action_legend(self) -> None:
         from ...screens.legend import LegendHelp
 
@@ -225,6 +328,9 @@ class ConsumersPane(LivePane):
         elif not self.consumers:
             text = f"Consumers of {self.stream} — " + ("none (read-only)" if self.read_only
                                                        else "none yet; press n to create one")
+        elif self.travel_t is not None:
+            stable = getattr(self.app, "stable_display", False)
+            text = f"{marker(self.travel_t, now_ns(), stable)} · [ ] 1 s · {{ }} events · E export"
         else:
             table = self.query_one(LiveTable)
             more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
@@ -262,10 +368,18 @@ class ConsumersPane(LivePane):
             width = self.query_one("#consumer-config").content_region.width or 76
             styles = {name.removeprefix("rates--"): self.get_component_rich_style(name, partial=True)
                       for name in self.COMPONENT_CLASSES}
-            return rates_view(c.name if c else None, self._history.get(c.name) if c else None, width, styles,
-                              stream=(self.stream, self._stream_history), window=self.rates_window)
+            rates, stream_rates, until = self._history.get(c.name) if c else None, self._stream_history, None
+            if self.travel_t is not None:  # the charts as they were then (the pane's own polls up to it)
+                until = monotonic_at(self.travel_t)
+                rates, stream_rates = rates_until(rates, until), rates_until(stream_rates, until)
+            return rates_view(c.name if c else None, rates, width, styles,
+                              stream=(self.stream, stream_rates), window=self.rates_window, now=until)
         if c is None:
             return Text("")
+        if self.travel_t is not None and c.name in self._past:
+            width = self.query_one("#consumer-config").content_region.width or 76
+            return past_details(self._past_events, c.stream, c.name, self._past[c.name], self.travel_t,
+                                getattr(self.app, "stable_display", False), consumer=c, width=width)
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))

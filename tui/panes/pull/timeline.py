@@ -85,6 +85,9 @@ class DeliveryTimeline(Static):
         self.redraw()
 
     def add(self, event: DeliveryEvent) -> None:
+        observed = getattr(self.app, "observed", None)
+        if observed is not None:  # a remote server's history, for the time slider
+            observed.seen(event)
         per_seq = self.events[(event.stream, event.consumer)][event.stream_seq]
         same = next((i for i, e in enumerate(per_seq) if event.kind != "expired"
                      and e.kind == event.kind and e.deliveries == event.deliveries
