@@ -37,6 +37,9 @@ class NatslabApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        # the footer shows these where a text field types ? and q or a modal
+        # form keeps the app's keys (widgets/footer.py); ctrl+q is Textual's own
+        Binding("f1", "help", "Help", id="app.help_anywhere", show=False, priority=True),
         Binding("S", "export_view", "Save view as SVG + text", id="app.export", show=False),
         Binding("T", "tour", "Guided tour of the walkthrough", id="app.tour", show=False),
         Binding("F", "faults", "Faults: crash, restart, power cut the embedded broker", id="app.faults", show=False),
