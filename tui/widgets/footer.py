@@ -48,9 +48,28 @@ class KeysFooter(Footer):
         # Publish or Objects, the hand's keys stayed in the footer until some
         # other repaint (0.3-2 s, or the next key). On the next turn of the
         # message loop instead, whatever else is on screen.
+        # One recompose per turn, and none when the keys are what is shown: a
+        # tab switch changes the bindings many times over (focus, mounts,
+        # refresh_bindings), and each recompose mounted the footer's keys
+        # anew, their styles and all (~9 per switch, most of its time).
         self._bindings_ready = True
-        if self.is_attached and screen is self.screen:
-            self.call_later(self.recompose)
+        if self.is_attached and screen is self.screen and not self._recompose_due:
+            self._recompose_due = True
+            self.call_later(self._recompose_if_changed)
+
+    _recompose_due = False
+    _composed: tuple | None = None
+
+    def _keys_signature(self) -> tuple:
+        screen = self.screen
+        return (getattr(screen, "FOOTER_PINS", PINNED_KEYS),
+                tuple((key, b.binding.action, b.binding.description, b.binding.key_display, b.enabled, b.binding.show)
+                      for key, b in screen.active_bindings.items()))
+
+    async def _recompose_if_changed(self) -> None:
+        self._recompose_due = False
+        if self.is_attached and self._keys_signature() != self._composed:
+            await self.recompose()
 
     def pinned_keys(self, shown: dict[str, FooterKey]) -> list[FooterKey]:
         """`?` and `q` as the screen binds them, or the key that stands in
@@ -73,6 +92,7 @@ class KeysFooter(Footer):
         keys = list(super().compose())
         if not self._bindings_ready:
             return
+        self._composed = self._keys_signature()
         shown = {k.key: k for k in keys if isinstance(k, FooterKey) and k.key in PINNED_KEYS}
         palette = [k for k in keys if k.has_class("-command-palette")]
         yield from (k for k in keys if k not in palette and k not in shown.values())
