@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -313,15 +314,19 @@ class NatslabApp(App):
         from .client.monitor import MonitorUnreachable, fetch_meta_leader
 
         rounds = 0
+        usage_at = 0.0  # when the usage shown was read
         while not self._shut_down:
             client = self.client
             if client is not None and client.connected:
                 try:
                     usage = await client.account_usage()
                 except NatsError as exc:
-                    self.set_header(detail=f"JetStream: {exc}")
+                    # the last usage stays, marked stale with its age, never as current
+                    age = time.monotonic() - usage_at if self.header_info.usage is not None else None
+                    self.set_header(detail=f"JetStream: {exc}", usage_age=None if age is None else int(age))
                 else:
-                    self.set_header(usage=usage, detail="")
+                    usage_at = time.monotonic()
+                    self.set_header(usage=usage, detail="", usage_age=None)
                 # the meta leader is only in the monitoring port's /jsz: every 3 s, on a cluster
                 if self.header_info.cluster and self.monitor_url and rounds % 3 == 0:
                     try:
