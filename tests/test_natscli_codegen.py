@@ -115,6 +115,10 @@ async def test_stream_form(server, nats_cli, case):
         await client.create_stream(config)  # what the form's submit does
         by_form = (await api(client.nc, f"STREAM.INFO.{config['name']}"))["config"]
         assert comparable(by_cli) == comparable(by_form)
+        await client.delete_stream(config["name"])
+        assert await run_snippet(server, stream_code(config)), stream_code(config)  # the nats-py snippet
+        by_snippet = (await api(client.nc, f"STREAM.INFO.{config['name']}"))["config"]
+        assert comparable(by_snippet) == comparable(by_cli), stream_code(config)
     finally:
         await client.nc.close()
 
@@ -140,6 +144,12 @@ async def test_stream_edit_form(server, nats_cli):
         await client.update_stream(config)  # the edit form's submit
         by_form = (await api(client.nc, "STREAM.INFO.ALL"))["config"]
         assert comparable(by_cli) == comparable(by_form)
+        await client.delete_stream("ALL")
+        await client.create_stream(filled(StreamForm(), STREAM_FORMS["everything"]))
+        code = stream_code(config, edit=True)
+        assert await run_snippet(server, code), code  # the nats-py snippet
+        by_snippet = (await api(client.nc, "STREAM.INFO.ALL"))["config"]
+        assert comparable(by_snippet) == comparable(by_cli), code
         assert (by_cli["max_msgs"], by_cli["max_age"], by_cli["subjects"], by_cli["discard"]) == (-1, 0, ["a.>", "d"], "old")
     finally:
         await client.nc.close()
@@ -177,6 +187,11 @@ async def test_consumer_form(server, nats_cli, case):
         await client.create_consumer("ORDERS", config, action="create")  # the form's submit
         by_form = await api(client.nc, f"CONSUMER.INFO.ORDERS.{name}")
         assert comparable(by_cli["config"]) == comparable(by_form["config"])
+        await client.delete_consumer("ORDERS", name)
+        code = consumer_code("ORDERS", config)
+        assert await run_snippet(server, code), code  # the nats-py snippet
+        by_snippet = await api(client.nc, f"CONSUMER.INFO.ORDERS.{name}")
+        assert comparable(by_snippet["config"]) == comparable(by_cli["config"]), code
         assert (by_cli["num_pending"], by_cli["delivered"]) == (by_form["num_pending"], by_form["delivered"])
     finally:
         await client.nc.close()
@@ -201,6 +216,12 @@ async def test_consumer_edit_form(server, nats_cli):
         await client.create_consumer("ORDERS", config, action="update")  # the edit form's submit
         by_form = (await api(client.nc, "CONSUMER.INFO.ORDERS.PUSHER"))["config"]
         assert comparable(by_cli) == comparable(by_form)
+        await client.delete_consumer("ORDERS", "PUSHER")
+        await client.create_consumer("ORDERS", first, action="create")
+        code = consumer_code("ORDERS", config, edit=True)
+        assert await run_snippet(server, code), code  # the nats-py snippet
+        by_snippet = (await api(client.nc, "CONSUMER.INFO.ORDERS.PUSHER"))["config"]
+        assert comparable(by_snippet) == comparable(by_cli), code
         assert (by_cli["ack_wait"], by_cli["max_deliver"], by_cli["max_ack_pending"], by_cli.get("filter_subject")) == (
             10_000_000_000, -1, 75, None)
     finally:
