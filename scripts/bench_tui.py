@@ -6,6 +6,8 @@
     python scripts/bench_tui.py paint --connect  # against a nats-server
     python scripts/bench_tui.py idle             # 200 streams, 500 consumers, 20 s at rest
     python scripts/bench_tui.py flood            # key latency while 10,000 msg/s flow into the embedded broker
+    python scripts/bench_tui.py feel             # issue 29: 60 streams, 100 consumers on nats-server: first
+                                                 # paint, connected, CPU at rest, j/k and tab switch latency
 
 ``budgets`` runs the broker as a process of its own (natslab's by default, or
 nats-server), gives it 200 streams and 500 consumers, and opens the app on
@@ -347,9 +349,89 @@ def budgets(kind: str, runs: int, rest_seconds: float, presses: int, rate: int) 
         shutil.rmtree(store, ignore_errors=True)
 
 
+# ---- issue 29's speed as people feel it: 60 streams, 100 consumers ----
+
+def read_marks(master: int, needles: list[bytes], timeout: float) -> dict[bytes, float]:
+    """When each needle first appeared in the terminal's output (one buffer for
+    all: a needle in the same chunk as an earlier one is not missed)."""
+    buf, seen = b"", {}
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and len(seen) < len(needles):
+        r, _, _ = select.select([master], [], [], 0.005)
+        if r:
+            try:
+                buf += os.read(master, 65536)
+            except OSError:
+                break
+            now = time.monotonic()
+            for needle in needles:
+                if needle not in seen and needle in buf:
+                    seen[needle] = now
+    return seen
+
+
+def press(master: int, key: bytes, needle: bytes, settle: float = 0.3) -> float:
+    drain(master, settle)
+    t = time.monotonic()
+    os.write(master, key)
+    done = read_until(master, needle, 5)
+    return (done - t) if done else float("inf")
+
+
+def feel(runs: int, rest_seconds: float, presses: int) -> None:
+    store = tempfile.mkdtemp()
+    server, url = start_nats_server(store)
+    try:
+        asyncio.run(populate(url, 60, 100))
+        print(f"nats-server: 60 streams, 100 consumers; load: {os.getloadavg()[0]:.2f} (1 min load average)")
+        rows = []
+        for run in range(runs):
+            t0 = time.monotonic()
+            proc, master = spawn_app(["--connect", url])
+            try:
+                marks = read_marks(master, [b"natslab", b"connected", b"S059"], 30)
+                painted, connected = (marks.get(b"natslab", float("inf")) - t0,
+                                      marks.get(b"connected", float("inf")) - t0)
+                drain(master, 2)
+                c0, w0 = cpu_seconds(proc.pid), time.monotonic()
+                drain(master, rest_seconds)
+                cpu = 100 * (cpu_seconds(proc.pid) - c0) / (time.monotonic() - w0)
+                jk = [press(master, b"j", b"S%03d" % (i + 1)) for i in range(presses)]
+                jk += [press(master, b"k", b"S%03d" % (presses - 1 - i)) for i in range(presses)]
+                tabs = []
+                for i in range(presses // 2):
+                    tabs.append(press(master, b"2", b"Consumers of"))
+                    tabs.append(press(master, b"1", b"Streams ("))
+            finally:
+                quit_app(proc, master)
+            rows.append((painted, connected, cpu, median(jk), max(jk), median(tabs), max(tabs)))
+            print(f"run {run + 1}: first paint {painted:.3f} s · connected {connected:.3f} s · CPU at rest "
+                  f"{cpu:.1f}% over {rest_seconds:.0f} s · j/k median {1000 * median(jk):.0f} ms max "
+                  f"{1000 * max(jk):.0f} ms ({len(jk)}) · tab median {1000 * median(tabs):.0f} ms max "
+                  f"{1000 * max(tabs):.0f} ms ({len(tabs)})", flush=True)
+            print("   j/k (ms): " + " ".join(f"{1000 * x:.0f}" for x in jk), flush=True)
+            print("   tab (ms): " + " ".join(f"{1000 * x:.0f}" for x in tabs), flush=True)
+        col = lambda i: median([r[i] for r in rows])  # noqa: E731
+        ok = lambda good: "ok" if good else "MISSED"  # noqa: E731
+        print(f"median of {runs} runs (load now {os.getloadavg()[0]:.2f}):")
+        print(f"  first paint {col(0):.3f} s (target 0.5 s: {ok(col(0) <= 0.5)}); "
+              f"connected {col(1):.3f} s (target 1.0 s: {ok(col(1) <= 1.0)})")
+        print(f"  CPU at rest {col(2):.1f}% of one core (target 5%: {ok(col(2) <= 5)})")
+        print(f"  j/k median {1000 * col(3):.0f} ms (target 50: {ok(col(3) <= 0.05)}), max {1000 * col(4):.0f} ms "
+              f"(target 150: {ok(col(4) <= 0.15)})")
+        print(f"  tab switch median {1000 * col(5):.0f} ms, max {1000 * col(6):.0f} ms (target 100: {ok(col(6) <= 0.1)})")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        shutil.rmtree(store, ignore_errors=True)
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["paint", "idle", "flood", "budgets"])
+    p.add_argument("what", choices=["paint", "idle", "flood", "budgets", "feel"])
     p.add_argument("--connect", action="store_true")
     p.add_argument("--seconds", type=float, default=20, help="idle: seconds at rest; budgets: 10 unless given")
     p.add_argument("--rate", type=int, default=10_000, help="flood: messages per second (0 = none)")
@@ -358,5 +440,6 @@ if __name__ == "__main__":
     p.add_argument("--presses", type=int, default=20, help="budgets: key presses per run")
     a = p.parse_args()
     {"paint": lambda: paint(a.connect), "idle": lambda: idle(a.seconds), "flood": lambda: flood(a.seconds, a.rate),
+     "feel": lambda: feel(a.runs, a.seconds if "--seconds" in sys.argv else 10.0, a.presses // 2),
      "budgets": lambda: budgets(a.broker, a.runs, a.seconds if "--seconds" in sys.argv else 10.0, a.presses,
                                 a.rate)}[a.what]()

@@ -7,7 +7,9 @@ The forms are the real classes with their fields' values given directly
 run; the form's action is then done the way the form does it (the TUI's
 NatsClient, the publish pane's own run_publish) and its effect compared with
 the CLI line's: the stored stream or consumer config, the stored messages,
-what a subscriber or responder received.
+what a subscriber or responder received. The nats-py snippet under each
+publish and request line is run too (with ``nc`` a connection of its own)
+and must do what its CLI line does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import re
 import shlex
 import subprocess
+import textwrap
 from types import SimpleNamespace
 
 import pytest
@@ -36,6 +39,25 @@ def cli_line(code: str) -> str:
     first = code.splitlines()[0]
     assert first.startswith("$ nats ") or first.startswith("$ for n in "), first
     return first[2:]
+
+
+def py_part(code: str) -> str:
+    return code.split("\n", 1)[1]
+
+
+async def run_snippet(server, code: str) -> bool:
+    """The nats-py snippet as a user pastes it into an async function that has
+    ``nc``; False if it raised (a refused JetStream publish)."""
+    namespace: dict = {}
+    exec("async def snippet(nc):\n" + textwrap.indent(py_part(code), "    "), namespace)
+    nc = await connect(server.url)
+    try:
+        await namespace["snippet"](nc)
+        return True
+    except Exception:
+        return False
+    finally:
+        await nc.close()
 
 
 def run_line(cli, server, line: str) -> subprocess.CompletedProcess:
@@ -93,6 +115,10 @@ async def test_stream_form(server, nats_cli, case):
         await client.create_stream(config)  # what the form's submit does
         by_form = (await api(client.nc, f"STREAM.INFO.{config['name']}"))["config"]
         assert comparable(by_cli) == comparable(by_form)
+        await client.delete_stream(config["name"])
+        assert await run_snippet(server, stream_code(config)), stream_code(config)  # the nats-py snippet
+        by_snippet = (await api(client.nc, f"STREAM.INFO.{config['name']}"))["config"]
+        assert comparable(by_snippet) == comparable(by_cli), stream_code(config)
     finally:
         await client.nc.close()
 
@@ -118,6 +144,12 @@ async def test_stream_edit_form(server, nats_cli):
         await client.update_stream(config)  # the edit form's submit
         by_form = (await api(client.nc, "STREAM.INFO.ALL"))["config"]
         assert comparable(by_cli) == comparable(by_form)
+        await client.delete_stream("ALL")
+        await client.create_stream(filled(StreamForm(), STREAM_FORMS["everything"]))
+        code = stream_code(config, edit=True)
+        assert await run_snippet(server, code), code  # the nats-py snippet
+        by_snippet = (await api(client.nc, "STREAM.INFO.ALL"))["config"]
+        assert comparable(by_snippet) == comparable(by_cli), code
         assert (by_cli["max_msgs"], by_cli["max_age"], by_cli["subjects"], by_cli["discard"]) == (-1, 0, ["a.>", "d"], "old")
     finally:
         await client.nc.close()
@@ -155,6 +187,11 @@ async def test_consumer_form(server, nats_cli, case):
         await client.create_consumer("ORDERS", config, action="create")  # the form's submit
         by_form = await api(client.nc, f"CONSUMER.INFO.ORDERS.{name}")
         assert comparable(by_cli["config"]) == comparable(by_form["config"])
+        await client.delete_consumer("ORDERS", name)
+        code = consumer_code("ORDERS", config)
+        assert await run_snippet(server, code), code  # the nats-py snippet
+        by_snippet = await api(client.nc, f"CONSUMER.INFO.ORDERS.{name}")
+        assert comparable(by_snippet["config"]) == comparable(by_cli["config"]), code
         assert (by_cli["num_pending"], by_cli["delivered"]) == (by_form["num_pending"], by_form["delivered"])
     finally:
         await client.nc.close()
@@ -179,6 +216,12 @@ async def test_consumer_edit_form(server, nats_cli):
         await client.create_consumer("ORDERS", config, action="update")  # the edit form's submit
         by_form = (await api(client.nc, "CONSUMER.INFO.ORDERS.PUSHER"))["config"]
         assert comparable(by_cli) == comparable(by_form)
+        await client.delete_consumer("ORDERS", "PUSHER")
+        await client.create_consumer("ORDERS", first, action="create")
+        code = consumer_code("ORDERS", config, edit=True)
+        assert await run_snippet(server, code), code  # the nats-py snippet
+        by_snippet = (await api(client.nc, "CONSUMER.INFO.ORDERS.PUSHER"))["config"]
+        assert comparable(by_snippet) == comparable(by_cli), code
         assert (by_cli["ack_wait"], by_cli["max_deliver"], by_cli["max_ack_pending"], by_cli.get("filter_subject")) == (
             10_000_000_000, -1, 75, None)
     finally:
@@ -204,6 +247,8 @@ PUBLISHES = {
     "js-msgid-dupe": _req(jetstream=True, payload="dupe {{n}}", msg_id="same", count=3),
     "js-msgid-per-message": _req(jetstream=True, payload="job {{n}}", msg_id="job-{{n}}", count=3, headers={"K": "v"}),
     "js-wrong-expectation": _req(jetstream=True, payload="refused", expected_last_seq=7),
+    "js-time-per-message": _req(jetstream=True, payload="job {{n}} at {{time}}", msg_id="t-{{n}}", count=2, rate=50.0),
+    "core-n-once": _req(payload="only {{n}}", msg_id=None),
 }
 TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)")
 
@@ -271,7 +316,13 @@ async def test_publish_form(server, nats_cli, case):
             posted = await form_publish(client, req)
             return not posted[-1].error
 
+        async def by_snippet():
+            return await run_snippet(server, publish_code(req))
+
         cli_effect, form_effect = await effect(by_cli), await effect(by_form)
+        snippet_effect = await effect(by_snippet)
+        assert snippet_effect == cli_effect, publish_code(req)
+        assert "{{" not in py_part(publish_code(req)) or "{{not a template}}" in req.payload
         assert cli_effect[0] == form_effect[0] == (case != "js-wrong-expectation")
         # a subscriber sees the same messages (the CLI's JetStream publish
         # is a request too: its reply subject differs, not the message)
@@ -314,7 +365,9 @@ async def test_request_form(server, nats_cli, case):
         res = await asyncio.to_thread(run_line, nats_cli, server, cli_line(request_code(subject, payload, headers, timeout)))
         assert res.returncode == 0, res.stdout + res.stderr
         reply, _ = await client.request(subject, payload.encode(), headers, timeout)  # the request pane's send
-        assert len(seen) == 2 and seen[0] == seen[1] == (payload.encode(), headers)
+        code = request_code(subject, payload, headers, timeout)
+        assert await run_snippet(server, code)
+        assert len(seen) == 3 and seen[0] == seen[1] == seen[2] == (payload.encode(), headers)
         assert f"echo:{payload}" in res.stdout.splitlines() and reply.data == f"echo:{payload}".encode()
     finally:
         await responder.close()

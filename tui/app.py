@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,9 @@ class NatslabApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        # the footer shows these where a text field types ? and q or a modal
+        # form keeps the app's keys (widgets/footer.py); ctrl+q is Textual's own
+        Binding("f1", "help", "Help", id="app.help_anywhere", show=False, priority=True),
         Binding("S", "export_view", "Save view as SVG + text", id="app.export", show=False),
         Binding("T", "tour", "Guided tour of the walkthrough", id="app.tour", show=False),
         Binding("F", "faults", "Faults: crash, restart, power cut the embedded broker", id="app.faults", show=False),
@@ -318,15 +322,19 @@ class NatslabApp(App):
         from .client.monitor import MonitorUnreachable, fetch_meta_leader
 
         rounds = 0
+        usage_at = 0.0  # when the usage shown was read
         while not self._shut_down:
             client = self.client
             if client is not None and client.connected:
                 try:
                     usage = await client.account_usage()
                 except NatsError as exc:
-                    self.set_header(detail=f"JetStream: {exc}")
+                    # the last usage stays, marked stale with its age, never as current
+                    age = time.monotonic() - usage_at if self.header_info.usage is not None else None
+                    self.set_header(detail=f"JetStream: {exc}", usage_age=None if age is None else int(age))
                 else:
-                    self.set_header(usage=usage, detail="")
+                    usage_at = time.monotonic()
+                    self.set_header(usage=usage, detail="", usage_age=None)
                 # the meta leader is only in the monitoring port's /jsz: every 3 s, on a cluster
                 if self.header_info.cluster and self.monitor_url and rounds % 3 == 0:
                     try:

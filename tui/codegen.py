@@ -27,6 +27,65 @@ def _with_n(text: str) -> str:
     return '"$n"'.join(shlex.quote(part) if part else "" for part in text.split("{{n}}")) or "''"
 
 
+def _py_text(text: str, n: str | None, time: bool) -> str:
+    """A Python expression for text with the composer's templates filled:
+    ``{{n}}`` from the expression ``n`` (left as it is when None), ``{{time}}``
+    from ``stamp()`` (left as it is when not ``time``)."""
+    marks = (["{{n}}"] if n is not None else []) + (["{{time}}"] if time else [])
+    parts, rest = [], text
+    while True:
+        found = [(rest.find(m), m) for m in marks if m in rest]
+        if not found:
+            break
+        at, mark = min(found)
+        if rest[:at]:
+            parts.append(repr(rest[:at]))
+        parts.append(f"str({n})" if mark == "{{n}}" else "stamp()")
+        rest = rest[at + len(mark):]
+    if rest or not parts:
+        parts.append(repr(rest))
+    return " + ".join(parts)
+
+
+def _py_publish(req, hdrs: dict) -> str:
+    """The nats-py snippet doing what the CLI line does: {{n}} is the message
+    number (a loop for a count), {{time}} the time in the body (not in a
+    header: the CLI leaves headers as they are), the rate a sleep per message,
+    and a flush at the end so core messages leave before the program does."""
+    loop = req.count > 1
+    n = "n" if loop else "1"
+    body = _py_text(req.payload, n, time=True)
+    uses_time = "stamp()" in body
+    items = []
+    for k, v in hdrs.items():
+        value = _py_text(v, n, time=False) if k == "Nats-Msg-Id" else repr(v)
+        items.append(f"{k!r}: {value}")
+    headers = "{" + ", ".join(items) + "}" if items else "None"
+    data = repr(req.payload.encode()) if body == repr(req.payload) else f"({body}).encode()"
+    if req.jetstream:
+        call = f"ack = await js.publish({req.subject!r}, {data}, headers={headers})"
+    else:
+        call = f"await nc.publish({req.subject!r}, {data}, headers={headers})"
+    lines = []
+    if req.rate and loop:
+        lines.append("import asyncio")
+    if uses_time:
+        lines += ["from datetime import datetime, timezone",
+                  "stamp = lambda: datetime.now(timezone.utc).isoformat(timespec='seconds')"]
+    if req.jetstream:
+        lines.append("js = nc.jetstream()")
+    if loop:
+        lines.append(f"for n in range(1, {req.count + 1}):")
+        lines.append("    " + call)
+        if req.rate:
+            lines.append(f"    await asyncio.sleep({1 / req.rate:g})")
+    else:
+        lines.append(call)
+    if not req.jetstream:
+        lines.append("await nc.flush()")
+    return "\n".join(lines)
+
+
 def publish_code(req) -> str:
     """The composer's publish as a CLI line: headers, JetStream options,
     repeat and rate; {{n}} and {{time}} in the payload become the CLI's
@@ -40,10 +99,7 @@ def publish_code(req) -> str:
         hdrs["Nats-Expected-Last-Sequence"] = str(req.expected_last_seq)
     if req.expected_stream:
         hdrs["Nats-Expected-Stream"] = req.expected_stream
-    if req.jetstream:
-        py = f"ack = await nc.jetstream().publish({req.subject!r}, {req.payload.encode()!r}, headers={hdrs or None!r})"
-    else:
-        py = f"await nc.publish({req.subject!r}, {req.payload.encode()!r}, headers={hdrs or None!r})"
+    py = _py_publish(req, hdrs)
     opts = []
     for k, v in hdrs.items():
         if k != "Nats-Msg-Id":
@@ -57,7 +113,7 @@ def publish_code(req) -> str:
         body = req.payload.replace("{{time}}", "{{TimeStamp}}")
         words = ["nats", "pub", shlex.quote(req.subject), _with_n(body), *map(shlex.quote, opts),
                  "-H", _with_n(f"Nats-Msg-Id:{req.msg_id}")]
-        if "{{" in body.replace("{{TimeStamp}}", ""):
+        if "{{" in body.replace("{{TimeStamp}}", "").replace("{{n}}", ""):
             words.append("--no-templates")
         pause = f"; sleep {1 / req.rate:g}" if req.rate else ""
         line = f"for n in $(seq 1 {req.count}); do {' '.join(words)}{pause}; done"

@@ -9,6 +9,7 @@ import asyncio
 import json
 
 import nats
+import nats.js.errors
 import pytest
 from textual.widgets import Input
 
@@ -84,6 +85,9 @@ async def test_r3_stream_from_the_form_survives_its_leader(cluster):
             await wait_for(pilot, lambda: len({k.split(":")[0] for k in table._order}) >= 2
                            and any("you" in (table.value(k, "name") or "") for k in table._order),
                            timeout=8, what="connections of two nodes")
+            # each row names its node (/connz gives only the server id; /varz its name)
+            await wait_for(pilot, lambda: {table.value(k, "server") for k in table._order} == {"n1", "n2"},
+                           timeout=8, what="the Server column names n1 and n2")
             app.jump_to_stream("ORDERS")
             await pilot.pause(0.3)
 
@@ -106,6 +110,13 @@ async def test_r3_stream_from_the_form_survives_its_leader(cluster):
                            or f"leader {new_leader}" in " ".join(screen_text(app).split()), what="new leader shown")
             await wait_for(pilot, lambda: "replica n1" in screen_text(app) and "lag" in screen_text(app),
                            timeout=10, what="the old leader's lag")
+            # silent for several heartbeats: down, not catching up
+            try:
+                await wait_for(pilot, lambda: "(down?)" in screen_text(app), timeout=20, what="n1 not seen (down?)")
+            except AssertionError:
+                raise AssertionError([line for line in screen_text(app).splitlines() if "replica" in line]
+                                     + [json.dumps(streams.streams["ORDERS"].cluster)])
+            assert "catching up" not in [line for line in screen_text(app).splitlines() if "replica n1" in line][0]
             await app.shutdown()
     finally:
         await outside.close()
@@ -126,3 +137,70 @@ def test_a_stream_the_list_names_as_missing_shows_offline_not_zero_messages():
         {"name": "n2", "current": False, "active": 2_500_000_000, "lag": 3}]}))
     text = console.export_text()
     assert "replica n1 offline" in " ".join(text.split()) and "lag 3, last seen 2.5s ago" in text
+
+
+def test_a_replica_silent_for_several_heartbeats_is_down_not_catching_up():
+    """A killed replica: nats-server says current false, no offline, and the
+    leader's last contact with it (active) keeps growing."""
+    from natslab.tui.panes.cluster import replica_state
+
+    killed = {"name": "n1", "current": False, "active": 24_400_000_000, "lag": 102}
+    words, _ = replica_state(killed)
+    assert words == "not seen for 24.4s (down?), lag 102" and "catching up" not in words
+    assert replica_state({**killed, "active": 4_000_000_000})[0] == "catching up, lag 102, last seen 4.0s ago"
+    assert replica_state({**killed, "active": 125_000_000_000})[0].startswith("not seen for 2m5s (down?)")
+    assert replica_state({"name": "n2", "current": True, "active": 30_000_000_000})[0] == "current"
+    # the old leader, killed: the new leader never heard from it (active 0) in the 12 s it has led
+    old_leader = {"name": "n1", "current": False, "active": 0, "lag": 8}
+    assert replica_state(old_leader, leader_for=12.0)[0] == "not seen for 12.0s (down?), lag 8"
+    assert replica_state(old_leader, leader_for=2.0)[0] == "catching up, lag 8"
+    assert replica_state(old_leader)[0] == "catching up, lag 8"
+
+
+async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster):
+    """Two of three nodes killed: JetStream on the last one cannot answer.
+    The header says so once ("JetStream:" once) and keeps the last usage
+    dimmed with its age; the streams rows stay as last listed, dimmed, and
+    the status line says how old they are."""
+    import re
+
+    from natslab.tui.widgets.live_table import LiveTable
+
+    n1 = cluster.node("n1")
+    monitors = ",".join(f"http://127.0.0.1:{n.http_port}" for n in cluster.nodes)
+    outside = await nats.connect(n1.url, connect_timeout=2, max_reconnect_attempts=2)
+    js = outside.jetstream()
+    for attempt in range(50):  # until the meta leader knows all three peers
+        try:
+            await js.add_stream(name="ORDERS", subjects=["orders.>"], num_replicas=3)
+            break
+        except nats.js.errors.BadRequestError:
+            await asyncio.sleep(0.2)
+    for i in range(100):
+        await js.publish("orders.new", f"order {i:03d} ".encode() * 3)
+    await outside.close()
+    app = NatslabApp(connect=ConnectOptions(url=n1.url, connect_timeout=1, reconnect_time_wait=0.2),
+                     monitor_url=monitors, remember_theme=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
+        streams = app.main_screen.query_one(StreamsPane)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await wait_for(pilot, lambda: table.value("ORDERS", "messages") == "100", timeout=10, what="100 messages")
+        await wait_for(pilot, lambda: app.header_info.usage is not None and app.header_info.usage.streams == 1,
+                       what="usage read")
+        cluster.node("n2").kill()
+        cluster.node("n3").kill()
+
+        def header_line() -> str:
+            return str(app.screen.query_one("#header").render()).splitlines()[1]
+
+        await wait_for(pilot, lambda: app.header_info.usage_age is not None, timeout=45,
+                       what="the usage could not be refreshed")
+        await wait_for(pilot, lambda: "last known" in header_line(), what="the header marks the usage stale")
+        assert header_line().count("JetStream:") == 1, header_line()
+        assert re.search(r"last known \(\d+s ago\) 1 streams", header_line()), header_line()
+        await wait_for(pilot, lambda: "could not list" in streams._status_text, timeout=45, what="the list failed")
+        status = str(app.screen.query_one("#streams-status").render())
+        assert re.search(r"rows as of \d+s ago \(dimmed\)", status), status
+        assert table.has_class("-stale")
+        await app.shutdown()

@@ -194,3 +194,89 @@ async def test_the_footer_follows_the_pane_without_another_repaint(make_app):
         app.action_tab("streams")
         await wait_for(pilot, lambda: "New stream" in footer_line(app) and "New bucket" not in footer_line(app),
                        what=f"the streams footer: {footer_line(app)!r}")
+
+
+def pinned_keys(app) -> tuple[str, str]:
+    """The Help and Quit entries at the right of the footer: (help key, quit key)."""
+    line = footer_line(app)
+    found = re.search(r"(\S+) Help(?:, legend)?  (\S+) Quit", line.split("▏")[-1])
+    assert found, f"Help and Quit not both on the footer's last line: {line!r}"
+    return found.group(1), found.group(2)
+
+
+async def test_help_and_quit_are_on_every_pane_form_and_modal_at_80x24(make_app, outside):
+    """Walks every pane (with the focus where the tab puts it, a text field
+    in Publish, Request and Tail, and out of it), every form and dialog and
+    every modal screen at 80x24: the footer's last line ends with Help and
+    Quit (`? Help  q Quit`, or where a field types ? and q or a modal keeps
+    the app's keys the `f1`/`^q` that work there), and the key it shows for
+    Help opens the help."""
+    from natslab.tui.panes.registry import PANES
+    from natslab.tui.screens.help import HelpScreen
+    from natslab.tui.screens.main import MainScreen
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"o1")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    await js.create_key_value(bucket="CONFIG")
+    app = make_app()
+    checked = []
+
+    async def check(where: str, in_field: bool) -> None:
+        await wait_for(pilot, lambda: re.search(r"Help.*Quit", footer_line(app).split("▏")[-1]) is not None,
+                       what=f"Help and Quit in the footer of {where}: {footer_line(app)!r}")
+        help_key, quit_key = pinned_keys(app)
+        if in_field:  # ? and q would be typed: the keys that work instead
+            assert (help_key, quit_key) == ("f1", "^q"), (where, footer_line(app))
+        elif not app.screen.is_modal:
+            assert (help_key, quit_key) == ("?", "q"), (where, footer_line(app))
+        else:  # a modal screen's own ? (the trace view's), else the stand-ins
+            assert help_key in ("?", "f1") and quit_key == "^q", (where, footer_line(app))
+        under = app.screen
+        await pilot.press({"?": "question_mark", "f1": "f1"}[help_key])
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what=f"{help_key} opened the help on {where}")
+        await wait_for(pilot, lambda: footer_line(app).split("▏")[-1].strip() == "^q Quit",
+                       what=f"Quit in the help's footer (? closes it): {footer_line(app)!r}")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is under, what="back from the help")
+        checked.append(where)
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        for area in (spec.area for spec in PANES):
+            if area == "pull":
+                app.open_pull_hand("ORDERS", "RDL")
+            await show_tab(app, pilot, area)
+            await check(area, in_field=isinstance(app.focused, Input))
+            if isinstance(app.focused, Input):
+                await pilot.press("escape")
+                await wait_for(pilot, lambda: not isinstance(app.focused, Input), what="out of the field")
+                await check(f"{area} out of the field", in_field=False)
+
+        async def modal(area: str, focus: str | None, key: str, what: str) -> None:
+            await show_tab(app, pilot, area)
+            if focus:
+                app.screen.query_one(focus).focus()
+            await pilot.press(key)
+            await wait_for(pilot, lambda: not isinstance(app.screen, MainScreen), what=what)
+            await check(what, in_field=isinstance(app.focused, Input))
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), what=f"{what} closed")
+
+        app.jump_to_stream("ORDERS")
+        for key, what in (("n", "the stream form"), ("e", "the edit form"), ("p", "the purge dialog"),
+                          ("d", "the delete confirmation"), ("g", "the topology screen")):
+            await modal("streams", "#streams-table", key, what)
+        app.jump_to_consumer("ORDERS", "RDL")
+        await modal("consumers", "#consumers-table", "n", "the consumer form")
+        await modal("kv", "#kv-buckets", "n", "the bucket form")
+        app.screen.query_one("#pub-subject", Input).value = "orders.new"
+        await modal("publish", "#pub-send", "ctrl+t", "the trace screen")
+        app.open_pull_hand("ORDERS", "RDL")
+        await show_tab(app, pilot, "pull")
+        await pilot.press("f")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="a card in hand")
+        await modal("pull", None, "N", "the nak delay dialog")
+    assert len(checked) == len(PANES) + 3 + 9

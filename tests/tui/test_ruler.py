@@ -77,6 +77,79 @@ def test_long_stream_is_scaled_and_the_urgent_state_wins():
     assert cells[32] == "!" and cells[:24] == "━" * 24 and cells[24] == "┃" and cells[-1] == "·"
 
 
+def test_a_scaled_cell_shows_the_most_important_state_of_its_seqs():
+    """dead/termed > expired > outstanding > pending > acked > floor: a 511
+    message stream at one cell per three seqs put seq 1 (terminated, the floor
+    moved past it) and seq 3 (outstanding) in one cell, and the ⊘ went."""
+    ranges = cell_ranges(1, 511, 170)
+    assert ranges[0] == (1, 3)
+    termed_below_floor = Lane("RDL", ack_floor=2, delivered=3, num_ack_pending=1, num_pending=508,
+                              seen={1: (TERMED, 3), 2: (ACKED, 1), 3: (OUTSTANDING, 1)})
+    assert lane_cell(termed_below_floor, 1, 3) == (TERMED, 1)
+    assert lane_cell(termed_below_floor, 1, 1)[0] == TERMED and lane_cell(termed_below_floor, 2, 2)[0] == FLOOR
+    termed_above_floor = Lane("RDL", ack_floor=0, delivered=3, num_ack_pending=1, num_pending=508,
+                              seen={1: (TERMED, 3), 3: (OUTSTANDING, 2)})
+    assert lane_cell(termed_above_floor, 1, 3)[0] == TERMED
+    # each rank over the next, two seqs to a cell
+    pairs = [((TERMED, 1), (EXPIRED, 1), TERMED), ((EXPIRED, 2), (OUTSTANDING, 1), EXPIRED)]
+    for (a, b, want) in pairs:
+        lane = Lane("C", ack_floor=0, delivered=2, num_ack_pending=2, seen={1: a, 2: b})
+        assert lane_cell(lane, 1, 2)[0] == want
+    # outstanding over pending, pending over acked, acked over floor
+    lane = Lane("C", ack_floor=0, delivered=1, num_ack_pending=1, num_pending=1, seen={1: (OUTSTANDING, 1)})
+    assert lane_cell(lane, 1, 2)[0] == OUTSTANDING
+    lane = Lane("C", ack_floor=0, delivered=1, num_pending=1, seen={1: (ACKED, 1)})
+    assert lane_cell(lane, 1, 2)[0] == PENDING
+    lane = Lane("C", ack_floor=1, delivered=2, seen={2: (ACKED, 1)})
+    assert lane_cell(lane, 1, 2)[0] == ACKED
+    # the unseen count is not fooled by a termed seq under the floor
+    lane = Lane("C", ack_floor=2, delivered=4, num_ack_pending=0, seen={1: (TERMED, 1)})
+    assert [lane_cell(lane, s, s)[0] for s in (1, 2, 3, 4)] == [TERMED, FLOOR, ACKED, ACKED]
+    line = render_ruler("ORDERS", 1, 511, [termed_below_floor], 177).plain.splitlines()[2]
+    assert line[7] == "⊘", line
+
+
+async def test_a_terminated_seq_stays_in_sight_in_a_scaled_cell(make_app, outside):
+    """511 messages: the first cell covers seqs 1 to 5. Seq 1 terminated (the
+    floor moves past it), 2 acked, 3 outstanding: the cell shows the ⊘."""
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    for i in range(511):
+        await outside.publish("orders.new", f"o{i}".encode())
+    await outside.flush()
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=60)
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "RDL", what="pull hand target")
+        hand.query_one("#pull-batch").value = "3"
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 3, what="three cards")
+        cards = list(hand.query(HandCard))
+        cards[0].focus()
+        await pilot.press("t")
+        await wait_for(pilot, lambda: cards[0].state == "termed", what="seq 1 terminated")
+        cards[1].focus()
+        await pilot.press("a")
+        await wait_for(pilot, lambda: cards[1].state == "acked", what="seq 2 acked")
+        app.action_tab("consumers")
+        app.jump_to_consumer("ORDERS", "RDL")
+        ruler = app.screen.query_one("#consumers-ruler")
+
+        def lane() -> str:
+            lines = [line for line in str(ruler.render()).splitlines() if line.startswith("RDL")]
+            return lines[0] if lines else ""
+
+        def drawn() -> bool:  # the ruler was fed the floor at 2 and the app's term of seq 1
+            lanes = [lane for lane in ruler.lanes if lane.name == "RDL"]
+            return bool(lanes) and lanes[0].ack_floor == 2 and lanes[0].seen.get(1, ("",))[0] == TERMED
+
+        await wait_for(pilot, drawn, what="the ruler fed floor 2 and seq 1 terminated")
+        assert lane()[7] == "⊘", lane()
+
+
 async def test_ruler_shows_the_rdl_story_live(make_app, outside):
     js = outside.jetstream()
     await js.add_stream(name="ORDERS", subjects=["orders.>"])

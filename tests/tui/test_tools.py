@@ -324,3 +324,60 @@ async def test_put_a_key_create_a_store_start_a_mock_with_one_key_each(make_app,
 
         await pilot.press("escape", "question_mark")
         await wait_for(pilot, lambda: "Start mock" in screen_text(app), what="ctrl+r in the help")
+
+
+async def test_request_stats_belong_to_the_subject_requested(make_app, outside):
+    """p50/p99 and the sparkline are the subject's in the Subject field:
+    requests to a quick and a 0.3 s slow responder do not mix, and switching
+    the subject shows that subject's figures (none for one never asked)."""
+    import asyncio
+    import re
+
+    from natslab.tui.panes.request.pane import percentile
+
+    async def quick(msg):
+        await msg.respond(b"quick")
+
+    async def slow(msg):
+        await asyncio.sleep(0.3)  # the responder's work, not the test waiting
+        await msg.respond(b"slow")
+
+    await outside.subscribe("svc.quick", cb=quick)
+    await outside.subscribe("svc.slow", cb=slow)
+    await outside.flush()
+    await outside.flush()
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "request")
+        pane = app.screen.query_one("RequestPane")
+        subject = app.screen.query_one("#req-subject", Input)
+        stats = lambda: str(app.screen.query_one("#req-stats").render())  # noqa: E731
+
+        for name, count in (("svc.quick", 3), ("svc.slow", 2)):
+            subject.value = name
+            app.screen.query_one("#req-count", Input).value = str(count)
+            await press(pilot, "#req-send")
+            await wait_for(pilot, lambda: len(pane.latencies) == count, what=f"{count} replies from {name}")
+            await wait_for(pilot, lambda: stats().startswith(f"{name}: {count} replies"), what=f"{name}'s stats")
+
+        def figures() -> tuple[float, float]:
+            found = re.search(r"p50 ([\d.]+) ms · p99 ([\d.]+) ms", stats())
+            assert found, stats()
+            return float(found.group(1)), float(found.group(2))
+
+        slow_values = list(pane.latencies_by_subject["svc.slow"])
+        assert len(slow_values) == 2 and min(slow_values) >= 300
+        assert figures() == (round(percentile(slow_values, 50), 2), round(percentile(slow_values, 99), 2))
+        assert list(app.screen.query_one("#req-spark").data) == slow_values
+
+        subject.value = "svc.quick"
+        await wait_for(pilot, lambda: stats().startswith("svc.quick: 3 replies"), what="back to svc.quick's stats")
+        quick_values = list(pane.latencies_by_subject["svc.quick"])
+        assert len(quick_values) == 3
+        assert figures() == (round(percentile(quick_values, 50), 2), round(percentile(quick_values, 99), 2))
+        assert list(app.screen.query_one("#req-spark").data) == quick_values
+
+        subject.value = "svc.never"
+        await wait_for(pilot, lambda: stats() == "", what="no stats for a subject never requested")
+        assert list(app.screen.query_one("#req-spark").data) == []

@@ -77,10 +77,33 @@ async def fetch_connz(base_urls: str, timeout: float = 1.5) -> list[Connection]:
             problems.append(str(exc))
             continue
         server = data.get("server_id", "")
-        out.extend(Connection.from_json(c, server) for c in data.get("connections") or [])
+        name = await _server_name(base, server, timeout) if server else ""
+        out.extend(Connection.from_json(c, server, name) for c in data.get("connections") or [])
     if problems and not out and len(problems) == len(monitor_urls(base_urls)):
         raise MonitorUnreachable("; ".join(problems))
     return out
+
+
+# monitoring URL -> (server_id, server_name): /connz names its server by id
+# only, so each node's /varz is read once (again when the id changes: a node
+# restarted is a new server id under the same name)
+_NAMES: dict[str, tuple[str, str]] = {}
+
+
+async def _server_name(base: str, server_id: str, timeout: float) -> str:
+    known = _NAMES.get(base)
+    if known is not None and known[0] == server_id:
+        return known[1]
+    try:
+        varz = await asyncio.to_thread(_get, f"{base}/varz", timeout)
+    except MonitorUnreachable:
+        return ""  # named on the next poll
+    name = varz.get("server_name", "") if varz.get("server_id") == server_id else ""
+    if name == server_id:  # started without -n: nats-server's name is its id, no name to show
+        name = ""
+    if name:
+        _NAMES[base] = (server_id, name)
+    return name
 
 
 def monitor_urls(value: str | None) -> list[str]:

@@ -4,22 +4,40 @@ offline. Shown in the stream info and the consumer details."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from rich.table import Table
 from rich.text import Text
 
+from ..client.models import parse_time
 from ..format import fmt_duration
 
 
-def replica_state(replica: dict) -> tuple[str, str]:
-    """(words, style) for one replica of the API's cluster info."""
+# nats-server's raft heartbeat is 1 s: a replica not heard from for this many
+# of them is likely down, whatever ``current: false`` (without ``offline``,
+# which only a peer removed from the meta layer gets) would suggest
+HEARTBEAT = 1.0
+SILENT_HEARTBEATS = 5
+
+
+def replica_state(replica: dict, leader_for: float | None = None) -> tuple[str, str]:
+    """(words, style) for one replica of the API's cluster info. ``leader_for``:
+    seconds since the leader took over (its ``leader_since``): a replica it
+    has not heard from at all (``active`` 0, not current, e.g. the old leader,
+    killed) is unseen for that long."""
     if replica.get("offline"):
         return "offline", "bold reverse"
-    words = "current" if replica.get("current") else "catching up"
-    if replica.get("lag"):
-        words += f", lag {replica['lag']:,}"
     active = (replica.get("active") or 0) / 1e9
+    if not active and not replica.get("current") and (leader_for or 0) >= HEARTBEAT * SILENT_HEARTBEATS:
+        active = leader_for  # unheard of for as long as the leader has led
+    ago = f"{active:.1f}s" if active < 60 else fmt_duration(round(active))
+    lag = f", lag {replica['lag']:,}" if replica.get("lag") else ""
+    if not replica.get("current") and active >= HEARTBEAT * SILENT_HEARTBEATS:
+        # a killed node: the leader last heard from it many heartbeats ago
+        return f"not seen for {ago} (down?){lag}", "bold reverse"
+    words = ("current" if replica.get("current") else "catching up") + lag
     if active and not replica.get("current"):
-        words += f", last seen {active:.1f}s ago" if active < 60 else f", last seen {fmt_duration(round(active))} ago"
+        words += f", last seen {ago} ago"
     return words, "" if replica.get("current") else "bold"
 
 
@@ -33,7 +51,9 @@ def cluster_table(cluster: dict) -> Table | None:
     grid.add_row("cluster", Text(cluster.get("name", "")))
     leader = cluster.get("leader")
     grid.add_row("leader", Text(leader or "none — no leader elected", style="bold" if leader else "bold reverse"))
+    since = parse_time(cluster.get("leader_since"))
+    leader_for = (datetime.now(timezone.utc) - since).total_seconds() if since else None
     for replica in cluster.get("replicas") or []:
-        words, style = replica_state(replica)
+        words, style = replica_state(replica, leader_for)
         grid.add_row(f"replica {replica.get('name', '?')}", Text(words, style=style))
     return grid

@@ -34,6 +34,7 @@ def _works(node, action: str) -> bool:
 
 class HelpScreen(ModalScreen):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")]
+    FOOTER_PINS = ("q",)  # ? closes the help it would open: only the way to quit is pinned
 
     def __init__(self, bindings: list[tuple[str, str, str]]):
         super().__init__()

@@ -1,10 +1,18 @@
-"""The footer with `?` and `q` always in sight.
+"""The footer with Help and Quit always in sight.
 
 Textual's footer lists the keys of the focused widget first and the app's
 last, so at 80 columns `?` (help, which lists every key) and `q` were the
 first to be cut. Here they sit on the right, next to the palette key; the
 pane's own keys fill the rest and scroll sideways when they do not fit, and
 `?` lists them all.
+
+Where `?` and `q` do not reach the app, the footer names the key that does
+instead of dropping the entry: in a text field they are typed (Textual takes
+a key the focused field consumes out of the active bindings, which is how the
+Publish pane, whose subject field has the focus, lost both), and a modal
+form or dialog does not get the app's keys at all. There `f1` opens the help
+and `ctrl+q` quits (priority keys of the app, so no field or modal screen
+takes them first).
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 PINNED_KEYS = ("question_mark", "q")  # in this order, left of the palette key
+# what stands in for a pinned key where it does not reach the app: (key, action, description)
+STAND_INS = {"question_mark": ("f1", "app.help", "Help"), "q": ("ctrl+q", "app.quit", "Quit")}
 
 
 class KeysFooter(Footer):
@@ -38,17 +48,54 @@ class KeysFooter(Footer):
         # Publish or Objects, the hand's keys stayed in the footer until some
         # other repaint (0.3-2 s, or the next key). On the next turn of the
         # message loop instead, whatever else is on screen.
+        # One recompose per turn, and none when the keys are what is shown: a
+        # tab switch changes the bindings many times over (focus, mounts,
+        # refresh_bindings), and each recompose mounted the footer's keys
+        # anew, their styles and all (~9 per switch, most of its time).
         self._bindings_ready = True
-        if self.is_attached and screen is self.screen:
-            self.call_later(self.recompose)
+        if self.is_attached and screen is self.screen and not self._recompose_due:
+            self._recompose_due = True
+            self.call_later(self._recompose_if_changed)
+
+    _recompose_due = False
+    _composed: tuple | None = None
+
+    def _keys_signature(self) -> tuple:
+        screen = self.screen
+        return (getattr(screen, "FOOTER_PINS", PINNED_KEYS),
+                tuple((key, b.binding.action, b.binding.description, b.binding.key_display, b.enabled, b.binding.show)
+                      for key, b in screen.active_bindings.items()))
+
+    async def _recompose_if_changed(self) -> None:
+        self._recompose_due = False
+        if self.is_attached and self._keys_signature() != self._composed:
+            await self.recompose()
+
+    def pinned_keys(self, shown: dict[str, FooterKey]) -> list[FooterKey]:
+        """`?` and `q` as the screen binds them, or the key that stands in
+        for one the focused field types or the modal screen keeps from the
+        app. A screen lists in ``FOOTER_PINS`` which of the two it wants (the
+        help screen, where `?` closes it, only Quit)."""
+        wanted = getattr(self.screen, "FOOTER_PINS", PINNED_KEYS)
+        keys = []
+        for key in PINNED_KEYS:
+            if key in shown:
+                keys.append(shown[key])
+            elif key in wanted:
+                stand_in, action, description = STAND_INS[key]
+                display = self.app.get_key_display(self.app._bindings.key_to_bindings[stand_in][0])
+                keys.append(FooterKey(stand_in, display, description, action).data_bind(compact=Footer.compact))
+        return keys
 
     def compose(self) -> ComposeResult:
         # (natslab's bindings have no groups: every key is a FooterKey of its own)
         keys = list(super().compose())
-        pinned = {k.key: k for k in keys if isinstance(k, FooterKey) and k.key in PINNED_KEYS}
+        if not self._bindings_ready:
+            return
+        self._composed = self._keys_signature()
+        shown = {k.key: k for k in keys if isinstance(k, FooterKey) and k.key in PINNED_KEYS}
         palette = [k for k in keys if k.has_class("-command-palette")]
-        yield from (k for k in keys if k not in palette and k not in pinned.values())
-        if pinned or palette:
-            with HorizontalGroup(id="footer-pinned"):
-                yield from (pinned[key] for key in PINNED_KEYS if key in pinned)
-                yield from palette
+        yield from (k for k in keys if k not in palette and k not in shown.values())
+        with HorizontalGroup(id="footer-pinned"):
+            yield from self.pinned_keys(shown)
+            yield from palette

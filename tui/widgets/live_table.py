@@ -33,6 +33,8 @@ class LiveTable(DataTable):
 
     DEFAULT_CSS = """
     LiveTable { height: 1fr; }
+    /* rows that could not be refreshed (the pane says why and how old): never shown as current */
+    LiveTable.-stale { color: $text-disabled; text-style: dim; }
     """
 
     def __init__(self, columns: Sequence[tuple[str, str]], *, repaint_on_resize: bool = False, **kw: Any):

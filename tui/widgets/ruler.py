@@ -25,11 +25,13 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-# Lane states, most urgent first: a cell covering several sequences shows the
-# most urgent of them (an expired message must never hide in a scaled cell).
+# Lane states, most important first: a cell covering several sequences shows
+# the most important of them (a dead or expired message must never hide in a
+# scaled cell): dead/termed > expired (eligible for redelivery) > outstanding
+# (and delivered-but-unseen) > pending > acked > floor.
 EXPIRED, OUTSTANDING, UNSEEN, ACKED, PENDING, FLOOR, TERMED = (
     "expired", "outstanding", "unseen", "acked", "pending", "floor", "termed")
-PRIORITY = (EXPIRED, OUTSTANDING, UNSEEN, TERMED, ACKED, PENDING, FLOOR)
+PRIORITY = (TERMED, EXPIRED, OUTSTANDING, UNSEEN, PENDING, ACKED, FLOOR)
 
 GLYPH = {
     FLOOR: "━",  # acknowledged: at or below the ack floor
@@ -103,11 +105,14 @@ def seen_states(events_by_seq: Mapping[int, Sequence], ack_wait: float, now: flo
 
 
 def _above_floor(lane: Lane) -> tuple[list[tuple[int, str, int]], list[int], int]:
-    """What the app saw above the floor, sorted by sequence, the sequences alone,
-    and how many of them are unacked (cached on the lane: every cell asks)."""
+    """What the app saw that a cell shows, sorted by sequence: every state above
+    the floor, and the terminated ones at or below it too (a term moves the
+    floor past its sequence, and the dead message must stay in sight); the
+    sequences alone; and how many of them are unacked (cached on the lane:
+    every cell asks)."""
     cached = lane.__dict__.get("_sorted")
     if cached is None:
-        seen = sorted((seq, st, t) for seq, (st, t) in lane.seen.items() if seq > lane.ack_floor)
+        seen = sorted((seq, st, t) for seq, (st, t) in lane.seen.items() if seq > lane.ack_floor or st == TERMED)
         unacked = sum(1 for _, st, _ in seen if st in (OUTSTANDING, EXPIRED))
         cached = (seen, [s for s, _, _ in seen], unacked)
         object.__setattr__(lane, "_sorted", cached)
@@ -115,22 +120,24 @@ def _above_floor(lane: Lane) -> tuple[list[tuple[int, str, int]], list[int], int
 
 
 def lane_cell(lane: Lane, lo: int, hi: int) -> tuple[str, int]:
-    """The state of sequences lo..hi (inclusive) on this lane, and the most tries seen there."""
+    """The state of sequences lo..hi (inclusive) on this lane, the most
+    important of them (``PRIORITY``), and the most tries seen there."""
     seen, seqs, seen_out = _above_floor(lane)
     found: set[str] = set()
     tries = 0
     seen_delivered = 0
+    # delivered above the floor, in this cell: what the app saw accounts for some of them
+    d_lo, d_hi = max(lo, lane.ack_floor + 1), min(hi, lane.delivered)
     for seq, state, t in seen[bisect_left(seqs, lo):bisect_right(seqs, hi)]:
         found.add(state)
         if state in (OUTSTANDING, EXPIRED):
             tries = max(tries, t)
-        if seq <= lane.delivered:
+        if d_lo <= seq <= d_hi:
             seen_delivered += 1
     if lo <= lane.ack_floor:
         found.add(FLOOR)
-    # delivered above the floor, in this cell, and not accounted for by what the app saw:
-    # outstanding if consumer info counts more unacked than the app saw, acked otherwise
-    d_lo, d_hi = max(lo, lane.ack_floor + 1), min(hi, lane.delivered)
+    # the rest not accounted for by what the app saw: outstanding if consumer
+    # info counts more unacked than the app saw, acked otherwise
     if d_hi >= d_lo and (d_hi - d_lo + 1) > seen_delivered:
         found.add(UNSEEN if lane.num_ack_pending > seen_out else ACKED)
     if hi > lane.delivered:

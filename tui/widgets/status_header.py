@@ -32,6 +32,7 @@ class HeaderInfo:
     state: str = "starting"  # starting | connected | disconnected | failed
     detail: str = ""
     usage: AccountUsage | None = None
+    usage_age: int | None = None  # seconds since ``usage`` was read, when the last read failed (stale)
     monitor: str = ""  # the monitoring endpoint's URL, when known
     read_only: bool = False
     server_name: str = ""  # on a cluster: the node the client is on
@@ -121,7 +122,17 @@ class StatusHeader(Static):
             line2.append(([f"   meta leader {info.meta_leader}", f"  leader {info.meta_leader}"], "bold", 1))
         if info.detail:
             line2.append(([f"  {info.detail}"], "", 1))
-        if info.usage is not None:
+        if info.usage is not None and info.usage_age is not None:
+            # could not be refreshed (the reason is in detail, "JetStream: ..."): dimmed, with its age
+            u, age = info.usage, f"{info.usage_age}s ago"
+            line2.append(([
+                f"   last known ({age}) {u.streams} streams · {u.consumers} consumers · "
+                f"storage {fmt_bytes(u.storage)} · memory {fmt_bytes(u.memory)}",
+                f"   last known ({age}) {u.streams} str · {u.consumers} cons",
+                f"  ({age}) {u.streams} str",
+                "",
+            ], "dim", 2))
+        elif info.usage is not None:
             u = info.usage
             line2.append(([
                 f"   JetStream: {u.streams} streams · {u.consumers} consumers · "

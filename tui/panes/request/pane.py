@@ -1,5 +1,7 @@
 """Send a request, see the reply (or 'no responders' / timeout in plain words),
-keep a latency history; start mock responders on any subject."""
+keep a latency history per subject (the p50/p99 and sparkline beside Send are
+the subject in the Subject field's: switching subject shows its own); start
+mock responders on any subject."""
 
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class RequestPane(WritesGuard, Vertical):
         text: Text
         rtt: float | None
         error: bool = False
+        subject: str = ""
 
     @dataclass
     class Handled(Message):
@@ -48,7 +51,8 @@ class RequestPane(WritesGuard, Vertical):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        self.latencies: deque[float] = deque(maxlen=200)
+        # round trips in ms, per subject requested (the last 200 of each)
+        self.latencies_by_subject: dict[str, deque[float]] = {}
         self.responders: dict[str, MockResponder] = {}
 
     def compose(self) -> ComposeResult:
@@ -100,6 +104,30 @@ class RequestPane(WritesGuard, Vertical):
         # what the chosen kind does (all five in one line were cut at 80 columns)
         yield Label(self._kind_help("echo"), id="mock-help")
         yield DataTable(id="mock-table", cursor_type="row")
+
+    @property
+    def subject(self) -> str:
+        return self.query_one("#req-subject", Input).value.strip()
+
+    @property
+    def latencies(self) -> deque[float]:
+        """The round trips of the subject in the Subject field."""
+        return self.latencies_by_subject.get(self.subject, deque())
+
+    def show_stats(self) -> None:
+        """p50/p99 and the sparkline of the subject in the Subject field only."""
+        subject, values = self.subject, list(self.latencies)
+        self.query_one("#req-spark", Sparkline).data = values[-60:]
+        stats = self.query_one("#req-stats", Label)
+        if not values:
+            stats.update("")
+            return
+        stats.update(f"{subject}: {len(values)} replies · p50 {percentile(values, 50):.2f} ms"
+                     f" · p99 {percentile(values, 99):.2f} ms")
+
+    @on(Input.Changed, "#req-subject")
+    def _subject_changed(self) -> None:
+        self.show_stats()
 
     @staticmethod
     def _kind_help(kind: str) -> str:
@@ -167,7 +195,7 @@ class RequestPane(WritesGuard, Vertical):
             try:
                 msg, rtt = await client.request(subject, payload.encode(), headers, timeout)
             except NatsError as exc:
-                self.post_message(self.Replied(Text(str(exc)), None, True))
+                self.post_message(self.Replied(Text(str(exc)), None, True, subject))
                 return
             text = Text()
             text.append(f"Reply in {rtt * 1000:.2f} ms", style="bold")
@@ -179,7 +207,7 @@ class RequestPane(WritesGuard, Vertical):
                 text.append(f"{k}: ", style="bold")
                 text.append(f"{v}\n")
             text.append(render_payload(msg.data or b"", "json" if (msg.data or b"").strip()[:1] in (b"{", b"[") else "text"))
-            self.post_message(self.Replied(text, rtt, bool(status)))
+            self.post_message(self.Replied(text, rtt, bool(status), subject))
 
     @on(Replied)
     def on_replied(self, event: Replied) -> None:
@@ -187,12 +215,8 @@ class RequestPane(WritesGuard, Vertical):
         result.set_class(event.error, "-error")
         result.update(event.text)
         if event.rtt is not None:
-            self.latencies.append(event.rtt * 1000)
-            values = list(self.latencies)
-            self.query_one("#req-spark", Sparkline).data = values[-60:]
-            self.query_one("#req-stats", Label).update(
-                f"{len(values)} replies · p50 {percentile(values, 50):.2f} ms · p99 {percentile(values, 99):.2f} ms"
-            )
+            self.latencies_by_subject.setdefault(event.subject, deque(maxlen=200)).append(event.rtt * 1000)
+            self.show_stats()
 
     # ---- mock responders ---------------------------------------------------
     def action_start_mock(self) -> None:

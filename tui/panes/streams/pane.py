@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -80,6 +81,7 @@ class StreamsPane(LivePane):
         self.selected: str | None = None
         self._pending_select: str | None = None
         self._status_text = ""
+        self._listed_at = 0.0  # when the rows were listed
         self.raw = False  # J: the Info tab shows the stream's JSON (`nats stream info -j`)
 
     def compose(self) -> ComposeResult:
@@ -121,12 +123,19 @@ class StreamsPane(LivePane):
     def show_streams(self, event: Polled) -> None:
         event.stop()
         status = self.query_one("#streams-status", Label)
-        if event.error:
-            self._status_text = f"Streams — could not list: {event.error}"
-            status.update(self._status_text)
-            return
-        self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
         table = self.query_one(LiveTable)
+        if event.error:
+            # the rows stay as last listed, dimmed, and the line says how old they are
+            text = f"Streams — could not list: {event.error}"
+            if self.streams:
+                table.add_class("-stale")
+                text += f" · rows as of {time.monotonic() - self._listed_at:.0f}s ago (dimmed)"
+            self._status_text = text
+            status.update(text)
+            return
+        self._listed_at = time.monotonic()
+        table.remove_class("-stale")
+        self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
         table.sync({name: stream_row(s) for name, s in self.streams.items()})
         # a narrow terminal cuts the last columns: the table scrolls sideways, and says so
         more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
