@@ -326,3 +326,60 @@ async def test_jetstream_strict(server_kind, tmp_path, strict):
         await nc.close()
     finally:
         srv.stop()
+
+
+# bcrypt hashes of "bar" (cost 11) and "foo" (cost 10), from nats-server's conf/ test files
+BCRYPT_BAR = "$2a$11$dZM98SpGeI7dCFFGSpt.JObQcix8YHml4TBUZoge9R1uxnMIln5ly"
+BCRYPT_FOO = "$2a$10$UHR6GhotWhpLsKtVP0/i6.Nh9.fuY73cWjLoJjb2sKT8KISBcUW5q"
+
+
+@pytest.mark.parametrize("where", ["users", "token"])
+async def test_bcrypt_passwords_and_tokens(server_kind, tmp_path, where):
+    """A bcrypt hash as password or token is checked as bcrypt: the clear
+    text logs in, the hash itself or another word is an Authorization
+    Violation. The users come from an included file whose hashes are
+    variables of a file it includes in turn (nats-server's conf/simple.conf)."""
+    if where == "users":
+        text = "port: {port}\nauthorization {\n  include 'includes/users.conf'\n  timeout: 0.5\n}\n"
+        files = {"includes/users.conf": "include ./passwords.conf;\nusers = [\n  {user: alice, password: $ALICE_PASS}\n"
+                                        "  {user: bob, password: $BOB_PASS}\n]\n",
+                 "includes/passwords.conf": f"ALICE_PASS: {BCRYPT_FOO}\nBOB_PASS: {BCRYPT_BAR}\n"}
+        good = [{"user": "alice", "pass": "foo"}, {"user": "bob", "pass": "bar"}]
+        bad = [{"user": "alice", "pass": "bar"}, {"user": "bob", "pass": BCRYPT_BAR}, {"user": "bob", "pass": ""}]
+    else:
+        text = "port: {port}\nauthorization { token: \"" + BCRYPT_BAR + "\" }\n"
+        files = {}
+        good = [{"auth_token": "bar"}]
+        bad = [{"auth_token": "foo"}, {"auth_token": BCRYPT_BAR}]
+    srv = started(server_kind, tmp_path, text, files=files)
+    try:
+        for creds in good + bad:
+            c = await RawClient.open(srv, connect=None)
+            try:
+                await c.send("CONNECT " + json.dumps({"verbose": False, "protocol": 1, **creds}) + "\r\nPING\r\n")
+                line = await c.readline(timeout=10)
+                assert line == ("PONG" if creds in good else "-ERR 'Authorization Violation'"), creds
+            finally:
+                c.close()
+    finally:
+        srv.stop()
+
+
+def test_check_config_flag(server_kind, tmp_path):
+    """-t: the file is checked and the server exits, 0 with "configuration
+    file X is valid" (nats-server adds a digest natslab does not make), 1
+    with the error a start would give; -t without -c is an error."""
+    prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
+    (tmp_path / "ok.conf").write_text("port: 4999\nauthorization { user: u, password: p }\n")
+    (tmp_path / "bad.conf").write_text("port: 4999\nbogus: 1\n")
+    ok = subprocess.run(binary(server_kind) + ["-c", "ok.conf", "-t"], cwd=tmp_path, capture_output=True, text=True,
+                        timeout=20)
+    assert ok.returncode == 0 and ok.stdout == ""
+    assert ok.stderr.startswith(prefix + "configuration file ok.conf is valid"), ok.stderr
+    bad = subprocess.run(binary(server_kind) + ["-c", "bad.conf", "-t"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=20)
+    assert bad.returncode == 1
+    assert [ln for ln in bad.stderr.splitlines() if ln] == [prefix + 'bad.conf:2:1: unknown field "bogus"']
+    none = subprocess.run(binary(server_kind) + ["-t"], cwd=tmp_path, capture_output=True, text=True, timeout=20)
+    assert none.returncode == 1
+    assert none.stderr.strip() == prefix + "must specify [-c, --config] option to check configuration file syntax"
