@@ -106,10 +106,7 @@ class TLSOptions:
             except (ValueError, ssl.SSLError):
                 continue
         if self.cert_file:
-            try:
-                ctx.load_cert_chain(self.cert_file, self.key_file)
-            except (OSError, ssl.SSLError) as e:
-                raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+            _load_pair(ctx, self.cert_file, self.key_file)
         if self.verify:
             ctx.verify_mode = ssl.CERT_REQUIRED
         if self.ca_file:
@@ -124,6 +121,27 @@ class TLSOptions:
         elif self.verify:
             ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
         return ctx
+
+
+def _load_pair(ctx: ssl.SSLContext, cert_file: str, key_file: str) -> None:
+    """``ctx`` with the certificate and key, nats-server's error text when
+    they do not load. Go takes an RSA key of 1024 bits; OpenSSL's default
+    security level (2) wants 2048: such a key lowers the context to level 1
+    (RSA 1024 and up, Go's own floor) rather than being refused."""
+    try:
+        ctx.load_cert_chain(cert_file, key_file)
+        return
+    except ssl.SSLError as e:
+        if "KEY_TOO_SMALL" not in str(e):
+            raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+    except OSError as e:
+        raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+    current = ":".join(c["name"] for c in ctx.get_ciphers() if c["protocol"] != "TLSv1.3") or "DEFAULT"
+    try:
+        ctx.set_ciphers(current + ":@SECLEVEL=1")
+        ctx.load_cert_chain(cert_file, key_file)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
 
 
 def _reason(e: Exception) -> str:

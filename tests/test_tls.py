@@ -438,3 +438,17 @@ def test_bad_cipher_and_curve_settings(server_kind, tmp_path, pki, line, want):
     cmd = [sys.executable, "-m", "natslab.server"] if server_kind == "natslab" else ["nats-server"]
     r = subprocess.run(cmd + ["-c", str(conf)], capture_output=True, text=True, timeout=10)
     assert r.returncode == 1 and r.stderr.rstrip().endswith(want), r.stderr
+
+
+async def test_rsa_1024_key(server_kind, tmp_path, pki, servers):
+    """A certificate with an RSA key of 1024 bits (Go's floor; nats-server's
+    server/configs/tls/tls-rsa-1024.conf) starts and serves TLS (the client
+    here lowers its own OpenSSL security level to accept it)."""
+    cert, key = pki.server("localhost", rsa_bits=1024)
+    srv = start(server_kind, tmp_path, conf=f'tls {{ cert_file: "{cert}"\n key_file: "{key}"\n timeout: "5s" }}\n')
+    servers.append(srv)
+    ctx = pki.client_context()
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=1")
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=ctx)
+    await roundtrip(nc)
+    await nc.close()
