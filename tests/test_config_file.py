@@ -383,3 +383,23 @@ def test_check_config_flag(server_kind, tmp_path):
     none = subprocess.run(binary(server_kind) + ["-t"], cwd=tmp_path, capture_output=True, text=True, timeout=20)
     assert none.returncode == 1
     assert none.stderr.strip() == prefix + "must specify [-c, --config] option to check configuration file syntax"
+
+
+async def test_log_profile_and_metadata_keys_are_accepted(server_kind, tmp_path):
+    """syslog, remote_syslog, prof_port, server_metadata, feature_flags and
+    http_base_path (all in nats-server's server/configs/test.conf) do not stop
+    the start; natslab logs once each that it does not use them."""
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nserver_metadata { region: eu }\n"
+                  "feature_flags { js_ack_fc_v2: true }\nhttp_base_path: /nats\nsyslog: true\n"
+                  'remote_syslog: "udp://127.0.0.1:1"\nprof_port: %d\n' % free_port())
+    try:
+        c = await RawClient.open(srv)
+        await c.send("SUB x 1\r\nPUB x 2\r\nhi\r\n")
+        assert await c.read_until_pong() == ["MSG x 1 2", "hi"]
+        c.close()
+    finally:
+        srv.stop()
+    if server_kind == "natslab":
+        log = srv.log()
+        for name in ("server_metadata", "feature_flags", "http_base_path", "syslog", "remote_syslog", "prof_port"):
+            assert log.count(f"[WRN] {name} is not used by natslab (a single node): ignored") == 1, (name, log)
