@@ -136,7 +136,7 @@ TOP = Block(
     {"authorization": AUTHORIZATION, "jetstream": JETSTREAM, "accounts": ACCOUNTS})
 
 
-def check(conf: ConfMap, source: str) -> ConfMap:
+def check(conf: ConfMap, source: str, report: list[str] | None = None) -> ConfMap:
     """The file's settings under natslab's names; ConfigError listing every
     unknown or unsupported key (``source``: the file's name as given). The
     result's ``unused``: the keys accepted and not used (``cluster``,
@@ -144,7 +144,10 @@ def check(conf: ConfMap, source: str) -> ConfMap:
     problems: list[tuple] = []
     unused: list[tuple] = []
     out = _check(conf, TOP, "", problems, unused, source)
-    if problems:
+    if problems and report is not None:  # (the caller reports them with its own)
+        problems.sort()
+        report += [f"{where}: {what}" for _, where, what in problems]
+    elif problems:
         problems.sort()
         raise ConfigError("\n".join(f"{where}: {what}" for _, where, what in problems))
     out.unused = [name for _, name in sorted(unused)]

@@ -403,3 +403,66 @@ async def test_log_profile_and_metadata_keys_are_accepted(server_kind, tmp_path)
         log = srv.log()
         for name in ("server_metadata", "feature_flags", "http_base_path", "syslog", "remote_syslog", "prof_port"):
             assert log.count(f"[WRN] {name} is not used by natslab (a single node): ignored") == 1, (name, log)
+
+
+MANY_ERRORS = """
+authorization {
+  user = foo
+  pass = bar
+  token = quux
+}
+monitoring = 8222
+write_deadline = 5
+max_payload: true
+server_name: "a b"
+bogus { x: 1 }
+accounts {
+  synadia {
+    nkey = "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"
+  }
+}
+"""
+
+
+def _report(kind: str, tmp_path, text: str, *flags: str) -> tuple[int, list[str]]:
+    (tmp_path / "many.conf").write_text(text)
+    r = subprocess.run(binary(kind) + ["-c", "many.conf", "-p", "-1", *flags], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=20)
+    prefix = "natslab server: " if kind == "natslab" else "nats-server: "
+    return r.returncode, [ln.removeprefix(prefix) for ln in r.stderr.splitlines() if ln]
+
+
+@pytest.mark.parametrize("flags", [(), ("-t",)])
+def test_every_error_of_a_file_at_once(server_kind, tmp_path, flags):
+    """nats-server's processConfigFile collects the problems of every key and
+    reports them together, the warnings first (nats-server's own order
+    among the keys is Go's map order, so the errors are compared as a set)."""
+    rc, lines = _report(server_kind, tmp_path, MANY_ERRORS, *flags)
+    assert rc == 1
+    assert lines[0] == ('many.conf:8:1: invalid use of field "write_deadline": write_deadline should be converted '
+                        'to a duration')
+    assert set(lines[1:]) == {
+        "many.conf:2:1: Cannot have a user/pass and token",
+        'many.conf:7:1: unknown field "monitoring"',
+        "many.conf:9:1: interface conversion: interface {} is bool, not int64",
+        "many.conf:10:1: server name cannot contain spaces",
+        'many.conf:11:1: unknown field "bogus"',
+        'many.conf:14:5: Not a valid public nkey for an account: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"',
+    }, lines
+    assert len(lines) == 7
+
+
+async def test_a_warning_alone_does_not_stop_a_start(server_kind, tmp_path):
+    """write_deadline as a number of seconds: nats-server's warning on stderr,
+    and the server starts; with -t the warning fails the check."""
+    rc, lines = _report(server_kind, tmp_path, "write_deadline = 5\n", "-t")
+    assert (rc, lines) == (1, ['many.conf:1:0: invalid use of field "write_deadline": write_deadline should be '
+                               'converted to a duration'])
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nwrite_deadline = 5\n")
+    try:
+        c = await RawClient.open(srv)
+        c.close()
+    finally:
+        srv.stop()
+    assert 'c.conf:2:1: invalid use of field "write_deadline": write_deadline should be converted to a duration' \
+        in srv.log()
