@@ -160,7 +160,7 @@ def build_options(flags: dict) -> ServerOptions:
         conf = confcheck.check(parsed, path, errors)
         _apply_config(o, conf, path, errors, warnings)
         if errors or (warnings and flags.get("check_config")):
-            raise ConfigFileError("\n".join(warnings + sorted(errors, key=_position)) + "\n")
+            raise ConfigFileError("\n".join(warnings + sorted(errors, key=_position)))
         if warnings:  # (a start goes on, as nats-server's: the warnings on stderr, as they are)
             print("\n".join(warnings), file=sys.stderr)
         o.unused_config = list(conf.unused)
@@ -395,6 +395,9 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             a = c["authorization"]
             if not isinstance(a, dict):
                 raise ConfigError("authorization must be a block")
+            o.user = a.get("user") or o.user  # (set first: accounts checks them whatever the checks below say)
+            o.password = a.get("password") or o.password
+            o.token = a.get("token") or o.token
             # nats-server's checks, in its order (at the block's key)
             if (a.get("user") or a.get("password")) and a.get("token"):
                 raise problem(c, "authorization", "Cannot have a user/pass and token")

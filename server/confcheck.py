@@ -176,6 +176,11 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
             continue
         if name == UNUSED:
             unused.append((order, f"{path}{key.lower()}"))
+            auth = value.get("authorization") if key.lower() == "cluster" and isinstance(value, ConfMap) else None
+            if isinstance(auth, ConfMap) and "users" in auth:  # (nats-server's parseCluster checks this much)
+                at = value.where("authorization", source)
+                problems.append(((value.files.get("authorization", ""),) + value.pos.get("authorization", (0, 0)),
+                                 at, "Cluster authorization does not allow multiple users"))
             continue
         child = block.children.get(name)
         if child is not None:

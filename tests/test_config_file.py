@@ -466,3 +466,43 @@ async def test_a_warning_alone_does_not_stop_a_start(server_kind, tmp_path):
         srv.stop()
     assert 'c.conf:2:1: invalid use of field "write_deadline": write_deadline should be converted to a duration' \
         in srv.log()
+
+
+ACCOUNT_ERRORS = """authorization {
+  user = foo
+  pass = bar
+}
+accounts {
+  a {
+    nkey = "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"
+    users [
+      { nkey = "OCARKS2E3KVB7YORL2DG34XLT7PUCOL2SVM7YXV6ETHLW6Z46UUJ2VZ3" }
+    ]
+  }
+  b {
+    users [
+      { nkey = "UB57IEMPG4KOTPFV5A66QKE2HZ3XBXFHVRCCVMJEWKECMVN2HSH3VTSJ" }
+    ]
+  }
+}
+cluster {
+  authorization {
+    users = []
+  }
+}
+"""
+
+
+def test_every_account_error_at_once(server_kind, tmp_path):
+    """Within accounts {} too (nats-server's server/configs/multiple_errors.conf):
+    each bad account or user nkey, and an account with users beside a
+    single user/pass, at its place; a cluster's authorization with users."""
+    rc, lines = _report(server_kind, tmp_path, ACCOUNT_ERRORS, "-t")
+    assert rc == 1
+    assert set(lines) == {
+        'many.conf:7:5: Not a valid public nkey for an account: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"',
+        "many.conf:9:9: Not a valid public nkey for a user",
+        "many.conf:13:5: Can not have a single user/pass and accounts",
+        "many.conf:19:3: Cluster authorization does not allow multiple users",
+    }, lines
+    assert len(lines) == 4
