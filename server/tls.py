@@ -458,6 +458,13 @@ class _AlertingSSLProtocol(sslproto.SSLProtocol):
         super()._on_handshake_complete(handshake_exc)
 
 
+def alerting_server_protocol(loop, protocol, ctx: ssl.SSLContext, timeout: float) -> asyncio.BaseProtocol:
+    """For ``create_server`` without ``ssl=``: the TLS layer (server side,
+    handshake at once) over ``protocol``, as asyncio's own ``ssl=ctx`` makes
+    it, but with the alert of a refused handshake sent (the websocket port)."""
+    return _AlertingSSLProtocol(loop, protocol, ctx, None, True, None, ssl_handshake_timeout=timeout)
+
+
 async def _start_tls(loop, transport, protocol, ctx: ssl.SSLContext, timeout: float):
     """loop.start_tls (server side) with _AlertingSSLProtocol: the same
     steps as asyncio's own."""
