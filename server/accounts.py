@@ -48,6 +48,7 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
         raise ConfigError("Expected map entries for accounts")
     out: dict[str, AccountConfig] = {}
     seen = {str(u.get("user") or u.get("nkey")) for u in opts.users}
+    placed: list[str] = []  # the nkey errors, each at its place: all reported at once, as nats-server
     for name, spec in block.items():
         if not isinstance(spec, dict):
             raise ConfigError("Expected map entries for accounts")
@@ -70,7 +71,7 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                     nkeys.decode_public_key(str(v), nkeys.PREFIX_ACCOUNT)
                 except nkeys.InvalidKey:
                     where = spec.where(k) + ": " if hasattr(spec, "where") else ""
-                    raise ConfigError(f'{where}Not a valid public nkey for an account: "{v}"') from None
+                    placed.append(f'{where}Not a valid public nkey for an account: "{v}"')
                 continue
             if key == "default_permissions":
                 default_perms = v if isinstance(v, dict) else None
@@ -81,10 +82,20 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
         if default_perms is not None:  # the account's users without permissions of their own
             for u in acc.users:
                 u.setdefault("permissions", default_perms)
-        if acc.users and opts.user:
-            raise ConfigError("Can not have a single user/pass and accounts")
-        if acc.users and opts.token:
-            raise ConfigError("Can not have a token and accounts")
+        for u in list(acc.users):
+            if u.get("nkey") is not None and hasattr(u, "where"):
+                from . import nkeys
+
+                if not nkeys.is_user_key(str(u["nkey"])):  # (nats-server's parseUsers, at the key)
+                    placed.append(f"{u.where('nkey')}: Not a valid public nkey for a user")
+                    acc.users.remove(u)
+        for conflict, what in ((opts.user, "a single user/pass"), (opts.token, "a token")):
+            if acc.users and conflict:
+                if not hasattr(spec, "where"):
+                    raise ConfigError(f"Can not have {what} and accounts")
+                placed.append(f"{spec.where(next(k for k in spec if k.lower() == 'users'))}: "
+                              f"Can not have {what} and accounts")
+                acc.users = []
         for u in acc.users:
             ident = str(u.get("user") or u.get("nkey") or "")
             if ident in seen:
@@ -96,6 +107,8 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 u["password"] = u["pass"]
             opts.users.append(u)
         out[name] = acc
+    if placed:
+        raise ConfigError("\n".join(placed))
     return out
 
 

@@ -10,7 +10,52 @@ one is configured. ``check`` gives the matched user's entry (a dict, possibly wi
 
 from __future__ import annotations
 
+import re
+
 from .conf import ConfigError
+
+BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's validBcryptPrefix
+_crypt = None  # libcrypt's crypt(3), loaded on first use (False: none on this system)
+
+
+def _libcrypt():
+    """The system's crypt(3) (libxcrypt does bcrypt, ``$2a$``/``$2b$``/``$2y$``),
+    through ctypes: no runtime dependency. None when there is none."""
+    global _crypt
+    if _crypt is None:
+        _crypt = False
+        try:
+            import ctypes
+            import ctypes.util
+
+            name = ctypes.util.find_library("crypt")
+            if name:
+                fn = ctypes.CDLL(name).crypt
+                fn.argtypes, fn.restype = (ctypes.c_char_p, ctypes.c_char_p), ctypes.c_char_p
+                probe = b"$2a$04$abcdefghijklmnopqrstuu"
+                if (fn(b"x", probe) or b"").startswith(b"$2a$04$"):
+                    _crypt = fn
+        except (OSError, AttributeError):
+            pass
+    return _crypt or None
+
+
+def bcrypt_available() -> bool:
+    return _libcrypt() is not None
+
+
+def password_ok(given: str, stored: str) -> bool:
+    """nats-server's comparePasswords: a bcrypt hash is checked as bcrypt
+    (CompareHashAndPassword), anything else compared in constant time."""
+    import secrets  # (hmac, OpenSSL's libcrypto: not loaded before a login needs it)
+
+    if BCRYPT.match(stored):
+        fn = _libcrypt()
+        if fn is None or not given:
+            return False
+        out = fn(given.encode(), stored.encode()) or b""
+        return secrets.compare_digest(out, stored.encode())
+    return secrets.compare_digest(given.encode(), stored.encode())
 
 # nats-server's connection types (jwt.ConnectionType*) a user may be limited to
 CONNECTION_TYPES = ("STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS", "IN_PROCESS")
@@ -133,11 +178,11 @@ class Authenticator:
                 entry = self.users.get(user)
                 if entry is None:
                     return False
-                if secrets.compare_digest(pw.encode(), str(entry.get("password", entry.get("pass", ""))).encode()):
+                if password_ok(pw, str(entry.get("password", entry.get("pass", "")))):
                     return entry
                 return False
         if o.token:
-            return secrets.compare_digest(str(c.get("auth_token") or "").encode(), o.token.encode())
+            return password_ok(str(c.get("auth_token") or ""), o.token)
         return False
 
 

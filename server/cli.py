@@ -32,6 +32,7 @@ Server Options:
                                      reopen, reload); <pid> may be a PID file (default: the -P file)
     -m, --http_port <port>           Use port for http monitoring
     -c, --config <file>              Configuration file
+    -t                               Test configuration and exit
     -l, --log <file>                 File to redirect log output
     -D, --debug                      Enable debugging output
     -V, --trace                      Trace the raw protocol
@@ -72,6 +73,7 @@ _FLAGS = {
     "sl": ("signal", True), "signal": ("signal", True),
     "m": ("http_port", True), "http_port": ("http_port", True),
     "c": ("config", True), "config": ("config", True),
+    "t": ("check_config", False),
     "l": ("log", True), "log": ("log", True),
     "D": ("debug", False), "debug": ("debug", False),
     "V": ("trace", False), "trace": ("trace", False),
@@ -150,13 +152,17 @@ def build_options(flags: dict) -> ServerOptions:
             raise ConfigFileError(f"{op} {path}: {why[:1].lower()}{why[1:]}") from None
         except ConfigError as e:  # nats-server's words (they name the line where it does)
             raise ConfigFileError(str(e)) from None
-        try:
-            from . import confcheck  # (only a start with a config file needs it)
+        from . import confcheck  # (only a start with a config file needs it)
 
-            conf = confcheck.check(parsed, path)
-        except ConfigError as e:
-            raise ConfigFileError(str(e)) from None
-        _apply_config(o, conf, path)
+        # every problem at once, warnings first, as nats-server's processConfigFile reports them
+        errors: list[str] = []
+        warnings: list[str] = []
+        conf = confcheck.check(parsed, path, errors)
+        _apply_config(o, conf, path, errors, warnings)
+        if errors or (warnings and flags.get("check_config")):
+            raise ConfigFileError("\n".join(warnings + sorted(errors, key=_position)))
+        if warnings:  # (a start goes on, as nats-server's: the warnings on stderr, as they are)
+            print("\n".join(warnings), file=sys.stderr)
         o.unused_config = list(conf.unused)
         # what the file says of logging and the pid file, unless a flag says otherwise
         for key, flag in (("debug", "debug"), ("trace", "trace"), ("logfile", "log"), ("pidfile", "pid")):
@@ -281,34 +287,50 @@ def _check_permissions(perms: ConfMap, problem) -> None:
 _BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's isBcrypt
 
 
-def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
-    """Apply a checked file (confcheck: natslab's key names)."""
+def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], warnings: list[str]) -> None:
+    """Apply a checked file (confcheck: natslab's key names); its problems
+    go to ``errors`` and ``warnings`` (each ``file:line:col: what``), every
+    key handled whatever the others' problems."""
     def problem(block: ConfMap, key: str, what: str) -> ConfigFileError:
         line, col = block.pos.get(key, (0, 0))
         return ConfigFileError(f"{path}:{line}:{col}: {what}")
 
+    collect = _Collect(path, errors)
+    bad: set[str] = set()  # keys whose value failed a check: not applied (no second complaint)
     for key in _INT_KEYS + _BOOL_KEYS:
         want = "int64" if key in _INT_KEYS else "bool"
         if key in c and _go_type(c[key]) != want:
-            raise problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, not {want}")
+            bad.add(key)
+            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, "
+                                              f"not {want}")))
     for key in ("max_payload", "max_control_line"):
-        if key in c and c[key] > (1 << 31) - 1:
-            raise problem(c, key, f"{key} value is too big")
+        if key in c and key not in bad and c[key] > (1 << 31) - 1:
+            bad.add(key)
+            errors.append(str(problem(c, key, f"{key} value is too big")))
     if " " in str(c.get("server_name", "")):
-        raise problem(c, "server_name", "server name cannot contain spaces")
+        bad.add("server_name")
+        errors.append(str(problem(c, "server_name", "server name cannot contain spaces")))
     for key in ("ping_interval", "write_deadline"):  # parseDuration: a Go duration, or seconds
         if isinstance(c.get(key), str):
             try:
                 go_duration(c[key])
             except ConfigError as e:
-                raise problem(c, key, f"error parsing {key}: {e}") from None
+                bad.add(key)
+                errors.append(str(problem(c, key, f"error parsing {key}: {e}")))
+        elif key in c and key not in bad:  # a number of seconds: nats-server's warning
+            warnings.append(str(problem(c, key, f'invalid use of field "{key}": {key} should be converted '
+                                                f'to a duration')))
     if isinstance(c.get("listen"), str):
         h, sep, pt = c["listen"].rpartition(":")
         if not sep:
-            raise problem(c, "listen", f'could not parse address string "{c["listen"]}"')
-        if not re.fullmatch(r"[+-]?[0-9]+", pt):
-            raise problem(c, "listen", f'could not parse port "{pt}"')
-    try:
+            bad.add("listen")
+            errors.append(str(problem(c, "listen", f'could not parse address string "{c["listen"]}"')))
+        elif not re.fullmatch(r"[+-]?[0-9]+", pt):
+            bad.add("listen")
+            errors.append(str(problem(c, "listen", f'could not parse port "{pt}"')))
+    for key in bad:
+        del c[key]
+    with collect:
         if isinstance(c.get("listen"), int):  # a port alone
             o.port = c["listen"]
         elif "host" in c or "listen" in c:
@@ -320,11 +342,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 o.host, o.port = h or o.host, int(pt)
             else:
                 o.host = str(c.get("host", listen or o.host))
+    with collect:
         if "port" in c:
             o.port = int(c["port"])
+    with collect:
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
+    with collect:
         for key in ("https_port", "https"):  # (as http: a port, or host:port)
             if key in c:
                 v = str(c[key])
@@ -333,6 +358,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                     o.http_host, o.https_port = h or None, int(pt)
                 else:
                     o.https_port = int(v)
+    with collect:
         for key in ("http_port", "http"):
             if key in c:
                 # nats-server takes a port, or "host:port" for http
@@ -342,26 +368,36 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                     o.http_host, o.http_port = h or None, int(pt)
                 else:
                     o.http_port = int(v)
+    with collect:
         for key in ("max_payload", "max_pending", "max_connections", "ping_max"):
             if key in c:
                 setattr(o, key, int(c[key]))
+    with collect:
         if "ping_interval" in c:
             v = c["ping_interval"]
             o.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+    with collect:
         if "max_control_line" in c:
             o.max_control_line = int(c["max_control_line"])
+    with collect:
         for key in ("logtime", "logtime_utc", "no_system_account", "allow_non_tls"):
             if key in c:
                 setattr(o, key, c[key])
+    with collect:
         if "max_subs" in c:
             o.max_subs = int(c["max_subs"])
+    with collect:
         if "write_deadline" in c:
             v = c["write_deadline"]
             o.write_deadline = go_duration(v) if isinstance(v, str) else float(v)
+    with collect:
         if "authorization" in c:
             a = c["authorization"]
             if not isinstance(a, dict):
                 raise ConfigError("authorization must be a block")
+            o.user = a.get("user") or o.user  # (set first: accounts checks them whatever the checks below say)
+            o.password = a.get("password") or o.password
+            o.token = a.get("token") or o.token
             # nats-server's checks, in its order (at the block's key)
             if (a.get("user") or a.get("password")) and a.get("token"):
                 raise problem(c, "authorization", "Cannot have a user/pass and token")
@@ -376,9 +412,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                     if name in seen:
                         raise problem(c, "authorization", f'Duplicate user "{name}" detected')
                     seen.add(name)
-            # bcrypt hashes need a bcrypt implementation natslab does not ship:
-            # refused here rather than started with logins that cannot succeed
-            for block in [a] + [u for u in a.get("users", []) if isinstance(u, ConfMap)]:
+            # bcrypt hashes are checked with the system's crypt(3) (server/auth.py): without
+            # one they are refused here rather than started with logins that cannot succeed
+            from .auth import bcrypt_available
+
+            for block in [a] + [u for u in a.get("users", []) if isinstance(u, ConfMap)] if not bcrypt_available() else ():
                 for key in ("password", "token"):
                     if isinstance(block.get(key), str) and _BCRYPT.match(block[key]):
                         raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
@@ -398,26 +436,34 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
                 o.auth_timeout = parse_duration(a["timeout"])
+    with collect:
         if "store_dir" in c:
             o.store_dir = str(c["store_dir"])
+    with collect:
         if "tls" in c:
             from . import tls
 
             o.tls = tls.parse_tls_block(c["tls"])
+    with collect:
         if "operator" in c or "resolver" in c or "resolver_preload" in c:
             from . import resolver  # operator mode: its accounts join o.accounts
 
             resolver.configure(o, c)
+    with collect:
         if "accounts" in c:
             o.accounts.update(accounts.parse_accounts(c["accounts"], o))
+    with collect:
         if "system_account" in c:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
+    with collect:
         if "no_auth_user" in c:
             o.no_auth_user = str(c["no_auth_user"])
+    with collect:
         if "websocket" in c:
             from . import websocket
 
             o.websocket = websocket.parse_websocket_block(c["websocket"])
+    with collect:
         for key in ("lame_duck_duration", "lame_duck_grace_period"):
             if key in c:
                 try:
@@ -429,10 +475,13 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
                 if d < 0:
                     raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
                 setattr(o, key, d)
+    with collect:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
             raise ConfigError(f"lame duck grace period ({c.get('lame_duck_grace_period', '10s')}) should be "
                               f"strictly lower than lame duck duration ({c.get('lame_duck_duration', '2m0s')})")
+    with collect:
         js = c.get("jetstream")
+    with collect:
         if isinstance(js, dict):
             o.jetstream = True
             if "enabled" in js:
@@ -481,11 +530,38 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str) -> None:
             o.jetstream = js.lower() in ("enabled", "enable")
         elif js is not None:
             o.jetstream = bool(js)
-    except (TypeError, ValueError) as e:
-        if str(e).startswith(f"{path}:"):  # (placed already)
-            raise ConfigFileError(str(e)) from None
-        raise ConfigFileError(f"configuration file {path}: {e}") from None
 
+
+
+def _position(line: str) -> tuple:
+    """An error line's place (file, line, column) for the order of the
+    report; one without a place comes last."""
+    m = re.match(r"(.*?):(\d+):(\d+): ", line)
+    return (0, m.group(1), int(m.group(2)), int(m.group(3))) if m else (1, "", 0, 0)
+
+
+class _Collect:
+    """``with collect:`` around the handling of one key: its problem is
+    noted and the next key handled (nats-server's processConfigFileLine
+    collects errors the same way)."""
+
+    def __init__(self, path: str, errors: list[str]):
+        self.path, self.errors = path, errors
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, e, tb) -> bool:
+        if typ is None:
+            return False
+        if issubclass(typ, ConfigFileError):
+            self.errors += str(e).split("\n")
+            return True
+        if issubclass(typ, (TypeError, ValueError)):
+            text = str(e) if str(e).startswith(f"{self.path}:") else f"configuration file {self.path}: {e}"
+            self.errors += text.split("\n")
+            return True
+        return False
 
 class _NatsFormatter(logging.Formatter):
     _LEVELS = {5: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
@@ -570,6 +646,18 @@ async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
     return 0
 
 
+def check_loads(opts: ServerOptions) -> None:
+    """-t: what nats-server's option parsing loads besides the file (the
+    certificates and keys of the tls blocks), loaded here as the start
+    would load them; a file that does not load is the start's error."""
+    try:
+        for tls in (opts.tls, getattr(opts.websocket, "tls", None)):
+            if tls is not None:
+                tls.context()
+    except ConfigError as e:
+        raise ConfigFileError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -582,7 +670,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if "signal" in flags:
             return send_signal(flags["signal"], flags.get("pid"))
+        if flags.get("check_config") and not flags.get("config"):
+            raise ConfigFileError("must specify [-c, --config] option to check configuration file syntax")
         opts = build_options(flags)
+        if flags.get("check_config"):
+            check_loads(opts)
+            # (nats-server adds a sha256 digest of its parsed tree; natslab has no such digest)
+            print(f"natslab server: configuration file {flags['config']} is valid", file=sys.stderr)
+            return 0
     except UsageError as e:
         print(f"natslab server: {e}\n", file=sys.stderr)
         print(USAGE, file=sys.stderr)

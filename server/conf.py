@@ -989,6 +989,8 @@ class _Parser:
                 line_k, pos_k = m.pos[k]
                 self.keys.append((k, line_k, pos_k))
                 self.set_value(v, m.files.get(k, path))
+            if isinstance(self.ctx, ConfMap):  # a key the included file used as a $variable stays no field
+                self.ctx.used |= m.used & set(m)
 
     def lookup_variable(self, ref: str, line: int):
         if ref.startswith("2a$"):  # a bare bcrypt hash

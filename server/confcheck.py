@@ -116,24 +116,27 @@ TOP = Block(
     **_alias("resolver", "account_resolver", "accounts_resolver"), **_alias("resolver_preload"),
      **_alias("allow_non_tls"), **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
      **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
-               "default_js_domain"),
+               "default_js_domain",
+               # where the log goes, profiling, metadata and flags no client sees the effect of:
+               # accepted (nats-server's own test.conf has them all) and logged once each
+               "syslog", "remote_syslog", "prof_port", "prof_block_rate", "server_metadata", "feature_flags",
+               "http_base_path"),
      **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
      **_known("client_advertise", "trace_verbose", "trace_headers", "mappings", "maps",
               "disable_sublist_cache", "no_sublist_cache", "default_sentinel",
-              "http_base_path", "logfile_size_limit", "log_size_limit",
-              "logfile_max_num", "log_max_num", "syslog", "remote_syslog", "ports_file_dir", "prof_port",
-              "prof_block_rate", "proxy_protocol", "max_traced_msg_len",
+              "logfile_size_limit", "log_size_limit",
+              "logfile_max_num", "log_max_num", "ports_file_dir", "proxy_protocol", "max_traced_msg_len",
               "max_sub_tokens", "max_subscription_tokens", "ocsp", "write_timeout",
               "resolver_tls", "resolver_pinned_accounts",
               "no_header_support",
-              "trusted", "trusted_keys", "server_tags", "server_metadata", "feature_flags", "ocsp_cache",
+              "trusted", "trusted_keys", "server_tags", "ocsp_cache",
               "no_fast_producer_stall", "max_closed_clients", "proxies",
               # the parser's include directive, read here as a key
               "include")},
     {"authorization": AUTHORIZATION, "jetstream": JETSTREAM, "accounts": ACCOUNTS})
 
 
-def check(conf: ConfMap, source: str) -> ConfMap:
+def check(conf: ConfMap, source: str, report: list[str] | None = None) -> ConfMap:
     """The file's settings under natslab's names; ConfigError listing every
     unknown or unsupported key (``source``: the file's name as given). The
     result's ``unused``: the keys accepted and not used (``cluster``,
@@ -141,7 +144,10 @@ def check(conf: ConfMap, source: str) -> ConfMap:
     problems: list[tuple] = []
     unused: list[tuple] = []
     out = _check(conf, TOP, "", problems, unused, source)
-    if problems:
+    if problems and report is not None:  # (the caller reports them with its own)
+        problems.sort()
+        report += [f"{where}: {what}" for _, where, what in problems]
+    elif problems:
         problems.sort()
         raise ConfigError("\n".join(f"{where}: {what}" for _, where, what in problems))
     out.unused = [name for _, name in sorted(unused)]
@@ -170,6 +176,11 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
             continue
         if name == UNUSED:
             unused.append((order, f"{path}{key.lower()}"))
+            auth = value.get("authorization") if key.lower() == "cluster" and isinstance(value, ConfMap) else None
+            if isinstance(auth, ConfMap) and "users" in auth:  # (nats-server's parseCluster checks this much)
+                at = value.where("authorization", source)
+                problems.append(((value.files.get("authorization", ""),) + value.pos.get("authorization", (0, 0)),
+                                 at, "Cluster authorization does not allow multiple users"))
             continue
         child = block.children.get(name)
         if child is not None:

@@ -33,7 +33,7 @@ CLOSED_TLS = "TLS Handshake Failure"  # close reason (connz)
 # with a clear error rather than silently ignored
 _KNOWN = ("cert_file", "key_file", "ca_file", "verify", "verify_and_map", "timeout",
           "handshake_first", "first", "immediate", "insecure", "min_version", "cipher_suites",
-          "curve_preferences", "allow_insecure_cipher_suites")
+          "curve_preferences", "allow_insecure_cipher_suites", "certs", "certificates")
 
 # cipher_suites: Go's names (tls.CipherSuites(), then tls.InsecureCipherSuites()) and OpenSSL's.
 # The TLS 1.3 suites cannot be chosen, in Go as in OpenSSL: named, they change nothing.
@@ -82,10 +82,37 @@ class TLSOptions:
     min_version: str = ""
     ciphers: tuple = ()  # cipher_suites, OpenSSL's names (empty: the defaults)
     curves: tuple = ()  # curve_preferences, OpenSSL's names
+    certs: tuple = ()  # certs [{cert_file, key_file}...]: (cert, key) pairs, chosen by SNI (without cert_file)
 
     def context(self) -> ssl.SSLContext:
         """The server-side SSLContext, with nats-server's error texts when a
-        file does not load."""
+        file does not load. With ``certs`` (and no ``cert_file``) there is a
+        context for each pair: the first serves, and a client's SNI that one
+        of the others' names matches switches to it (Go's getCertificate:
+        the first certificate valid for the name, else the first)."""
+        if self.cert_file or not self.certs:
+            return self._context(self.cert_file, self.key_file)
+        pairs = []
+        for i, (cert, key) in enumerate(self.certs):
+            try:
+                pairs.append((self._context(cert, key), _cert_names(cert)))
+            except ConfigError as e:
+                raise ConfigError(str(e).replace("certificate/key pair:", f"certificate/key pair {i + 1}/"
+                                                 f"{len(self.certs)}:", 1)) from None
+        first = pairs[0][0]
+        if len(pairs) > 1:
+            def pick(sslobj, server_name, _ctx):
+                if server_name:
+                    for ctx, names in pairs:
+                        if _matches(server_name, names):
+                            sslobj.context = ctx
+                            return None
+                return None
+
+            first.sni_callback = pick
+        return first
+
+    def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
         if self.cert_file and not self.key_file:
             raise ConfigError("missing 'key_file' in TLS configuration")
         if self.key_file and not self.cert_file:
@@ -105,11 +132,8 @@ class TLSOptions:
                 break
             except (ValueError, ssl.SSLError):
                 continue
-        if self.cert_file:
-            try:
-                ctx.load_cert_chain(self.cert_file, self.key_file)
-            except (OSError, ssl.SSLError) as e:
-                raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+        if cert_file:
+            _load_pair(ctx, cert_file, key_file)
         if self.verify:
             ctx.verify_mode = ssl.CERT_REQUIRED
         if self.ca_file:
@@ -124,6 +148,68 @@ class TLSOptions:
         elif self.verify:
             ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
         return ctx
+
+
+def _cert_names(path: str) -> tuple[list[str], list[str]]:
+    """The DNS names and IP addresses of a PEM certificate's subjectAltName."""
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)
+    except (OSError, ssl.SSLError, AttributeError):
+        return [], []
+    san = decoded.get("subjectAltName", ())
+    return ([v.lower() for k, v in san if k == "DNS"],
+            [v.strip() for k, v in san if k == "IP Address"])
+
+
+def _matches(host: str, names: tuple[list[str], list[str]]) -> bool:
+    """Go's x509 VerifyHostname: an IP matches the IP SANs, a name the DNS
+    SANs (a leading ``*.`` stands for one label)."""
+    import ipaddress
+
+    dns, ips = names
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        ip = None
+    if ip is not None:
+        return any(_same_ip(ip, v) for v in ips)
+    host = host.lower().rstrip(".")
+    for name in dns:
+        if name == host:
+            return True
+        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
+            return True
+    return False
+
+
+def _same_ip(ip, text: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(text) == ip
+    except ValueError:
+        return False
+
+
+def _load_pair(ctx: ssl.SSLContext, cert_file: str, key_file: str) -> None:
+    """``ctx`` with the certificate and key, nats-server's error text when
+    they do not load. Go takes an RSA key of 1024 bits; OpenSSL's default
+    security level (2) wants 2048: such a key lowers the context to level 1
+    (RSA 1024 and up, Go's own floor) rather than being refused."""
+    try:
+        ctx.load_cert_chain(cert_file, key_file)
+        return
+    except ssl.SSLError as e:
+        if "KEY_TOO_SMALL" not in str(e):
+            raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+    except OSError as e:
+        raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+    current = ":".join(c["name"] for c in ctx.get_ciphers() if c["protocol"] != "TLSv1.3") or "DEFAULT"
+    try:
+        ctx.set_ciphers(current + ":@SECLEVEL=1")
+        ctx.load_cert_chain(cert_file, key_file)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
 
 
 def _reason(e: Exception) -> str:
@@ -193,6 +279,28 @@ def parse_tls_block(block) -> TLSOptions:
                 insecure += [str(n) for n in v if str(n) in _INSECURE_CIPHERS]
             else:
                 t.curves = names
+        elif k in ("certs", "certificates"):
+            if not isinstance(v, list):  # (nats-server names the type of the whole tls block)
+                raise ConfigError("error parsing certificates config: unsupported type map[string]interface {}")
+            pairs = []
+            for pair in v:
+                if not isinstance(pair, dict):
+                    raise ConfigError(f"error parsing certificates config: unsupported type {_go_type(pair)}")
+                cert = keyf = ""
+                for pk, pv in pair.items():
+                    if not isinstance(pv, str):
+                        raise ConfigError(f"error parsing certificates config: unsupported type {_go_type(pv)}")
+                    if pk == "cert_file":
+                        cert = pv
+                    elif pk == "key_file":
+                        keyf = pv
+                    else:
+                        raise ConfigError(f'error parsing tls certs config, unknown field "{pk}"')
+                if not cert or not keyf:
+                    raise ConfigError("error parsing certificates config: both 'cert_file' and 'cert_key' options "
+                                      "are required")
+                pairs.append((cert, keyf))
+            t.certs = tuple(pairs)
         elif k == "min_version":
             if str(v) not in ("1.2", "1.3"):
                 raise ConfigError(f"unsupported TLS version: {v}")
@@ -201,6 +309,19 @@ def parse_tls_block(block) -> TLSOptions:
         raise ConfigError("insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
                           + ", ".join(insecure))
     return t
+
+
+def _go_type(v) -> str:
+    """Go's %T of a config value."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int64"
+    if isinstance(v, float):
+        return "float64"
+    if isinstance(v, str):
+        return "string"
+    return "[]interface {}" if isinstance(v, list) else "map[string]interface {}"
 
 
 def from_flags(flags: dict) -> TLSOptions:
@@ -335,6 +456,13 @@ class _AlertingSSLProtocol(sslproto.SSLProtocol):
             except Exception:  # (the alert is a courtesy: the close follows anyway)
                 pass
         super()._on_handshake_complete(handshake_exc)
+
+
+def alerting_server_protocol(loop, protocol, ctx: ssl.SSLContext, timeout: float) -> asyncio.BaseProtocol:
+    """For ``create_server`` without ``ssl=``: the TLS layer (server side,
+    handshake at once) over ``protocol``, as asyncio's own ``ssl=ctx`` makes
+    it, but with the alert of a refused handshake sent (the websocket port)."""
+    return _AlertingSSLProtocol(loop, protocol, ctx, None, True, None, ssl_handshake_timeout=timeout)
 
 
 async def _start_tls(loop, transport, protocol, ctx: ssl.SSLContext, timeout: float):

@@ -156,9 +156,11 @@ class WebsocketListener:
     async def start(self) -> None:
         srv = self.server
         port = 0 if self.opts.port in (0, -1) else self.opts.port
-        self._srv = await srv.loop.create_server(lambda: WSConnection(self), self.host, port, ssl=self.ctx,
-                                                 reuse_address=True, backlog=1024,
-                                                 ssl_handshake_timeout=self.opts.tls.timeout if self.ctx else None)
+        factory = lambda: WSConnection(self)  # noqa: E731
+        if self.ctx is not None:  # wss: a refused client certificate gets its TLS alert, as from nats-server
+            ctx, timeout, plain = self.ctx, self.opts.tls.timeout, factory
+            factory = lambda: tls.alerting_server_protocol(srv.loop, plain(), ctx, timeout)  # noqa: E731
+        self._srv = await srv.loop.create_server(factory, self.host, port, reuse_address=True, backlog=1024)
         for s in self._srv.sockets:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port = self._srv.sockets[0].getsockname()[1]

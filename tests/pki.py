@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
@@ -55,6 +55,22 @@ class PKI:
             b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         cert = b.sign(ca_key, hashes.SHA256())
         stem = self.dir / f"client-{cn.replace(' ', '_')}-{signer}"
+        cp, kp = stem.with_suffix(".pem"), stem.with_suffix(".key")
+        cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        _write_key(key, kp)
+        return cp, kp
+
+    def server(self, *dns: str, rsa_bits: int | None = None) -> tuple[Path, Path]:
+        """Another server certificate (and key) signed by the CA, for the DNS
+        names given (and 127.0.0.1), its key EC P-256 or RSA of ``rsa_bits``."""
+        ca_cert, ca_key = self._ca
+        key = rsa.generate_private_key(65537, rsa_bits) if rsa_bits else ec.generate_private_key(ec.SECP256R1())
+        b = _builder(_name(dns[0] if dns else "127.0.0.1"), ca_cert.subject, key.public_key())
+        b = b.add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        b = b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        cert = b.sign(ca_key, hashes.SHA256())
+        stem = self.dir / f"server-{'-'.join(dns) or 'ip'}-{rsa_bits or 'ec'}"
         cp, kp = stem.with_suffix(".pem"), stem.with_suffix(".key")
         cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         _write_key(key, kp)

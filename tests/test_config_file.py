@@ -326,3 +326,183 @@ async def test_jetstream_strict(server_kind, tmp_path, strict):
         await nc.close()
     finally:
         srv.stop()
+
+
+# bcrypt hashes of "bar" (cost 11) and "foo" (cost 10), from nats-server's conf/ test files
+BCRYPT_BAR = "$2a$11$dZM98SpGeI7dCFFGSpt.JObQcix8YHml4TBUZoge9R1uxnMIln5ly"
+BCRYPT_FOO = "$2a$10$UHR6GhotWhpLsKtVP0/i6.Nh9.fuY73cWjLoJjb2sKT8KISBcUW5q"
+
+
+@pytest.mark.parametrize("where", ["users", "token"])
+async def test_bcrypt_passwords_and_tokens(server_kind, tmp_path, where):
+    """A bcrypt hash as password or token is checked as bcrypt: the clear
+    text logs in, the hash itself or another word is an Authorization
+    Violation. The users come from an included file whose hashes are
+    variables of a file it includes in turn (nats-server's conf/simple.conf)."""
+    if where == "users":
+        text = "port: {port}\nauthorization {\n  include 'includes/users.conf'\n  timeout: 0.5\n}\n"
+        files = {"includes/users.conf": "include ./passwords.conf;\nusers = [\n  {user: alice, password: $ALICE_PASS}\n"
+                                        "  {user: bob, password: $BOB_PASS}\n]\n",
+                 "includes/passwords.conf": f"ALICE_PASS: {BCRYPT_FOO}\nBOB_PASS: {BCRYPT_BAR}\n"}
+        good = [{"user": "alice", "pass": "foo"}, {"user": "bob", "pass": "bar"}]
+        bad = [{"user": "alice", "pass": "bar"}, {"user": "bob", "pass": BCRYPT_BAR}, {"user": "bob", "pass": ""}]
+    else:
+        text = "port: {port}\nauthorization { token: \"" + BCRYPT_BAR + "\" }\n"
+        files = {}
+        good = [{"auth_token": "bar"}]
+        bad = [{"auth_token": "foo"}, {"auth_token": BCRYPT_BAR}]
+    srv = started(server_kind, tmp_path, text, files=files)
+    try:
+        for creds in good + bad:
+            c = await RawClient.open(srv, connect=None)
+            try:
+                await c.send("CONNECT " + json.dumps({"verbose": False, "protocol": 1, **creds}) + "\r\nPING\r\n")
+                line = await c.readline(timeout=10)
+                assert line == ("PONG" if creds in good else "-ERR 'Authorization Violation'"), creds
+            finally:
+                c.close()
+    finally:
+        srv.stop()
+
+
+def test_check_config_flag(server_kind, tmp_path):
+    """-t: the file is checked and the server exits, 0 with "configuration
+    file X is valid" (nats-server adds a digest natslab does not make), 1
+    with the error a start would give; -t without -c is an error."""
+    prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
+    (tmp_path / "ok.conf").write_text("port: 4999\nauthorization { user: u, password: p }\n")
+    (tmp_path / "bad.conf").write_text("port: 4999\nbogus: 1\n")
+    ok = subprocess.run(binary(server_kind) + ["-c", "ok.conf", "-t"], cwd=tmp_path, capture_output=True, text=True,
+                        timeout=20)
+    assert ok.returncode == 0 and ok.stdout == ""
+    assert ok.stderr.startswith(prefix + "configuration file ok.conf is valid"), ok.stderr
+    bad = subprocess.run(binary(server_kind) + ["-c", "bad.conf", "-t"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=20)
+    assert bad.returncode == 1
+    assert [ln for ln in bad.stderr.splitlines() if ln] == [prefix + 'bad.conf:2:1: unknown field "bogus"']
+    none = subprocess.run(binary(server_kind) + ["-t"], cwd=tmp_path, capture_output=True, text=True, timeout=20)
+    assert none.returncode == 1
+    assert none.stderr.strip() == prefix + "must specify [-c, --config] option to check configuration file syntax"
+
+
+async def test_log_profile_and_metadata_keys_are_accepted(server_kind, tmp_path):
+    """syslog, remote_syslog, prof_port, server_metadata, feature_flags and
+    http_base_path (all in nats-server's server/configs/test.conf) do not stop
+    the start; natslab logs once each that it does not use them."""
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nserver_metadata { region: eu }\n"
+                  "feature_flags { js_ack_fc_v2: true }\nhttp_base_path: /nats\nsyslog: true\n"
+                  'remote_syslog: "udp://127.0.0.1:1"\nprof_port: %d\n' % free_port())
+    try:
+        c = await RawClient.open(srv)
+        await c.send("SUB x 1\r\nPUB x 2\r\nhi\r\n")
+        assert await c.read_until_pong() == ["MSG x 1 2", "hi"]
+        c.close()
+    finally:
+        srv.stop()
+    if server_kind == "natslab":
+        log = srv.log()
+        for name in ("server_metadata", "feature_flags", "http_base_path", "syslog", "remote_syslog", "prof_port"):
+            assert log.count(f"[WRN] {name} is not used by natslab (a single node): ignored") == 1, (name, log)
+
+
+MANY_ERRORS = """
+authorization {
+  user = foo
+  pass = bar
+  token = quux
+}
+monitoring = 8222
+write_deadline = 5
+max_payload: true
+server_name: "a b"
+bogus { x: 1 }
+accounts {
+  synadia {
+    nkey = "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"
+  }
+}
+"""
+
+
+def _report(kind: str, tmp_path, text: str, *flags: str) -> tuple[int, list[str]]:
+    (tmp_path / "many.conf").write_text(text)
+    r = subprocess.run(binary(kind) + ["-c", "many.conf", "-p", "-1", *flags], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=20)
+    prefix = "natslab server: " if kind == "natslab" else "nats-server: "
+    return r.returncode, [ln.removeprefix(prefix) for ln in r.stderr.splitlines() if ln]
+
+
+@pytest.mark.parametrize("flags", [(), ("-t",)])
+def test_every_error_of_a_file_at_once(server_kind, tmp_path, flags):
+    """nats-server's processConfigFile collects the problems of every key and
+    reports them together, the warnings first (nats-server's own order
+    among the keys is Go's map order, so the errors are compared as a set)."""
+    rc, lines = _report(server_kind, tmp_path, MANY_ERRORS, *flags)
+    assert rc == 1
+    assert lines[0] == ('many.conf:8:1: invalid use of field "write_deadline": write_deadline should be converted '
+                        'to a duration')
+    assert set(lines[1:]) == {
+        "many.conf:2:1: Cannot have a user/pass and token",
+        'many.conf:7:1: unknown field "monitoring"',
+        "many.conf:9:1: interface conversion: interface {} is bool, not int64",
+        "many.conf:10:1: server name cannot contain spaces",
+        'many.conf:11:1: unknown field "bogus"',
+        'many.conf:14:5: Not a valid public nkey for an account: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"',
+    }, lines
+    assert len(lines) == 7
+
+
+async def test_a_warning_alone_does_not_stop_a_start(server_kind, tmp_path):
+    """write_deadline as a number of seconds: nats-server's warning on stderr,
+    and the server starts; with -t the warning fails the check."""
+    rc, lines = _report(server_kind, tmp_path, "write_deadline = 5\n", "-t")
+    assert (rc, lines) == (1, ['many.conf:1:0: invalid use of field "write_deadline": write_deadline should be '
+                               'converted to a duration'])
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\nwrite_deadline = 5\n")
+    try:
+        c = await RawClient.open(srv)
+        c.close()
+    finally:
+        srv.stop()
+    assert 'c.conf:2:1: invalid use of field "write_deadline": write_deadline should be converted to a duration' \
+        in srv.log()
+
+
+ACCOUNT_ERRORS = """authorization {
+  user = foo
+  pass = bar
+}
+accounts {
+  a {
+    nkey = "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"
+    users [
+      { nkey = "OCARKS2E3KVB7YORL2DG34XLT7PUCOL2SVM7YXV6ETHLW6Z46UUJ2VZ3" }
+    ]
+  }
+  b {
+    users [
+      { nkey = "UB57IEMPG4KOTPFV5A66QKE2HZ3XBXFHVRCCVMJEWKECMVN2HSH3VTSJ" }
+    ]
+  }
+}
+cluster {
+  authorization {
+    users = []
+  }
+}
+"""
+
+
+def test_every_account_error_at_once(server_kind, tmp_path):
+    """Within accounts {} too (nats-server's server/configs/multiple_errors.conf):
+    each bad account or user nkey, and an account with users beside a
+    single user/pass, at its place; a cluster's authorization with users."""
+    rc, lines = _report(server_kind, tmp_path, ACCOUNT_ERRORS, "-t")
+    assert rc == 1
+    assert set(lines) == {
+        'many.conf:7:5: Not a valid public nkey for an account: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"',
+        "many.conf:9:9: Not a valid public nkey for a user",
+        "many.conf:13:5: Can not have a single user/pass and accounts",
+        "many.conf:19:3: Cluster authorization does not allow multiple users",
+    }, lines
+    assert len(lines) == 4

@@ -361,20 +361,6 @@ def conn_types_conf(ws_port: int, where: str) -> str:
     return f"websocket {{\n  port: {ws_port}\n  no_tls: true\n}}\n" + auth
 
 
-def start_or_xfail(kind: str, tmp_path, conf: str) -> ServerProcess:
-    """start, except that natslab's confcheck (the config engineer's) does
-    not yet take allow_responses / allowed_connection_types in
-    authorization {} users: that start-up refusal is an expected failure
-    (the test runs in full once it takes them)."""
-    try:
-        return start(kind, tmp_path, conf)
-    except RuntimeError as e:
-        if kind == "natslab" and "is not supported by natslab" in str(e):
-            why = [ln for ln in str(e).splitlines() if "is not supported by natslab" in ln]
-            pytest.xfail("confcheck refuses the key in authorization users: " + why[0].strip())
-        raise
-
-
 @pytest.mark.parametrize("where", ["accounts", "authorization"])
 async def test_allowed_connection_types(server_kind, tmp_path, where):
     """A user limited to WEBSOCKET gets 'Authorization Violation' over TCP
@@ -384,7 +370,7 @@ async def test_allowed_connection_types(server_kind, tmp_path, where):
     from conftest import free_port
 
     ws_port = free_port()
-    srv = start_or_xfail(server_kind, tmp_path, conn_types_conf(ws_port, where))
+    srv = start(server_kind, tmp_path, conn_types_conf(ws_port, where))
     try:
         for user, pw, ok in (("wsonly", "w", False), ("tcponly", "t", True), ("leaf", "l", False), ("any", "a", True)):
             raw = await RawClient.open(srv, connect=None)

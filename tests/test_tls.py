@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ServerProcess, connect, eventually
 from pki import make_pki
+from test_cli import binary
 
 
 class TLSServer(ServerProcess):
@@ -437,3 +438,63 @@ def test_bad_cipher_and_curve_settings(server_kind, tmp_path, pki, line, want):
     cmd = [sys.executable, "-m", "natslab.server"] if server_kind == "natslab" else ["nats-server"]
     r = subprocess.run(cmd + ["-c", str(conf)], capture_output=True, text=True, timeout=10)
     assert r.returncode == 1 and r.stderr.rstrip().endswith(want), r.stderr
+
+
+async def test_rsa_1024_key(server_kind, tmp_path, pki, servers):
+    """A certificate with an RSA key of 1024 bits (Go's floor; nats-server's
+    server/configs/tls/tls-rsa-1024.conf) starts and serves TLS (the client
+    here lowers its own OpenSSL security level to accept it)."""
+    cert, key = pki.server("localhost", rsa_bits=1024)
+    srv = start(server_kind, tmp_path, conf=f'tls {{ cert_file: "{cert}"\n key_file: "{key}"\n timeout: "5s" }}\n')
+    servers.append(srv)
+    ctx = pki.client_context()
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=1")
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=ctx)
+    await roundtrip(nc)
+    await nc.close()
+
+
+def _served_cert_cn(port: int, ctx: ssl.SSLContext, sni: str | None) -> str:
+    """The CN of the certificate the server shows a client asking for ``sni``
+    (plain INFO first, then the upgrade)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        f = sock.makefile("rb")
+        assert f.readline().startswith(b"INFO ")
+        with ctx.wrap_socket(sock, server_hostname=sni) as t:
+            subject = dict(x[0] for x in t.getpeercert()["subject"])
+            return subject["commonName"]
+
+
+async def test_certs_chosen_by_sni(server_kind, tmp_path, pki, servers):
+    """tls { certs [...] }: several certificates, the one whose names match
+    the client's SNI is served, else the first (nats-server's
+    server/configs/reload/tls_multi_cert_*.conf)."""
+    alpha, beta = pki.server("alpha.test"), pki.server("beta.test")
+    conf = ("tls {\n  certs = [\n" + "".join(f'    {{ cert_file: "{c}", key_file: "{k}" }}\n' for c, k in (alpha, beta))
+            + "  ]\n  timeout: 2\n}\n")
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    ctx = pki.client_context()
+    ctx.check_hostname = False  # (the CA still verifies; the name is checked here, by CN)
+    assert _served_cert_cn(srv.port, ctx, "beta.test") == "beta.test"
+    assert _served_cert_cn(srv.port, ctx, "alpha.test") == "alpha.test"
+    assert _served_cert_cn(srv.port, ctx, "gamma.test") == "alpha.test"
+    assert _served_cert_cn(srv.port, ctx, None) == "alpha.test"
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(), tls_hostname="beta.test")
+    await roundtrip(nc)
+    await nc.close()
+
+
+@pytest.mark.parametrize("block, want", [
+    ("certs: 1", "error parsing certificates config: unsupported type map[string]interface {}"),
+    ('certs: [ { cert_file: "a.pem" } ]', "error parsing certificates config: both 'cert_file' and 'cert_key' "
+                                         "options are required"),
+    ('certs: [ { cert_file: "a.pem", key_file: "b.pem", ca: "c" } ]', 'error parsing tls certs config, unknown '
+                                                                      'field "ca"'),
+])
+def test_bad_certs_blocks(server_kind, tmp_path, block, want):
+    conf = tmp_path / "c.conf"
+    conf.write_text("port: -1\ntls {\n  " + block + "\n}\n")
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf), "-t"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1
+    assert want in r.stderr, r.stderr

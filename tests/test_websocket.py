@@ -296,3 +296,45 @@ async def test_wss_verify_and_map(server_kind, tmp_path):
         assert "authorization violation" in str(ei.value).lower()
     finally:
         srv.stop()
+
+
+def _wss_refusal(port: int, ctx) -> str:
+    """What a wss client without an acceptable certificate meets: the TLS
+    alert's reason as OpenSSL names it, or EOF for a close without one
+    (the HTTP upgrade is sent, as a browser would, right after the handshake)."""
+    import socket
+    import ssl
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        try:
+            with ctx.wrap_socket(s, server_hostname="127.0.0.1") as t:
+                t.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                data = t.recv(4096)
+                return "EOF" if not data else "data: " + data.decode(errors="replace")[:40]
+        except ssl.SSLError as e:
+            return getattr(e, "reason", None) or str(e)
+        except (ConnectionError, OSError) as e:
+            return f"EOF ({type(e).__name__})"
+
+
+async def test_wss_verify_failure_sends_an_alert(server_kind, tmp_path):
+    """websocket { tls { verify: true } }: a client without a certificate, or
+    with one of another CA, gets the TLS alert nats-server (Go's crypto/tls)
+    sends, not a bare close; one with a good certificate is served."""
+    import asyncio
+
+    pki = make_pki(tmp_path / "pki")
+    srv = start(server_kind, tmp_path, f'  tls {{\n    cert_file: "{pki.server_cert}"\n'
+                                        f'    key_file: "{pki.server_key}"\n    ca_file: "{pki.ca}"\n'
+                                        '    verify: true\n  }\n')
+    try:
+        none = await asyncio.to_thread(_wss_refusal, srv.ws_port, pki.client_context(None))
+        other = await asyncio.to_thread(_wss_refusal, srv.ws_port,
+                                        pki.client_context(pki.client("mallory", signer="other")))
+        assert (none, other) == ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_UNKNOWN_CA")
+        ws = await connect(f"wss://127.0.0.1:{srv.ws_port}", tls=pki.client_context(pki.client("dana")))
+        await ws.flush()
+        await ws.close()
+    finally:
+        srv.stop()
