@@ -216,14 +216,27 @@ async def test_batch_inflight_limit_per_stream(nc, js):
     assert await pub(nc, "a.1", b"x", **B("i50", 1)) == b""
 
 
-@pytest.fixture
-def limited_server(server_kind, tmp_path):
+def _limited(server_kind, tmp_path, timeout: str):
     """A broker with small batch limits from its config file."""
     conf = tmp_path / "batch.conf"
     conf.write_text("jetstream {\n  limits { batch { max_inflight_per_stream: 2, max_inflight_total: 3,"
-                    ' max_msgs: 3, timeout: "400ms" } }\n}\n')
+                    f' max_msgs: 3, timeout: "{timeout}" }} }}\n}}\n')
     srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(conf)])
     srv.start()
+    return srv
+
+
+@pytest.fixture
+def limited_server(server_kind, tmp_path):
+    # (a timeout no step of the test comes near, however busy the machine)
+    srv = _limited(server_kind, tmp_path, "60s")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def timeout_server(server_kind, tmp_path):
+    srv = _limited(server_kind, tmp_path, "2s")
     yield srv
     srv.stop()
 
@@ -247,34 +260,35 @@ async def test_batch_limits_from_config(limited_server):
         assert await pub(nc, "a.1", b"x", **B("2", 2)) == b""
         assert await pub(nc, "a.1", b"x", **B("2", 3)) == b""
         assert err(await pub(nc, "a.1", b"x", **B("2", 4))) == (400, 10199, "atomic publish batch is too large: 3")
-        # the timeout: an idle batch is abandoned, with an advisory
+        assert (await state(nc, "A"))["messages"] == 3
+    finally:
+        await nc.close()
+
+
+async def test_batch_timeout_from_config(timeout_server):
+    # the timeout (2 s): activity extends an open batch; an idle one is
+    # abandoned, with an advisory. (The gaps leave 0.8 s to spare each way.)
+    nc = await connect(timeout_server.url)
+    try:
+        for name in ("A", "B"):
+            await req(nc, f"$JS.API.STREAM.CREATE.{name}", {"name": name, "subjects": [f"{name.lower()}.>"],
+                                                            "allow_atomic": True})
         adv = await nc.subscribe("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.>")
         await nc.flush()
-        # activity extends it: 0.5 s from first to last, never 0.4 s idle.
-        # Each idle gap is at most the time from before one message is sent to
-        # the reply to the next; only when a busy machine stretched one past
-        # the timeout may the server have abandoned the batch.
-        loop = asyncio.get_running_loop()
-        prev = loop.time()
+        await nc.flush()
         assert await pub(nc, "b.1", b"x", **B("t", 1)) == b""
-        longest = 0.0
-        for i, commit in ((2, None), (3, "1")):
-            await asyncio.sleep(0.25)  # (pacing: time between the batch's messages)
-            sent = loop.time()
-            r = await pub(nc, "b.1", b"x", **(B("t", i, commit) if commit else B("t", i)))
-            longest, prev = max(longest, loop.time() - prev), sent
-        if longest < 0.4:  # (else the reply may be either)
-            assert json.loads(r)["count"] == 3
-        # an idle batch is abandoned: wait for its advisory, then it is gone
+        await asyncio.sleep(1.2)
+        assert await pub(nc, "b.1", b"x", **B("t", 2)) == b""  # activity extends it
+        await asyncio.sleep(1.2)
+        assert json.loads(await pub(nc, "b.1", b"x", **B("t", 3, "1")))["count"] == 3
         assert await pub(nc, "a.1", b"x", **B("u", 1)) == b""
-        for _ in range(5):  # earlier batches may have timed out since the subscription was made
-            ev = json.loads((await adv.next_msg(timeout=5)).data)
-            if ev["batch"] == "u":
-                break
+        # (wait for the abandonment itself, not for a time)
+        ev = json.loads((await adv.next_msg(timeout=15)).data)
         assert ev["type"] == "io.nats.jetstream.advisory.v1.stream_batch_abandoned"
-        assert (ev["stream"], ev["reason"]) == ("A", "timeout")
+        assert (ev["stream"], ev["batch"], ev["reason"]) == ("A", "u", "timeout")
         assert err(await pub(nc, "a.1", b"x", **B("u", 2, "1"))) == INCOMPLETE
-        assert (await state(nc, "A"))["messages"] == 3
+        assert (await state(nc, "A"))["messages"] == 0
+        assert (await state(nc, "B"))["messages"] == 3
     finally:
         await nc.close()
 
