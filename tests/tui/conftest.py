@@ -231,6 +231,23 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 15.0, 
     raise AssertionError(f"timed out waiting for {what}" + (f" (still: {missing})" if missing else "")) from missing
 
 
+async def click_shown(pilot, selector: str) -> None:
+    """Click the widget ``selector`` names once it is laid out and is what is
+    at its own centre (not a toast, a dialog or a layout still settling over
+    it), and fail if the click landed elsewhere: a click sent before the
+    screen has its layout goes to whatever was there."""
+    app = pilot.app
+
+    def on_top() -> bool:
+        w = app.screen.query_one(selector)
+        if not w.display or w.region.area == 0:
+            return False
+        at, _ = app.get_widget_at(*w.region.center)
+        return at is w or w in at.ancestors
+    await wait_for(pilot, on_top, what=f"{selector} shown")
+    assert await pilot.click(selector), f"the click on {selector} landed elsewhere"
+
+
 async def settle(pilot, quiet: float = 0.5, timeout: float = 15.0) -> None:
     """Wait until the screen has stopped changing: animations done and the
     same text on screen for ``quiet`` seconds in a row (a busy machine only

@@ -21,7 +21,7 @@ from natslab.tui.panes.pull.timeline import DeliveryTimeline
 from natslab.tui.widgets.form import FormField
 from natslab.tui.widgets.timeline import TimeAxis
 
-from .conftest import connected, wait_for
+from .conftest import click_shown, connected, wait_for
 
 DELAY = 3.0  # longer than the hand's 1 s fetch wait, so an immediate re-fetch cannot see it come back
 
@@ -42,7 +42,7 @@ async def seed_and_open(app, pilot, outside):
 async def fetch_cards(pilot, hand: PullHand) -> list[HandCard]:
     status = hand.query_one("#pull-status", Label)
     status.update("")
-    await pilot.click("#pull-fetch")
+    await click_shown(pilot, "#pull-fetch")
     await wait_for(
         pilot,
         lambda: str(status.render()).startswith(("fetched", "nothing to fetch")),

@@ -11,7 +11,7 @@ from natslab.tui.panes.pull.card import HandCard
 from natslab.tui.panes.pull.timeline import DeliveryTimeline
 from natslab.tui.widgets.live_table import LiveTable
 
-from .conftest import answer, connected, wait_for
+from .conftest import answer, click_shown, connected, wait_for
 
 
 async def test_redelivery_tries_two(make_app, outside):
@@ -31,7 +31,7 @@ async def test_redelivery_tries_two(make_app, outside):
         await pilot.press("f")  # consumers pane: open the pull hand on RDL
         hand = app.screen.query_one(PullHand)
         await wait_for(pilot, lambda: hand.consumer == "RDL", what="pull hand target")
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="first card")
         card = hand.query_one(HandCard)
         assert card.fm.stream_seq == 1 and card.fm.num_delivered == 1
@@ -41,7 +41,7 @@ async def test_redelivery_tries_two(make_app, outside):
         await wait_for(pilot, lambda: card.state == "expired", timeout=4, what="ack wait expiry")
         assert "will be redelivered on the next pull" in str(card.query_one(".card-countdown").render())
 
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(
             pilot, lambda: [c.fm.num_delivered for c in hand.query(HandCard)] == [2], what="tries 2"
         )
@@ -82,7 +82,7 @@ async def test_redelivery_demo_from_palette_action(make_app):
     async with app.run_test(size=(120, 36)) as pilot:
         hand = await demo_hand(app, pilot)
         hand.query_one("#pull-batch", Input).value = "2"
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 2, what="two cards")
         assert [c.fm.subject for c in hand.query(HandCard)] == ["demo.o.new", "demo.o.new"]
         assert [c.fm.ack_wait for c in hand.query(HandCard)] == [4.0, 4.0]

@@ -11,7 +11,7 @@ from natslab.tui.widgets.ruler import (
     Lane, cell_ranges, lane_cell, render_ruler, seen_states,
 )
 
-from .conftest import connected, wait_for
+from .conftest import click_shown, connected, wait_for
 
 
 def ev(seq: int, kind: str, tries: int, at: float, source: str = "app") -> DeliveryEvent:
@@ -177,7 +177,7 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
         hand = app.screen.query_one(PullHand)
         await wait_for(pilot, lambda: hand.consumer == "RDL", what="pull hand target")
         await pilot.pause(0.3)
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="first card")
         app.action_tab("consumers")
         await wait_for(pilot, lambda: lane().startswith("RDL    1···"), what="seq 1 outstanding, tries 1")
@@ -185,7 +185,7 @@ async def test_ruler_shows_the_rdl_story_live(make_app, outside):
         assert "(1 expired)" in lane()
         app.action_tab("pull")
         await pilot.pause(0.3)
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(pilot, lambda: [c.fm.num_delivered for c in hand.query(HandCard)] == [2], what="tries 2")
         app.action_tab("consumers")
         await wait_for(pilot, lambda: lane().startswith("RDL    2···"), what="redelivered, tries 2")

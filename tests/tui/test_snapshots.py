@@ -16,7 +16,7 @@ import pytest
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
-from .conftest import screen_text, settle, wait_for
+from .conftest import click_shown, screen_text, settle, wait_for
 
 SIZE = (120, 36)
 
@@ -146,7 +146,7 @@ def test_pull_hand_after_fetch(snap_compare, nats_server_url):
         pilot.app.open_pull_hand("ORDERS", "RDL")
         await pilot.pause(0.2)
         pilot.app.screen.query_one("#pull-batch").value = "2"
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await until(pilot, lambda: len(pilot.app.screen.query("HandCard")) == 2)
         card = pilot.app.screen.query("HandCard").first()
         card.focus()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from .conftest import click_shown
 from .test_snapshots import app_for, finish, ready, seed, until
 
 
@@ -20,7 +21,7 @@ def test_ruler_rdl_one_acked_one_outstanding(snap_compare, nats_server_url, size
         app.open_pull_hand("ORDERS", "RDL")
         await pilot.pause(0.3)
         app.screen.query_one("#pull-batch").value = "2"
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await until(pilot, lambda: len(app.screen.query("HandCard")) == 2)
         card = app.screen.query("HandCard").first()
         card.focus()

@@ -12,7 +12,7 @@ from natslab.tui.panes.pull import PullHand
 from natslab.tui.panes.pull.card import HandCard
 from natslab.tui.widgets.timeline import TimeAxis, paint_row, render_time_axis, window_start
 
-from .conftest import connected, wait_for
+from .conftest import click_shown, connected, wait_for
 
 
 def ev(seq: int, kind: str, tries: int, at: float, source: str = "app", delay: float | None = None) -> DeliveryEvent:
@@ -175,13 +175,13 @@ async def test_pull_hand_draws_the_story_live(make_app, outside):
             lines = [line for line in str(axis.render()).splitlines() if line.startswith("seq 1")]
             return lines[0][9:].rstrip() if lines else ""
 
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="first card")
         await wait_for(pilot, lambda: seq1().startswith("1") and "◔" in seq1(), timeout=4, what="bar ran out")
         first = seq1()
         assert first.index("◔") in (3, 4, 5)  # 1 s at 0.25 s per cell (the hand's clock starts on receipt)
         await pilot.pause(1.0)  # nobody pulls for a while: the row must show that nothing happens
-        await pilot.click("#pull-fetch")
+        await click_shown(pilot, "#pull-fetch")
         await wait_for(pilot, lambda: "2" in seq1(), what="second bar")
         assert "◔··" in seq1().split("2")[0]  # nothing happened between the expiry and the pull
         hand.query_one(HandCard).focus()
