@@ -368,7 +368,7 @@ def replay_both(cli: "NatsCli", servers: dict, steps: list, tmp: Path) -> dict[s
 # What must differ between two servers and two runs: clock times and dates,
 # ages and round trips, server ids (the default server name is the id),
 # ports, client ids (nats-server also spends ids on its internal clients,
-# three per stream and two per consumer; README), nuids.
+# three per stream and two per consumer; docs/compatibility.md), nuids.
 MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"), "<ts>"),
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "<date>"),

@@ -257,7 +257,7 @@ def test_bad_accounts(tmp_path, conf, words):
 async def test_jetstream_not_enabled_for_account(shared):
     """The server runs JetStream (-js), but a configured account without a
     jetstream block has none: its API requests get 10039, direct gets no
-    answer. (The global account differs: README, documented differences.)"""
+    answer. (The global account differs: docs/compatibility.md.)"""
     a = await connect(shared.url.replace("nats://", "nats://a:a@"))
     for subj, body, rtype in (("$JS.API.INFO", b"", "account_info_response"),
                               ("$JS.API.STREAM.CREATE.X", b'{"name":"X"}', "stream_create_response"),

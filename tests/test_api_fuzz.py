@@ -612,7 +612,7 @@ async def test_retention_follows_nats_server(tmp_path, seed, retention):
         op = rng.choice(["pub", "pub", "pub", "pull", "pull", "ack", "ack", "nak", "term", "create", "delete"])
         name = f"C{rng.randint(1, 3)}"
         # C2 never has a filter: nats-server 2.15 mishandles an update that
-        # removes one (see the README), so no consumer here goes that way
+        # removes one (see docs/compatibility.md), so no consumer here goes that way
         arg = {"pub": lambda: rng.choice(["r.a", "r.b", "r.c"]),
                "create": lambda: (None if name == "C2" else rng.choice(["r.a", "r.b", "r.*"]),
                                   rng.choice(["explicit", "explicit", "all", "none"])),

@@ -272,7 +272,7 @@ async def test_names_that_are_not_utf8_name_nothing(nc, stream, server):
 
 
 async def test_a_subject_that_is_not_utf8_is_not_stored(nc, stream, server):
-    """natslab only (README, documented differences): nats-server stores a
+    """natslab only (docs/compatibility.md): nats-server stores a
     message whose subject is not UTF-8; natslab refuses it with no
     responders, and nothing is stored."""
     if server.kind == "nats-server":

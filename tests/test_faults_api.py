@@ -162,7 +162,7 @@ async def test_power_cut_keeps_every_puback(tmp_path):
 async def test_power_cut_drops_what_was_not_fsynced(tmp_path):
     """With lazy fsync (nats-server's sync_interval, here 1 h) PubAck'd
     messages are only in the page cache: a crash keeps them, a power cut
-    loses those written since the last sync (README: durability)."""
+    loses those written since the last sync (docs/durability.md)."""
     async with EmbeddedServer(port=0, store_dir=tmp_path / "store", record_syncs=True,
                               sync_interval=3600.0) as srv:
         nc = await _connect(srv)

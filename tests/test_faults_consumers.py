@@ -74,8 +74,8 @@ async def test_lost_consumer_state_resets_delivery_only(server):
 
 async def test_damaged_consumer_state_resets_delivery_only(tmp_path):
     """The state file is garbage: natslab keeps the consumer and starts its
-    delivery over, keeping the damaged file aside. natslab only (README,
-    documented differences): nats-server 2.15.1 drops the consumer
+    delivery over, keeping the damaged file aside. natslab only
+    (docs/compatibility.md): nats-server 2.15.1 drops the consumer
     ('corrupt state file')."""
     srv = ServerProcess("natslab", tmp_path / "store")
     srv.start()
@@ -127,7 +127,7 @@ async def ack_sync_round(srv, rnd: int, n: int) -> tuple[int, int]:
 
 async def test_confirmed_acks_survive_sigkill(tmp_path):
     """An ack_sync that was answered survives SIGKILL straight after. natslab
-    only (README, documented differences): nats-server 2.15.1 confirms first
+    only (docs/compatibility.md): nats-server 2.15.1 confirms first
     and loses every such ack if killed within ~100 ms. With
     NATSLAB_FAULTS=long both are run and the figures printed."""
     from faultkit import LONG

@@ -3,7 +3,7 @@ purge, an ack storm or consumer creation runs; the broker is killed at a
 seeded moment and started again. After every round: each acknowledged
 message not purged is there with its payload, no sequence was handed out
 twice, every consumer whose CREATE was answered exists, and (natslab only,
-README: nats-server answers first) every ack confirmed by ack_sync is kept.
+docs/durability.md: nats-server answers first) every ack confirmed by ack_sync is kept.
 
 Quick by default (3 rounds); ``NATSLAB_FAULTS=long`` runs 30 and
 ``pytest -s`` prints the figures."""

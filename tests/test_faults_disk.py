@@ -6,7 +6,7 @@ again when space returns.
 nats-server refuses publishes once its own storage limit (75% of the free
 space when it started) is reached, with ``10023 insufficient resources``, so
 on it the file system never actually fills; natslab has no such limit and
-answers with the OS error (``503 / 10077``, README). The checks here are what
+answers with the OS error (``503 / 10077``, docs/durability.md). The checks here are what
 both must give: an answer to every publish and every acknowledged message
 kept."""
 
@@ -106,7 +106,7 @@ async def test_full_disk_answers_everything_and_recovers(tmp_path):
     """The disk fills up under a running broker (a ballast file takes the
     space): every publish and STREAM.CREATE is answered, and once the space
     is back publishes are stored again; nothing acknowledged is lost.
-    natslab only (README, documented differences): nats-server 2.15.1 logs a
+    natslab only (docs/compatibility.md): nats-server 2.15.1 logs a
     critical write error and stops answering publishes to the stream."""
     from faultkit import fill
 

@@ -140,7 +140,7 @@ async def test_lost_block_tail_does_not_reuse_sequences(server):
 async def test_lost_block_tail_after_sigkill_does_not_reuse_sequences(tmp_path):
     """The same after SIGKILL. natslab only: nats-server 2.15.1 takes the last
     sequence from the blocks after a crash, hands out 7 again here and moves
-    the consumer back (README, documented differences)."""
+    the consumer back (docs/compatibility.md)."""
     from conftest import ServerProcess
 
     srv = ServerProcess("natslab", tmp_path / "store")
@@ -163,7 +163,7 @@ async def test_lost_block_tail_after_sigkill_does_not_reuse_sequences(tmp_path):
 
 # -- damage to each kind of file: natslab's own formats (nats-server's differ,
 # and it loses the rest of a block after a damaged record where natslab
-# loses only that record: README) ---------------------------------------------
+# loses only that record: docs/durability.md) ---------------------------------------------
 
 def _flip(path, at: int) -> None:
     data = bytearray(path.read_bytes())

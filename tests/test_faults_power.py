@@ -12,7 +12,7 @@ the simulator can tell.
 
 natslab only: nats-server cannot run in this process, and with its default
 (fsync every two minutes) it loses acknowledged messages on a power cut
-(Jepsen, NATS 2.12.1); README, documented differences."""
+(Jepsen, NATS 2.12.1); docs/compatibility.md."""
 
 from __future__ import annotations
 

@@ -222,7 +222,7 @@ async def test_damaged_or_hostile_archive_is_refused(server, nc, js, kind):
     e = rr["error"]
     assert (e["code"], e["err_code"]) == (500, 10062) and e["description"].startswith("restore failed: ")
     # natslab leaves nothing of it behind; nats-server 2.15.1 can leave the
-    # stream as far as it got (README); either way the server goes on
+    # stream as far as it got (docs/compatibility.md); either way the server goes on
     info = await req(nc, "$JS.API.STREAM.INFO.H")
     if server.kind == "natslab":
         assert info["error"]["err_code"] == 10059

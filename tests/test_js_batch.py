@@ -324,7 +324,7 @@ async def test_batch_sigkill_before_commit_stores_nothing(server):
 
 
 async def test_batch_cut_short_on_disk_is_taken_off(server):
-    """natslab only (README, documented difference): a commit that reached the
+    """natslab only (docs/compatibility.md): a commit that reached the
     file only in part (a crash between two writes of one commit) was never
     acknowledged; at the next start that part is taken off the tail.
     nats-server completes such a batch from its on-disk staging instead."""

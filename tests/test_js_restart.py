@@ -247,7 +247,7 @@ def test_nested_msgs_layout_is_migrated(tmp_path):
 
 
 async def test_failed_write_is_answered_and_loses_nothing_acknowledged(tmp_path):
-    """natslab only (README, documented differences): nats-server stops
+    """natslab only (docs/compatibility.md): nats-server stops
     answering publishes to a stream after a write error, so this cannot be
     compared. The broker may write at most 64 KiB per file (RLIMIT_FSIZE), so
     block writes fail partway; publishes go 32 at a time, so replies wait for

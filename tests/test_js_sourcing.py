@@ -308,7 +308,7 @@ async def test_sources_aggregate_and_dedupe(nc, js):
     info = await req(nc, "$JS.API.STREAM.INFO.S")
     s1, s2 = sorted(info["sources"], key=lambda x: x["name"])
     # "seq" (2.15): how far in its origin a source got; nats-server's count
-    # lags behind after a duplicate (README), so only its presence is compared
+    # lags behind after a duplicate (docs/compatibility.md), so only its presence is compared
     assert (s1["name"], s1["lag"], list(s1)) == ("O1", 0, ["name", "lag", "seq", "active"])
     assert s1["seq"] > 0 and 0 <= s1["active"] < 5 * 10**9
     assert (s2["name"], s2["seq"], s2["filter_subject"]) == ("O2", 2, "b.2")

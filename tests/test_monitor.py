@@ -536,7 +536,7 @@ async def test_jsz_and_varz_report_the_sync_mode(server_kind, tmp_path, setting)
     nats-server says it: ``sync_interval: always`` keeps the default interval
     (2 m) and adds ``sync_always: true``; a duration is that interval. With
     nothing set natslab reports its own 1 s timer (it also syncs each PubAck
-    before it is sent; README, documented differences), nats-server its 2 m."""
+    before it is sent; docs/compatibility.md), nats-server its 2 m."""
     conf = tmp_path / "js.conf"
     conf.write_text(f"jetstream {{ sync_interval: {setting} }}\n" if setting else "jetstream: enabled\n")
     srv = ServerProcess(server_kind, tmp_path / "store", http=True, extra=["-c", str(conf)])

@@ -106,7 +106,7 @@ class NatslabApp(App):
         self._theme_problems = self._load_themes()
 
     # ---- startup ----------------------------------------------------------
-    # Launch to first paint is a measured target (README). What the first frame
+    # Launch to first paint is a measured target (docs/benchmarks.md). What the first frame
     # does not need waits until it is on screen: the embedded broker, nats-py and
     # the connection, the panes hidden behind the first tab, the tool panes' code.
     def on_mount(self) -> None:

@@ -118,7 +118,7 @@ def fault_marks(before: Snapshot, after: Snapshot,
 
 
 def promise_verdict(before: Snapshot, after: Snapshot, marks: dict[str, StreamMarks]) -> tuple[bool, str]:
-    """natslab's durability promise (README, durability): by default a PubAck
+    """natslab's durability promise (docs/durability.md): by default a PubAck
     leaves only once its message is fsynced, so every message a stream held
     just before the fault (taken when it was confirmed) must be there after it,
     even after a power cut. (True, what was kept) or (False, what was lost)."""
