@@ -44,17 +44,23 @@ class HelpScreen(ModalScreen):
     def for_bindings(cls, active: dict) -> "HelpScreen":
         """The keys active where ``?`` was pressed (Screen.active_bindings):
         natslab's own (they all have ids) first, generic widget keys after."""
-        rows = []
+        rows: list[list] = []
         seen = set()
+        same: dict[tuple, list] = {}  # one row for the keys of one action (`?` and f1: Help)
         for key, found in active.items():
             b = found.binding
             if not b.description or (b.description, key) in seen or not _works(found.node, b.action):
                 continue
             seen.add((b.description, key))
             where = type(found.node).__name__.replace("Pane", "").replace("NatslabApp", "everywhere").replace("MainScreen", "everywhere")
-            rows.append((bool(b.id), b.key_display or key, b.description, where))
+            shown = b.key_display or key
+            if (row := same.get((b.action, b.description, where))) is not None:
+                row[1] += f", {shown}"
+                continue
+            row = same[(b.action, b.description, where)] = [bool(b.id), shown, b.description, where]
+            rows.append(row)
         rows.sort(key=lambda r: not r[0])
-        return cls([r[1:] for r in rows])
+        return cls([tuple(r[1:]) for r in rows])
 
     def compose(self) -> ComposeResult:
         table = Table(show_header=True, header_style="bold", expand=True, box=None)

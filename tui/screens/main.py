@@ -62,7 +62,14 @@ class MainScreen(Screen):
         tour = self.query("#tour")
         if tour and tour.first().display:
             width = min(width, self.size.width - tour.first().outer_size.width)
-        tabs.set_class(width < WIDE, "-narrow")
+        if tabs.has_class("-narrow") != (width < WIDE):
+            tabs.set_class(width < WIDE, "-narrow")
+            # the narrow bar's tabs have less padding: Textual moves the
+            # underline on a resize or a relabel only, so it would stay under
+            # the old width (a stale bar, or one that depends on which came first)
+            highlight = getattr(tabs, "_highlight_active", None)
+            if highlight is not None:
+                tabs.call_after_refresh(highlight, animate=False)
         active = (tabs.active or "").removeprefix("tab-")
         for area, label in tab_labels(width, active).items():
             tab = self.query_one(f"#tab-{area}", Tab)
