@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, go_duration, parse_duration, parse_file
+from .conf import ConfigError, ConfMap, go_duration, go_type, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .server import NATS_VERSION, Server, ServerOptions
 
@@ -208,20 +208,6 @@ def build_options(flags: dict) -> ServerOptions:
     return o
 
 
-def _go_type(v) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int64"
-    if isinstance(v, float):
-        return "float64"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "[]interface {}"
-    return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__
-
-
 # keys whose value nats-server takes as a Go type (v.(int64), v.(bool)): any other is its panic's error
 _INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs")
 _BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls")
@@ -248,7 +234,7 @@ def _perm_subjects_problem(v, queue: bool) -> str | None:
             return "Subject in permissions array cannot be cast to string"
         subjects = v
     else:
-        return f"Expected subject permissions to be a subject, or array of subjects, got {_go_type(v)}"
+        return f"Expected subject permissions to be a subject, or array of subjects, got {go_type(v)}"
     for subj in subjects:
         if _valid_subject(subj):
             continue
@@ -299,9 +285,9 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
     bad: set[str] = set()  # keys whose value failed a check: not applied (no second complaint)
     for key in _INT_KEYS + _BOOL_KEYS:
         want = "int64" if key in _INT_KEYS else "bool"
-        if key in c and _go_type(c[key]) != want:
+        if key in c and go_type(c[key]) != want:
             bad.add(key)
-            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {_go_type(c[key])}, "
+            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {go_type(c[key])}, "
                                               f"not {want}")))
     for key in ("max_payload", "max_control_line"):
         if key in c and key not in bad and c[key] > (1 << 31) - 1:

@@ -1076,3 +1076,18 @@ def go_duration(s: str) -> float:
         total += num * _GO_UNITS[u]
         s = s[len(u):]
     return -total if neg else total
+
+
+def go_type(v) -> str:
+    """Go's %T of a config value, as nats-server's errors name it."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int64"
+    if isinstance(v, float):
+        return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "[]interface {}"
+    return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__

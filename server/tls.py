@@ -22,7 +22,7 @@ from asyncio import sslproto
 from dataclasses import dataclass
 from pathlib import Path
 
-from .conf import ConfigError, parse_duration
+from .conf import ConfigError, go_type, parse_duration
 
 TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
 HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
@@ -285,11 +285,11 @@ def parse_tls_block(block) -> TLSOptions:
             pairs = []
             for pair in v:
                 if not isinstance(pair, dict):
-                    raise ConfigError(f"error parsing certificates config: unsupported type {_go_type(pair)}")
+                    raise ConfigError(f"error parsing certificates config: unsupported type {go_type(pair)}")
                 cert = keyf = ""
                 for pk, pv in pair.items():
                     if not isinstance(pv, str):
-                        raise ConfigError(f"error parsing certificates config: unsupported type {_go_type(pv)}")
+                        raise ConfigError(f"error parsing certificates config: unsupported type {go_type(pv)}")
                     if pk == "cert_file":
                         cert = pv
                     elif pk == "key_file":
@@ -309,19 +309,6 @@ def parse_tls_block(block) -> TLSOptions:
         raise ConfigError("insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
                           + ", ".join(insecure))
     return t
-
-
-def _go_type(v) -> str:
-    """Go's %T of a config value."""
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int64"
-    if isinstance(v, float):
-        return "float64"
-    if isinstance(v, str):
-        return "string"
-    return "[]interface {}" if isinstance(v, list) else "map[string]interface {}"
 
 
 def from_flags(flags: dict) -> TLSOptions:

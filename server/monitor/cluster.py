@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 
 from ..gowire import rfc3339
-from .format import NS, go_number, q_bool, to_json
+from .connz import sublist_stats
+from .format import NS, q_bool, to_json
 
 GLOBAL_ACCOUNT = "$G"
 SYSTEM_ACCOUNT = "$SYS"
@@ -35,20 +36,6 @@ def leafz(mon, q: dict):
     return "application/json", to_json(d)
 
 
-def _sublist_stats(idx) -> dict:
-    fanouts = [len(r[0]) + len(r[1]) for r in list(idx.cache.values())]
-    return {
-        "num_subscriptions": idx.count,
-        "num_cache": len(idx.cache),
-        "num_inserts": idx.inserts,
-        "num_removes": idx.removes,
-        "num_matches": idx.matches,
-        "cache_hit_rate": go_number(idx.cache_hits / idx.matches) if idx.matches else 0,
-        "max_fanout": max(fanouts, default=0),
-        "avg_fanout": go_number(sum(fanouts) / len(fanouts)) if fanouts else 0,
-    }
-
-
 def accountz(mon, q: dict):
     srv = mon.server
     system = getattr(srv.opts, "system_account", SYSTEM_ACCOUNT)
@@ -68,7 +55,7 @@ def accountz(mon, q: dict):
             "client_connections": len(srv.clients),
             "subscriptions": srv.index.count,
             "name_tag": GLOBAL_ACCOUNT,
-            "sublist_stats": _sublist_stats(srv.index),
+            "sublist_stats": sublist_stats(srv.index),
         }
     return "application/json", to_json(d)
 

@@ -172,6 +172,22 @@ def connz(mon, q: dict):
 
 
 # -- /subsz --------------------------------------------------------------------
+def sublist_stats(idx) -> dict:
+    """The subscription index's counters, as /subsz (and each /routez
+    route's) reports them."""
+    fanouts = [len(r[0]) + len(r[1]) for r in list(idx.cache.values())]
+    return {
+        "num_subscriptions": idx.count,
+        "num_cache": len(idx.cache),
+        "num_inserts": idx.inserts,
+        "num_removes": idx.removes,
+        "num_matches": idx.matches,
+        "cache_hit_rate": go_number(idx.cache_hits / idx.matches) if idx.matches else 0,
+        "max_fanout": max(fanouts, default=0),
+        "avg_fanout": go_number(sum(fanouts) / len(fanouts)) if fanouts else 0,
+    }
+
+
 def subsz(mon, q: dict):
     srv = mon.server
     idx = srv.index
@@ -180,20 +196,7 @@ def subsz(mon, q: dict):
     test = q.get("test", "")
     if test and not valid_literal_subject(test):
         raise BadRequest(f"invalid test subject, must be valid publish subject: {test}")
-    cache = idx.cache
-    fanouts = [len(r[0]) + len(r[1]) for r in list(cache.values())]
-    d = {
-        "server_id": srv.server_id,
-        "now": rfc3339(time.time_ns()),
-        "num_subscriptions": idx.count,
-        "num_cache": len(cache),
-        "num_inserts": idx.inserts,
-        "num_removes": idx.removes,
-        "num_matches": idx.matches,
-        "cache_hit_rate": go_number(idx.cache_hits / idx.matches) if idx.matches else 0,
-        "max_fanout": max(fanouts, default=0),
-        "avg_fanout": go_number(sum(fanouts) / len(fanouts)) if fanouts else 0,
-    }
+    d = {"server_id": srv.server_id, "now": rfc3339(time.time_ns())} | sublist_stats(idx)
     subs_list = None
     total = 0
     if want_subs:
