@@ -78,7 +78,7 @@ class MsgTrace:
         event = {"server": self.server.sys_requests.server_block(),
                  "request": {"header": headers, "msgsize": len(hdr) + len(payload)},
                  "events": events}
-        self.server.publish_internal(dest, "", None, json.dumps(event, separators=(",", ":")).encode())
+        self.server.messaging.publish(dest, "", None, json.dumps(event, separators=(",", ":")).encode())
 
     def denied(self, pub, subject: bytes, hdr: bytes, payload: bytes) -> None:
         """A traced publish the connection may not make: the event has the
