@@ -292,3 +292,13 @@ class Messaging:
         if acc is not None and acc.importers:
             return self._server.accounts.importer_interest(acc, subj, literal_only)
         return False
+
+
+def jetstream():
+    """JetStream's package (``jetstream/__init__.py`` lists what the core may
+    use of it): the core's one import of JetStream, made by the start
+    (``Server.start``) or by the configuration that names JetStream's limits
+    or domain, so a server without either never loads it."""
+    from . import jetstream as package
+
+    return package

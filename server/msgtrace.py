@@ -178,9 +178,6 @@ class MsgTrace:
 
     @staticmethod
     def _stream_of(sub):
+        # (a stream's subscriptions call its methods; it says it is one)
         owner = getattr(sub.callback, "__self__", None)
-        try:
-            from .jetstream.stream import Stream
-        except ImportError:
-            return None
-        return owner if isinstance(owner, Stream) else None
+        return owner if getattr(owner, "traced_as_stream", False) else None

@@ -22,7 +22,7 @@ from .conf import ConfigError
 from .accounts import Accounts
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
-from .internal import InternalClient, Messaging
+from .internal import InternalClient, Messaging, jetstream
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex, pick_member
@@ -185,7 +185,7 @@ class Server:
         log.info("  ID:       %s", self.server_id)
         if o.jetstream:
             try:
-                from .jetstream import JetStream
+                JetStream = jetstream().JetStream
             except ImportError as e:  # JetStream is still being built
                 log.error("JetStream not available: %s", e)
                 JetStream = None
@@ -229,8 +229,7 @@ class Server:
     async def _start_jetstreams(self, JetStream, store_dir: Path) -> None:
         """A JetStream for each account that has it (or for $G when none
         does); ``self.jetstream`` is the one on the server's own index."""
-        from .jetstream.limits import sufficient_resources
-
+        sufficient_resources = jetstream().sufficient_resources
         accounts = self.accounts.with_jetstream()
         if not accounts:
             self.jetstreams["$G"] = self.jetstream = JetStream(self.messaging, store_dir)

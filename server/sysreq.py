@@ -92,7 +92,7 @@ class SysRequests:
         perms = getattr(client, "perms", None)
         if perms is not None:
             data["permissions"] = perms.as_config()
-        from .jetstream.shapes import dumps
+        from .gowire import dumps
 
         body = {"server": self.server_block(), "data": data}
         self.reply(client, reply, dumps(body).encode())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from ..client import client_info
 from .shapes import dumps, rfc3339
 
 API_AUDIT = "$JS.EVENT.ADVISORY.API"
@@ -54,27 +55,12 @@ def consumer_action(js, stream: str, consumer: str, action: str) -> None:
                                       "action": action})
 
 
-def client_info(server, client) -> dict:
-    """nats-server's ClientInfo for a connection, as advisories carry it."""
-    info = {"start": rfc3339(int(client.start * 1e9)), "host": client.host, "id": client.cid, "acc": "$G"}
-    if getattr(client, "user", ""):
-        info["user"] = client.user
-    if client.name:
-        info["name"] = client.name
-    if client.lang:
-        info["lang"] = client.lang
-    if client.version:
-        info["ver"] = client.version
-    info.update({"rtt": int((client.rtt or 0) * 1e9), "server": server.server_name, "kind": "Client", "client_type": "nats"})
-    return info
-
-
 def api_audit(js, client, subject: str, request: bytes, response: bytes) -> None:
     messaging = js.messaging
     if client is None or client.internal or not messaging.has_interest(API_AUDIT):
         return
     body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": _id(), "timestamp": rfc3339(time.time_ns()),
-            "server": messaging.server_name, "client": client_info(messaging, client), "subject": subject}
+            "server": messaging.server_name, "client": client_info(client, messaging.server_name), "subject": subject}
     if request:
         body["request"] = request.decode("utf-8", "replace")
     body["response"] = response.decode("utf-8", "replace")

@@ -126,6 +126,27 @@ class JetStream:
             self._api = Api(self)
         return self._api
 
+    def not_enabled_answer(self, subject: bytes) -> bytes | None:
+        """What a ``$JS.API`` request on ``subject`` from an account without
+        JetStream gets (the core asks the server's JetStream): the API's
+        answer 10039 "JetStream not enabled for account" in the response
+        type of its route; None for silence (direct gets, pulls, unknown
+        subjects), as on the real server."""
+        from .shapes import api_response
+
+        api = self.api
+        tokens = subject[len(b"$JS.API."):].decode("utf-8", "replace").split(".")
+        for n in (3, 2, 1):
+            route = api.routes.get(".".join(tokens[:n]))
+            if route is not None:
+                break
+        else:
+            return None
+        rtype = route[1]
+        body = {"error": {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}}
+        body.update(api.error_extras.get(rtype, {}))
+        return api_response(rtype, body)
+
     def _on_api_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         self.api.on_request(subject, reply, hdr, payload)
 

@@ -37,6 +37,10 @@ _FAST_BATCH = fastbatch.SUFFIX
 
 
 class Stream(ExpiryMixin):
+    # message tracing (msgtrace.py) reports a message its subscriptions take
+    # as a "js" event (name, drops_unwanted): a stream says it is one
+    traced_as_stream = True
+
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
         self._journal = js.messaging.journal  # the history (journal.py); None: not kept
@@ -194,6 +198,12 @@ class Stream(ExpiryMixin):
         trace = [only]
         error = self._on_publish(subject, reply, hdr, payload, trace)
         return error, len(trace) > 1
+
+    def config_json(self) -> dict:
+        """The config in StreamConfig's field order (what /jsz shows)."""
+        from .shapes import STREAM_CONFIG_FIELDS, ordered
+
+        return ordered(self.config, STREAM_CONFIG_FIELDS)
 
     def drops_unwanted(self, subject: str) -> bool:
         """An interest stream drops a message no consumer wants on arrival."""
