@@ -126,11 +126,12 @@ def parse_system_account(value, opts) -> str:
 def _jetstream_flag(v, account: str):
     """An account's ``jetstream``: ``None`` (disabled) or its limits
     (jetstream/limits.py; every limit -1 for ``enabled``)."""
-    from .jetstream.limits import LimitsConfigError, parse
+    from .internal import jetstream
 
+    js = jetstream()
     try:
-        return parse(v)
-    except LimitsConfigError as e:
+        return js.parse_limits(v)
+    except js.LimitsConfigError as e:
         raise ConfigError(f"account {account}: {e}") from None
 
 
@@ -194,9 +195,9 @@ def _request_info(hdr: bytes | None, pub, acc: Account, share: bool, server) -> 
     import json
 
     if share:
-        from .jetstream.advisories import client_info
+        from .client import client_info
 
-        info = client_info(server, pub)
+        info = client_info(pub, server.server_name)
         info["acc"] = acc.name
         # (in ClientInfo's field order: start host id acc user name lang ver rtt server kind client_type)
         order = ("start", "host", "id", "acc", "user", "name", "lang", "ver", "rtt", "server", "kind", "client_type")
@@ -410,21 +411,11 @@ class Accounts:
     def _js_not_enabled(self, acc: Account, pub, subject: bytes, reply: bytes) -> int:
         """A JetStream API request from an account without JetStream: the
         API's answer, 10039 "JetStream not enabled for account", as
-        nats-server gives it."""
-        from .jetstream.shapes import api_response
-
-        api = self.server.jetstream.api
-        tokens = subject[len(b"$JS.API."):].decode("utf-8", "replace").split(".")
-        for n in (3, 2, 1):
-            route = api.routes.get(".".join(tokens[:n]))
-            if route is not None:
-                break
-        else:
+        nats-server gives it (the server's JetStream says it)."""
+        answer = self.server.jetstream.not_enabled_answer(subject)
+        if answer is None:
             return 0  # silence (and no responders for direct gets and pulls), as on the real server
-        rtype = route[1]
-        body = {"error": {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}}
-        body.update(api.error_extras.get(rtype, {}))
-        return self._deliver(acc, self.server.internal_client, reply, b"", None, api_response(rtype, body)) or 1
+        return self._deliver(acc, self.server.internal_client, reply, b"", None, answer) or 1
 
     @staticmethod
     def _deliver(acc: Account, pub, subject: bytes, reply: bytes, hdr, payload) -> int:

@@ -486,16 +486,16 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 o.store_dir = str(js["store_dir"])
             for key, attr in (("max_memory_store", "js_max_memory"), ("max_file_store", "js_max_store")):
                 if key in js:
-                    from .jetstream.limits import LimitsConfigError, storage_size
+                    from .internal import jetstream
 
                     try:
-                        setattr(o, attr, storage_size(js[key]))
-                    except LimitsConfigError as e:
+                        setattr(o, attr, jetstream().storage_size(js[key]))
+                    except jetstream().LimitsConfigError as e:
                         raise problem(js, key, f"{key.replace('memory', 'mem')} {e}") from None
             if js.get("domain"):
-                from .jetstream.domain import check_domain
+                from .internal import jetstream
 
-                o.js_domain = check_domain(str(js["domain"]))
+                o.js_domain = jetstream().check_domain(str(js["domain"]))
             si = js.get("sync_interval")
             if si is not None:
                 if str(si).lower() == "always":

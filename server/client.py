@@ -764,3 +764,21 @@ class TracingClient(Client):
                 log.log(TRACE, '%s:%d - cid:%d - "<<- [%s]"', self.host, self.port, self.cid,
                           line[:200].decode("utf-8", "replace"))
         super().data_received(data)
+
+
+def client_info(client, server_name: str) -> dict:
+    """nats-server's ClientInfo for a connection, as JetStream's advisories
+    and a shared service import's Nats-Request-Info carry it."""
+    from .gowire import rfc3339
+
+    info = {"start": rfc3339(int(client.start * 1e9)), "host": client.host, "id": client.cid, "acc": "$G"}
+    if getattr(client, "user", ""):
+        info["user"] = client.user
+    if client.name:
+        info["name"] = client.name
+    if client.lang:
+        info["lang"] = client.lang
+    if client.version:
+        info["ver"] = client.version
+    info.update({"rtt": int((client.rtt or 0) * 1e9), "server": server_name, "kind": "Client", "client_type": "nats"})
+    return info

@@ -401,7 +401,7 @@ class _Hooks:
 
         # the store modules that write through file objects (persist.write_tmp,
         # recovery's repairs), which the os wrappers do not see
-        from .jetstream import filestore_recovery, persist
+        from .internal import jetstream
 
         def open_(file, mode="r", *a, **kw):
             f = by_path(file) if any(c in mode for c in "wax+") else None
@@ -412,7 +412,7 @@ class _Hooks:
                 f.image.unseen_write(fo.fileno())
             return fo
 
-        self._opens = (persist, filestore_recovery)
+        self._opens = jetstream().file_opening_modules()
         for m in self._opens:
             m.open = open_
 

@@ -39,7 +39,6 @@ import threading
 from pathlib import Path
 
 from .faults import ClientConn, Faults
-from .jetstream.journal import Journal
 from .server import Server, ServerOptions, default_store_dir
 
 
@@ -54,7 +53,9 @@ def _options(host: str, port: int, jetstream: bool, store_dir, history_mb: float
 def _with_history(opts: ServerOptions, history_mb: float) -> ServerOptions:
     if history_mb and opts.journal is None:
         # one ring for the embedding's life: a restart or a crash keeps it
-        opts.journal = Journal(int(history_mb * 1_000_000))
+        from .internal import jetstream
+
+        opts.journal = jetstream().Journal(int(history_mb * 1_000_000))
     return opts
 
 

@@ -1,10 +1,12 @@
 """Go's wire conventions shared by the monitor and JetStream: time.Time as
 encoding/json writes it (RFC 3339 with trimmed nanoseconds, UTC), RFC 3339
-parsing, and time.Duration's String() and ParseDuration. One copy of each, so
-an /connz "rtt" and a JetStream 409 text print a duration the same way."""
+parsing, time.Duration's String() and ParseDuration, and encoding/json's
+bytes (``dumps``: every API reply, PubAck and $SYS answer). One copy of each,
+so an /connz "rtt" and a JetStream 409 text print a duration the same way."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -109,3 +111,25 @@ def parse_go_duration(s: str) -> int:
     if total >= 1 << 63 and not (neg and total == 1 << 63):
         raise ValueError(f"invalid duration {s!r}")
     return -total if neg else total
+
+
+_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def dumps_plain(obj) -> str:
+    """Compact JSON without the HTML-safe escapes (for bytes the real server
+    builds by hand, such as the PubAck prefix)."""
+    return _json_encode(obj)
+
+
+def dumps(obj) -> str:
+    """JSON as Go's encoding/json writes it (the bytes of every API reply and
+    PubAck): compact, UTF-8 kept, and HTML-safe escapes for <, > and & plus
+    U+2028/U+2029. Those characters can only occur inside JSON strings, so
+    replacing them in the dumped text is exact."""
+    s = _json_encode(obj)
+    if "<" in s or ">" in s or "&" in s:
+        s = s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    if "\u2028" in s or "\u2029" in s:
+        s = s.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return s

@@ -254,9 +254,9 @@ class OperatorMode:
         lim = nats.get("limits") or {}
         mem, disk = lim.get("mem_storage", 0) or 0, lim.get("disk_storage", 0) or 0
         if mem or disk:
-            from .jetstream.limits import AccountLimits
+            from .internal import jetstream
 
-            cfg.jetstream = AccountLimits(
+            cfg.jetstream = jetstream().AccountLimits(
                 # (an absent streams/consumer limit is Go's 0, no limit, as nats-server's account info says)
                 max_memory=mem, max_storage=disk, max_streams=jwt.limit(claims, lim, "streams"),
                 max_consumers=jwt.limit(claims, lim, "consumer"), max_ack_pending=lim.get("max_ack_pending", -1),

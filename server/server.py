@@ -1,5 +1,7 @@
-"""The broker: listening socket, client registry, core pub/sub routing, and
-the internal messaging API the JetStream subsystem is built on."""
+"""The broker: listening socket, client registry and core pub/sub routing.
+The internal messaging JetStream is built on is ``internal.Messaging``: the
+server's own (``Server.messaging``) and one per account with a subject space
+of its own."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from .conf import ConfigError
 from .accounts import Accounts
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
-from .internal import InternalClient, InternalSubscription, RunSpec
+from .internal import InternalClient, Messaging, jetstream
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .parser import READ_BUFFER_SIZE
 from .subjects import SubjectIndex, pick_member
@@ -116,10 +118,6 @@ class Server:
         self.read_buffer = memoryview(bytearray(READ_BUFFER_SIZE))  # every client's socket reads (Client.get_buffer)
         self.index = SubjectIndex()
         self._match_cache = self.index.cache  # read directly on the hot path
-        # reply subjects of internal answers (PubAcks, direct gets): mostly
-        # under one client's inbox prefix, matched once while the index stays
-        self.match_reply = self.index.reply_matcher()
-        self._deliver_memo: tuple = ("", -1, None)  # deliver_internal: last subject, index generation, match
         self.index.lookups = lambda: self.in_msgs
         self.clients: dict[int, Client] = {}
         self.internal_client = InternalClient(self)
@@ -147,8 +145,6 @@ class Server:
         self.closed_conns: list[dict] = []
         o = self.opts
         self.accounts = Accounts(self, o.accounts)
-        # the account of the server's index (its JetStream's), when configured
-        self.deliver_account = self.accounts.home
         # nats-server's own internal clients take the first client ids (tools
         # show the id: `nats account info`): the system account's client, its
         # send queue's, and one of each account ($G and the system account
@@ -178,6 +174,9 @@ class Server:
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        # the internal messaging on the server's own index (its JetStream's
+        # and the core subsystems'; internal.Messaging)
+        self.messaging = Messaging(self, self.index, self.internal_client, self.accounts.home, self.interest_listeners)
         o = self.opts
         log = self.logger
         log.info("Starting nats-server")
@@ -186,7 +185,7 @@ class Server:
         log.info("  ID:       %s", self.server_id)
         if o.jetstream:
             try:
-                from .jetstream import JetStream
+                JetStream = jetstream().JetStream
             except ImportError as e:  # JetStream is still being built
                 log.error("JetStream not available: %s", e)
                 JetStream = None
@@ -230,21 +229,22 @@ class Server:
     async def _start_jetstreams(self, JetStream, store_dir: Path) -> None:
         """A JetStream for each account that has it (or for $G when none
         does); ``self.jetstream`` is the one on the server's own index."""
-        from .account_internal import AccountInternal
-        from .jetstream.limits import sufficient_resources
-
+        sufficient_resources = jetstream().sufficient_resources
         accounts = self.accounts.with_jetstream()
         if not accounts:
-            self.jetstreams["$G"] = self.jetstream = JetStream(self, store_dir)
+            self.jetstreams["$G"] = self.jetstream = JetStream(self.messaging, store_dir)
             await self.jetstream.start()
             return
         for acc in accounts:
-            why = sufficient_resources(self, acc.jetstream_limits)
+            why = sufficient_resources(self.messaging, acc.jetstream_limits)
             if why:  # the account's limits do not fit in the server's: no start, as nats-server
                 await self.stop_jetstreams()
                 raise ConfigError(f"Can't start JetStream: Error enabling jetstream on configured accounts: {why}")
-            host = self if acc.index is self.index else AccountInternal(self, acc)
-            js = JetStream(host, store_dir, acc.jetstream_limits, account=acc.name,
+            if acc.index is self.index:
+                face = self.messaging
+            else:  # the account's own subject space, and an internal client of the account
+                face = Messaging(self, acc.index, InternalClient(self, acc), acc, acc.interest_listeners)
+            js = JetStream(face, store_dir, acc.jetstream_limits, account=acc.name,
                            legacy_store=len(accounts) == 1)
             await js.start()
             acc.jetstream = self.jetstreams[acc.name] = js
@@ -402,96 +402,6 @@ class Server:
             except Exception:
                 self.logger.exception("interest listener failed")
 
-    def subscribe_internal(self, subject: str, callback, queue: str | None = None,
-                           raw: bool = False, run: RunSpec | None = None) -> InternalSubscription:
-        """Subscribe a server subsystem: ``callback(subject, reply, hdr, payload)``
-        runs synchronously during routing; reply is '' when there is none.
-        With ``raw`` the subject and reply are passed as the bytes the router
-        holds (b'' for no reply), saving a decode on hot paths. A raw
-        subscription's ``run`` (see internal.RunSpec) takes runs of messages
-        that one read of a client brought for it at once."""
-        sub = InternalSubscription(self.internal_client, subject.encode(), queue.encode() if queue else None, callback)
-        sub.raw = raw
-        sub.run = run if raw else None
-        self.index.insert(sub)
-        return sub
-
-    def unsubscribe_internal(self, sub: InternalSubscription) -> None:
-        self.index.remove(sub)
-
-    def publish_internal(self, subject: str, reply: str = "", hdr: bytes | None = None, payload: bytes = b"") -> None:
-        self.route(self.internal_client, subject.encode(), reply.encode() if reply else b"", hdr, payload)
-        self.schedule_flush()
-
-    def no_responders(self, subject: bytes, reply: bytes) -> None:
-        """What a request gets when nothing answers it: a subsystem that
-        declines a message it was handed (nats-server answers these from its
-        core, so only a requester whose CONNECT asked for no_responders gets
-        the 503)."""
-        pub = self.current_publisher
-        if reply and pub is not None and not pub.internal and pub.no_responders:
-            self._no_responders(pub, subject, reply)
-
-    def reply_internal(self, reply: bytes, payload: bytes, hdr: bytes | None = None) -> None:
-        """publish_internal for a reply subject already in bytes (PubAcks,
-        direct gets): what ``route`` does for the internal client, which
-        echoes and never asks for no-responders, so only the matching and
-        the delivery."""
-        self.current_publisher = self.internal_client
-        self.deliver_matched_run(self.match_reply(reply), ((reply, b"", hdr, payload),))
-        self.schedule_flush()
-
-    def reply_run(self, answers: list[tuple[bytes, bytes | None, bytes]]) -> None:
-        """reply_internal for each (reply, hdr, payload) of a run, in order
-        (the PubAcks of one file write, a run of direct gets): consecutive
-        answers to what one match found (mostly one client's inbox) go to
-        its subscriptions as one run."""
-        self.current_publisher = self.internal_client
-        match = self.match_reply
-        last = None
-        run: list = []
-        for r, hdr, payload in answers:
-            m = match(r)
-            if m is not last:
-                if run:
-                    self.deliver_matched_run(last, run)
-                    run = []
-                last = m
-            run.append((r, b"", hdr, payload))
-        if run:
-            self.deliver_matched_run(last, run)
-        self.schedule_flush()
-
-    # JetStream hook (added by the jetstream room, see its report): consumer
-    # deliveries are routed on the deliver subject (or pull reply) but the
-    # MSG line carries the message's stream subject, as on the real server.
-    def deliver_internal(self, deliver_subject: str, subject: str, reply: str = "",
-                         hdr: bytes | None = None, payload: bytes = b"") -> None:
-        ix = self.index
-        gen = ix.inserts + ix.removes
-        memo = self._deliver_memo
-        if memo[0] == deliver_subject and memo[1] == gen:
-            r = memo[2]
-        else:
-            # a batch of deliveries goes to one pull request's reply subject
-            r = self.match_deliver(deliver_subject.encode())
-            acc = self.deliver_account
-            # (importers' subscriptions are not under this index's generation)
-            self._deliver_memo = (deliver_subject, gen if acc is None or not acc.importers else -2, r)
-        self.deliver_matched(r, subject.encode(), reply.encode() if reply else b"", hdr, payload)
-        self.schedule_flush()
-
-    def match_deliver(self, subject: bytes) -> tuple:
-        """What a consumer delivery to ``subject`` reaches: the index's
-        subscriptions and those of the accounts that import the subject as a
-        stream (under its name there; the MSG line keeps the stream's
-        subject, as nats-server's deliver-subject imports do)."""
-        r = self.index.match(subject)
-        acc = self.deliver_account
-        if acc is not None and acc.importers:
-            r = self.accounts.with_importers(acc, subject, r)
-        return r
-
     @staticmethod
     def deliver_matched(r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         """A consumer delivery to what its deliver subject matched (``r``):
@@ -531,24 +441,6 @@ class Server:
         if not self._flush_scheduled and not self.reading and (self._dirty or self._writers):
             self._flush_scheduled = True
             self.loop.call_soon(self._flush_from_loop)
-
-    def has_interest(self, subject: str, literal_only: bool = False) -> bool:
-        """Does any client (not internal) subscription match this subject?
-        With ``literal_only``, only a subscription on exactly this subject
-        counts (nats-server starts push delivery only for those)."""
-        subj = subject.encode()
-        psubs, qsubs = self.index.match(subj)
-        for s in psubs:
-            if not s.client.internal and (not literal_only or s.subject == subj):
-                return True
-        for g in qsubs:
-            for s in g:
-                if not s.client.internal and (not literal_only or s.subject == subj):
-                    return True
-        acc = self.deliver_account
-        if acc is not None and acc.importers:
-            return self.accounts.importer_interest(acc, subj, literal_only)
-        return False
 
     # -- routing (the hot path) ------------------------------------------------
     def route(self, pub, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
@@ -600,9 +492,9 @@ class Server:
                 if reply:
                     self._no_responders(pub, subject, reply)
 
-    def _no_responders(self, pub: Client, subject: bytes, reply: bytes) -> None:
+    def _no_responders(self, pub: Client, subject: bytes, reply: bytes, index: SubjectIndex | None = None) -> None:
         hdr = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
-        psubs, qgroups = self.index.match(reply)
+        psubs, qgroups = (index or self.index).match(reply)
         for sub in psubs:
             if sub.client is pub:
                 pub.deliver(sub, reply, b"", hdr, b"")

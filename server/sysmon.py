@@ -146,7 +146,7 @@ class SysMonitor:
     def _send(self, reply: str, body: dict) -> None:
         client = self.server.current_publisher
         if reply and client is not None and not client.internal:
-            from .jetstream.shapes import dumps  # (not at start-up: it loads all of JetStream)
+            from .gowire import dumps
 
             self.sysreq.reply(client, reply, dumps(body).encode())
 

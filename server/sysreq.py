@@ -61,7 +61,7 @@ class SysRequests:
         srv = self.server
         acc = client.account
         if acc is None or acc.index is srv.index:
-            srv.reply_internal(reply.encode(), payload)
+            srv.messaging.reply(reply.encode(), payload)
             return
         srv.accounts._deliver(acc, srv.internal_client, reply.encode(), b"", None, payload)
         srv.schedule_flush()
@@ -92,7 +92,7 @@ class SysRequests:
         perms = getattr(client, "perms", None)
         if perms is not None:
             data["permissions"] = perms.as_config()
-        from .jetstream.shapes import dumps
+        from .gowire import dumps
 
         body = {"server": self.server_block(), "data": data}
         self.reply(client, reply, dumps(body).encode())

@@ -67,7 +67,7 @@ class AckState:
     the redelivery queue. Others read these; only this class changes them."""
 
     def __init__(self, consumer) -> None:
-        self.c = consumer  # config, stream, server, advisories, signal(), schedule_save()
+        self.c = consumer  # config, stream, messaging, advisories, signal(), schedule_save()
         self.sseq = 1
         self.dseq = 1
         self.adflr = 0
@@ -232,13 +232,13 @@ class AckState:
                 # nats-server answers an ack (or term) of stream sequence 0 in
                 # this case alone: its updateAcks sends the reply itself (no
                 # ack is applied, so nothing waits for a write)
-                c.server.reply_internal(reply, b"")
+                c.messaging.reply(reply, b"")
             elif reply and send_reply:
                 # answered once the state it changed is durable (a nak or
                 # +WPI is not an ack to log: the whole state is written)
                 c.reply_when_saved(reply, sseq, dseq, durable)
         except Exception:
-            c.server.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
+            c.messaging.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
 
     def on_acks(self, acks) -> int:
         """processAckMsg for acks (``(stream seq, consumer seq, delivery
@@ -298,7 +298,7 @@ class AckState:
                 for s in acked:
                     c.stream.ack_processed(s)
         except Exception:
-            c.server.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
+            c.messaging.logger.exception("consumer %s > %s: ack failed", c.stream.name, c.name)
         return n
 
     def _ack_explicit(self, sseq: int, dseq: int) -> bool:
@@ -440,7 +440,7 @@ class AckState:
                 else:
                     delay = parse_go_duration(arg.decode())
             except (ValueError, TypeError, AttributeError):
-                c.server.logger.warning("JetStream consumer '$G > %s > %s' bad NAK delay value: %r",
+                c.messaging.logger.warning("JetStream consumer '$G > %s > %s' bad NAK delay value: %r",
                                         c.stream.name, c.name, arg)
             if delay is not None:
                 self._remove_from_rdq(sseq)
@@ -606,7 +606,7 @@ class AckState:
             # shortened ack_wait)
             return
         delay = self._ack_wait_for(sseq) / NS
-        at = self.c.server.loop.time() + delay
+        at = self.c.messaging.loop.time() + delay
         if self._ptmr is None or self._ptmr_at > at:
             self._arm_ptmr(delay)
 
@@ -615,13 +615,13 @@ class AckState:
             self._ptmr.cancel()
         if self.c.closed:
             return
-        loop = self.c.server.loop
+        loop = self.c.messaging.loop
         self._ptmr_at = loop.time() + delay
         self._ptmr = loop.call_later(delay, self.check_pending)
 
     def rearm_pending(self) -> None:
         if self.pending and self.c.config.get("ack_wait"):
-            self._arm_ptmr(0.0 if self.c.server.loop else 0)
+            self._arm_ptmr(0.0 if self.c.messaging.loop else 0)
 
     def check_pending(self) -> None:
         """checkPending: queue expired pending acks for redelivery."""
@@ -629,7 +629,7 @@ class AckState:
             self._check_pending()
         except Exception:
             c = self.c
-            c.server.logger.exception("consumer %s > %s: ack wait check failed", c.stream.name, c.name)
+            c.messaging.logger.exception("consumer %s > %s: ack wait check failed", c.stream.name, c.name)
             if not c.closed and self._ptmr is None:
                 self._arm_ptmr(1.0)
 
@@ -767,7 +767,7 @@ class AckState:
         p = self.pending.get(seq)
         if p is not None:
             dc = self.rdc.get(seq) or 1  # deliveryCount: the redelivery count, at least 1
-            self.c.server.loop.call_soon(self._term_removed, seq, p[0], dc)
+            self.c.messaging.loop.call_soon(self._term_removed, seq, p[0], dc)
         elif self.rdc.pop(seq, None) is not None:
             self.lat = _time_ns()
             if self.c.journal is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from ..client import client_info
 from .shapes import dumps, rfc3339
 
 API_AUDIT = "$JS.EVENT.ADVISORY.API"
@@ -31,51 +32,36 @@ def _id() -> str:
     return _nuid()
 
 
-def _publish(server, subject: str, body: dict) -> None:
-    server.publish_internal(subject, "", None, dumps(body).encode())
+def _publish(messaging, subject: str, body: dict) -> None:
+    messaging.publish(subject, "", None, dumps(body).encode())
 
 
 def stream_action(js, stream: str, action: str) -> None:
     verb = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
-    if js.server.journal is not None:  # (the history: jetstream/journal.py)
-        js.server.journal.stream(stream, action)
+    if js.messaging.journal is not None:  # (the history: jetstream/journal.py)
+        js.messaging.journal.stream(stream, action)
     subject = f"$JS.EVENT.ADVISORY.STREAM.{verb}.{stream}"
-    if js.server.has_interest(subject):
-        _publish(js.server, subject, {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": _id(),
+    if js.messaging.has_interest(subject):
+        _publish(js.messaging, subject, {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": _id(),
                                       "timestamp": rfc3339(time.time_ns()), "stream": stream, "action": action})
 
 
 def consumer_action(js, stream: str, consumer: str, action: str) -> None:
     verb = {"create": "CREATED", "delete": "DELETED"}[action]
     subject = f"$JS.EVENT.ADVISORY.CONSUMER.{verb}.{stream}.{consumer}"
-    if js.server.has_interest(subject):
-        _publish(js.server, subject, {"type": "io.nats.jetstream.advisory.v1.consumer_action", "id": _id(),
+    if js.messaging.has_interest(subject):
+        _publish(js.messaging, subject, {"type": "io.nats.jetstream.advisory.v1.consumer_action", "id": _id(),
                                       "timestamp": rfc3339(time.time_ns()), "stream": stream, "consumer": consumer,
                                       "action": action})
 
 
-def client_info(server, client) -> dict:
-    """nats-server's ClientInfo for a connection, as advisories carry it."""
-    info = {"start": rfc3339(int(client.start * 1e9)), "host": client.host, "id": client.cid, "acc": "$G"}
-    if getattr(client, "user", ""):
-        info["user"] = client.user
-    if client.name:
-        info["name"] = client.name
-    if client.lang:
-        info["lang"] = client.lang
-    if client.version:
-        info["ver"] = client.version
-    info.update({"rtt": int((client.rtt or 0) * 1e9), "server": server.server_name, "kind": "Client", "client_type": "nats"})
-    return info
-
-
 def api_audit(js, client, subject: str, request: bytes, response: bytes) -> None:
-    server = js.server
-    if client is None or client.internal or not server.has_interest(API_AUDIT):
+    messaging = js.messaging
+    if client is None or client.internal or not messaging.has_interest(API_AUDIT):
         return
     body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": _id(), "timestamp": rfc3339(time.time_ns()),
-            "server": server.server_name, "client": client_info(server, client), "subject": subject}
+            "server": messaging.server_name, "client": client_info(client, messaging.server_name), "subject": subject}
     if request:
         body["request"] = request.decode("utf-8", "replace")
     body["response"] = response.decode("utf-8", "replace")
-    _publish(server, API_AUDIT, body)
+    _publish(messaging, API_AUDIT, body)

@@ -93,8 +93,8 @@ class _Req:
 class Api:
     def __init__(self, js: "JetStream"):
         self.js = js
-        self.server = js.server
-        self.lenient = not js.server.opts.js_strict  # jetstream { strict: false }
+        self.messaging = js.messaging
+        self.lenient = not js.messaging.options.js_strict  # jetstream { strict: false }
         # (first tokens, exact token count or -min) -> (handler, response type)
         self.routes: dict[str, tuple[Callable, str, int]] = {
             "INFO": (self.account_info, "account_info_response", 0),
@@ -171,7 +171,7 @@ class Api:
             self._request(subject, reply, None, b"")
 
     def _no_responders(self, subject: str, reply: str) -> None:
-        self.server.no_responders(subject.encode("utf-8", "surrogateescape"), reply.encode())
+        self.messaging.no_responders(subject.encode("utf-8", "surrogateescape"), reply.encode())
 
     def _dispatch(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:
@@ -215,7 +215,7 @@ class Api:
         if (nargs >= 0 and len(args) != nargs) or (nargs < 0 and len(args) < -nargs):
             return
         req = _Req(subject, args, reply, hdr, payload, self.lenient)
-        requester = self.server.current_publisher  # answering it publishes, which changes that
+        requester = self.messaging.publisher()  # answering it publishes, which changes that
         audited = True
         try:
             # consumer create and pause decode their body first (a bad body
@@ -248,7 +248,7 @@ class Api:
             # nothing waits for no sync
             if name not in READ_ONLY:
                 self.js.commit(args[0] if args else None)
-            self.server.publish_internal(reply, "", None, response)
+            self.messaging.publish(reply, "", None, response)
             if audited:
                 advisories.api_audit(self.js, requester, subject, payload, response)
 
@@ -277,11 +277,11 @@ class Api:
 
     # -- streams ----------------------------------------------------------------
     def _stream_info(self, st: "Stream", subjects_filter=None, deleted_details=False, cluster=True, dynamic=True) -> dict:
-        cfg = with_dynamic_metadata(st.config, self.server.version) if dynamic else st.config
+        cfg = with_dynamic_metadata(st.config, self.messaging.version) if dynamic else st.config
         d = {"config": _ordered_stream_config(cfg), "created": rfc3339(st.created),
              "state": st.state_json(subjects_filter, deleted_details)}
         if cluster:
-            d["cluster"] = {"leader": self.server.server_name}
+            d["cluster"] = {"leader": self.messaging.server_name}
         if st.links is not None:
             d.update(st.links.info())
         d["ts"] = rfc3339(now_ns())

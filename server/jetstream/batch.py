@@ -112,7 +112,7 @@ class AtomicBatches:
         seq = go_parse_uint(headers.value(hdr, BATCH_SEQ))
         if seq is None:
             raise errors.atomic_publish_missing_seq()
-        opts = stream.js.server.opts
+        opts = stream.js.messaging.options
         commit = headers.value(hdr, BATCH_COMMIT)
         eob = commit == "eob"
         if commit and not eob and commit != "1":
@@ -151,7 +151,7 @@ class AtomicBatches:
         if b.timer is not None:
             b.timer.cancel()
         if not commit:
-            b.timer = stream.js.server.loop.call_later(opts.batch_timeout or TIMEOUT, self._timed_out, batch_id)
+            b.timer = stream.js.messaging.loop.call_later(opts.batch_timeout or TIMEOUT, self._timed_out, batch_id)
             if reply and stream._ack:
                 stream._reply(reply, b"", False)  # staged: an empty answer
             return
@@ -184,13 +184,13 @@ class AtomicBatches:
     def _advise_abandoned(self, batch_id: str, reason: str) -> None:
         stream = self.stream
         subject = f"{ADV_ABANDONED}.{stream.name}"
-        srv = stream.js.server
-        if not srv.has_interest(subject):
+        messaging = stream.js.messaging
+        if not messaging.has_interest(subject):
             return
         from .acks import _nuid  # the advisories' id generator
         d = {"type": "io.nats.jetstream.advisory.v1.stream_batch_abandoned", "id": _nuid(),
              "timestamp": rfc3339(now_ns()), "stream": stream.name, "batch": batch_id, "reason": reason}
-        srv.publish_internal(subject, "", None, dumps(d).encode())
+        messaging.publish(subject, "", None, dumps(d).encode())
 
     # -- the commit -------------------------------------------------------------
     def _commit(self, batch_id: str, msgs: list, reply: bytes, eob: bool) -> None:

@@ -49,13 +49,13 @@ class Consumer:
 
     def __init__(self, stream: "Stream", name: str, config: dict, created: int):
         self.stream = stream
-        self.server = stream.js.server
+        self.messaging = stream.js.messaging
         self.name = name
         self.config = config
         self.created = created
         self.durable = bool(config.get("durable_name"))
         self.closed = False
-        self.journal = self.server.journal  # jetstream/journal.py: None when no history is kept
+        self.journal = self.messaging.journal  # jetstream/journal.py: None when no history is kept
         self._set_filters()
         # what was delivered and acked, the floors and the ack timer (acks.py)
         self.acks = AckState(self)
@@ -142,17 +142,17 @@ class Consumer:
         self.acks.start_at(max(sseq, 1))
 
     def start(self) -> None:
-        srv = self.server
-        srv.internal_clients(2)  # (nats-server's consumer client and its system client)
+        messaging = self.messaging
+        messaging.internal_clients(2)  # (nats-server's consumer client and its system client)
         if self.config["ack_policy"] not in ("none", "flow_control"):
             # as the real server: an ack-none consumer has no ack subject
             # (an ack sent anyway gets no responders), nor has one acked by
             # its flow control replies
             ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}"
-            self._subs.append(srv.subscribe_internal(ack_prefix + ".>", self.acks.on_ack, raw=True,
+            self._subs.append(messaging.subscribe(ack_prefix + ".>", self.acks.on_ack, raw=True,
                                                      run=self.acks.ack_runs((ack_prefix + ".").encode())))
         if not self.is_pull:
-            self._subs.append(srv.subscribe_internal(f"$JS.FC.{self.stream.name}.{self.name}.*", self.delivery.on_flow_control))
+            self._subs.append(messaging.subscribe(f"$JS.FC.{self.stream.name}.{self.name}.*", self.delivery.on_flow_control))
         self.delivery.start()
         self._arm_pause_timer()
         self.check_inactive()
@@ -162,7 +162,7 @@ class Consumer:
             return
         self.closed = True
         for s in self._subs:
-            self.server.unsubscribe_internal(s)
+            self.messaging.unsubscribe(s)
         self._subs.clear()
         self.delivery.stop()
         self.pulls.stop()
@@ -254,7 +254,7 @@ class Consumer:
             self._inactive_timer.cancel()
             self._inactive_timer = None
         if idle:
-            self._inactive_timer = self.server.loop.call_later(thr / NS, self._inactive_fired)
+            self._inactive_timer = self.messaging.loop.call_later(thr / NS, self._inactive_fired)
 
     def _inactive_fired(self) -> None:
         self._inactive_timer = None
@@ -262,7 +262,7 @@ class Consumer:
             return
         idle = (not self.delivery.push_active) if not self.is_pull else not self.pulls.waiting
         if idle:
-            self.server.logger.debug("deleting inactive consumer %s > %s", self.stream.name, self.name)
+            self.messaging.logger.debug("deleting inactive consumer %s > %s", self.stream.name, self.name)
             self.delete()
 
     # -- pause ---------------------------------------------------------------------------
@@ -306,7 +306,7 @@ class Consumer:
             self._pause_timer = None
         until = self.pause_until_ns()
         if until > now_ns():
-            self._pause_timer = self.server.loop.call_later((until - now_ns()) / NS, self.signal)
+            self._pause_timer = self.messaging.loop.call_later((until - now_ns()) / NS, self.signal)
 
     # -- info ----------------------------------------------------------------------------
     def num_pending(self) -> int:
@@ -320,7 +320,7 @@ class Consumer:
         return sum(store.num_pending(start, f, lps) for f in self.filters)
 
     def info_json(self, dynamic: bool = True) -> dict:
-        cfg = with_dynamic_metadata(self.config, self.server.version) if dynamic else self.config
+        cfg = with_dynamic_metadata(self.config, self.messaging.version) if dynamic else self.config
         d = {
             "stream_name": self.stream.name,
             "name": self.name,
@@ -378,14 +378,14 @@ class Consumer:
         """An advisory about this consumer on ``prefix.<stream>.<consumer>``
         (``account``: the event names the account, as the priority-group ones do)."""
         subject = f"{prefix}.{self.stream.name}.{self.name}"
-        if not self.server.has_interest(subject):
+        if not self.messaging.has_interest(subject):
             return
         d = {"type": type_name, "id": _nuid(), "timestamp": rfc3339(now_ns())}
         if account:
             d["account"] = "$G"
         d["stream"], d["consumer"] = self.stream.name, self.name
         d.update(body)
-        self.server.publish_internal(subject, "", None, dumps(d).encode())
+        self.messaging.publish(subject, "", None, dumps(d).encode())
 
     # -- interest retention ---------------------------------------------------------------
     def needs(self, seq: int, subject: str) -> bool:
@@ -411,12 +411,12 @@ class Consumer:
         try:
             make_dirs(d)  # (durable: a power cut must not drop it with the files fsynced in it)
         except (OSError, ValueError) as e:
-            self.server.logger.error("could not create the store of consumer %s > %r: %s", self.stream.name, self.name, e)
+            self.messaging.logger.error("could not create the store of consumer %s > %r: %s", self.stream.name, self.name, e)
             raise errors.consumer_store_failed() from None
 
     def schedule_save(self) -> None:
         if self._save_handle is None and not self.closed and self.state_dir() is not None:
-            self._save_handle = self.server.loop.call_later(_SAVE_DELAY, self.save_state)
+            self._save_handle = self.messaging.loop.call_later(_SAVE_DELAY, self.save_state)
 
     def save_config(self) -> None:
         """Write the config, durably (fsynced), before the change is
@@ -436,10 +436,10 @@ class Consumer:
         ``write_out``, which the server runs before it next writes to any
         client."""
         if self.state_dir() is None:
-            self.server.reply_internal(reply, b"")
+            self.messaging.reply(reply, b"")
             return
         if not self._held_replies:
-            self.server.write_behind(self)
+            self.messaging.write_behind(self)
         self._held_replies.append(reply)
         self._held_acks.append((sseq, dseq) if ack else None)
 
@@ -473,9 +473,9 @@ class Consumer:
             if self._syncs():
                 self._slots.sync()
         except OSError as e:
-            self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+            self.messaging.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
             return
-        self.server.reply_run([(r, None, b"") for r in replies])
+        self.messaging.reply_run([(r, None, b"") for r in replies])
 
     def sync_state(self) -> None:
         """JetStream's sync timer: the delivery state (plain acks,
@@ -491,7 +491,7 @@ class Consumer:
             try:
                 self._slots.sync()
             except OSError as e:
-                self.server.logger.error("could not sync consumer %s > %s: %s", self.stream.name, self.name, e)
+                self.messaging.logger.error("could not sync consumer %s > %s: %s", self.stream.name, self.name, e)
 
     def save_state(self, sync: bool = False) -> bool:
         """Write the delivery state (``sync``: fsynced); False when it could
@@ -501,7 +501,7 @@ class Consumer:
         try:
             self.write_state(sync)
         except OSError as e:
-            self.server.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
+            self.messaging.logger.error("could not save consumer %s > %s: %s", self.stream.name, self.name, e)
             return False
         return True
 
@@ -564,7 +564,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
             raise errors.consumer_already_exists()
         if _cmp(existing.config) == _cmp(cfg):
             return existing
-        consumerconfig.check_update(existing.config, cfg, stream.js.server.has_interest)
+        consumerconfig.check_update(existing.config, cfg, stream.js.messaging.has_interest)
         if scfg["retention"] == "workqueue":
             _check_wq_unique(stream, name, cfg)
         existing.update_config(cfg)
@@ -595,7 +595,7 @@ def create_consumer(stream: "Stream", raw_cfg: dict, *, subject_name: str | None
     if earlier:
         # the files of a consumer that could not be restored: kept, never
         # overwritten (nor its state taken for this one's)
-        stream.js.server.logger.warning("consumer %s > %s: files of an earlier consumer kept aside",
+        stream.js.messaging.logger.warning("consumer %s > %s: files of an earlier consumer kept aside",
                                         stream.name, name)
         _set_aside(d, with_config=True)
     c.create_store()
@@ -650,7 +650,7 @@ def restore_consumers(stream: "Stream", obs_dir: Path) -> None:
     config cannot be read is reported and its files are left alone."""
     if not obs_dir.exists():
         return
-    logger = stream.js.server.logger
+    logger = stream.js.messaging.logger
     for d in sorted(obs_dir.iterdir()):
         try:
             slots, state = _read_state(d, logger, stream.name)

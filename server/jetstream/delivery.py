@@ -38,7 +38,7 @@ class Delivery:
     these; only this class changes them."""
 
     def __init__(self, consumer) -> None:
-        self.c = consumer  # config, stream, server, filters, acks, pulls, schedule_save(), check_inactive()
+        self.c = consumer  # config, stream, messaging, filters, acks, pulls, schedule_save(), check_inactive()
         self._scheduled = False
         self.push_active = False
         self.pbytes = 0
@@ -66,7 +66,7 @@ class Delivery:
         c = self.c
         if not c.is_pull:
             self._listener = self._on_interest
-            c.server.interest_listeners.append(self._listener)
+            c.messaging.interest_listeners.append(self._listener)
             self.push_active = self._push_interest()
             if c.config.get("flow_control"):
                 self.pblimit = FC_MAX_PENDING
@@ -77,7 +77,7 @@ class Delivery:
     def stop(self) -> None:
         if self._listener is not None:
             try:
-                self.c.server.interest_listeners.remove(self._listener)
+                self.c.messaging.interest_listeners.remove(self._listener)
             except ValueError:
                 pass
             self._listener = None
@@ -92,7 +92,7 @@ class Delivery:
         # an internal subscription, which has_interest leaves out) counts.
         if self.source is not None:
             return True
-        return self.c.server.has_interest(self.c.config["deliver_subject"], literal_only=True)
+        return self.c.messaging.has_interest(self.c.config["deliver_subject"], literal_only=True)
 
     def update_push_subject(self) -> None:
         self.push_active = self._push_interest()
@@ -129,7 +129,7 @@ class Delivery:
     def signal(self) -> None:
         if not self._scheduled and not self.c.closed:
             self._scheduled = True
-            self.c.server.loop.call_soon(self._deliver)
+            self.c.messaging.loop.call_soon(self._deliver)
 
     def _deliver(self) -> None:
         self._scheduled = False
@@ -139,7 +139,7 @@ class Delivery:
         try:
             self._deliver_some()
         except Exception:
-            c.server.logger.exception("consumer %s > %s: delivery failed", c.stream.name, c.name)
+            c.messaging.logger.exception("consumer %s > %s: delivery failed", c.stream.name, c.name)
 
     def _deliver_some(self) -> None:
         c = self.c
@@ -196,7 +196,7 @@ class Delivery:
                 if delay > 0.001:
                     acks.put_back(sm.seq, dc)
                     self._replay_ready = sm.seq
-                    c.server.loop.call_later(delay, self.signal)
+                    c.messaging.loop.call_later(delay, self.signal)
                     return
             self._lts = sm.ts
             seq = sm.seq
@@ -257,8 +257,8 @@ class Delivery:
         With flow control it stops where the window is full and sends the
         FlowControl request right after the message that crosses half of it."""
         c = self.c
-        srv = c.server
-        now = srv.loop.time()
+        messaging = c.messaging
+        now = messaging.loop.time()
         cfg = c.config
         acks, pulls = c.acks, c.pulls
         ack_none = cfg["ack_policy"] == "none"
@@ -272,7 +272,7 @@ class Delivery:
         else:
             if self.maxpb and self.pbytes > self.maxpb:
                 return 0  # the window is full: wait for the FlowControl reply
-            dest = srv.match_deliver(cfg["deliver_subject"].encode())
+            dest = messaging.match_deliver(cfg["deliver_subject"].encode())
             limit = _BATCH_PER_TURN
         fc = self.maxpb  # (push with flow control only)
         dlen = len(cfg["deliver_subject"]) if fc else 0
@@ -303,7 +303,7 @@ class Delivery:
             enc = {s: s.encode() for s in set(subjects)}
             subj_col = map(enc.__getitem__, subjects)
         rows = list(zip(subj_col, replies, hdrs, datas))
-        deliver_run = srv.deliver_matched_run
+        deliver_run = messaging.deliver_run
         if fc:
             k = self._flow_controlled(dest, rows, dlen)
             if k < len(rows):  # the rest waits for the FlowControl reply
@@ -322,7 +322,7 @@ class Delivery:
             self._lts = tss[k - 1]
             self._last_send = now
             c.schedule_save()
-            srv.schedule_flush()
+            messaging.schedule_flush()
         return k
 
     def _flow_controlled(self, dest, rows: list, dlen: int) -> int:
@@ -330,7 +330,7 @@ class Delivery:
         length, which flow control counts): up to where the window is full,
         with the FlowControl request right after the message that crosses
         half of it. Returns how many went."""
-        deliver_run = self.c.server.deliver_matched_run
+        deliver_run = self.c.messaging.deliver_run
         start = 0
         for i, (_, reply, hdr, data) in enumerate(rows):
             if self.pbytes > self.maxpb:
@@ -392,9 +392,9 @@ class Delivery:
         dseq = c.acks.delivered(sm.seq)
         if c.journal is not None:
             c.journal.consumer(c, "deliver", (sm.seq,), dseq, dc)
-        srv = c.server
-        self._last_send = srv.loop.time()
-        srv.deliver_internal(dsubj, sm.subject, ack_reply, hdr, data)
+        messaging = c.messaging
+        self._last_send = messaging.loop.time()
+        messaging.deliver(dsubj, sm.subject, ack_reply, hdr, data)
         if self.maxpb and self._count_pending(size):
             self.send_flow_control()
         elif self._ack_fc:
@@ -420,19 +420,19 @@ class Delivery:
         hdrs = [("Nats-Last-Consumer", str(acks.dseq - 1)), ("Nats-Last-Stream", str(acks.sseq - 1))]
         if self.fcid:
             hdrs.append(("Nats-Consumer-Stalled", self.fcid))
-        self.c.server.publish_internal(subject, "", headers.status(100, "Idle Heartbeat", hdrs), b"")
+        self.c.messaging.publish(subject, "", headers.status(100, "Idle Heartbeat", hdrs), b"")
 
     def _arm_heartbeat(self) -> None:
         hb = self.c.config.get("idle_heartbeat") or 0
         if hb and not self.c.closed:
-            self._hb_timer = self.c.server.loop.call_later(hb / NS, self._heartbeat_fired)
+            self._hb_timer = self.c.messaging.loop.call_later(hb / NS, self._heartbeat_fired)
 
     def _heartbeat_fired(self) -> None:
         self._hb_timer = None
         c = self.c
         if c.closed:
             return
-        loop = c.server.loop
+        loop = c.messaging.loop
         hb = c.config.get("idle_heartbeat") / NS
         idle = loop.time() - self._last_send
         if idle >= hb * 0.99:
@@ -449,7 +449,7 @@ class Delivery:
         rnd = "".join(random.choices(string.ascii_letters + string.digits, k=4))
         self.fcid = f"$JS.FC.{c.stream.name}.{c.name}.{rnd}"
         self.fcsz = self.pbytes
-        c.server.publish_internal(c.config["deliver_subject"], self.fcid,
+        c.messaging.publish(c.config["deliver_subject"], self.fcid,
                                   headers.status(100, "FlowControl Request"), b"")
 
     def on_flow_control(self, subject: str, reply: str, hdr, payload: bytes) -> None:

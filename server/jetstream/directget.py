@@ -95,7 +95,7 @@ class DirectGet:
         self.stream = stream
 
     def reply(self, reply: str, hdr: bytes | None, payload: bytes = b"") -> None:
-        self.stream.js.server.reply_internal(reply.encode(), payload, hdr)
+        self.stream.js.messaging.reply(reply.encode(), payload, hdr)
 
     def on_request(self, subject: str, reply: str, hdr: bytes | None, payload: bytes) -> None:
         if not reply:
@@ -149,9 +149,9 @@ class DirectGet:
         404: the answer to a valid ``DIRECT.GET.<stream>.<subject>``."""
         sm = self.stream.store.load_last(subject)
         if sm is None:
-            self.stream.js.server.reply_internal(reply, b"", NOT_FOUND)
+            self.stream.js.messaging.reply(reply, b"", NOT_FOUND)
         else:
-            self.stream.js.server.reply_internal(reply, sm.data, None if no_headers else self._headers(sm))
+            self.stream.js.messaging.reply(reply, sm.data, None if no_headers else self._headers(sm))
 
     def last_by_subjects(self, items: list[tuple[bytes, bytes, bytes]], skip: int) -> None:
         """last_by_subject for each (request subject, reply, payload) of a run, in
@@ -164,7 +164,7 @@ class DirectGet:
                 answers.append((reply, NOT_FOUND, b""))
             else:
                 answers.append((reply, headers_of(sm), sm.data))
-        self.stream.js.server.reply_run(answers)
+        self.stream.js.messaging.reply_run(answers)
 
     def _headers(self, sm, extra: list[tuple[str, str]] | None = None) -> bytes:
         # headers.append(sm.hdr, [...]), written out: this runs per KV read
@@ -178,7 +178,7 @@ class DirectGet:
         self.reply(reply, None if no_headers else self._headers(sm, extra), sm.data)
 
     def _max_bytes(self, req: dict) -> int:
-        return req["max_bytes"] or self.stream.js.server.opts.max_pending
+        return req["max_bytes"] or self.stream.js.messaging.options.max_pending
 
     def _get(self, req: dict, reply: str) -> None:
         """getDirectRequest: one message, or a batch that ends in EOB."""

@@ -56,23 +56,18 @@ class DomainMapping:
         self._sub = None
 
     def start(self) -> None:
-        self._sub = self.js.server.subscribe_internal(f"$JS.{self.domain}.API.>", self._on_request, raw=True)
+        self._sub = self.js.messaging.subscribe(f"$JS.{self.domain}.API.>", self._on_request, raw=True)
 
     def stop(self) -> None:
         if self._sub is not None:
-            self.js.server.unsubscribe_internal(self._sub)
+            self.js.messaging.unsubscribe(self._sub)
             self._sub = None
 
     def _on_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         to = mapped(self.prefix, subject)
-        srv = self.js.server
+        messaging = self.js.messaging
         if to is None:
-            srv.no_responders(subject, reply)  # not mapped: nothing answers it
+            messaging.no_responders(subject, reply)  # not mapped: nothing answers it
             return
-        pub = srv.current_publisher
-        # one message, mapped: the route below counts it again, so its
-        # first count is taken back (nats-server maps before counting once)
-        if not pub.internal:
-            srv.in_msgs -= 1
-            srv.in_bytes -= len(payload) + (len(hdr) if hdr else 0)
-        srv.route(pub, to, reply, hdr, payload)
+        # one message, mapped: counted once (Messaging.reroute)
+        messaging.reroute(messaging.publisher(), to, reply, hdr, payload)

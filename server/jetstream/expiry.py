@@ -47,7 +47,7 @@ class ExpiryMixin:
         if first is None:
             return
         delay = max(0.0, (first.ts + max_age - now_ns()) / NS)
-        self._age_timer = self.js.server.loop.call_later(delay, self._expire_by_age)
+        self._age_timer = self.js.messaging.loop.call_later(delay, self._expire_by_age)
 
     def _expire_by_age(self) -> None:
         self._age_timer = None
@@ -110,7 +110,7 @@ class ExpiryMixin:
         if self._ttl_timer:
             self._ttl_timer.cancel()
         self._ttl_at = at
-        self._ttl_timer = self.js.server.loop.call_later(max(0.0, (at - now_ns()) / NS), self._expire_ttls)
+        self._ttl_timer = self.js.messaging.loop.call_later(max(0.0, (at - now_ns()) / NS), self._expire_ttls)
 
     def _expire_ttls(self) -> None:
         try:

@@ -109,7 +109,7 @@ class FastBatches:
         if len(p.id.encode()) > MAX_ID_LEN:
             raise errors.batch_publish_invalid_id()
         can_respond = stream._ack
-        opts = stream.js.server.opts
+        opts = stream.js.messaging.options
         b = self.open.get(p.id)
         if b is None:
             if p.seq != 1:
@@ -232,8 +232,8 @@ class FastBatches:
     def _arm(self, batch_id: str, b: _Fast) -> None:
         if b.timer is not None:
             b.timer.cancel()
-        srv = self.stream.js.server
-        b.timer = srv.loop.call_later(srv.opts.batch_timeout or TIMEOUT, self._drop, batch_id)
+        messaging = self.stream.js.messaging
+        b.timer = messaging.loop.call_later(messaging.options.batch_timeout or TIMEOUT, self._drop, batch_id)
 
     def _drop(self, batch_id: str) -> None:
         b = self.open.pop(batch_id, None)

@@ -2,9 +2,9 @@
 stream persistence and restore under ``<store_dir>/jetstream/<account>/``,
 the ``$JS.API.>`` subscription, the account's limits, API counters and
 account info. Each account with JetStream has its own (``$G`` when no
-accounts are configured); ``server`` is what it sends and subscribes
-through: the server itself on the server's index, else the account's
-``AccountInternal``.
+accounts are configured); ``messaging`` (``internal.Messaging``) is all
+it sees of the core: what it subscribes, sends and delivers through, in the
+account's subject space, and the server's loop, logger and options.
 
 Start-up imports only what an empty JetStream needs (this module, limits and
 persistence): the API dispatcher (api.py, with the request and response
@@ -57,9 +57,9 @@ ALWAYS_SYNC_INTERVAL = 120.0  # seconds: nats-server's default sync_interval, ke
 
 
 class JetStream:
-    def __init__(self, server, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None,
+    def __init__(self, messaging, store_dir: str | Path | None, account_limits: limits.AccountLimits | None = None,
                  account: str = ACCOUNT, legacy_store: bool = False):
-        self.server = server
+        self.messaging = messaging  # the core, as this account sees it (internal.Messaging)
         self.account = account
         # earlier natslab builds kept the one JetStream account's streams
         # under $G: this account's, when it is the only one with JetStream
@@ -68,7 +68,7 @@ class JetStream:
         self.limits = account_limits or limits.AccountLimits()
         self.bytes_limited = limits.is_limited(self)
         self.stored_bytes = {s: limits.StoredBytes(self, s) for s in ("memory", "file")}
-        self.logger = getattr(server, "logger", None) or log
+        self.logger = messaging.logger
         base = Path(store_dir) if store_dir else Path.cwd()
         self.store_dir = base / "jetstream"
         self.streams_dir = self.store_dir / account / "streams"
@@ -77,7 +77,7 @@ class JetStream:
         self.api_errors = 0
         self._api_sub = None
         self._api = None  # the dispatcher, made by the first request (the api property)
-        opts = getattr(server, "opts", None)
+        opts = messaging.options
         self.sync_always = bool(getattr(opts, "sync_always", False))
         interval = getattr(opts, "sync_interval", None)
         # by default a PubAck leaves after the fsync that covers its message
@@ -104,8 +104,8 @@ class JetStream:
         self._restore()
         # a consumer's ack subjects ($JS.ACK.<stream>.<consumer>.<...>) carry
         # sequence numbers: matched by stream and consumer, never cached one by one
-        self.server.index.route_by_prefix(b"$JS.ACK.", 4)
-        self._api_sub = self.server.subscribe_internal(
+        self.messaging.route_by_prefix(b"$JS.ACK.", 4)
+        self._api_sub = self.messaging.subscribe(
             "$JS.API.>", self._on_api_request, raw=True,
             run=RunSpec(direct_get_key, self._on_direct_gets, (b"",), True))
         if self.domain:
@@ -125,6 +125,27 @@ class JetStream:
 
             self._api = Api(self)
         return self._api
+
+    def not_enabled_answer(self, subject: bytes) -> bytes | None:
+        """What a ``$JS.API`` request on ``subject`` from an account without
+        JetStream gets (the core asks the server's JetStream): the API's
+        answer 10039 "JetStream not enabled for account" in the response
+        type of its route; None for silence (direct gets, pulls, unknown
+        subjects), as on the real server."""
+        from .shapes import api_response
+
+        api = self.api
+        tokens = subject[len(b"$JS.API."):].decode("utf-8", "replace").split(".")
+        for n in (3, 2, 1):
+            route = api.routes.get(".".join(tokens[:n]))
+            if route is not None:
+                break
+        else:
+            return None
+        rtype = route[1]
+        body = {"error": {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}}
+        body.update(api.error_extras.get(rtype, {}))
+        return api_response(rtype, body)
 
     def _on_api_request(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         self.api.on_request(subject, reply, hdr, payload)
@@ -161,7 +182,7 @@ class JetStream:
     # are fsynced in flush(): this timer makes a quiet store durable within
     # sync_interval (the real server's default is 2 minutes; ours is 1 s).
     def _arm_sync_timer(self) -> None:
-        loop = getattr(self.server, "loop", None)
+        loop = self.messaging.loop
         if loop is not None:
             self._sync_timer = loop.call_later(self.sync_interval, self._on_sync_timer)
 
@@ -209,7 +230,7 @@ class JetStream:
             self._sync_timer.cancel()
             self._sync_timer = None
         if self._api_sub is not None:
-            self.server.unsubscribe_internal(self._api_sub)
+            self.messaging.unsubscribe(self._api_sub)
             self._api_sub = None
         if self._domain_mapping is not None:
             self._domain_mapping.stop()

@@ -113,19 +113,19 @@ def storage_size(v) -> int:
 
 def server_caps(js: "JetStream") -> tuple[int, int]:
     """The server's configured (memory, file) limits; -1: none."""
-    o = js.server.opts
+    o = js.messaging.options
     return getattr(o, "js_max_memory", -1), getattr(o, "js_max_store", -1)
 
 
 def _all(js: "JetStream") -> list:
-    return list(getattr(js.server, "jetstreams", {}).values()) or [js]
+    return list(js.messaging.jetstreams.values()) or [js]
 
 
-def sufficient_resources(server, lim: AccountLimits) -> str | None:
+def sufficient_resources(messaging, lim: AccountLimits) -> str | None:
     """Can the server take an account with these limits (besides the
     accounts and streams it has)? Why not, or None."""
-    mem_cap, store_cap = getattr(server.opts, "js_max_memory", -1), getattr(server.opts, "js_max_store", -1)
-    others = list(server.jetstreams.values())
+    mem_cap, store_cap = getattr(messaging.options, "js_max_memory", -1), getattr(messaging.options, "js_max_store", -1)
+    others = list(messaging.jetstreams.values())
     for cap, mine, storage, kind in ((mem_cap, lim.max_memory, "memory", "memory"),
                                      (store_cap, lim.max_storage, "file", "storage")):
         if cap < 0:

@@ -63,7 +63,7 @@ class PullQueue:
     pin). Others read these; only this class changes them."""
 
     def __init__(self, consumer) -> None:
-        self.c = consumer  # config, server, acks, delivery, advisories, signal(), check_inactive()
+        self.c = consumer  # config, messaging, acks, delivery, advisories, signal(), check_inactive()
         self.waiting: deque[WaitingRequest] = deque()
         self._wr_timer = None
         self._wr_timer_at = 0.0
@@ -85,9 +85,9 @@ class PullQueue:
     # -- a pull request ----------------------------------------------------------------------
     def on_request(self, reply: str, payload: bytes) -> None:
         c = self.c
-        srv = c.server
+        messaging = c.messaging
         if not c.is_pull:
-            srv.publish_internal(reply, "", headers.status(409, "Consumer is push based"), b"")
+            messaging.publish(reply, "", headers.status(409, "Consumer is push based"), b"")
             return
         req = payload.strip()
         batch, expires, no_wait, max_bytes, hb = 1, 0, False, 0, 0
@@ -96,7 +96,7 @@ class PullQueue:
             try:
                 d = gojson.unmarshal_request(req, NEXT_REQUEST, strict=False, stream=False)
             except gojson.GoJSONError as e:
-                srv.publish_internal(reply, "", headers.status(400, f"Bad Request - {e}"), b"")
+                messaging.publish(reply, "", headers.status(400, f"Bad Request - {e}"), b"")
                 return
             batch = d.get("batch") or 0
             expires = d.get("expires") or 0
@@ -104,7 +104,7 @@ class PullQueue:
             max_bytes = d.get("max_bytes") or 0
             hb = d.get("idle_heartbeat") or 0
             if hb > 0 and hb * 2 > expires:
-                srv.publish_internal(reply, "", headers.status(400, "Bad Request - heartbeat value too large"), b"")
+                messaging.publish(reply, "", headers.status(400, "Bad Request - heartbeat value too large"), b"")
                 return
         elif req:
             try:
@@ -113,20 +113,20 @@ class PullQueue:
                 batch = 1
         cfg = c.config
         if cfg.get("max_batch") and batch > cfg["max_batch"]:
-            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestBatch of {cfg['max_batch']}"), b"")
+            messaging.publish(reply, "", headers.status(409, f"Exceeded MaxRequestBatch of {cfg['max_batch']}"), b"")
             return
         if expires and cfg.get("max_expires") and expires > cfg["max_expires"]:
-            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestExpires of {go_duration(cfg['max_expires'])}"), b"")
+            messaging.publish(reply, "", headers.status(409, f"Exceeded MaxRequestExpires of {go_duration(cfg['max_expires'])}"), b"")
             return
         if max_bytes and cfg.get("max_bytes") and max_bytes > cfg["max_bytes"]:
-            srv.publish_internal(reply, "", headers.status(409, f"Exceeded MaxRequestMaxBytes of {cfg['max_bytes']}"), b"")
+            messaging.publish(reply, "", headers.status(409, f"Exceeded MaxRequestMaxBytes of {cfg['max_bytes']}"), b"")
             return
         min_pending = min_ack_pending = 0
         group = pin = ""
         if d is not None:  # a JSON request carries a priority group (maybe empty)
             why = self._priority_refusal(d)
             if why:
-                srv.publish_internal(reply, "", headers.status(400, f"Bad Request - {why}"), b"")
+                messaging.publish(reply, "", headers.status(400, f"Bad Request - {why}"), b"")
                 return
             min_pending, min_ack_pending = d.get("min_pending") or 0, d.get("min_ack_pending") or 0
             group, pin = d.get("group") or "", d.get("id") or ""
@@ -134,21 +134,21 @@ class PullQueue:
                 if pin == self.pin_id:
                     self.arm_pin_timer()  # the pinned client is still there
                 elif pin:
-                    srv.publish_internal(reply, "", headers.status(423, "Nats-Pin-Id mismatch"), b"")
+                    messaging.publish(reply, "", headers.status(423, "Nats-Pin-Id mismatch"), b"")
                     return
         if no_wait:
             avail = c.num_pending() + len(c.acks.rdq)
             if avail == 0 and not expires:
-                srv.publish_internal(reply, "", headers.status(404, "No Messages"), b"")
+                messaging.publish(reply, "", headers.status(404, "No Messages"), b"")
                 self._touch_pull()
                 return
         if len(self.waiting) >= (cfg.get("max_waiting") or 512):
             self.process_waiting(eos=False)
         if len(self.waiting) >= (cfg.get("max_waiting") or 512):
             if not hb:
-                srv.publish_internal(reply, "", headers.status(409, "Exceeded MaxWaiting"), b"")
+                messaging.publish(reply, "", headers.status(409, "Exceeded MaxWaiting"), b"")
             return
-        now = srv.loop.time()
+        now = messaging.loop.time()
         # as the real server: the batch is kept as asked (0 or less still gets
         # one message, and the status replies report it), and a negative
         # expires is already past
@@ -222,7 +222,7 @@ class PullQueue:
         if self._pin_timer:
             self._pin_timer.cancel()
         ttl = (self.c.config.get("priority_timeout") or 0) / NS
-        self._pin_timer = self.c.server.loop.call_later(ttl, self._pin_expired) if ttl > 0 else None
+        self._pin_timer = self.c.messaging.loop.call_later(ttl, self._pin_expired) if ttl > 0 else None
 
     def _pin_expired(self) -> None:
         self._pin_timer = None
@@ -242,14 +242,14 @@ class PullQueue:
         interest in its reply subject is checked once per delivery batch
         ``tok`` (every call when 0)."""
         c = self.c
-        srv = c.server
-        now = srv.loop.time()
+        messaging = c.messaging
+        now = messaging.loop.time()
         cycled = 0
         waiting = self.waiting
         while waiting:
             wr = waiting[0]
             if wr.expires and now >= wr.expires:
-                srv.publish_internal(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
+                messaging.publish(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
                 waiting.popleft()
                 continue
             if (wr.min_pending or wr.min_ack_pending) and not self._overflow_ready(wr):
@@ -265,7 +265,7 @@ class PullQueue:
             if pinned:
                 if not self.pin_id:
                     if wr.pin:  # asks for a pin that is gone
-                        srv.publish_internal(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
+                        messaging.publish(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
                         waiting.popleft()
                         continue
                     if wr.group:
@@ -273,7 +273,7 @@ class PullQueue:
                         assigned = True
                 elif wr.pin != self.pin_id:
                     if wr.pin:
-                        srv.publish_internal(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
+                        messaging.publish(wr.reply, "", _pending_status("423 Nats-Wrong-Pin-Id", wr), b"")
                         waiting.popleft()
                         continue
                     # unpinned clients wait while another one holds the pin
@@ -288,13 +288,13 @@ class PullQueue:
                     if wr.b == 0:
                         wr.n = 1
                 else:
-                    srv.publish_internal(wr.reply, "", _pending_status("409 Message Size Exceeds MaxBytes", wr), b"")
+                    messaging.publish(wr.reply, "", _pending_status("409 Message Size Exceeds MaxBytes", wr), b"")
                     waiting.popleft()
                     if assigned:  # the pin just claimed goes back
                         self.unassign_pin()
                     continue
             if not tok or wr.tok != tok:
-                if not srv.has_interest(wr.reply):
+                if not messaging.has_interest(wr.reply):
                     waiting.popleft()
                     continue
                 wr.tok = tok
@@ -313,9 +313,9 @@ class PullQueue:
         """A message went to ``wr`` (from next_waiting): a max_bytes request
         filled up is told so, a heartbeating one's idle time starts again."""
         if wr.n <= 0 and wr.b > 0:
-            self.c.server.publish_internal(wr.reply, "", _pending_status("409 Batch Completed", wr), b"")
+            self.c.messaging.publish(wr.reply, "", _pending_status("409 Batch Completed", wr), b"")
         if wr.n > 0 and wr.hb:
-            wr.hbt = self.c.server.loop.time() + wr.hb
+            wr.hbt = self.c.messaging.loop.time() + wr.hb
 
     def run_targets(self, tok: int, now: float) -> dict | None:
         """For a run of deliveries: each waiting request with the targets of
@@ -323,16 +323,16 @@ class PullQueue:
         serve them alike (max_bytes, overflow thresholds, priorities, an
         expired request or one nobody listens to: next_waiting decides)."""
         waiting = self.waiting
-        srv = self.c.server
+        messaging = self.c.messaging
         if len(waiting) > 1 and self.c.config.get("priority_policy") == "prioritized":
             return None  # not round robin: next_waiting orders them
-        match = srv.index.match
+        match = messaging.match
         dests = {}
         for wr in waiting:
             if wr.b or wr.min_pending or wr.min_ack_pending or (wr.expires and now >= wr.expires):
                 return None
             if wr.tok != tok:
-                if not srv.has_interest(wr.reply):
+                if not messaging.has_interest(wr.reply):
                     return None
                 wr.tok = tok
             dests[wr] = match(wr.reply.encode())
@@ -383,19 +383,19 @@ class PullQueue:
                 self._wr_timer = None
             c.check_inactive()
             return
-        srv = c.server
-        now = srv.loop.time()
+        messaging = c.messaging
+        now = messaging.loop.time()
         keep: deque[WaitingRequest] = deque()
         fexp = 0.0
         for wr in self.waiting:
             expired = wr.expires and now >= wr.expires
             if expired:
-                srv.publish_internal(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
+                messaging.publish(wr.reply, "", _pending_status("408 Request Timeout", wr), b"")
                 continue
             if eos and wr.no_wait and (not wr.expires or wr.d > 0):
-                srv.publish_internal(wr.reply, "", headers.status(404, "No Messages"), b"")
+                messaging.publish(wr.reply, "", headers.status(404, "No Messages"), b"")
                 continue
-            if not srv.has_interest(wr.reply):
+            if not messaging.has_interest(wr.reply):
                 continue
             if wr.hbt:
                 if now >= wr.hbt:
@@ -411,7 +411,7 @@ class PullQueue:
             self._wr_timer = None
         if fexp and self._wr_timer is None:
             self._wr_timer_at = fexp
-            self._wr_timer = srv.loop.call_at(fexp, self._wr_timer_fired)
+            self._wr_timer = messaging.loop.call_at(fexp, self._wr_timer_fired)
         if not self.waiting:
             c.check_inactive()
 
@@ -421,9 +421,9 @@ class PullQueue:
             try:
                 self.process_waiting(eos=True)
             except Exception:
-                self.c.server.logger.exception("consumer %s: waiting requests", self.c.name)
+                self.c.messaging.logger.exception("consumer %s: waiting requests", self.c.name)
 
     def notify_deleted(self) -> None:
         for wr in self.waiting:
-            self.c.server.publish_internal(wr.reply, "", headers.status(409, "Consumer Deleted"), b"")
+            self.c.messaging.publish(wr.reply, "", headers.status(409, "Consumer Deleted"), b"")
         self.waiting.clear()

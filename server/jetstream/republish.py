@@ -48,6 +48,6 @@ class RePublisher:
             payload = b""
         out = (hdr[:-2] if hdr else b"NATS/1.0\r\n") + extra + b"\r\n"
         try:
-            self.stream.js.server.publish_internal(dest, "", out, payload)
+            self.stream.js.messaging.publish(dest, "", out, payload)
         except Exception:  # a republish must never undo the store it follows
             log.exception("stream %s: republish to %s failed", self.stream.name, dest)

@@ -288,7 +288,7 @@ class Scheduler:
             heapq.heappop(heap)  # stale: the subject's schedule changed since
         if not heap:
             return
-        loop = self.stream.js.server.loop
+        loop = self.stream.js.messaging.loop
         now = loop.time()
         delay = max(MIN_FIRE, (heap[0][0] - _now()) / NS)
         deadline = now + delay

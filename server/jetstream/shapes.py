@@ -1,14 +1,14 @@
 """JSON shapes of the JetStream API, in one place and named after the real
 server's Go types (StreamConfig, StreamState, ConsumerConfig, ...), plus the
-wire conventions of the API's JSON (Go's time and duration formats are
-in server/gowire.py)."""
+wire conventions of the API's JSON (Go's time and duration formats and
+encoding/json's bytes are in server/gowire.py)."""
 
 from __future__ import annotations
 
-import json
 import time
 
-from ..gowire import NS, ZERO_TIME, parse_go_duration, parse_rfc3339, rfc3339  # noqa: F401 (re-exported to the API's modules)
+# (re-exported to the API's modules)
+from ..gowire import NS, ZERO_TIME, dumps, dumps_plain, parse_go_duration, parse_rfc3339, rfc3339  # noqa: F401
 from . import fields
 from .headers import API_LEVEL  # noqa: F401 (imported from here by the API's modules)
 
@@ -17,26 +17,6 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
-def dumps_plain(obj) -> str:
-    """Compact JSON without the HTML-safe escapes (for bytes the real server
-    builds by hand, such as the PubAck prefix)."""
-    return _json_encode(obj)
-
-
-def dumps(obj) -> str:
-    """JSON as Go's encoding/json writes it (the bytes of every API reply and
-    PubAck): compact, UTF-8 kept, and HTML-safe escapes for <, > and & plus
-    U+2028/U+2029. Those characters can only occur inside JSON strings, so
-    replacing them in the dumped text is exact."""
-    s = _json_encode(obj)
-    if "<" in s or ">" in s or "&" in s:
-        s = s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    if "\u2028" in s or "\u2029" in s:
-        s = s.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return s
 
 
 def api_response(type_name: str, body: dict) -> bytes:

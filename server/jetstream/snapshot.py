@@ -177,7 +177,7 @@ def snapshot_request(api, req) -> dict:
     chunk = min(max(1024, body.get("chunk_size") or CHUNK_SIZE), 1024 * 1024)
     window = max(min(max(1024, body.get("window_size") or WINDOW_SIZE), 32 * 1024 * 1024), chunk)
     sender = _SnapshotSender(api.js, st.name, deliver, data, chunk, window // chunk)
-    api.server.loop.call_soon(sender.start)  # after the response below has gone out
+    api.messaging.loop.call_soon(sender.start)  # after the response below has gone out
     return {"config": ordered(st.config, STREAM_CONFIG_FIELDS), "state": state}
 
 
@@ -188,22 +188,22 @@ class _SnapshotSender:
         self._freed = asyncio.Event()
 
     def start(self) -> None:
-        self.js.server.loop.create_task(self._run())
+        self.js.messaging.loop.create_task(self._run())
 
     def _on_ack(self, subject, reply, hdr, payload) -> None:
         self.slots += 1
         self._freed.set()
 
     async def _run(self) -> None:
-        srv = self.js.server
-        deadline = srv.loop.time() + INTEREST_WAIT
+        messaging = self.js.messaging
+        deadline = messaging.loop.time() + INTEREST_WAIT
         # interest in exactly the deliver subject (nats-server's sublist
         # notification): a client's request mux (_INBOX.x.*) that happens to
         # match is not the receiver, which subscribes once it has the answer
-        while not srv.has_interest(self.deliver, literal_only=True) and srv.loop.time() < deadline:
+        while not messaging.has_interest(self.deliver, literal_only=True) and messaging.loop.time() < deadline:
             await asyncio.sleep(0.02)
         ack = f"$JS.SNAPSHOT.ACK.{self.stream}.{_nuid()}"
-        sub = srv.subscribe_internal(ack + ".>", self._on_ack)
+        sub = messaging.subscribe(ack + ".>", self._on_ack)
         end_hdr = None
         try:
             data, size, pos, index = self.data, self.chunk, 0, 1
@@ -215,22 +215,22 @@ class _SnapshotSender:
                     except asyncio.TimeoutError:
                         end_hdr = b"NATS/1.0 408 No Flow Response\r\n\r\n"
                         return
-                if not srv.has_interest(self.deliver, literal_only=True):
+                if not messaging.has_interest(self.deliver, literal_only=True):
                     end_hdr = b"NATS/1.0 408 No Interest\r\n\r\n"
                     return
                 part = data[pos:pos + size]
                 pos += len(part)
                 if len(part) < size:  # the last, short chunk: no ack wanted
-                    srv.publish_internal(self.deliver, "", None, part)
+                    messaging.publish(self.deliver, "", None, part)
                     break
                 self.slots -= 1
-                srv.publish_internal(self.deliver, f"{ack}.{len(part)}.{index}", None, part)
+                messaging.publish(self.deliver, f"{ack}.{len(part)}.{index}", None, part)
                 end_hdr = b"NATS/1.0 204\r\n\r\n"
                 index += 1
                 await asyncio.sleep(0)  # let the acks and other clients in
         finally:
-            srv.unsubscribe_internal(sub)
-            srv.publish_internal(self.deliver, "", end_hdr, b"")
+            messaging.unsubscribe(sub)
+            messaging.publish(self.deliver, "", end_hdr, b"")
 
 
 # -- RESTORE -------------------------------------------------------------------------
@@ -277,15 +277,15 @@ class _Restore:
     def __init__(self, js: "JetStream", name: str, raw_cfg: dict, subject: str):
         self.js, self.name, self.raw = js, name, raw_cfg
         self.buf = bytearray()
-        self.srv = js.server
-        self.sub = self.srv.subscribe_internal(subject, self._on_chunk)
+        self.messaging = js.messaging
+        self.sub = self.messaging.subscribe(subject, self._on_chunk)
         self._idle = None
         self._arm_idle()
 
     def _arm_idle(self) -> None:
         if self._idle is not None:
             self._idle.cancel()
-        self._idle = self.srv.loop.call_later(RESTORE_IDLE, self._stalled)
+        self._idle = self.messaging.loop.call_later(RESTORE_IDLE, self._stalled)
 
     def _stalled(self) -> None:
         log.warning("restore for stream '$G > %s' is stalled", self.name)
@@ -296,7 +296,7 @@ class _Restore:
             self._idle.cancel()
             self._idle = None
         if self.sub is not None:
-            self.srv.unsubscribe_internal(self.sub)
+            self.messaging.unsubscribe(self.sub)
             self.sub = None
 
     def _on_chunk(self, subject: str, reply: str, hdr, payload: bytes) -> None:
@@ -307,17 +307,17 @@ class _Restore:
         if payload:
             self.buf += payload
             self._arm_idle()
-            self.srv.publish_internal(reply, "", None, b"")
+            self.messaging.publish(reply, "", None, b"")
             return
         self._end()
         try:
             st = self._build()
             body = {"type": "io.nats.jetstream.api.v1.stream_create_response",
-                    "config": ordered(with_dynamic_metadata(st.config, self.srv.version), STREAM_CONFIG_FIELDS),
+                    "config": ordered(with_dynamic_metadata(st.config, self.messaging.version), STREAM_CONFIG_FIELDS),
                     "created": rfc3339(st.created), "state": st.state_json(), "ts": rfc3339(now_ns())}
         except ApiError as e:
             body = {"type": "io.nats.jetstream.api.v1.stream_create_response", "error": e.to_dict()}
-        self.srv.publish_internal(reply, "", None, dumps(body).encode())
+        self.messaging.publish(reply, "", None, dumps(body).encode())
 
     def _build(self) -> "Stream":
         try:

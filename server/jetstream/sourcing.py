@@ -124,7 +124,7 @@ class Link:
             return
         self.origin = origin
         self.err = None
-        origin.js.server.internal_clients(2)  # (nats-server makes a consumer on the origin for it)
+        origin.js.messaging.internal_clients(2)  # (nats-server makes a consumer on the origin for it)
         ident = identity(origin.created)
         if self.ident and ident != self.ident and not self.mirror:
             self.sseq = 0  # the origin was deleted and made anew: its sequences start over
@@ -174,7 +174,7 @@ class Link:
         return 0
 
     def _arm_tick(self) -> None:
-        loop = getattr(self.target.js.server, "loop", None)
+        loop = self.target.js.messaging.loop
         if loop is not None and not self.closed:
             self._timer = loop.call_later(TICK, self._on_tick)
 
@@ -201,7 +201,7 @@ class Link:
         """The origin stored a message (or there may be some to catch up on)."""
         if self._scheduled or self.closed or self._blocked:
             return
-        loop = getattr(self.target.js.server, "loop", None)
+        loop = self.target.js.messaging.loop
         self._scheduled = True
         if loop is None:
             self._pump()
@@ -302,7 +302,7 @@ class Link:
             self.sseq = 0  # the origin was deleted and made anew: its sequences start over
         self.origin, self._consumer, self.ident, self.err = origin, c, ident, None
         self.dseq = 0
-        self._sub = self.target.js.server.subscribe_internal(c.config["deliver_subject"], self._on_delivery)
+        self._sub = self.target.js.messaging.subscribe(c.config["deliver_subject"], self._on_delivery)
         self.last = now_ns()
         c.delivery.source = self  # (an internal subscription is no interest of its own)
         c.delivery.update_push_subject()
@@ -310,7 +310,7 @@ class Link:
 
     def _detach_durable(self) -> None:
         if self._sub is not None:
-            self.target.js.server.unsubscribe_internal(self._sub)
+            self.target.js.messaging.unsubscribe(self._sub)
             c = self._consumer
             if c is not None and c.delivery.source is self:
                 c.delivery.source = None
@@ -323,7 +323,7 @@ class Link:
         # (called while the consumer's delivery is routed: stored from the loop)
         self._inbox.append((subject, reply, hdr, payload))
         if len(self._inbox) == 1:
-            loop = getattr(self.target.js.server, "loop", None)
+            loop = self.target.js.messaging.loop
             if loop is None:
                 self._drain()
             else:
@@ -331,14 +331,14 @@ class Link:
 
     def _drain(self) -> None:
         inbox, self._inbox = self._inbox, []
-        srv = self.target.js.server
+        messaging = self.target.js.messaging
         for subject, reply, hdr, payload in inbox:
             if self._sub is None or self.closed or self.target.closed:
                 return
             self.last = now_ns()
             if hdr and hdr.startswith(b"NATS/1.0 100"):
                 if reply:  # a flow control request: the reply acks what was stored
-                    srv.publish_internal(reply, "", b"NATS/1.0\r\nNats-Last-Consumer: %d\r\nNats-Last-Stream: %d\r\n\r\n"
+                    messaging.publish(reply, "", b"NATS/1.0\r\nNats-Last-Consumer: %d\r\nNats-Last-Stream: %d\r\n\r\n"
                                          % (self.dseq, self.sseq), b"")
                 continue
             # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>

@@ -37,14 +37,18 @@ _FAST_BATCH = fastbatch.SUFFIX
 
 
 class Stream(ExpiryMixin):
+    # message tracing (msgtrace.py) reports a message its subscriptions take
+    # as a "js" event (name, drops_unwanted): a stream says it is one
+    traced_as_stream = True
+
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
-        self._journal = js.server.journal  # the history (journal.py); None: not kept
+        self._journal = js.messaging.journal  # the history (journal.py); None: not kept
         self.name: str = config["name"]
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
         self.store = store
-        store.write_behind = js.server.write_behind
+        store.write_behind = js.messaging.write_behind
         store.on_written = self._on_written
         self._subj_b, self._subj_s = b"", ""  # the last subject published to, and its str
         self.consumers: dict[str, "Consumer"] = {}
@@ -99,8 +103,8 @@ class Stream(ExpiryMixin):
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
-        srv = self.js.server
-        srv.internal_clients(3)  # (nats-server's stream client, its internal one and its loop's)
+        messaging = self.js.messaging
+        messaging.internal_clients(3)  # (nats-server's stream client, its internal one and its loop's)
         batch.recover(self)
         # The deletes the limits made are logged but not synced with the
         # PubAck of the message that made them (one sync per group commit:
@@ -109,7 +113,7 @@ class Stream(ExpiryMixin):
         # limits when it recovers a stream.
         self._enforce_limits_all()
         for subj in self.config["subjects"]:
-            self._subs.append(srv.subscribe_internal(subj, self._on_publish, raw=True))
+            self._subs.append(messaging.subscribe(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
             self._rebuild_dedupe()
             self._rebuild_ttls()
@@ -123,9 +127,9 @@ class Stream(ExpiryMixin):
 
     def stop(self) -> None:
         self.closed = True
-        srv = self.js.server
+        messaging = self.js.messaging
         for s in self._subs:
-            srv.unsubscribe_internal(s)
+            messaging.unsubscribe(s)
         self._subs.clear()
         for t in (self._age_timer, self._ttl_timer):
             if t:
@@ -142,10 +146,10 @@ class Stream(ExpiryMixin):
         old_subjects = self.config["subjects"]
         self.config = cfg
         if cfg["subjects"] != old_subjects:
-            srv = self.js.server
+            messaging = self.js.messaging
             for s in self._subs:
-                srv.unsubscribe_internal(s)
-            self._subs = [srv.subscribe_internal(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
+                messaging.unsubscribe(s)
+            self._subs = [messaging.subscribe(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
         self._enforce_limits_all()
         self._arm_age_timer()
         if self._batches is not None and not cfg.get("allow_atomic"):
@@ -167,7 +171,7 @@ class Stream(ExpiryMixin):
                 subj = subject.decode()
             except UnicodeDecodeError:
                 # not a subject nats-server stores either: it answers no responders
-                self.js.server.no_responders(subject, reply)
+                self.js.messaging.no_responders(subject, reply)
                 return "invalid subject"
             self._subj_b, self._subj_s = subject, subj
         try:
@@ -195,6 +199,12 @@ class Stream(ExpiryMixin):
         error = self._on_publish(subject, reply, hdr, payload, trace)
         return error, len(trace) > 1
 
+    def config_json(self) -> dict:
+        """The config in StreamConfig's field order (what /jsz shows)."""
+        from .shapes import STREAM_CONFIG_FIELDS, ordered
+
+        return ordered(self.config, STREAM_CONFIG_FIELDS)
+
     def drops_unwanted(self, subject: str) -> bool:
         """An interest stream drops a message no consumer wants on arrival."""
         return bool(self._interest) and not self._has_interest(subject)
@@ -206,7 +216,7 @@ class Stream(ExpiryMixin):
         """Answer a publish: at once, or (file store) once the message and
         those before it are written, in the order they were published."""
         if not self.store.hold(reply, payload, stored):
-            self.js.server.reply_internal(reply, payload)
+            self.js.messaging.reply(reply, payload)
 
     def _on_written(self, held: list, err: OSError | None, first: int) -> None:
         """The file store wrote (or failed to write) the messages from
@@ -219,9 +229,9 @@ class Stream(ExpiryMixin):
             for mid in [mid for mid, (seq, _) in self._ddmap.items() if seq >= first]:
                 del self._ddmap[mid]
         if fail is None:
-            self.js.server.reply_run([(r, None, payload) for r, payload, _ in held])
+            self.js.messaging.reply_run([(r, None, payload) for r, payload, _ in held])
         else:
-            self.js.server.reply_run([(r, None, fail if stored else payload) for r, payload, stored in held])
+            self.js.messaging.reply_run([(r, None, fail if stored else payload) for r, payload, stored in held])
 
     def process_msg(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes,
                     sourced: int = 0, ts: int = 0, trace: list | None = None) -> None:
@@ -328,7 +338,7 @@ class Stream(ExpiryMixin):
 
     def max_counter_size(self) -> int:
         """What a counter message (header and new body) may not exceed."""
-        mp = self.js.server.opts.max_payload
+        mp = self.js.messaging.options.max_payload
         return mp if self._mms < 0 else min(mp, self._mms)
 
     def store_checked(self, subject: str, reply: bytes, hdr: bytes | None, payload: bytes, msg_id: str = "",
@@ -555,8 +565,8 @@ class Stream(ExpiryMixin):
         is recovered (its limits, expiry), which no reply waits for."""
         if not self.store.remove(seq, rederivable):
             return False
-        if self.js.server.journal is not None:
-            self.js.server.journal.stream(self.name, "remove", seq)
+        if self.js.messaging.journal is not None:
+            self.js.messaging.journal.stream(self.name, "remove", seq)
         if self.consumers:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(seq)
@@ -631,8 +641,8 @@ class Stream(ExpiryMixin):
             n = self.store.purge()
         else:
             n = self.store.purge(flt, seq=seq, keep=keep)
-        if self.js.server.journal is not None:
-            self.js.server.journal.stream(self.name, "purge")
+        if self.js.messaging.journal is not None:
+            self.js.messaging.journal.stream(self.name, "purge")
         if n == 1 and one is not None:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(one.seq)

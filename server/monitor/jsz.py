@@ -115,9 +115,7 @@ class JetStreamView:
 
     @staticmethod
     def stream_config(st) -> dict:
-        from ..jetstream.shapes import STREAM_CONFIG_FIELDS, ordered
-
-        return ordered(st.config, STREAM_CONFIG_FIELDS)
+        return st.config_json()
 
     @staticmethod
     def consumers(st) -> list:
