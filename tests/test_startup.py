@@ -6,15 +6,28 @@ logged "Server is ready". natslab only: nats-server has no modules.
 Each module left out is compile and load time (and memory) a start does
 not pay; these tests fail when an import at the top of a module brings one
 back. What they import once used (a stream created, a monitor page asked
-for, TLS configured) is exercised by the rest of the suite."""
+for, TLS configured) is exercised by the rest of the suite.
+
+Then the client listener (server/flags.py): on both servers, the first
+connection the port takes from the spawn on is served with JetStream up
+and its streams recovered; on natslab, the port takes connections before
+the start is done and serves them once it is."""
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
+import json
+import os
 import re
+import socket
 import subprocess
 import sys
 import time
 
+import pytest
+
+from conftest import ServerProcess, connect
 from natslab.server.nossl import may_need_tls
 
 SERVER = [sys.executable, "-X", "importtime", "-m", "natslab.server", "-a", "127.0.0.1", "-p", "0"]
@@ -44,11 +57,11 @@ def imported_by_the_interpreter() -> set[str]:
     return {m.group(1) for m in map(IMPORT_LINE.match, err.splitlines()) if m}
 
 
-def imported_at_start(*flags: str) -> set[str]:
+def imported_at_start(*flags: str, command: list[str] = SERVER) -> set[str]:
     """The modules ``natslab server`` with these flags imports before it is
     ready, beyond those the interpreter imported on its own."""
     before = imported_by_the_interpreter()
-    proc = subprocess.Popen(SERVER + list(flags), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command + list(flags), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     modules: set[str] = set()
     try:
         deadline = time.monotonic() + 30
@@ -75,6 +88,19 @@ def test_core_start_imports_no_jetstream_tls_or_monitor():
     assert "_hashlib" not in mods  # (OpenSSL's libcrypto: auth, service imports, mirrors and sources load it)
 
 
+def test_the_natslab_server_command_imports_no_workbench(tmp_path):
+    """``natslab server`` (the console script) runs the broker alone: not
+    textual, rich, platformdirs or nats-py (the workbench's), and no more of
+    the broker than ``python -m natslab.server``."""
+    script = os.path.join(os.path.dirname(sys.executable), "natslab")
+    command = [sys.executable, "-X", "importtime", script, "server", "-a", "127.0.0.1", "-p", "0"]
+    mods = imported_at_start("-js", "-sd", str(tmp_path), command=command)
+    assert "natslab.server.jetstream.jetstream" in mods  # (the listing works)
+    assert not {m for m in mods if m.split(".")[0] in ("textual", "rich", "platformdirs", "nats")}
+    assert not {m for m in mods if m.startswith("natslab.tui")}
+    assert not mods & set(NEVER)
+
+
 def test_tls_flags_or_a_config_file_keep_ssl(tmp_path):
     assert "_ssl" in imported_at_start("--tls=false")  # (any flag that may mean TLS: server/nossl.py)
     conf = tmp_path / "s.conf"
@@ -94,15 +120,6 @@ def test_jetstream_start_on_an_empty_store_imports_no_stream_subsystem(tmp_path)
 
 # -- the client listener: bound before the start, served once it is done ------
 
-import asyncio  # noqa: E402
-import fcntl  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import socket  # noqa: E402
-
-import pytest  # noqa: E402
-
-from conftest import ServerProcess, connect  # noqa: E402
 
 STREAM_MSGS = 300
 
