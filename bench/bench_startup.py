@@ -3,6 +3,7 @@
 same run, one broker at a time and three at once.
 
     python bench/bench_startup.py [--rounds 7] [--bytecode with|without|both] [--only alone|three]
+                                  [--streams N [--msgs M]]
 
 Brokers measured, each without and with JetStream (``-js -sd DIR``, an empty
 store directory):
@@ -20,6 +21,10 @@ Two times are taken from each spawn: "connect", when a connection to the
 port is first taken (the listener is bound; natslab binds it as soon as
 its flags are read, server/flags.py), and "INFO", when that connection
 gets the first bytes of the broker's INFO (accepted and served).
+
+With ``--streams N`` each -js start is also timed on a store the same
+broker filled first (N file streams of M messages, a durable consumer
+each): JetStream's recovery comes before the port serves, on both.
 
 "alone" spawns one broker, waits for its INFO and stops it; "three"
 spawns three of the same kind back to back (as a test run starting
@@ -144,10 +149,12 @@ class Probe:
             self.proc.kill()
 
 
-def spawn_and_time(argvs: list[list[str]], ports: list[int]) -> list[Probe]:
+def spawn_and_time(argvs: list[list[str]], ports: list[int], stop: bool = True) -> list[Probe]:
     """Spawn each argv back to back and poll them all until each has sent
-    its INFO; every broker is stopped before returning."""
+    its INFO; every broker is stopped before returning (unless ``stop`` is
+    False: then the caller stops them)."""
     probes: list[Probe] = []
+    ok = False
     try:
         for argv, port in zip(argvs, ports):
             probes.append(Probe(argv, port))
@@ -156,10 +163,12 @@ def spawn_and_time(argvs: list[list[str]], ports: list[int]) -> list[Probe]:
             if time.perf_counter() > deadline:
                 raise RuntimeError(f"not served in 30 s: {argvs}")
             time.sleep(0.0005)
+        ok = True
         return probes
     finally:
-        for p in probes:
-            p.stop()
+        if stop or not ok:
+            for p in probes:
+                p.stop()
 
 
 def _package_dirs() -> list[Path]:
@@ -194,15 +203,53 @@ def bytecode(mode: str):
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def measure(rounds: int, together: int) -> None:
+def fill_store(argv_of, store_dir: str, streams: int, msgs: int) -> None:
+    """A store with ``streams`` file streams of ``msgs`` 128-byte messages
+    and a durable consumer each (half of it acked), made by the broker that
+    will start on it; stopped cleanly."""
+    import asyncio
+
+    import nats
+
+    port = free_port()
+    (p,) = spawn_and_time([argv_of(port, store_dir)], [port], stop=False)
+
+    async def fill():
+        nc = await nats.connect(f"nats://127.0.0.1:{port}", max_reconnect_attempts=0)
+        js = nc.jetstream()
+        for i in range(streams):
+            await js.add_stream(name=f"S{i}", subjects=[f"s{i}.>"])
+            acks = [js.publish(f"s{i}.{j % 10}", b"x" * 128) for j in range(msgs)]
+            for k in range(0, len(acks), 500):
+                await asyncio.gather(*acks[k:k + 500])
+            sub = await js.pull_subscribe(f"s{i}.>", durable="D", stream=f"S{i}")
+            for m in await sub.fetch(min(msgs // 2, 1000), timeout=10):
+                await m.ack()
+            await nc.flush()
+        await nc.close()
+    try:
+        asyncio.run(fill())
+    finally:
+        p.stop()
+
+
+def measure(rounds: int, together: int, streams: int = 0, msgs: int = 0) -> None:
     ks = kinds()
+    if streams:
+        ks.pop("python floor")  # (it has no store to recover)
     names = list(ks)
     width = max(map(len, names))
-    for js in (False, True):
+    for js in ((True,) if streams else (False, True)):
         conn = {k: [] for k in names}
         wall = {k: [] for k in names}
         cpu = {k: [] for k in names}
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+            filled = {}
+            if streams:
+                for k in names:
+                    filled[k] = str(Path(tmp) / f"{k.replace(' ', '_')}-filled")
+                    os.mkdir(filled[k])
+                    fill_store(ks[k], filled[k], streams, msgs)
             for r in range(rounds):
                 for k in (names if r % 2 == 0 else names[::-1]):
                     ports, argvs = [], []
@@ -211,7 +258,10 @@ def measure(rounds: int, together: int) -> None:
                         sd = None
                         if js:
                             sd = str(Path(tmp) / f"{k.replace(' ', '_')}-{r}-{i}")
-                            os.mkdir(sd)
+                            if streams:
+                                shutil.copytree(filled[k], sd)
+                            else:
+                                os.mkdir(sd)
                         ports.append(port)
                         argvs.append(ks[k](port, sd))
                     for p in spawn_and_time(argvs, ports):
@@ -220,7 +270,8 @@ def measure(rounds: int, together: int) -> None:
                         cpu[k].append(p.cpu)
         med = {k: (statistics.median(conn[k]), statistics.median(wall[k]), statistics.median(cpu[k])) for k in names}
         ref = med["nats-server"]
-        print(f"\n{'-js -sd DIR' if js else 'no flags'}, {'alone' if together == 1 else f'{together} at once'}"
+        store = f" ({streams} streams of {msgs} messages)" if streams else ""
+        print(f"\n{'-js -sd DIR' if js else 'no flags'}{store}, {'alone' if together == 1 else f'{together} at once'}"
               f" (median of {len(wall['nats-server'])}; ratio: nats-server's over natslab's)")
         print(f"{'':{width}}  {'connect':>8} {'ratio':>6}  {'INFO':>8} {'ratio':>6}  {'CPU':>8} {'ratio':>6}  each INFO (ms)")
         for k in names:
@@ -237,6 +288,9 @@ def main() -> None:
     ap.add_argument("--bytecode", choices=("both", "with", "without"), default="with",
                     help="natslab with its modules' bytecode cache (default), without it, or both")
     ap.add_argument("--only", choices=("alone", "three"), help="one broker at a time, or three at once (default both)")
+    ap.add_argument("--streams", type=int, default=0,
+                    help="also start -js on a store of this many file streams (each with a durable consumer)")
+    ap.add_argument("--msgs", type=int, default=10000, help="messages in each of those streams (default 10000)")
     a = ap.parse_args()
     if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         # (else the first "without" round would write the cache for the rest)
@@ -247,6 +301,8 @@ def main() -> None:
         with bytecode(mode):
             for together in {"alone": (1,), "three": (3,)}.get(a.only, (1, 3)):
                 measure(a.rounds, together)
+                if a.streams:
+                    measure(a.rounds, together, a.streams, a.msgs)
 
 
 if __name__ == "__main__":
