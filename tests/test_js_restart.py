@@ -115,6 +115,29 @@ async def test_sigkill_keeps_acknowledged(server):
     await nc.close()
 
 
+async def test_sigkill_forgets_msg_ids_past_the_dedupe_window(server):
+    """After a SIGKILL the dedupe window is rebuilt from the messages: an id
+    stored more than the window ago is no duplicate any more (one within it
+    still is: test_sigkill_keeps_acknowledged)."""
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="DW", subjects=["dw.>"], duplicate_window=1.0)
+    old = await js.publish("dw.a", b"old", headers={"Nats-Msg-Id": "old"})
+    for i in range(20):
+        await js.publish("dw.b", b"%d" % i)
+    # a time to pass, not a state: past the 1 s window (a busy machine only makes it longer)
+    await asyncio.sleep(1.5)
+    await js.stream_info("DW")
+    await nc.close()
+    server.kill()
+    server.start()
+    nc = await connect(server.url)
+    js = nc.jetstream()
+    again = await js.publish("dw.a", b"old again", headers={"Nats-Msg-Id": "old"})
+    assert (old.seq, again.seq, bool(again.duplicate)) == (1, 22, False)
+    await nc.close()
+
+
 async def stream_counts(js) -> tuple[int, int, int]:
     st = (await js.stream_info("T")).state
     return st.messages, st.first_seq, st.last_seq
