@@ -12,9 +12,12 @@ def main(argv: list[str] | None = None) -> int:
         from natslab.server.nossl import skip_ssl_unless_needed
 
         skip_ssl_unless_needed(argv[1:])  # before anything imports asyncio
+        from natslab.server.flags import listen_early
+
+        listener = listen_early(argv[1:])  # (clients wait in the backlog from here: server/flags.py)
         from natslab.server.cli import main as server_main
 
-        return server_main(argv[1:])
+        return server_main(argv[1:], listener=listener)
     from natslab.tui.cli import main as tui_main
 
     return tui_main(argv)

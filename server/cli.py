@@ -18,118 +18,12 @@ from pathlib import Path
 from . import accounts
 from .conf import ConfigError, ConfMap, go_duration, go_type, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
+from .flags import USAGE, UsageError, early_listener_fits, parse_args  # noqa: F401 (their home is flags.py)
 from .server import NATS_VERSION, Server, ServerOptions
-
-USAGE = """\
-Usage: natslab server [options]
-
-Server Options:
-    -a, --addr, --net <host>         Bind to host address (default: 127.0.0.1)
-    -p, --port <port>                Use port for clients (default: 4222; -1 or 0 picks a free port)
-    -n, --server_name <server_name>  Server name (default: auto)
-    -P, --pid <file>                 File to store PID
-    -sl, --signal <signal>[=<pid>]   Send signal to a natslab server process (ldm, stop, quit, term,
-                                     reopen, reload); <pid> may be a PID file (default: the -P file)
-    -m, --http_port <port>           Use port for http monitoring
-    -c, --config <file>              Configuration file
-    -t                               Test configuration and exit
-    -l, --log <file>                 File to redirect log output
-    -D, --debug                      Enable debugging output
-    -V, --trace                      Trace the raw protocol
-    -DV                              Debug and trace
-        --max_payload <size>         Maximum message payload in bytes
-
-Cluster Options (accepted and unused: natslab is a single node):
-        --routes, --cluster, --cluster_name, --cluster_advertise, --cluster_listen,
-        --connect_retries, --no_advertise
-
-JetStream Options:
-    -js, --jetstream                 Enable JetStream functionality
-    -sd, --store_dir <dir>           Set the storage directory (default: the user data dir)
-
-Authorization Options:
-        --user <user>                User required for connections
-        --pass <password>            Password required for connections
-        --auth <token>               Authorization token required for connections
-
-TLS Options:
-        --tls                        Enable TLS, do not verify clients (default: false)
-        --tlscert <file>             Server certificate file
-        --tlskey <file>              Private key for server certificate
-        --tlsverify                  Enable TLS, verify client certificates
-        --tlscacert <file>           Client certificate CA for verification
-
-Common Options:
-    -h, --help                       Show this message
-    -v, --version                    Show version
-"""
-
-# name -> (option key, takes a value)
-_FLAGS = {
-    "a": ("host", True), "addr": ("host", True), "net": ("host", True),
-    "p": ("port", True), "port": ("port", True),
-    "n": ("server_name", True), "server_name": ("server_name", True), "name": ("server_name", True),
-    "P": ("pid", True), "pid": ("pid", True),
-    "sl": ("signal", True), "signal": ("signal", True),
-    "m": ("http_port", True), "http_port": ("http_port", True),
-    "c": ("config", True), "config": ("config", True),
-    "t": ("check_config", False),
-    "l": ("log", True), "log": ("log", True),
-    "D": ("debug", False), "debug": ("debug", False),
-    "V": ("trace", False), "trace": ("trace", False),
-    "DV": ("debug_trace", False),
-    "js": ("jetstream", False), "jetstream": ("jetstream", False),
-    "sd": ("store_dir", True), "store_dir": ("store_dir", True),
-    "max_payload": ("max_payload", True),
-    "user": ("user", True), "pass": ("password", True), "auth": ("token", True),
-    "tls": ("tls", False), "tlsverify": ("tlsverify", False), "tlscert": ("tlscert", True),
-    "tlskey": ("tlskey", True), "tlscacert": ("tlscacert", True),
-    # a cluster's flags: taken (a production command line runs unchanged) and logged as unused
-    "cluster": ("~cluster", True), "cluster_name": ("~cluster_name", True), "routes": ("~routes", True),
-    "cluster_advertise": ("~cluster_advertise", True), "cluster_listen": ("~cluster_listen", True),
-    "connect_retries": ("~connect_retries", True), "no_advertise": ("~no_advertise", False),
-    "h": ("help", False), "help": ("help", False),
-    "v": ("version", False), "version": ("version", False),
-}
-
-
-class UsageError(Exception):
-    pass
-
 
 class ConfigFileError(Exception):
     """The configuration file cannot be used: the server does not start
     (exit status 1, as nats-server)."""
-
-
-def parse_args(argv: list[str]) -> dict:
-    out: dict = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if not arg.startswith("-") or arg in ("-", "--"):
-            raise UsageError(f"unexpected argument: {arg}")
-        name = arg[2:] if arg.startswith("--") else arg[1:]
-        value = None
-        if "=" in name:
-            name, value = name.split("=", 1)
-        spec = _FLAGS.get(name)
-        if spec is None:
-            raise UsageError(f"flag provided but not defined: {arg.split('=')[0]}")
-        key, takes_value = spec
-        if takes_value:
-            if value is None:
-                if i >= len(argv):
-                    raise UsageError(f"flag needs an argument: {arg}")
-                value = argv[i]
-                i += 1
-            out[key] = value
-        else:
-            if value is not None and value.lower() not in ("true", "1", "false", "0"):
-                raise UsageError(f"invalid boolean value {value!r} for flag {arg.split('=')[0]}")
-            out[key] = value is None or value.lower() in ("true", "1")
-    return out
 
 
 def _int(v, what: str) -> int:
@@ -593,7 +487,7 @@ class _SignalLatch:
         return self.name
 
 
-async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
+async def serve(opts: ServerOptions, pid_file: str | None = None, listener=None) -> int:
     srv = Server(opts)
     # handlers first: a signal during start-up still shuts down cleanly
     stop = _SignalLatch()
@@ -616,7 +510,7 @@ async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
 
     loop.add_signal_handler(signal.SIGTERM, on_term)
     loop.add_signal_handler(signal.SIGUSR2, on_usr2)
-    await srv.start()
+    await srv.start(listener=listener)
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
     signame = await stop.wait()
@@ -644,8 +538,18 @@ def check_loads(opts: ServerOptions) -> None:
         raise ConfigFileError(str(e)) from None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, listener=None) -> int:
+    """``listener``: the client socket flags.listen_early bound for these
+    arguments, if it did."""
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv, listener)
+    finally:
+        if listener is not None:
+            listener.close()  # (a start that ended before serving on it: refused from now on)
+
+
+def _main(argv: list[str], listener) -> int:
     try:
         flags = parse_args(argv)
         if flags.get("help"):
@@ -659,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
         if flags.get("check_config") and not flags.get("config"):
             raise ConfigFileError("must specify [-c, --config] option to check configuration file syntax")
         opts = build_options(flags)
+        if listener is not None and not early_listener_fits(listener, opts.host, opts.port):
+            listener.close()  # (not where these options listen: the start binds its own)
+            listener = None
         if flags.get("check_config"):
             check_loads(opts)
             # (nats-server adds a sha256 digest of its parsed tree; natslab has no such digest)
@@ -676,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in dict.fromkeys(opts.unused_config):  # once each
         logging.getLogger("natslab.server").warning("%s is not used by natslab (a single node): ignored", name)
     try:
-        return asyncio.run(serve(opts, flags.get("pid")))
+        return asyncio.run(serve(opts, flags.get("pid"), listener))
     except ConfigError as e:  # e.g. a certificate that does not load
         print(f"natslab server: {e}", file=sys.stderr)
         return 1

@@ -18,6 +18,8 @@ OK = b"+OK\r\n"
 # its arguments, without the operation's name, the blanks after it and the
 # CR before its LF (ServerOptions.max_control_line; Parser._control)
 MAX_CONTROL_LINE = 4096
+DEFAULT_HOST = "127.0.0.1"  # (nats-server's is 0.0.0.0: natslab listens on loopback unless told)
+DEFAULT_PORT = 4222
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
 DEFAULT_MAX_PENDING = 64 * 1024 * 1024
 DEFAULT_PING_INTERVAL = 120.0

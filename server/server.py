@@ -43,8 +43,8 @@ CLOSED_CONNS_KEPT = 1000
 
 @dataclass
 class ServerOptions:
-    host: str = "127.0.0.1"
-    port: int = 4222
+    host: str = p.DEFAULT_HOST
+    port: int = p.DEFAULT_PORT
     jetstream: bool = False
     store_dir: str | None = None
     http_port: int = 0
@@ -172,7 +172,10 @@ class Server:
         return MsgTrace(self)
 
     # -- lifecycle -----------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, listener: socket.socket | None = None) -> None:
+        """``listener``: a socket already bound and listening on the client
+        address (``natslab server`` binds it as soon as its flags are read:
+        flags.py); its connections are accepted here, at the same point."""
         self.loop = asyncio.get_running_loop()
         # the internal messaging on the server's own index (its JetStream's
         # and the core subsystems'; internal.Messaging)
@@ -213,9 +216,12 @@ class Server:
             await self.monitor.start(o.http_host or o.host, o.http_port or o.https_port, ssl=ctx)
         port = 0 if o.port in (0, -1) else o.port
         client_cls = TracingClient if o.trace else Client
-        self._tcp = await self.loop.create_server(
-            lambda: client_cls(self), o.host, port, reuse_address=True, backlog=1024
-        )
+        if listener is not None:
+            self._tcp = await self.loop.create_server(lambda: client_cls(self), sock=listener, backlog=1024)
+        else:
+            self._tcp = await self.loop.create_server(
+                lambda: client_cls(self), o.host, port, reuse_address=True, backlog=1024
+            )
         for s in self._tcp.sockets:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port = self._tcp.sockets[0].getsockname()[1]

@@ -37,6 +37,45 @@ def consumer_dir(srv, stream: str, name: str) -> Path:
     return stream_dir(srv, stream) / "obs" / name
 
 
+def _uvarint(b: bytes, i: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        if c < 0x80:
+            return n, i
+        shift += 7
+
+
+def written_ack_floor(srv, stream: str, name: str) -> int | None:
+    """The ack floor (stream sequence) in the consumer's state file as the
+    broker has written it so far: what a SIGKILL now would leave. natslab
+    answers an ack_sync only once its state is fsynced, so its floor is not
+    read here (None); nats-server writes o.dat from a goroutine of its own,
+    about 100 ms later (consumerFileStore.flushLoop; encodeConsumerState:
+    magic, version, then uvarints ack floor consumer, ack floor stream...)."""
+    if srv.kind == "natslab":
+        return None
+    try:
+        b = (consumer_dir(srv, stream, name) / "o.dat").read_bytes()
+    except OSError:
+        return 0
+    if len(b) < 4:
+        return 0
+    _, i = _uvarint(b, 2)
+    return _uvarint(b, i)[0]
+
+
+async def ack_floor_written(srv, stream: str, name: str, floor: int, timeout: float = 10.0) -> None:
+    """Until the consumer's acks up to ``floor`` are in its state file
+    (at once on natslab: written_ack_floor)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (got := written_ack_floor(srv, stream, name)) is not None and got < floor:
+        assert asyncio.get_running_loop().time() < deadline, f"{srv.kind} wrote ack floor {got}, not {floor}"
+        await asyncio.sleep(0.02)
+
+
 @contextlib.contextmanager
 def small_tmpfs(path: Path, size: str = "4m"):
     """A tmpfs of ``size`` mounted at ``path`` (needs root); the test is

@@ -13,7 +13,7 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig, StreamConfig
 
-from conftest import ServerProcess, listing
+from conftest import ServerProcess, eventually, listing
 
 async def assert_same_on_both(tmp_path, transcript, *args, show: int = 10) -> list[ServerProcess]:
     """Run ``transcript(server, *args)`` against nats-server and natslab at
@@ -37,6 +37,47 @@ async def assert_same_on_both(tmp_path, transcript, *args, show: int = 10) -> li
                      + "\n  ".join(map(str, extra[:show])))
     assert not diffs, f"{len(diffs)} of {max(len(ref), len(ours))} differ:\n" + "\n".join(diffs[:show])
     return servers
+
+
+async def assert_same_in_step(tmp_path, steps, *args, show: int = 3) -> None:
+    """Like assert_same_on_both, for transcripts of state that nats-server
+    reaches on goroutines of its own after the reply (a deleted message's
+    termination, a PubAck's message in num_pending, push deliveries):
+    ``steps(server, *args)`` is an async generator that takes one step and
+    yields a coroutine function reading that step's line. Both servers take
+    each step, then both lines are read until they agree (up to 5 s), and
+    the lines as read then make the transcripts compared."""
+    servers = [ServerProcess(kind, tmp_path / kind) for kind in ("nats-server", "natslab")]
+    for s in servers:
+        s.start()
+    ref, ours = [], []
+    gens = [steps(s, *args) for s in servers]
+    try:
+        while True:
+            taken = await asyncio.gather(*(g.__anext__() for g in gens), return_exceptions=True)
+            if any(isinstance(t, BaseException) for t in taken):
+                ended = [isinstance(t, StopAsyncIteration) for t in taken]
+                if all(ended):
+                    break
+                for name, t in zip(("nats-server", "natslab"), taken):
+                    if isinstance(t, BaseException) and not isinstance(t, StopAsyncIteration):
+                        raise AssertionError(f"{name} failed after {len(ref)} steps") from t
+                raise AssertionError(f"only {'natslab' if ended[0] else 'nats-server'} has steps after {len(ref)}")
+            lines: list = []
+
+            async def agree() -> bool:
+                lines[:] = await asyncio.gather(*(read() for read in taken))
+                return lines[0] == lines[1]
+            await eventually(agree, timeout=5)
+            ref.append(lines[0])
+            ours.append(lines[1])
+    finally:
+        for g in gens:
+            await g.aclose()
+        for s in servers:
+            s.stop()
+    diffs = [f"step {i}:\nnats-server: {a}\nnatslab:     {b}" for i, (a, b) in enumerate(zip(ref, ours)) if a != b]
+    assert not diffs, f"{len(diffs)} of {len(ref)} differ:\n" + "\n".join(diffs[:show])
 
 
 VALUES = [None, "x", "", -1, 0, 1.5, 2**70, True, [], ["a"], [1], {}, {"a": 1}, "1s",
@@ -495,10 +536,11 @@ CONSUMER_STATE_CONSUMERS = {"W": {}, "A": {"filter_subject": "s.a"}, "M": {"filt
 CONSUMER_STATE_FIELDS = ("delivered", "ack_floor", "num_ack_pending", "num_redelivered", "num_pending", "num_waiting")
 
 
-async def consumer_state_transcript(srv: ServerProcess, ops: list, storage: str) -> list[str]:
+async def consumer_state_transcript(srv: ServerProcess, ops: list, storage: str):
     """Publishes, one-message no_wait pulls, acks, naks, deletes and purges
     by subject, on five consumers with different filters and ack policies;
-    after each operation every consumer's counters are recorded."""
+    after each operation every consumer's counters are read (steps for
+    assert_same_in_step)."""
     fs = await FuzzSession.open(srv)
     nc, api = fs.nc, fs.api
     await api("$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.*"], "storage": storage})
@@ -506,36 +548,37 @@ async def consumer_state_transcript(srv: ServerProcess, ops: list, storage: str)
         await api(f"$JS.API.CONSUMER.CREATE.S.{c}", {"stream_name": "S", "config": {
             "durable_name": c, "ack_policy": "explicit", "ack_wait": 30_000_000_000, **cfg}})
     held: dict[str, list[str]] = {c: [] for c in CONSUMER_STATE_CONSUMERS}
-    out = []
-    for op, c, arg in ops:
-        if op == "pub":
-            await nc.request(arg, b"x", timeout=2)
-        elif op == "pull":
-            m = await fs.pull_one("S", c)
-            if m.reply:
-                held[c].append(m.reply)
-        elif op in ("ack", "nak"):
-            if not held[c]:
-                continue
-            reply = held[c].pop(arg % len(held[c]))
-            await nc.request(reply, b"" if op == "ack" else b"-NAK", timeout=2)
-        elif op == "del":
-            r = await api("$JS.API.STREAM.MSG.DELETE.S", {"seq": arg})
-            op = f"del {arg}: {r.get('success') or r['error']['err_code']}"
-        else:
-            r = await api("$JS.API.STREAM.PURGE.S", arg)
-            op = f"purge {arg}: {r.get('purged')}"
-        # nats-server terminates a deleted pending message from a goroutine, and
-        # counts a new message into num_pending a moment after its PubAck
-        await asyncio.sleep(0.05 if op.startswith(("del", "purge")) else 0.03 if op == "pub" else 0)
-        state = []
-        for cc in CONSUMER_STATE_CONSUMERS:
-            ci = await api(f"$JS.API.CONSUMER.INFO.S.{cc}")
-            state.append({k: ({kk: (bool(vv) if kk == "last_active" else vv) for kk, vv in ci[k].items()}
-                              if isinstance(ci[k], dict) else ci[k]) for k in CONSUMER_STATE_FIELDS})
-        out.append(f"{op} {c}: {json.dumps(state)}")
-    await nc.close()
-    return out
+    try:
+        for op, c, arg in ops:
+            if op == "pub":
+                await nc.request(arg, b"x", timeout=2)
+            elif op == "pull":
+                m = await fs.pull_one("S", c)
+                if m.reply:
+                    held[c].append(m.reply)
+            elif op in ("ack", "nak"):
+                if not held[c]:
+                    op += " (nothing held)"
+                else:
+                    reply = held[c].pop(arg % len(held[c]))
+                    await nc.request(reply, b"" if op == "ack" else b"-NAK", timeout=2)
+            elif op == "del":
+                r = await api("$JS.API.STREAM.MSG.DELETE.S", {"seq": arg})
+                op = f"del {arg}: {r.get('success') or r['error']['err_code']}"
+            else:
+                r = await api("$JS.API.STREAM.PURGE.S", arg)
+                op = f"purge {arg}: {r.get('purged')}"
+
+            async def line(op=op, c=c) -> str:
+                state = []
+                for cc in CONSUMER_STATE_CONSUMERS:
+                    ci = await api(f"$JS.API.CONSUMER.INFO.S.{cc}")
+                    state.append({k: ({kk: (bool(vv) if kk == "last_active" else vv) for kk, vv in ci[k].items()}
+                                      if isinstance(ci[k], dict) else ci[k]) for k in CONSUMER_STATE_FIELDS})
+                return f"{op} {c}: {json.dumps(state)}"
+            yield line
+    finally:
+        await nc.close()
 
 
 @pytest.mark.parametrize("seed, storage", [(1, "file"), (2, "memory"), (3, "file")])
@@ -552,54 +595,58 @@ async def test_consumer_state_follows_nats_server(tmp_path, seed, storage):
                                  **rng.choice([{}, {"keep": rng.randint(0, 2)}, {"seq": rng.randint(1, 20)}])},
                }.get(op, lambda: rng.randint(0, 9))()
         ops.append((op, rng.choice(list(CONSUMER_STATE_CONSUMERS)), arg))
-    await assert_same_on_both(tmp_path, consumer_state_transcript, ops, storage, show=3)
+    await assert_same_in_step(tmp_path, consumer_state_transcript, ops, storage)
 
 
-async def retention_transcript(srv: ServerProcess, ops: list, retention: str) -> list[str]:
+async def retention_transcript(srv: ServerProcess, ops: list, retention: str):
     """Consumers created, updated and deleted among publishes, pulls, acks,
     naks and terms on an interest or workqueue stream; after each step the
-    stream state and every consumer's position are recorded."""
+    stream state and every consumer's position are read (steps for
+    assert_same_in_step)."""
     fs = await FuzzSession.open(srv)
     nc, api = fs.nc, fs.api
     await api("$JS.API.STREAM.CREATE.R", {"name": "R", "subjects": ["r.*"], "retention": retention})
     live: dict[str, list[str]] = {}
-    out = []
-    for op, name, arg in ops:
-        if op == "pub":
-            r = (await nc.request(arg, b"x", timeout=2)).data.decode()
-        elif op == "create":
-            cfg = {"durable_name": name, "ack_policy": arg[1], "ack_wait": 30_000_000_000}
-            if arg[0]:
-                cfg["filter_subject"] = arg[0]
-            r = await api(f"$JS.API.CONSUMER.CREATE.R.{name}", {"stream_name": "R", "config": cfg})
-            r = r.get("error", {}).get("err_code", "ok")
-            if r == "ok":
-                live.setdefault(name, [])
-        elif name not in live:
-            continue
-        elif op == "delete":
-            r = (await api(f"$JS.API.CONSUMER.DELETE.R.{name}")).get("success")
-            live.pop(name)
-        elif op == "pull":
-            m = await fs.pull_one("R", name)
-            r = m.reply.split(".")[4:7] if m.reply else m.headers.get("Status")
-            if m.reply:
-                live[name].append(m.reply)
-        elif live[name]:
-            r = await fs.answer(live[name], arg, op)
-        else:
-            continue
-        await asyncio.sleep(0.05)  # nats-server removes acked messages from another goroutine
-        st = (await api("$JS.API.STREAM.INFO.R"))["state"]
-        cs = []
-        for c in sorted(live):
-            ci = await api(f"$JS.API.CONSUMER.INFO.R.{c}")
-            cs.append([c, ci["delivered"]["stream_seq"], ci["ack_floor"]["stream_seq"], ci["num_ack_pending"],
-                       ci["num_pending"]])
-        out.append(json.dumps([op, name, r, [st.get(k) for k in ("messages", "first_seq", "last_seq", "num_deleted",
-                                                           "consumer_count")], cs]))
-    await nc.close()
-    return out
+    try:
+        for op, name, arg in ops:
+            if op == "pub":
+                r = (await nc.request(arg, b"x", timeout=2)).data.decode()
+            elif op == "create":
+                cfg = {"durable_name": name, "ack_policy": arg[1], "ack_wait": 30_000_000_000}
+                if arg[0]:
+                    cfg["filter_subject"] = arg[0]
+                r = await api(f"$JS.API.CONSUMER.CREATE.R.{name}", {"stream_name": "R", "config": cfg})
+                r = r.get("error", {}).get("err_code", "ok")
+                if r == "ok":
+                    live.setdefault(name, [])
+            elif name not in live:
+                r = "no such consumer"
+            elif op == "delete":
+                r = (await api(f"$JS.API.CONSUMER.DELETE.R.{name}")).get("success")
+                live.pop(name)
+            elif op == "pull":
+                m = await fs.pull_one("R", name)
+                r = m.reply.split(".")[4:7] if m.reply else m.headers.get("Status")
+                if m.reply:
+                    live[name].append(m.reply)
+            elif live[name]:
+                r = await fs.answer(live[name], arg, op)
+            else:
+                r = "nothing held"
+
+            # (nats-server removes acked messages from another goroutine)
+            async def line(op=op, name=name, r=r) -> str:
+                st = (await api("$JS.API.STREAM.INFO.R"))["state"]
+                cs = []
+                for c in sorted(live):
+                    ci = await api(f"$JS.API.CONSUMER.INFO.R.{c}")
+                    cs.append([c, ci["delivered"]["stream_seq"], ci["ack_floor"]["stream_seq"], ci["num_ack_pending"],
+                               ci["num_pending"]])
+                return json.dumps([op, name, r, [st.get(k) for k in ("messages", "first_seq", "last_seq", "num_deleted",
+                                                                     "consumer_count")], cs])
+            yield line
+    finally:
+        await nc.close()
 
 
 @pytest.mark.parametrize("seed, retention", [(8, "interest"), (3, "interest"), (2, "workqueue")])
@@ -618,17 +665,18 @@ async def test_retention_follows_nats_server(tmp_path, seed, retention):
                                   rng.choice(["explicit", "explicit", "all", "none"])),
                }.get(op, lambda: rng.randint(0, 9))()
         ops.append((op, name, arg))
-    await assert_same_on_both(tmp_path, retention_transcript, ops, retention, show=3)
+    await assert_same_in_step(tmp_path, retention_transcript, ops, retention)
 
 
 PUSH_CONSUMERS = {"P1": {"max_ack_pending": 3}, "P2": {"filter_subject": "s.a", "max_ack_pending": 2},
                   "P3": {"deliver_policy": "last_per_subject"}, "P4": {"ack_policy": "all", "max_ack_pending": 4}}
 
 
-async def push_transcript(srv: ServerProcess, ops: list) -> list[str]:
+async def push_transcript(srv: ServerProcess, ops: list):
     """Push consumers (held back by max_ack_pending, filtered, last per
     subject, ack all) created among publishes, acks, naks and terms; after
-    each step: every consumer's counters and how many messages each got."""
+    each step: every consumer's counters and how many messages each got
+    (steps for assert_same_in_step)."""
     fs = await FuzzSession.open(srv)
     nc, api = fs.nc, fs.api
     await api("$JS.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s.*"]})
@@ -639,29 +687,32 @@ async def push_transcript(srv: ServerProcess, ops: list) -> list[str]:
         await nc.subscribe(f"push.{c}", cb=keep)
     await nc.flush()
     await nc.flush()
-    out = []
-    for op, c, arg in ops:
-        if op == "pub":
-            await nc.request(arg, b"x", timeout=2)
-        elif op == "create":
-            r = await api(f"$JS.API.CONSUMER.CREATE.S.{c}", {"stream_name": "S", "config": {
-                "durable_name": c, "deliver_subject": f"push.{c}", "ack_policy": "explicit",
-                "ack_wait": 30_000_000_000, **PUSH_CONSUMERS[c]}})
-            arg = r.get("error", {}).get("err_code", "ok")
-        elif held[c]:
-            arg = await fs.answer(held[c], arg, op)
-        else:
-            continue
-        await asyncio.sleep(0.08)  # push deliveries come from another goroutine on nats-server
-        state = []
-        for cc in PUSH_CONSUMERS:
-            ci = await api(f"$JS.API.CONSUMER.INFO.S.{cc}")
-            state.append(ci["error"]["err_code"] if "error" in ci else
-                         [ci["delivered"]["stream_seq"], ci["ack_floor"]["stream_seq"], ci["num_ack_pending"],
-                          ci["num_redelivered"], ci["num_pending"]])
-        out.append(json.dumps([op, c, arg, state, [len(held[cc]) for cc in PUSH_CONSUMERS]]))
-    await nc.close()
-    return out
+    try:
+        for op, c, arg in ops:
+            if op == "pub":
+                await nc.request(arg, b"x", timeout=2)
+            elif op == "create":
+                r = await api(f"$JS.API.CONSUMER.CREATE.S.{c}", {"stream_name": "S", "config": {
+                    "durable_name": c, "deliver_subject": f"push.{c}", "ack_policy": "explicit",
+                    "ack_wait": 30_000_000_000, **PUSH_CONSUMERS[c]}})
+                arg = r.get("error", {}).get("err_code", "ok")
+            elif held[c]:
+                arg = await fs.answer(held[c], arg, op)
+            else:
+                arg = "nothing held"
+
+            # (push deliveries come from another goroutine on nats-server)
+            async def line(op=op, c=c, arg=arg) -> str:
+                state = []
+                for cc in PUSH_CONSUMERS:
+                    ci = await api(f"$JS.API.CONSUMER.INFO.S.{cc}")
+                    state.append(ci["error"]["err_code"] if "error" in ci else
+                                 [ci["delivered"]["stream_seq"], ci["ack_floor"]["stream_seq"], ci["num_ack_pending"],
+                                  ci["num_redelivered"], ci["num_pending"]])
+                return json.dumps([op, c, arg, state, [len(held[cc]) for cc in PUSH_CONSUMERS]])
+            yield line
+    finally:
+        await nc.close()
 
 
 @pytest.mark.parametrize("seed", [6, 8])
@@ -674,4 +725,4 @@ async def test_push_consumers_follow_nats_server(tmp_path, seed):
         op = rng.choice(["pub", "pub", "ack", "ack", "nak", "term", "create", "create"])
         arg = rng.choice(["s.a", "s.b", "s.c"]) if op == "pub" else rng.randint(0, 9)
         ops.append((op, rng.choice(list(PUSH_CONSUMERS)), arg))
-    await assert_same_on_both(tmp_path, push_transcript, ops, show=3)
+    await assert_same_in_step(tmp_path, push_transcript, ops)

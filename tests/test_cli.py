@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -13,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import RawClient, ServerProcess, connect, free_port
+from conftest import RawClient, ServerProcess, connect, free_port, nats_server_binary
 
 SERVER = [sys.executable, "-m", "natslab.server"]
 
@@ -177,7 +176,7 @@ def test_trace_flag_logs_protocol_lines(tmp_path):
 # -- the config file checked as nats-server checks it -------------------------------
 
 def binary(kind: str) -> list[str]:
-    return SERVER if kind == "natslab" else [shutil.which("nats-server")]
+    return SERVER if kind == "natslab" else [nats_server_binary()]
 
 
 def refusal(kind: str, conf, timeout: float = 10) -> tuple[int, set[str]]:

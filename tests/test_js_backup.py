@@ -112,7 +112,7 @@ async def test_backup_and_restore_round_trip(server, storage, how):
     got = await psub.fetch(1, timeout=2)
     assert got[0].metadata.sequence.stream == 12
     if storage == "file":
-        await asyncio.sleep(1.2)  # a time to pass, not a state: past the file store's sync interval
+        await asyncio.sleep(1.5)  # a time to pass, not a state: past the file store's sync interval (1 s), 0.5 s to spare
         await nc.close()
         server.bounce(how)
         nc = await connect(server.url)

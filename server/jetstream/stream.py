@@ -532,26 +532,20 @@ class Stream(ExpiryMixin):
         return True
 
     def _rebuild_dedupe(self) -> None:
-        """After a restart: the msg ids stored within the window."""
+        """After a restart: the msg ids stored within the window, from its
+        first sequence on (nats-server's rebuildDedupe). Only messages with
+        headers can hold one: the others are not read (the file store knows
+        them from its index), which keeps a start on a big store short."""
         st = self.store.state()
         if not st.messages:
             return
-        cutoff = now_ns() - self.config["duplicate_window"]
-        seq = st.last_seq
-        found = []
-        while seq >= st.first_seq:
+        start = self.store.seq_for_time(now_ns() - self.config["duplicate_window"])
+        for seq in self.store.seqs_with_headers(start):
             sm = self.store.load(seq)
-            seq -= 1
-            if sm is None:
-                continue
-            if sm.ts < cutoff:
-                break
-            if sm.hdr and b"Nats-Msg-Id" in sm.hdr:
+            if sm is not None and sm.hdr and b"Nats-Msg-Id" in sm.hdr:
                 mid = headers.parse(sm.hdr).get(headers.MSG_ID)
                 if mid:
-                    found.append((sm.seq, sm.ts, mid))
-        for s, t, mid in reversed(found):
-            self._record_id(mid, s, t)
+                    self._record_id(mid, sm.seq, sm.ts)
         last = self.store.load_last()
         if last and last.hdr:
             self._last_msg_id = headers.parse(last.hdr).get(headers.MSG_ID, "")

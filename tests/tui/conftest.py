@@ -12,7 +12,6 @@ No NATS mocks anywhere: the app under test is ``NatslabApp`` driven by Pilot.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import nats
 import pytest
 from textual.css.query import NoMatches
 
-from conftest import free_port  # the root conftest's: never the same port twice in a run
+from conftest import free_port, nats_server_binary  # the root conftest's: never the same port twice in a run
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
@@ -38,6 +37,9 @@ def _wait_for_info(port: int, proc: subprocess.Popen | None, timeout: float = 10
             raise RuntimeError("nats-server exited early")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                # natslab's port takes connections before its start is done
+                # (server/flags.py): its INFO comes on this one when it is
+                s.settimeout(max(0.5, deadline - time.monotonic()))
                 if s.recv(5) == b"INFO ":
                     return
         except OSError:
@@ -62,7 +64,7 @@ class RealServer:
         self.url = f"nats://127.0.0.1:{self.port}"
 
     def program(self) -> list[str]:
-        return [shutil.which("nats-server") or "nats-server"]
+        return [nats_server_binary()]  # (the binary itself, not a pyenv shim: the root conftest's)
 
     def stop(self) -> None:
         stop_process(self.proc)
