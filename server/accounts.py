@@ -219,6 +219,58 @@ def _subject(spec, what: str) -> tuple[str, str]:
     return str(spec["account"]), str(spec["subject"])
 
 
+def link_problems(configs: dict[str, AccountConfig]) -> list[str]:
+    """What is wrong with the accounts' exports and imports, every problem in
+    nats-server's words and order (its parseAccounts, once all accounts are
+    known: stream exports, service exports, stream imports, service imports;
+    each problem noted and the next checked). The config file reports them
+    at the ``accounts`` key's place, as nats-server does."""
+    problems: list[str] = []
+    exports = {"stream": [], "service": []}
+    for cfg in configs.values():
+        for e in cfg.exports:
+            kind = "stream" if "stream" in e else "service" if "service" in e else None
+            if kind is None:
+                problems.append("Export Items should be a map with type entry")
+                continue
+            exports[kind].append((cfg, e))
+    for kind in ("stream", "service"):
+        for cfg, e in exports[kind]:
+            for n in e.get("accounts") or []:
+                if n not in configs:
+                    problems.append(f'"{n}" account not defined for {kind} export')
+            subj = str(e[kind])
+            if not valid_subject(subj.encode()):
+                problems.append(f'Error adding {kind} export "{subj}": subject is not valid')
+    known = {name: Account(name) for name in configs}
+    for cfg in configs.values():
+        for e in cfg.exports:
+            kind = "stream" if "stream" in e else "service" if "service" in e else None
+            if kind is not None and valid_subject(str(e[kind]).encode()):
+                names = e.get("accounts")
+                target = known[cfg.name].stream_exports if kind == "stream" else known[cfg.name].service_exports
+                target.append((str(e[kind]).encode(), set(names) if names else None))
+    imports = {"stream": [], "service": []}
+    for cfg in configs.values():
+        for i in cfg.imports:
+            kind = "stream" if "stream" in i else "service" if "service" in i else None
+            if kind is None:
+                problems.append("Import Items should be a map with type entry")
+                continue
+            imports[kind].append((cfg, i))
+    for kind in ("stream", "service"):
+        for cfg, i in imports[kind]:
+            src_name, subj = _subject(i[kind], kind)
+            src = known.get(src_name)
+            if src is None:
+                problems.append(f'"{src_name}" account not defined for {kind} import')
+            elif kind == "stream" and i.get("prefix") and i.get("to"):
+                problems.append("Stream import can not have a 'prefix' and a 'to' property")
+            elif not src.exports(kind, subj.encode(), cfg.name):
+                problems.append(f'Error adding {kind} import "{subj}": {kind} import not authorized')
+    return problems
+
+
 class Accounts:
     """The configured accounts of a server, and routing inside them."""
 
@@ -240,47 +292,29 @@ class Accounts:
         sys_name = getattr(server.opts, "system_account", SYSTEM)
         self.system = self.by_name.get(sys_name) or Account(sys_name)
         self._count = len(self.by_name) + (GLOBAL not in self.by_name) + (sys_name not in self.by_name)
+        problems = link_problems(configs)
+        if problems:
+            raise ConfigError("\n".join(problems))
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for e in cfg.exports:
-                kind = "stream" if "stream" in e else "service" if "service" in e else None
-                if kind is None:
-                    raise ConfigError("Export Items should be a map with type entry")
+                kind = "stream" if "stream" in e else "service"
                 names = e.get("accounts")
-                for n in names or []:
-                    if n not in self.by_name:
-                        raise ConfigError(f'"{n}" account not defined for {kind} export')
-                subj = str(e[kind])
-                if not valid_subject(subj.encode()):
-                    raise ConfigError(f'Error adding {kind} export "{subj}": subject is not valid')
                 target = acc.stream_exports if kind == "stream" else acc.service_exports
-                target.append((subj.encode(), set(names) if names else None))
+                target.append((str(e[kind]).encode(), set(names) if names else None))
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for i in cfg.imports:
                 if "stream" in i:
                     src_name, subj = _subject(i["stream"], "stream")
-                    src = self.by_name.get(src_name)
-                    if src is None:
-                        raise ConfigError(f'"{src_name}" account not defined for stream import')
-                    if i.get("prefix") and i.get("to"):
-                        raise ConfigError("Stream import can not have a 'prefix' and a 'to' property")
-                    if not src.exports("stream", subj.encode(), acc.name):
-                        raise ConfigError(f'Error adding stream import "{subj}": stream import not authorized')
+                    src = self.by_name[src_name]
                     prefix = str(i.get("prefix") or "").rstrip(".").encode()
                     src.importers.append((acc, subj.encode(), prefix, str(i.get("to") or "").encode()))
                     acc.stream_sources.append((src, subj.encode(), prefix, str(i.get("to") or "").encode()))
-                elif "service" in i:
-                    src_name, subj = _subject(i["service"], "service")
-                    src = self.by_name.get(src_name)
-                    if src is None:
-                        raise ConfigError(f'"{src_name}" account not defined for service import')
-                    if not src.exports("service", subj.encode(), acc.name):
-                        raise ConfigError(f'Error adding service import "{subj}": service import not authorized')
-                    local = str(i.get("to") or subj).encode()
-                    acc.service_imports.append((local, src, subj.encode(), i.get("share") is True))
                 else:
-                    raise ConfigError("Import Items should be a map with type entry")
+                    src_name, subj = _subject(i["service"], "service")
+                    local = str(i.get("to") or subj).encode()
+                    acc.service_imports.append((local, self.by_name[src_name], subj.encode(), i.get("share") is True))
 
     def count(self) -> int:
         """How many accounts nats-server has: the configured ones, $G and the

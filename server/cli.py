@@ -452,6 +452,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
     with collect:
         if "accounts" in c:
             o.accounts.update(accounts.parse_accounts(c["accounts"], o))
+            # (checked once every account is known, at the block's place, as nats-server)
+            errors += [str(problem(c, "accounts", p)) for p in accounts.link_problems(o.accounts)]
     with collect:
         if "system_account" in c:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
