@@ -508,6 +508,20 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                         setattr(o, attr, storage_size(js[key]))
                     except LimitsConfigError as e:
                         raise problem(js, key, f"{key.replace('memory', 'mem')} {e}") from None
+            if "max_buffered_size" in js:  # (getStorageSize, as the store limits)
+                from .jetstream.limits import LimitsConfigError, storage_size
+
+                try:
+                    o.js_max_buffered_size = storage_size(js["max_buffered_size"])
+                except LimitsConfigError as e:
+                    raise problem(js, "max_buffered_size", f"max_buffered_size {e}") from None
+            if "max_buffered_msgs" in js:
+                v = js["max_buffered_msgs"]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    shown = str(v).lower() if isinstance(v, bool) else v  # (Go's %v)
+                    raise problem(js, "max_buffered_msgs", f'Expected a parseable size for "max_buffered_msgs", '
+                                                           f'got {shown}')
+                o.js_max_buffered_msgs = v
             if js.get("domain"):
                 from .jetstream.domain import check_domain
 

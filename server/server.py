@@ -87,6 +87,8 @@ class ServerOptions:
     max_control_line: int = p.MAX_CONTROL_LINE  # max_control_line (the parser's limit on a protocol line)
     max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
+    js_max_buffered_size: int = 0  # jetstream { max_buffered_size, max_buffered_msgs }: a stream's ingest
+    js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
     js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
     no_system_account: bool = False  # no_system_account: no $SYS.REQ service at all (server/sysreq.py)
     allow_non_tls: bool = False  # allow_non_tls: with tls {}, plain clients too (server/tls.py sniffs)

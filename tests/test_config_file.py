@@ -112,6 +112,10 @@ BAD = {
     "account-nkey": ({"c.conf": 'port: 1\naccounts { A { nkey: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL" } }\n'},
                      'c.conf:2:16: Not a valid public nkey for an account: '
                      '"OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"'),
+    "max-buffered-size": ({"c.conf": "port: 1\njetstream { max_buffered_size: abc }\n"},
+                          'c.conf:2:13: max_buffered_size strconv.ParseInt: parsing "ab": invalid syntax'),
+    "max-buffered-msgs": ({"c.conf": "port: 1\njetstream {\n  max_buffered_msgs: 1.5\n}\n"},
+                          'c.conf:3:3: Expected a parseable size for "max_buffered_msgs", got 1.5'),
 }
 
 
@@ -506,3 +510,42 @@ def test_every_account_error_at_once(server_kind, tmp_path):
         "many.conf:19:3: Cluster authorization does not allow multiple users",
     }, lines
     assert len(lines) == 4
+
+
+async def test_jetstream_max_buffered_size(server_kind, tmp_path):
+    """jetstream { max_buffered_size }: a message that would take more than
+    that in a stream's ingest queue (subject, reply, headers and payload) is
+    dropped; a publisher that waits hears 429 / 10167 with a 429 status
+    header, a plain publish is lost, and the stream serves smaller ones on.
+    (max_buffered_msgs: nats-server's queue length, which messages that
+    arrive one at a time never reach: taken; its checks are in test_bad_files.)"""
+    from conftest import connect, eventually
+
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\n"
+                  "jetstream { max_buffered_size: 1kb, max_buffered_msgs: 1000 }\n")
+    try:
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"])
+        reply = "r.1234567890"
+        inbox = await nc.subscribe(reply)
+        await nc.flush()
+        await nc.flush()
+        ack = await js.publish("s.small", b"x" * 100)
+        assert ack.seq == 1
+        # the limit counts every byte: subject + reply + payload over 1024 by one
+        big = b"x" * (1024 - len("s.big") - len(reply) + 1)
+        await nc.publish("s.big", big, reply=reply)
+        msg = await inbox.next_msg(timeout=5)
+        assert msg.headers == {"Status": "429", "Description": "Too Many Requests"}
+        assert json.loads(msg.data) == {"error": {"code": 429, "err_code": 10167, "description": "too many requests"},
+                                        "stream": "S", "seq": 0}
+        await nc.publish("s.big", big[:-1], reply=reply)  # exactly the limit: stored
+        assert json.loads((await inbox.next_msg(timeout=5)).data)["seq"] == 2
+        await nc.publish("s.big", big * 2)  # no reply: dropped without a word
+        ack = await js.publish("s.small", b"y")
+        assert ack.seq == 3
+        assert (await js.stream_info("S")).state.messages == 3
+        await nc.close()
+    finally:
+        srv.stop()

@@ -40,6 +40,11 @@ DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
 _DG = len(DIRECT_GET_PREFIX)
 
 
+# nats-server's streamDefaultMaxQueueMsgs / streamDefaultMaxQueueBytes
+STREAM_MAX_QUEUE_MSGS = 100_000
+STREAM_MAX_QUEUE_BYTES = 128 * 1024 * 1024
+
+
 def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
     """For a body-less ``DIRECT.GET.<stream>.<subject>`` request with a
     reply (a KV get of nats.go, the nats CLI, nats-py): its
@@ -92,6 +97,9 @@ class JetStream:
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
         self.domain = getattr(opts, "js_domain", "") or ""
+        # jetstream { max_buffered_size }: the most a message may take in a
+        # stream's ingest queue (nats-server's default, 128 MiB, when 0)
+        self.max_buffered_size = getattr(opts, "js_max_buffered_size", 0) or STREAM_MAX_QUEUE_BYTES
         self._domain_mapping = None
 
     # -- lifecycle -------------------------------------------------------------
