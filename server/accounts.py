@@ -27,7 +27,7 @@ GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
 SYSTEM = "$SYS"  # nats-server's default system account, there even when no account is configured
 _RESERVED = ("$G",)
-_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey", "mappings")
 
 
 @dataclass
@@ -37,6 +37,7 @@ class AccountConfig:
     exports: list[dict] = field(default_factory=list)
     imports: list[dict] = field(default_factory=list)
     jetstream: object = None  # None: no JetStream; else its limits (jetstream.limits.AccountLimits)
+    mappings: object = None  # its mappings {} (server/mappings.py Mappings), or None
 
 
 def parse_accounts(block, opts) -> dict[str, AccountConfig]:
@@ -75,6 +76,14 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 continue
             if key == "default_permissions":
                 default_perms = v if isinstance(v, dict) else None
+                continue
+            if key == "mappings":
+                from . import mappings
+
+                try:
+                    acc.mappings = mappings.parse(v, (lambda b, k: b.where(k)) if hasattr(v, "where") else None)
+                except ConfigError as e:
+                    placed += str(e).split("\n")
                 continue
             if not isinstance(v, list):
                 raise ConfigError(f"Expected {key} to be an array")
@@ -147,6 +156,7 @@ class Account:
         self.jetstream_limits = None  # its jetstream {} (jetstream.limits.AccountLimits) when it has JetStream
         self.jetstream = None  # its JetStream, once the server started it
         self.interest_listeners: list = []  # told of client subscriptions here (push consumers' interest)
+        self.mappings = None  # its subject mappings (server/mappings.py): its clients' publishes go through them
 
     def exports(self, kind: str, subject: bytes, importer: str) -> bool:
         for pattern, allowed in (self.stream_exports if kind == "stream" else self.service_exports):
@@ -295,6 +305,10 @@ class Accounts:
         problems = link_problems(configs)
         if problems:
             raise ConfigError("\n".join(problems))
+        for cfg in configs.values():
+            self.by_name[cfg.name].mappings = cfg.mappings
+        if self.global_account is not None:  # (the file's top-level mappings are $G's)
+            self.global_account.mappings = getattr(server.opts, "mappings", None)
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for e in cfg.exports:

@@ -450,6 +450,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
 
             resolver.configure(o, c)
     with collect:
+        if "mappings" in c:
+            from . import mappings
+
+            o.mappings = mappings.parse(c["mappings"], lambda b, k: b.where(k, path))
+    with collect:
         if "accounts" in c:
             o.accounts.update(accounts.parse_accounts(c["accounts"], o))
             # (checked once every account is known, at the block's place, as nats-server)

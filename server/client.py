@@ -158,6 +158,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
         self.account = None  # a configured Account (server/accounts.py); None: the global account
+        self.mappings = getattr(server.opts, "mappings", None)  # its account's subject mappings (server/mappings.py)
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:

@@ -78,7 +78,7 @@ AUTHORIZATION = Block(
 ACCOUNT = Block(
     {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
      **_alias("default_permissions"), **_alias("nkey"),
-     **_known("mappings", "maps", "limits", "msg_trace", "trace_dest")},
+     **_alias("mappings", "maps"), **_known("limits", "msg_trace", "trace_dest")},
     {"users": USER, "default_permissions": PERMISSIONS})
 
 ACCOUNTS = Block({}, each=ACCOUNT)
@@ -123,7 +123,8 @@ TOP = Block(
                "syslog", "remote_syslog", "prof_port", "prof_block_rate", "server_metadata", "feature_flags",
                "http_base_path"),
      **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
-     **_known("client_advertise", "trace_verbose", "trace_headers", "mappings", "maps",
+     **_alias("mappings", "maps"),
+     **_known("client_advertise", "trace_verbose", "trace_headers",
               "disable_sublist_cache", "no_sublist_cache", "default_sentinel",
               "logfile_size_limit", "log_size_limit",
               "logfile_max_num", "log_max_num", "ports_file_dir", "proxy_protocol", "max_traced_msg_len",

@@ -251,6 +251,7 @@ class OperatorMode:
             elif kind == "stream" and i.get("to"):
                 spec["prefix"] = i["to"]
             cfg.imports.append(spec)
+        cfg.mappings = _mappings(nats.get("mappings"))
         lim = nats.get("limits") or {}
         mem, disk = lim.get("mem_storage", 0) or 0, lim.get("disk_storage", 0) or 0
         if mem or disk:
@@ -451,3 +452,22 @@ def _permissions(nats: dict) -> dict:
         if spec:
             out[name] = spec
     return out
+
+
+def _mappings(claim):
+    """An account JWT's ``mappings`` ({source: [{subject, weight, cluster}]})
+    as server/mappings.py's, as nats-server adds them from the claims: a
+    weight of 0 (left out) is 100, and a mapping it cannot add is dropped."""
+    if not isinstance(claim, dict) or not claim:
+        return None
+    from .jetstream.transform import MappingError
+    from .mappings import Mappings
+
+    out = Mappings()
+    for src, dests in claim.items():
+        try:
+            out.add(str(src), [(str(d.get("subject", "")), int(d.get("weight") or 100), str(d.get("cluster") or ""))
+                               for d in dests or () if isinstance(d, dict)])
+        except (MappingError, ValueError, TypeError):
+            continue
+    return out if out.mappings else None

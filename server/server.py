@@ -89,6 +89,7 @@ class ServerOptions:
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
     js_max_buffered_size: int = 0  # jetstream { max_buffered_size, max_buffered_msgs }: a stream's ingest
     js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
+    mappings: object = None  # the top-level mappings {}: the global account's (server/mappings.py)
     js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
     no_system_account: bool = False  # no_system_account: no $SYS.REQ service at all (server/sysreq.py)
     allow_non_tls: bool = False  # allow_non_tls: with tls {}, plain clients too (server/tls.py sniffs)
@@ -369,6 +370,7 @@ class Server:
         if entry and client is not None:
             # a configured account, or $G when another account has the server's index
             client.account = self.accounts.get(entry.get("account") if isinstance(entry, dict) else None)
+            client.mappings = client.account.mappings if client.account is not None else self.opts.mappings
         return entry
 
     # -- subscriptions ---------------------------------------------------------
