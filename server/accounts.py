@@ -27,7 +27,7 @@ GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
 SYSTEM = "$SYS"  # nats-server's default system account, there even when no account is configured
 _RESERVED = ("$G",)
-_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey", "mappings")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey", "mappings", "limits")
 
 
 @dataclass
@@ -38,6 +38,7 @@ class AccountConfig:
     imports: list[dict] = field(default_factory=list)
     jetstream: object = None  # None: no JetStream; else its limits (jetstream.limits.AccountLimits)
     mappings: object = None  # its mappings {} (server/mappings.py Mappings), or None
+    limits: tuple | None = None  # its limits {}: (connections, subscriptions, payload), -1 for none
 
 
 def parse_accounts(block, opts) -> dict[str, AccountConfig]:
@@ -76,6 +77,9 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 continue
             if key == "default_permissions":
                 default_perms = v if isinstance(v, dict) else None
+                continue
+            if key == "limits":
+                acc.limits = _limits(v, name)
                 continue
             if key == "mappings":
                 from . import mappings
@@ -132,6 +136,48 @@ def parse_system_account(value, opts) -> str:
     return name
 
 
+def _limits(block, account: str) -> tuple[int, int, int]:
+    """An account's ``limits {}``: (max_connections, max_subscriptions,
+    max_payload), -1 for a limit not given (nats-server's NoLimit)."""
+    if not isinstance(block, dict):
+        raise ConfigError(f"Expected account limits to be a map/struct, got {block}")
+    out = {"max_connections": -1, "max_subscriptions": -1, "max_payload": -1}
+    for k, v in block.items():
+        if k not in out:
+            continue  # (max_leafnodes: no leafnodes on one node)
+        if isinstance(v, bool) or not isinstance(v, int):
+            from .cli import _go_type
+
+            where = f"{block.where(k)}: " if hasattr(block, "where") else ""
+            raise ConfigError(f"{where}interface conversion: interface {{}} is {_go_type(v)}, not int64")
+        out[k] = v
+    return out["max_connections"], out["max_subscriptions"], out["max_payload"]
+
+
+def apply_limits(client, acc: "Account", entry):
+    """A client of ``acc`` logging in: the account's ``limits {}`` as
+    nats-server applies them (the connection refused at max_connections;
+    the connection's subscription and payload limits the smaller of the
+    account's and the server's, checked as for JWT users by resolver.py's
+    connection class, so other connections carry nothing more). Returns the
+    entry, a copy with ``reject`` when refused."""
+    from .resolver import ERR_ACCOUNT_CONNS, ERR_MAX_SUBS, jwt_user_class
+
+    conns, subs, payload = acc.limits
+    server = client.server
+    if conns >= 0:
+        n = sum(1 for x in server.clients.values() if x.account is acc and x is not client and x.connected)
+        if n >= conns:
+            return {**(entry if isinstance(entry, dict) else {}), "reject": ERR_ACCOUNT_CONNS}
+    if subs < 0 and payload < 0:
+        return entry
+    client.__class__ = jwt_user_class(type(client))
+    client.max_subs, client.max_payload = subs, payload  # (the plain class checks the server's own after)
+    if client.max_subs == 0:
+        return {**(entry if isinstance(entry, dict) else {}), "reject": ERR_MAX_SUBS}
+    return entry
+
+
 def _jetstream_flag(v, account: str):
     """An account's ``jetstream``: ``None`` (disabled) or its limits
     (jetstream/limits.py; every limit -1 for ``enabled``)."""
@@ -157,6 +203,7 @@ class Account:
         self.jetstream = None  # its JetStream, once the server started it
         self.interest_listeners: list = []  # told of client subscriptions here (push consumers' interest)
         self.mappings = None  # its subject mappings (server/mappings.py): its clients' publishes go through them
+        self.limits = None  # its limits {} (connections, subscriptions, payload), config accounts only
 
     def exports(self, kind: str, subject: bytes, importer: str) -> bool:
         for pattern, allowed in (self.stream_exports if kind == "stream" else self.service_exports):
@@ -307,6 +354,7 @@ class Accounts:
             raise ConfigError("\n".join(problems))
         for cfg in configs.values():
             self.by_name[cfg.name].mappings = cfg.mappings
+            self.by_name[cfg.name].limits = cfg.limits
         if self.global_account is not None:  # (the file's top-level mappings are $G's)
             self.global_account.mappings = getattr(server.opts, "mappings", None)
         for cfg in configs.values():

@@ -74,12 +74,18 @@ AUTHORIZATION = Block(
      **_known("auth_callout", "auth_hook", "proxy_required")},
     {"users": USER, "default_permissions": PERMISSIONS})
 
+# accounts { NAME { limits { ... } } } (nats-server's parseAccountLimits)
+ACCOUNT_LIMITS = Block(
+    {**_alias("max_connections", "max_conn"), **_alias("max_subscriptions", "max_subs"),
+     **_alias("max_payload", "max_pay"), **_unused("max_leafnodes", "max_leafs")},
+    unknown='Unknown field "{}" parsing account limits')
+
 # accounts { NAME { ... } } (accounts.py reads what is in them)
 ACCOUNT = Block(
     {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
-     **_alias("default_permissions"), **_alias("nkey"),
-     **_alias("mappings", "maps"), **_known("limits", "msg_trace", "trace_dest")},
-    {"users": USER, "default_permissions": PERMISSIONS})
+     **_alias("default_permissions"), **_alias("nkey"), **_alias("limits"),
+     **_alias("mappings", "maps"), **_known("msg_trace", "trace_dest")},
+    {"users": USER, "default_permissions": PERMISSIONS, "limits": ACCOUNT_LIMITS})
 
 ACCOUNTS = Block({}, each=ACCOUNT)
 

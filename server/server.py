@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import protocol as p
 from .conf import ConfigError
-from .accounts import Accounts
+from .accounts import Accounts, apply_limits
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, InternalSubscription, RunSpec
@@ -371,6 +371,8 @@ class Server:
             # a configured account, or $G when another account has the server's index
             client.account = self.accounts.get(entry.get("account") if isinstance(entry, dict) else None)
             client.mappings = client.account.mappings if client.account is not None else self.opts.mappings
+            if client.account is not None and client.account.limits is not None:
+                entry = apply_limits(client, client.account, entry)
         return entry
 
     # -- subscriptions ---------------------------------------------------------

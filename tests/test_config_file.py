@@ -133,6 +133,7 @@ def test_bad_files_fail_the_same(server_kind, tmp_path, case):
     "jetstream { max_buffered_size: 64MB, max_buffered_msgs: 10000 }",
     "max_control_line: 8KB", "max_subscriptions: 100", "max_subs: 100", 'write_deadline: "5s"',
     "ping_interval: 30s\nping_max: 3", "max_pending: 32MB", 'lame_duck_duration: "1m"\nlame_duck_grace_period: "5s"',
+    "accounts { A { jetstream: { cluster_traffic: owner } } }", "accounts { A { limits: { max_leafnodes: 1 } } }",
 ])
 async def test_keys_issue_31_found_refused_start(server_kind, tmp_path, line):
     srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
