@@ -168,6 +168,9 @@ def build_options(flags: dict) -> ServerOptions:
         for key, flag in (("debug", "debug"), ("trace", "trace"), ("logfile", "log"), ("pidfile", "pid")):
             if key in conf:
                 flags.setdefault(flag, conf[key] if isinstance(conf[key], bool) else str(conf[key]))
+        for key in ("trace_verbose", "trace_headers"):  # (each sets trace too, as in nats-server)
+            if conf.get(key) is True:
+                flags.setdefault("trace", True)
     o.unused_config += [f"-{k[1:]}" for k in flags if k.startswith("~")]
     # command-line flags override the file, as with nats-server
     if "host" in flags:
@@ -223,8 +226,10 @@ def _go_type(v) -> str:
 
 
 # keys whose value nats-server takes as a Go type (v.(int64), v.(bool)): any other is its panic's error
-_INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs")
-_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls")
+_INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs",
+             "max_sub_tokens", "max_closed_clients")
+_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls",
+              "trace_verbose", "trace_headers", "no_header_support")
 
 
 def _valid_subject(s: str) -> bool:
@@ -386,6 +391,41 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
     with collect:
         if "max_subs" in c:
             o.max_subs = int(c["max_subs"])
+    with collect:
+        if "max_sub_tokens" in c and "max_sub_tokens" not in bad:
+            n = c["max_sub_tokens"]
+            if n > 255:
+                raise problem(c, "max_sub_tokens", f"max_sub_tokens value is too big")
+            if n <= 0:
+                raise problem(c, "max_sub_tokens", f"max_sub_tokens value can not be negative")
+            o.max_sub_tokens = n
+    with collect:
+        if "max_closed_clients" in c and "max_closed_clients" not in bad:
+            o.max_closed_clients = c["max_closed_clients"] or 10000  # (0: nats-server's default)
+    with collect:
+        for key in ("no_header_support", "trace_verbose", "trace_headers"):
+            if key in c and key not in bad:
+                setattr(o, key, c[key])
+    with collect:
+        if "client_advertise" in c:
+            if not isinstance(c["client_advertise"], str):
+                raise problem(c, "client_advertise", f"interface conversion: interface {{}} is "
+                                                     f"{_go_type(c['client_advertise'])}, not string")
+            o.client_advertise = c["client_advertise"]
+    with collect:
+        if "server_tags" in c:
+            v = c["server_tags"]
+            if isinstance(v, str):
+                v = [v]
+            if not isinstance(v, list):
+                raise problem(c, "server_tags", f"error parsing tags: unsupported type {_go_type(v)}")
+            for t in v:
+                if not isinstance(t, str):
+                    raise problem(c, "server_tags", "error parsing tags: unsupported type *conf.token "
+                                                    "where string is expected")
+                t = t.strip().lower()  # (jwt.TagList's Add)
+                if t and t not in o.server_tags:
+                    o.server_tags.append(t)
     with collect:
         if "write_deadline" in c:
             v = c["write_deadline"]

@@ -313,6 +313,13 @@ class Client(Parser, asyncio.BufferedProtocol):
                                      self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
             self.queue_out(violation("Subscription", subject, queue))
             return
+        max_tokens = self.server.opts.max_sub_tokens
+        if max_tokens and subject.count(b".") >= max_tokens:
+            name = subject.decode(errors="replace")
+            self.server.logger.error('%s:%d - cid:%d - Subscription Violation Too Many Tokens - Subject "%s", SID %s',
+                                     self.host, self.port, self.cid, name, sid.decode(errors="replace"))
+            self.queue_out(f"-ERR 'Permissions Violation for Subscription to \"{name}\", too many tokens'\r\n".encode())
+            return
         max_subs = self.server.opts.max_subs
         if max_subs > 0 and len(self.subs) >= max_subs:  # (nats-server's check, before the sid's)
             self.queue_out(p.ERR_MAX_SUBS)
@@ -383,7 +390,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.verbose = bool(opts.get("verbose", True))
         self.pedantic = bool(opts.get("pedantic", True))
         self.echo = bool(opts.get("echo", True))
-        self.headers = bool(opts.get("headers", False))
+        self.headers = bool(opts.get("headers", False)) and not self.server.opts.no_header_support
         self.no_responders = bool(opts.get("no_responders", False))
         if self.no_responders and not self.headers:
             self.protocol_error(p.ERR_NO_RESPONDERS_HEADERS)

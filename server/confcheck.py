@@ -93,7 +93,8 @@ JETSTREAM_BATCH = Block(
     {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"), **_alias("timeout")})
 
 JETSTREAM_LIMITS = Block(
-    {**_alias("batch"), **_known("max_ack_pending", "max_ha_assets", "max_request_batch", "duplicate_window")},
+    {**_alias("batch"), **_unused("max_ha_assets"),  # (replicated assets: none on one node)
+     **_known("max_ack_pending", "max_request_batch", "duplicate_window")},
     {"batch": JETSTREAM_BATCH})
 
 JETSTREAM = Block(
@@ -103,9 +104,11 @@ JETSTREAM = Block(
      **_alias("strict"), **_alias("disabled", "disable"),
      **_alias("max_buffered_size"), **_alias("max_buffered_msgs"),
      **_unused("unique_tag", "max_outstanding_catchup",
-               "meta_compact", "meta_compact_size", "meta_compact_sync"),
-     **_known("key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
-              "extension_hint", "tpm", "request_queue_limit", "info_queue_limit", "max_concurrent_io")},
+               "meta_compact", "meta_compact_size", "meta_compact_sync",
+               # queues and I/O concurrency of nats-server's own: natslab serves each API request as it
+               # comes, from one thread, so there is no queue to bound
+               "request_queue_limit", "info_queue_limit", "max_concurrent_io", "extension_hint"),
+     **_known("key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher", "tpm")},
     {"limits": JETSTREAM_LIMITS})
 
 TOP = Block(
@@ -127,18 +130,19 @@ TOP = Block(
                # where the log goes, profiling, metadata and flags no client sees the effect of:
                # accepted (nats-server's own test.conf has them all) and logged once each
                "syslog", "remote_syslog", "prof_port", "prof_block_rate", "server_metadata", "feature_flags",
-               "http_base_path"),
+               "http_base_path", "max_traced_msg_len", "logfile_size_limit", "log_size_limit",
+               "logfile_max_num", "log_max_num"),
      **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
-     **_alias("mappings", "maps"),
-     **_known("client_advertise", "trace_verbose", "trace_headers",
-              "disable_sublist_cache", "no_sublist_cache", "default_sentinel",
-              "logfile_size_limit", "log_size_limit",
-              "logfile_max_num", "log_max_num", "ports_file_dir", "proxy_protocol", "max_traced_msg_len",
-              "max_sub_tokens", "max_subscription_tokens", "ocsp", "write_timeout",
+     **_alias("mappings", "maps"), **_alias("client_advertise"), **_alias("trace_verbose"), **_alias("trace_headers"),
+     **_alias("max_sub_tokens", "max_subscription_tokens"), **_alias("no_header_support"),
+     **_alias("server_tags"), **_alias("max_closed_clients"),
+     # the subject index's match cache is natslab's own and no client sees whether it is on
+     **_unused("disable_sublist_cache", "no_sublist_cache"),
+     **_known("default_sentinel",
+              "ports_file_dir", "proxy_protocol", "ocsp", "write_timeout",
               "resolver_tls", "resolver_pinned_accounts",
-              "no_header_support",
-              "trusted", "trusted_keys", "server_tags", "ocsp_cache",
-              "no_fast_producer_stall", "max_closed_clients", "proxies",
+              "trusted", "trusted_keys", "ocsp_cache",
+              "no_fast_producer_stall", "proxies",
               # the parser's include directive, read here as a key
               "include")},
     {"authorization": AUTHORIZATION, "jetstream": JETSTREAM, "accounts": ACCOUNTS})
