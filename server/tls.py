@@ -28,9 +28,11 @@ TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
 HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
 CLOSED_TLS = "TLS Handshake Failure"  # close reason (connz)
 
-# the keys of a tls {} block natslab knows; nats-server knows more
-# (cipher_suites, pinned_certs, ocsp_peer, cert_store...): those are refused
-# with a clear error rather than silently ignored
+# the keys of a tls {} block natslab knows; nats-server knows more (_REFUSED:
+# pinned_certs, ocsp_peer, cert_store...): those are refused as not supported
+# rather than silently ignored (docs/compatibility.md says why each)
+_REFUSED = ("pinned_certs", "ocsp_peer", "cert_store", "cert_match_by", "cert_match", "ca_certs_match",
+            "cert_match_skip_invalid", "connection_rate_limit", "verify_cert_and_check_known_urls")
 _KNOWN = ("cert_file", "key_file", "ca_file", "verify", "verify_and_map", "timeout",
           "handshake_first", "first", "immediate", "insecure", "min_version", "cipher_suites",
           "curve_preferences", "allow_insecure_cipher_suites", "certs", "certificates")
@@ -227,6 +229,8 @@ def parse_tls_block(block) -> TLSOptions:
     allow_insecure = False
     for key, v in block.items():
         k = key.lower()
+        if k in _REFUSED:
+            raise ConfigError(f'"tls.{k}" is not supported by natslab')
         if k not in _KNOWN:
             raise ConfigError(f"error parsing tls config, unknown field {key!r}")
         if k in ("cert_file", "key_file", "ca_file"):

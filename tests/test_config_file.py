@@ -138,6 +138,9 @@ def test_bad_files_fail_the_same(server_kind, tmp_path, case):
     "ping_interval: 30s\nping_max: 3", "max_pending: 32MB", 'lame_duck_duration: "1m"\nlame_duck_grace_period: "5s"',
     "accounts { A { jetstream: { cluster_traffic: owner } } }", "accounts { A { limits: { max_leafnodes: 1 } } }",
     "trace_verbose: true", "trace_headers: true", "disable_sublist_cache: true",
+    "max_traced_msg_len: 100\nlogfile_size_limit: 1MB\nlogfile_max_num: 3",
+    "jetstream { request_queue_limit: 100, info_queue_limit: 100, max_concurrent_io: 16, extension_hint: will_extend,"
+    " limits { max_ha_assets: 2 } }",
 ])
 async def test_keys_issue_31_found_refused_start(server_kind, tmp_path, line):
     srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
