@@ -7,6 +7,7 @@ package allows. The default address is loopback (unlike nats-server).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -407,6 +408,21 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if key in c and key not in bad:
                 setattr(o, key, c[key])
     with collect:
+        if "ports_file_dir" in c:
+            if not isinstance(c["ports_file_dir"], str):
+                raise problem(c, "ports_file_dir", f"interface conversion: interface {{}} is "
+                                                   f"{_go_type(c['ports_file_dir'])}, not string")
+            o.ports_file_dir = c["ports_file_dir"]
+    with collect:
+        if "write_timeout" in c:  # (for clients "default" is "close": what natslab does)
+            v = c["write_timeout"]
+            if not isinstance(v, str):
+                raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {_go_type(v)}, not string")
+            if v not in ("default", "close", "retry"):
+                raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
+            if v == "retry":
+                raise problem(c, "write_timeout", '"write_timeout: retry" is not supported by natslab')
+    with collect:
         if "client_advertise" in c:
             if not isinstance(c["client_advertise"], str):
                 raise problem(c, "client_advertise", f"interface conversion: interface {{}} is "
@@ -694,17 +710,51 @@ async def serve(opts: ServerOptions, pid_file: str | None = None) -> int:
     await srv.start()
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
+    ports_file = write_ports_file(srv) if opts.ports_file_dir else None
     signame = await stop.wait()
     if signame:
         srv.logger.info('Trapped "%s" signal', signame)
     srv.logger.info("Initiating Shutdown...")
     await srv.stop()
-    if pid_file:
-        try:
-            os.unlink(pid_file)
-        except OSError:
-            pass
+    for path in (pid_file, ports_file):
+        if path:
+            try:
+                os.unlink(path)
+            except OSError as e:
+                if path == ports_file:
+                    srv.logger.error("Error cleaning up ports file %s: %s", path, e)
     return 0
+
+
+def write_ports_file(srv) -> str | None:
+    """ports_file_dir: ``<dir>/natslab_<pid>.ports``, the listeners' URLs as
+    JSON, as nats-server's logPorts writes ``nats-server_<pid>.ports`` (a
+    listener on every address is named by this host's addresses)."""
+    o = srv.opts
+    path = os.path.join(o.ports_file_dir, f"natslab_{os.getpid()}.ports")
+
+    def urls(scheme: str, host: str, port: int) -> list[str]:
+        hosts = [host]
+        if host in ("", "0.0.0.0", "::"):
+            import socket
+
+            hosts = sorted({ai[4][0] for ai in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+                           | {"127.0.0.1"})
+        return [f"{scheme}://{h}:{port}" for h in hosts]
+
+    ports = {"nats": urls("tls" if srv.tls_context is not None else "nats", o.host, srv.port)}
+    if srv.monitor is not None:
+        ports["monitoring"] = urls("https" if o.https_port else "http", o.http_host or o.host, srv.monitor.port)
+    if srv.websocket is not None:
+        ws = srv.websocket
+        ports["websocket"] = urls("wss" if getattr(ws.opts, "tls", None) is not None else "ws", ws.host, ws.port)
+    try:
+        with open(path, "w") as f:
+            json.dump(ports, f, separators=(",", ":"))
+    except OSError as e:
+        srv.logger.error("Error writing ports file (%s): %s", path, e)
+        return None
+    return path
 
 
 def check_loads(opts: ServerOptions) -> None:

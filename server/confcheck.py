@@ -138,8 +138,9 @@ TOP = Block(
      **_alias("server_tags"), **_alias("max_closed_clients"),
      # the subject index's match cache is natslab's own and no client sees whether it is on
      **_unused("disable_sublist_cache", "no_sublist_cache"),
+     **_alias("ports_file_dir"), **_alias("write_timeout"),
      **_known("default_sentinel",
-              "ports_file_dir", "proxy_protocol", "ocsp", "write_timeout",
+              "proxy_protocol", "ocsp",
               "resolver_tls", "resolver_pinned_accounts",
               "trusted", "trusted_keys", "ocsp_cache",
               "no_fast_producer_stall", "proxies",

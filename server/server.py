@@ -90,6 +90,7 @@ class ServerOptions:
     js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
     mappings: object = None  # the top-level mappings {}: the global account's (server/mappings.py)
     client_advertise: str = ""  # client_advertise: the host:port INFO names
+    ports_file_dir: str = ""  # ports_file_dir: where the .ports file goes (server/cli.py)
     max_sub_tokens: int = 0  # max_sub_tokens: the most tokens a SUB's subject may have; 0: no limit
     no_header_support: bool = False  # no_header_support: INFO says headers false, no client gets them
     server_tags: list = field(default_factory=list)  # server_tags: /varz tags (lower case, as jwt.TagList)

@@ -115,6 +115,8 @@ BAD = {
     "max-sub-tokens-big": ({"c.conf": "port: 1\nmax_sub_tokens: 300\n"}, "c.conf:2:1: max_sub_tokens value is too big"),
     "max-sub-tokens-zero": ({"c.conf": "port: 1\nmax_sub_tokens: 0\n"},
                             "c.conf:2:1: max_sub_tokens value can not be negative"),
+    "write-timeout": ({"c.conf": "port: 1\nwrite_timeout: sometimes\n"},
+                      "c.conf:2:1: write_timeout must be 'default', 'close' or 'retry'"),
     "max-buffered-size": ({"c.conf": "port: 1\njetstream { max_buffered_size: abc }\n"},
                           'c.conf:2:13: max_buffered_size strconv.ParseInt: parsing "ab": invalid syntax'),
     "max-buffered-msgs": ({"c.conf": "port: 1\njetstream {\n  max_buffered_msgs: 1.5\n}\n"},
@@ -138,6 +140,7 @@ def test_bad_files_fail_the_same(server_kind, tmp_path, case):
     "ping_interval: 30s\nping_max: 3", "max_pending: 32MB", 'lame_duck_duration: "1m"\nlame_duck_grace_period: "5s"',
     "accounts { A { jetstream: { cluster_traffic: owner } } }", "accounts { A { limits: { max_leafnodes: 1 } } }",
     "trace_verbose: true", "trace_headers: true", "disable_sublist_cache: true",
+    'write_timeout: "default"', "write_timeout: close",
     "max_traced_msg_len: 100\nlogfile_size_limit: 1MB\nlogfile_max_num: 3",
     "jetstream { request_queue_limit: 100, info_queue_limit: 100, max_concurrent_io: 16, extension_hint: will_extend,"
     " limits { max_ha_assets: 2 } }",
@@ -597,3 +600,23 @@ async def test_client_advertise_sub_tokens_headers_tags_closed_clients(server_ki
         assert (closed["num_connections"], closed["total"]) == (2, 2)
     finally:
         srv.stop()
+
+
+async def test_ports_file_dir(server_kind, tmp_path):
+    """ports_file_dir: once the server listens, ``<dir>/<program>_<pid>.ports``
+    holds its client and monitor URLs as JSON; a clean stop removes it."""
+    from conftest import eventually
+
+    d = tmp_path / "ports"
+    d.mkdir()
+    http = free_port()
+    srv = started(server_kind, tmp_path, f'listen: 127.0.0.1:{{port}}\nports_file_dir: "{d}"\n', "-m", str(http))
+    try:
+        assert await eventually(lambda: len(list(d.glob(f"*_{srv.proc.pid}.ports"))) == 1)
+        (path,) = d.glob(f"*_{srv.proc.pid}.ports")
+        assert await eventually(lambda: path.read_text().endswith("}"))
+        assert json.loads(path.read_text()) == {"nats": [f"nats://127.0.0.1:{srv.port}"],
+                                                "monitoring": [f"http://127.0.0.1:{http}"]}
+    finally:
+        srv.stop()
+    assert list(d.iterdir()) == []

@@ -100,6 +100,9 @@ class JetStream:
         # jetstream { max_buffered_size }: the most a message may take in a
         # stream's ingest queue (nats-server's default, 128 MiB, when 0)
         self.max_buffered_size = getattr(opts, "js_max_buffered_size", 0) or STREAM_MAX_QUEUE_BYTES
+        # a client's message is at most its control line (subject, reply) and max_payload (headers too)
+        biggest = getattr(opts, "max_payload", 0) + getattr(opts, "max_control_line", 0)
+        self.ingest_limited = self.max_buffered_size < max(biggest, 8 * 1024 * 1024)
         self._domain_mapping = None
 
     # -- lifecycle -------------------------------------------------------------

@@ -40,6 +40,8 @@ class Stream(ExpiryMixin):
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
         self._journal = js.server.journal  # the history (journal.py); None: not kept
+        # can a message reach max_buffered_size? (not with the default: the publish path skips the sum)
+        self._ingest_limited = js.ingest_limited
         self.name: str = config["name"]
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
@@ -160,7 +162,8 @@ class Stream(ExpiryMixin):
         """The stream's subscription (raw: subject and reply arrive as bytes).
         Returns why the message was not stored, if it was refused (a message
         trace reports it; ``trace``: see ``traced_publish``)."""
-        if len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.js.max_buffered_size:
+        if self._ingest_limited and \
+                len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.js.max_buffered_size:
             return self._ingest_full(reply)
         if subject == self._subj_b:
             subj = self._subj_s  # one str for a run on one subject (the stores keep it, not copies)
