@@ -124,6 +124,7 @@ TOP = Block(
     # operator mode (server/resolver.py)
     **_alias("operator", "operators", "roots", "root", "root_operators", "root_operator"),
     **_alias("resolver", "account_resolver", "accounts_resolver"), **_alias("resolver_preload"),
+    **_alias("resolver_pinned_accounts"),
      **_alias("allow_non_tls"), **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
      **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
                "default_js_domain",
@@ -141,7 +142,7 @@ TOP = Block(
      **_alias("ports_file_dir"), **_alias("write_timeout"),
      **_known("default_sentinel",
               "proxy_protocol", "ocsp",
-              "resolver_tls", "resolver_pinned_accounts",
+              "resolver_tls",
               "trusted", "trusted_keys", "ocsp_cache",
               "no_fast_producer_stall", "proxies",
               # the parser's include directive, read here as a key

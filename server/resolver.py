@@ -30,7 +30,7 @@ resolver is read as ``full`` at start and takes updates as MEMORY does
 (known accounts only, not stored).
 
 Not done (an error at start-up rather than a server that behaves otherwise):
-URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``, ``resolver_tls``. Not done
+URL resolvers, ``trusted_keys``, ``resolver_tls``. Not done
 silently: activation tokens on imports, ``resp`` permissions, user
 ``src``/``times``/``data`` limits, scoped signing key templates, account ``data``/``imports``/``exports``
 limits, and JetStream for an account that first comes by an update (it is
@@ -176,6 +176,9 @@ def configure(o, c) -> None:
     for key, token in resolver.stored().items():
         mode.add_jwt(key, token)
     o.operator = mode
+    pinned = c.get("resolver_pinned_accounts")
+    if pinned is not None:
+        mode.pinned = _pinned_accounts(pinned, sys_name or mode.system_account)
     if sys_name is None and mode.system_account:  # (the file's system_account comes after, and wins)
         if mode.system_account not in mode.accounts:
             raise ConfigError("error resolving system account: account missing")
@@ -208,6 +211,8 @@ class OperatorMode:
         self.resolver = resolver
         self.accounts: dict[str, dict] = {}  # account key -> its claims (the newest we accept)
         self.server = None
+        self.pinned: set[str] | None = None  # resolver_pinned_accounts (and the system account): none other logs in
+        self.pinned_fails = 0  # /varz pinned_account_fails
 
     # -- accounts ----------------------------------------------------------------
     def add_jwt(self, key: str, token: str, preload: bool = False) -> dict | None:
@@ -301,6 +306,9 @@ class OperatorMode:
             return False
         nats = uc["nats"]
         acc_key = nats.get("issuer_account") or uc["iss"]
+        if self.pinned is not None and acc_key not in self.pinned:  # ("not listed as operator pinned account")
+            self.pinned_fails += 1
+            return False
         ac = self.accounts.get(acc_key)
         if ac is None or ac["iss"] not in self.trusted:
             return False
@@ -471,3 +479,28 @@ def _mappings(claim):
         except (MappingError, ValueError, TypeError):
             continue
     return out if out.mappings else None
+
+
+def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
+    """resolver_pinned_accounts (a key or a list of keys) as nats-server reads
+    and checks it; the system account is always pinned. None: none given."""
+    from .cli import _go_type
+
+    if isinstance(v, str):
+        keys = [v]
+    elif isinstance(v, list):
+        keys = []
+        for item in v:
+            if not isinstance(item, str):
+                raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type in array {_go_type(item)}")
+            keys.append(item)
+    else:
+        raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type {_go_type(v)}")
+    if not keys:
+        return None
+    for key in keys:
+        if not jwt.is_key(key, "A"):
+            raise ConfigError(f'pinned account key "{key}" is not a valid public account nkey')
+    if system_account:
+        keys.append(system_account)
+    return set(keys)

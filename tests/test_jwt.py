@@ -915,3 +915,32 @@ async def test_jetstream_limits_left_out_are_no_limits(server_kind, tmp_path):
             await nc.close()
     finally:
         srv.stop()
+
+
+async def test_resolver_pinned_accounts(server_kind, tmp_path):
+    """resolver_pinned_accounts: only users of the pinned accounts (and of
+    the system account, always pinned) log in; each refusal is an
+    Authorization Violation and counts in /varz pinned_account_fails; a key
+    that is no account key stops the start with nats-server's words."""
+    import urllib.request
+
+    from test_cli import refusal
+
+    setup = Setup(tmp_path)
+    path = tmp_path / "op.conf"
+    path.write_text(setup.conf() + f"resolver_pinned_accounts: [{setup.a.public}]\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", http=True, extra=["-c", str(path)])
+    srv.start()
+    try:
+        for account in ("a", "sys"):
+            nc = await connect(srv.url, user_credentials=setup.user(account, f"{account}1"))
+            await nc.close()
+        err, errs = await _errors(srv.url, user_credentials=setup.user("b", "b1"))
+        assert err is not None and "authorization violation" in (err + " ".join(map(str, errs))).lower()
+        varz = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{srv.http_port}/varz", timeout=5).read())
+        assert varz["pinned_account_fails"] == 1
+    finally:
+        srv.stop()
+    path.write_text(setup.conf() + f"resolver_pinned_accounts: [{setup.a.public}, {Key.user().public}]\n")
+    status, lines = refusal(server_kind, path)
+    assert status == 1 and any(ln.endswith("is not a valid public account nkey") for ln in lines), lines
