@@ -500,11 +500,13 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             from . import tls
 
             o.tls = tls.parse_tls_block(c["tls"])
+    before = len(errors)
     with collect:
-        if "operator" in c or "resolver" in c or "resolver_preload" in c:
+        if "operator" in c or "trusted" in c or "resolver" in c or "resolver_preload" in c:
             from . import resolver  # operator mode: its accounts join o.accounts
 
             resolver.configure(o, c)
+    operator_failed = len(errors) > before  # (its accounts are not known: no second complaint about them)
     with collect:
         if "mappings" in c:
             from . import mappings
@@ -516,7 +518,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             # (checked once every account is known, at the block's place, as nats-server)
             errors += [str(problem(c, "accounts", p)) for p in accounts.link_problems(o.accounts)]
     with collect:
-        if "system_account" in c:
+        if "system_account" in c and not operator_failed:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
     with collect:
         if "no_auth_user" in c:

@@ -124,7 +124,7 @@ TOP = Block(
     # operator mode (server/resolver.py)
     **_alias("operator", "operators", "roots", "root", "root_operators", "root_operator"),
     **_alias("resolver", "account_resolver", "accounts_resolver"), **_alias("resolver_preload"),
-    **_alias("resolver_pinned_accounts"),
+    **_alias("resolver_pinned_accounts"), **_alias("trusted", "trusted_keys"),
      **_alias("allow_non_tls"), **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
      **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
                "default_js_domain",
@@ -143,7 +143,7 @@ TOP = Block(
      **_known("default_sentinel",
               "proxy_protocol", "ocsp",
               "resolver_tls",
-              "trusted", "trusted_keys", "ocsp_cache",
+              "ocsp_cache",
               "no_fast_producer_stall", "proxies",
               # the parser's include directive, read here as a key
               "include")},
