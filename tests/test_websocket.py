@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 
 import pytest
 
 from conftest import ServerProcess, connect, free_port
 from pki import make_pki
+from test_cli import binary
 from wsraw import WSRaw, deflate, frame, request
 
 pytest.importorskip("aiohttp")
@@ -338,3 +340,26 @@ async def test_wss_verify_failure_sends_an_alert(server_kind, tmp_path):
         await ws.close()
     finally:
         srv.stop()
+
+
+async def test_upgrade_response_headers(server_kind, tmp_path):
+    """websocket { headers {} }: each header is in the 101 response, after
+    nats-server's own; a header nats-server reserves is its start-up error."""
+    srv = start(server_kind, tmp_path, '  no_tls: true\n  headers {\n    X-Frame-Options: DENY\n'
+                                       '    "Strict-Transport-Security": "max-age=10"\n  }\n')
+    try:
+        ws = await WSRaw.open(srv.ws_port)
+        await ws.read_response()
+        lines = ws.response.split(b"\r\n")
+        assert lines[0] == b"HTTP/1.1 101 Switching Protocols"
+        assert sorted(lines[-4:-2]) == [b"Strict-Transport-Security: max-age=10", b"X-Frame-Options: DENY"]
+        ws.writer.close()
+    finally:
+        srv.stop()
+    for name, want in (("Upgrade", 'websocket: invalid header "Upgrade" not allowed'),
+                       ("Sec-WebSocket-Protocol", 'websocket: invalid header "Sec-WebSocket-Protocol", '
+                                                  '"Sec-WebSocket-" prefix not allowed')):
+        conf = tmp_path / "bad.conf"
+        conf.write_text("port: -1\nwebsocket {\n  port: -1\n  no_tls: true\n  headers { %s: x }\n}\n" % name)
+        r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+        assert r.returncode == 1 and want in r.stderr, r.stderr
