@@ -186,7 +186,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         handshake, if any): the keepalive and authentication timers start."""
         srv = self.server
         loop = srv.loop
-        self._ping_timer = loop.call_later(srv.opts.ping_interval, self._send_ping)
+        self._ping_timer = loop.call_later(self._ping_interval(), self._send_ping)
         if srv.auth_required:
             self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
 
@@ -746,7 +746,14 @@ class Client(Parser, asyncio.BufferedProtocol):
         self._ping_sent_at = time.monotonic()
         self.queue_out(p.PING)
         self.server.flush_dirty()
-        self._ping_timer = self.server.loop.call_later(opts.ping_interval, self._send_ping)
+        self._ping_timer = self.server.loop.call_later(self._ping_interval(), self._send_ping)
+
+    def _ping_interval(self) -> float:
+        """The server's ping_interval, or the websocket block's for a websocket client."""
+        ws = self.ws
+        if ws is not None and ws.opts.ping_interval > 0:
+            return ws.opts.ping_interval
+        return self.server.opts.ping_interval
 
     def _auth_timeout(self) -> None:
         if not self.connected and not self.closed:

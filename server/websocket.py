@@ -76,14 +76,15 @@ class WebsocketOptions:
     allowed_origins: list[str] = field(default_factory=list)
     handshake_timeout: float = 0.0  # 0: none, as nats-server
     headers: bytes = b""  # headers {}: added to the upgrade response, ``Name: value\r\n`` each
+    ping_interval: float = 0.0  # ping_interval: the websocket clients' own (0: the server's)
 
 
 _KEYS = ("listen", "port", "host", "net", "advertise", "no_tls", "tls", "same_origin", "allowed_origins",
          "allowed_origin", "allow_origins", "allow_origin", "origins", "origin", "handshake_timeout",
-         "compress", "compression", "headers")
+         "compress", "compression", "headers", "ping_interval")
 # keys nats-server knows in websocket {} that natslab does not implement (docs/compatibility.md)
 _REFUSED = ("authorization", "authentication", "jwt_cookie", "user_cookie", "pass_cookie", "token_cookie",
-            "no_auth_user", "ping_interval")
+            "no_auth_user")
 
 
 def parse_websocket_block(block) -> WebsocketOptions:
@@ -115,6 +116,13 @@ def parse_websocket_block(block) -> WebsocketOptions:
             w.same_origin = bool(v)
         elif k in ("compress", "compression"):
             w.compression = bool(v)
+        elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
+            from .conf import go_duration
+
+            try:
+                w.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+            except ConfigError as e:
+                raise ConfigError(f"error parsing ping_interval: {e}") from None
         elif k == "headers":  # (nats-server's parseWebsocket and validateWebsocketOptions)
             from .cli import _go_type
 

@@ -363,3 +363,22 @@ async def test_upgrade_response_headers(server_kind, tmp_path):
         conf.write_text("port: -1\nwebsocket {\n  port: -1\n  no_tls: true\n  headers { %s: x }\n}\n" % name)
         r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
         assert r.returncode == 1 and want in r.stderr, r.stderr
+
+
+async def test_websocket_ping_interval(server_kind, tmp_path):
+    """websocket { ping_interval }: a websocket client is pinged at the
+    block's interval (here well before the server's 2 m); a bad duration is
+    nats-server's error."""
+    srv = start(server_kind, tmp_path, '  no_tls: true\n  ping_interval: "200ms"\n')
+    try:
+        ws = await WSRaw.open(srv.ws_port)
+        await ws.read_response()
+        ws.send(frame(1, b'CONNECT {"verbose":false,"protocol":1}\r\n'))
+        assert b"PING\r\n" in await ws.read_data(b"PING\r\n", timeout=10)
+        ws.writer.close()
+    finally:
+        srv.stop()
+    conf = tmp_path / "bad.conf"
+    conf.write_text('port: -1\nwebsocket {\n  port: -1\n  no_tls: true\n  ping_interval: "often"\n}\n')
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and 'error parsing ping_interval: time: invalid duration "often"' in r.stderr, r.stderr
