@@ -85,7 +85,8 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 from . import mappings
 
                 try:
-                    acc.mappings = mappings.parse(v, (lambda b, k: b.where(k)) if hasattr(v, "where") else None)
+                    acc.mappings = mappings.parse(v, (lambda b, k: b.where(k)) if hasattr(v, "where") else None,
+                                                  spec.where(k) if hasattr(spec, "where") else "")
                 except ConfigError as e:
                     placed += str(e).split("\n")
                 continue

@@ -511,7 +511,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "mappings" in c:
             from . import mappings
 
-            o.mappings = mappings.parse(c["mappings"], lambda b, k: b.where(k, path))
+            o.mappings = mappings.parse(c["mappings"], lambda b, k: b.where(k, path), c.where("mappings", path))
     with collect:
         if "accounts" in c:
             o.accounts.update(accounts.parse_accounts(c["accounts"], o))

@@ -103,10 +103,12 @@ class Mappings:
         return tr.transform_tokens(toks if toks is not None else s.split(".")).encode(errors="surrogateescape")
 
 
-def parse(block, where=None) -> Mappings:
+def parse(block, where=None, at: str = "") -> Mappings:
     """A ``mappings {}`` block (nats-server's parseAccountMappings and
     parseAccountMapDest); ConfigError listing every problem, each at its
-    key's place when ``where`` (a key's ``file:line:col``) is given."""
+    place when ``where`` (a key's ``file:line:col``) is given: a source's at
+    the block's own key (``at``), a destination's at its source's key or in
+    its entry."""
     if not isinstance(block, dict):
         raise ConfigError("Expected map entries for mappings")
     out = Mappings()
@@ -117,7 +119,8 @@ def parse(block, where=None) -> Mappings:
 
     for src, value in block.items():
         if not is_valid_subject(src):
-            problem(src, f'Subject "{src}" is not a valid subject')
+            problems.append(f"{at}: Subject \"{src}\" is not a valid subject" if at else
+                            f'Subject "{src}" is not a valid subject')
             continue
         if isinstance(value, str):
             try:
@@ -135,6 +138,8 @@ def parse(block, where=None) -> Mappings:
                 if where and isinstance(entry, ConfMap):  # at the entry's key, or at the entry (its end)
                     line, col = entry.pos.get(e.key, (0, 0)) if e.key else entry.end
                     problems.append(f"{entry.file or where(block, src).rsplit(':', 2)[0]}:{line}:{col}: {e}")
+                elif where:  # (nats-server: at the element, whose place a list does not keep here)
+                    problem(src, str(e))
                 else:
                     problems.append(str(e))
                 bad = True

@@ -133,6 +133,9 @@ BAD = {
     "index": ('mappings {\n  "foo.*": "bar.$2"\n}\n',
               'c.conf:3:4: Error adding mapping for "foo.*" to "bar.$2" : invalid mapping destination: '
               'wildcard index out of range in $2: [2]'),
+    "subject": ('mappings {\n  "foo..bar": baz\n}\naccounts { A { mappings { "a.>.b": c } } }\n',
+                'c.conf:2:1: Subject "foo..bar" is not a valid subject',
+                'c.conf:5:16: Subject "a.>.b" is not a valid subject'),
     "weights": ('mappings {\n  a: [ {destination: b, weight: 60}, {destination: c, weight: "50%"} ]\n'
                 '  d: [ {destination: e, weight: 101} ]\n  f: [ {destination: g} ]\n  h: [ {dest: i, weight: 1, bogus: 2} ]\n}\n',
                 'c.conf:3:3: Error adding mapping for "a" : total weight needs to be <= 100',
