@@ -217,7 +217,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         again with what it names."""
         srv = self.server
         auth = srv.auth
-        if not auth.no_auth_user or auth.no_auth_user not in auth.users:
+        name = auth.no_auth_user_of(self)
+        if not name or name not in auth.users:
             return False
         entry = srv.check_auth({}, self)
         if not entry:

@@ -77,14 +77,14 @@ class WebsocketOptions:
     handshake_timeout: float = 0.0  # 0: none, as nats-server
     headers: bytes = b""  # headers {}: added to the upgrade response, ``Name: value\r\n`` each
     ping_interval: float = 0.0  # ping_interval: the websocket clients' own (0: the server's)
+    no_auth_user: str = ""  # no_auth_user: the websocket clients' own (server/auth.py)
 
 
 _KEYS = ("listen", "port", "host", "net", "advertise", "no_tls", "tls", "same_origin", "allowed_origins",
          "allowed_origin", "allow_origins", "allow_origin", "origins", "origin", "handshake_timeout",
-         "compress", "compression", "headers", "ping_interval")
+         "compress", "compression", "headers", "ping_interval", "no_auth_user")
 # keys nats-server knows in websocket {} that natslab does not implement (docs/compatibility.md)
-_REFUSED = ("authorization", "authentication", "jwt_cookie", "user_cookie", "pass_cookie", "token_cookie",
-            "no_auth_user")
+_REFUSED = ("authorization", "authentication", "jwt_cookie", "user_cookie", "pass_cookie", "token_cookie")
 
 
 def parse_websocket_block(block) -> WebsocketOptions:
@@ -116,6 +116,12 @@ def parse_websocket_block(block) -> WebsocketOptions:
             w.same_origin = bool(v)
         elif k in ("compress", "compression"):
             w.compression = bool(v)
+        elif k == "no_auth_user":  # (checked against the users with the server's: auth.py)
+            if not isinstance(v, str):
+                from .cli import _go_type
+
+                raise ConfigError(f"interface conversion: interface {{}} is {_go_type(v)}, not string")
+            w.no_auth_user = v
         elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
             from .conf import go_duration
 

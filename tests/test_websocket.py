@@ -382,3 +382,30 @@ async def test_websocket_ping_interval(server_kind, tmp_path):
     conf.write_text('port: -1\nwebsocket {\n  port: -1\n  no_tls: true\n  ping_interval: "often"\n}\n')
     r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
     assert r.returncode == 1 and 'error parsing ping_interval: time: invalid duration "often"' in r.stderr, r.stderr
+
+
+async def test_websocket_no_auth_user(server_kind, tmp_path):
+    """websocket { no_auth_user }: a websocket client without credentials is
+    that user (INFO on the websocket port says auth_required, as nats-server's
+    auth override does), while a TCP client without them is refused; the
+    user must exist (nats-server's error)."""
+    from test_jwt import _errors
+
+    top = "authorization { users: [ {user: a, password: a}, {user: wsuser, password: w} ] }\n"
+    srv = start(server_kind, tmp_path, "  no_tls: true\n  no_auth_user: wsuser\n", top=top)
+    try:
+        ws = await connect(srv.ws_url)
+        assert ws._server_info["auth_required"] is True
+        info = json.loads((await ws.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+        assert info["data"]["user"] == "wsuser"
+        await ws.close()
+        err, errs = await _errors(srv.url)
+        assert err is not None and "authorization violation" in (err + " ".join(map(str, errs))).lower()
+        tcp = await connect(srv.url, user="a", password="a")
+        await tcp.close()
+    finally:
+        srv.stop()
+    conf = tmp_path / "bad.conf"
+    conf.write_text(top + "websocket {\n  port: -1\n  no_tls: true\n  no_auth_user: nobody\n}\n")
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and 'no_auth_user: "nobody" not present as user or nkey' in r.stderr, r.stderr
