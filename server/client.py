@@ -100,6 +100,9 @@ class Client(Parser, asyncio.BufferedProtocol):
     """A NATS client connection (``kind`` "Client" in monitoring)."""
 
     internal = False
+    # its account's subject mappings (server/mappings.py): set on the connection only when there
+    # are some, so a connection of a server without mappings carries no attribute more
+    mappings = None
 
     def __init__(self, server):
         self.server = server
@@ -158,7 +161,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
         self.account = None  # a configured Account (server/accounts.py); None: the global account
-        self.mappings = getattr(server.opts, "mappings", None)  # its account's subject mappings (server/mappings.py)
+        if server.opts.mappings is not None:
+            self.mappings = server.opts.mappings
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:

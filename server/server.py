@@ -378,7 +378,9 @@ class Server:
         if entry and client is not None:
             # a configured account, or $G when another account has the server's index
             client.account = self.accounts.get(entry.get("account") if isinstance(entry, dict) else None)
-            client.mappings = client.account.mappings if client.account is not None else self.opts.mappings
+            mappings = client.account.mappings if client.account is not None else self.opts.mappings
+            if mappings is not client.mappings:
+                client.mappings = mappings
             if client.account is not None and client.account.limits is not None:
                 entry = apply_limits(client, client.account, entry)
         return entry
