@@ -112,6 +112,8 @@ def parse_websocket_block(block) -> WebsocketOptions:
             w.no_tls = bool(v)
         elif k == "tls":
             w.tls = tls.parse_tls_block(v)
+            if w.tls.pinned is not None:  # (checked on the client port only: refused here, not ignored)
+                raise ConfigError('"websocket.tls.pinned_certs" is not supported by natslab')
         elif k == "same_origin":
             w.same_origin = bool(v)
         elif k in ("compress", "compression"):

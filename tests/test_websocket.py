@@ -409,3 +409,18 @@ async def test_websocket_no_auth_user(server_kind, tmp_path):
     conf.write_text(top + "websocket {\n  port: -1\n  no_tls: true\n  no_auth_user: nobody\n}\n")
     r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
     assert r.returncode == 1 and 'no_auth_user: "nobody" not present as user or nkey' in r.stderr, r.stderr
+
+
+def test_websocket_pinned_certs_are_refused(server_kind, tmp_path):
+    """websocket { tls { pinned_certs } }: natslab checks pinned certificates
+    on the client port only, so on the websocket port it refuses the key
+    rather than ignoring it; nats-server starts with the same file."""
+    pki = make_pki(tmp_path / "pki")
+    conf = tmp_path / "c.conf"
+    conf.write_text(f'port: -1\nwebsocket {{\n  port: -1\n  tls {{ cert_file: "{pki.server_cert}", key_file: '
+                    f'"{pki.server_key}", pinned_certs: ["{"a" * 64}"] }}\n}}\n')
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf), "-t"], capture_output=True, text=True, timeout=20)
+    if server_kind == "natslab":
+        assert r.returncode == 1 and '"websocket.tls.pinned_certs" is not supported by natslab' in r.stderr
+    else:
+        assert r.returncode == 0, r.stderr
