@@ -27,7 +27,7 @@ GLOBAL = "$G"
 MAX_RESPONSES = 10_000  # pending service replies kept per account (oldest dropped first)
 SYSTEM = "$SYS"  # nats-server's default system account, there even when no account is configured
 _RESERVED = ("$G",)
-_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey")
+_ACCOUNT_KEYS = ("users", "imports", "exports", "jetstream", "default_permissions", "nkey", "mappings", "limits")
 
 
 @dataclass
@@ -37,6 +37,8 @@ class AccountConfig:
     exports: list[dict] = field(default_factory=list)
     imports: list[dict] = field(default_factory=list)
     jetstream: object = None  # None: no JetStream; else its limits (jetstream.limits.AccountLimits)
+    mappings: object = None  # its mappings {} (server/mappings.py Mappings), or None
+    limits: tuple | None = None  # its limits {}: (connections, subscriptions, payload), -1 for none
 
 
 def parse_accounts(block, opts) -> dict[str, AccountConfig]:
@@ -75,6 +77,18 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 continue
             if key == "default_permissions":
                 default_perms = v if isinstance(v, dict) else None
+                continue
+            if key == "limits":
+                acc.limits = _limits(v, name)
+                continue
+            if key == "mappings":
+                from . import mappings
+
+                try:
+                    acc.mappings = mappings.parse(v, (lambda b, k: b.where(k)) if hasattr(v, "where") else None,
+                                                  spec.where(k) if hasattr(spec, "where") else "")
+                except ConfigError as e:
+                    placed += str(e).split("\n")
                 continue
             if not isinstance(v, list):
                 raise ConfigError(f"Expected {key} to be an array")
@@ -123,6 +137,48 @@ def parse_system_account(value, opts) -> str:
     return name
 
 
+def _limits(block, account: str) -> tuple[int, int, int]:
+    """An account's ``limits {}``: (max_connections, max_subscriptions,
+    max_payload), -1 for a limit not given (nats-server's NoLimit)."""
+    if not isinstance(block, dict):
+        raise ConfigError(f"Expected account limits to be a map/struct, got {block}")
+    out = {"max_connections": -1, "max_subscriptions": -1, "max_payload": -1}
+    for k, v in block.items():
+        if k not in out:
+            continue  # (max_leafnodes: no leafnodes on one node)
+        if isinstance(v, bool) or not isinstance(v, int):
+            from .cli import _go_type
+
+            where = f"{block.where(k)}: " if hasattr(block, "where") else ""
+            raise ConfigError(f"{where}interface conversion: interface {{}} is {_go_type(v)}, not int64")
+        out[k] = v
+    return out["max_connections"], out["max_subscriptions"], out["max_payload"]
+
+
+def apply_limits(client, acc: "Account", entry):
+    """A client of ``acc`` logging in: the account's ``limits {}`` as
+    nats-server applies them (the connection refused at max_connections;
+    the connection's subscription and payload limits the smaller of the
+    account's and the server's, checked as for JWT users by resolver.py's
+    connection class, so other connections carry nothing more). Returns the
+    entry, a copy with ``reject`` when refused."""
+    from .resolver import ERR_ACCOUNT_CONNS, ERR_MAX_SUBS, jwt_user_class
+
+    conns, subs, payload = acc.limits
+    server = client.server
+    if conns >= 0:
+        n = sum(1 for x in server.clients.values() if x.account is acc and x is not client and x.connected)
+        if n >= conns:
+            return {**(entry if isinstance(entry, dict) else {}), "reject": ERR_ACCOUNT_CONNS}
+    if subs < 0 and payload < 0:
+        return entry
+    client.__class__ = jwt_user_class(type(client))
+    client.max_subs, client.max_payload = subs, payload  # (the plain class checks the server's own after)
+    if client.max_subs == 0:
+        return {**(entry if isinstance(entry, dict) else {}), "reject": ERR_MAX_SUBS}
+    return entry
+
+
 def _jetstream_flag(v, account: str):
     """An account's ``jetstream``: ``None`` (disabled) or its limits
     (jetstream/limits.py; every limit -1 for ``enabled``)."""
@@ -148,6 +204,8 @@ class Account:
         self.jetstream_limits = None  # its jetstream {} (jetstream.limits.AccountLimits) when it has JetStream
         self.jetstream = None  # its JetStream, once the server started it
         self.interest_listeners: list = []  # told of client subscriptions here (push consumers' interest)
+        self.mappings = None  # its subject mappings (server/mappings.py): its clients' publishes go through them
+        self.limits = None  # its limits {} (connections, subscriptions, payload), config accounts only
 
     def exports(self, kind: str, subject: bytes, importer: str) -> bool:
         for pattern, allowed in (self.stream_exports if kind == "stream" else self.service_exports):
@@ -220,6 +278,58 @@ def _subject(spec, what: str) -> tuple[str, str]:
     return str(spec["account"]), str(spec["subject"])
 
 
+def link_problems(configs: dict[str, AccountConfig]) -> list[str]:
+    """What is wrong with the accounts' exports and imports, every problem in
+    nats-server's words and order (its parseAccounts, once all accounts are
+    known: stream exports, service exports, stream imports, service imports;
+    each problem noted and the next checked). The config file reports them
+    at the ``accounts`` key's place, as nats-server does."""
+    problems: list[str] = []
+    exports = {"stream": [], "service": []}
+    for cfg in configs.values():
+        for e in cfg.exports:
+            kind = "stream" if "stream" in e else "service" if "service" in e else None
+            if kind is None:
+                problems.append("Export Items should be a map with type entry")
+                continue
+            exports[kind].append((cfg, e))
+    for kind in ("stream", "service"):
+        for cfg, e in exports[kind]:
+            for n in e.get("accounts") or []:
+                if n not in configs:
+                    problems.append(f'"{n}" account not defined for {kind} export')
+            subj = str(e[kind])
+            if not valid_subject(subj.encode()):
+                problems.append(f'Error adding {kind} export "{subj}": subject is not valid')
+    known = {name: Account(name) for name in configs}
+    for cfg in configs.values():
+        for e in cfg.exports:
+            kind = "stream" if "stream" in e else "service" if "service" in e else None
+            if kind is not None and valid_subject(str(e[kind]).encode()):
+                names = e.get("accounts")
+                target = known[cfg.name].stream_exports if kind == "stream" else known[cfg.name].service_exports
+                target.append((str(e[kind]).encode(), set(names) if names else None))
+    imports = {"stream": [], "service": []}
+    for cfg in configs.values():
+        for i in cfg.imports:
+            kind = "stream" if "stream" in i else "service" if "service" in i else None
+            if kind is None:
+                problems.append("Import Items should be a map with type entry")
+                continue
+            imports[kind].append((cfg, i))
+    for kind in ("stream", "service"):
+        for cfg, i in imports[kind]:
+            src_name, subj = _subject(i[kind], kind)
+            src = known.get(src_name)
+            if src is None:
+                problems.append(f'"{src_name}" account not defined for {kind} import')
+            elif kind == "stream" and i.get("prefix") and i.get("to"):
+                problems.append("Stream import can not have a 'prefix' and a 'to' property")
+            elif not src.exports(kind, subj.encode(), cfg.name):
+                problems.append(f'Error adding {kind} import "{subj}": {kind} import not authorized')
+    return problems
+
+
 class Accounts:
     """The configured accounts of a server, and routing inside them."""
 
@@ -241,47 +351,34 @@ class Accounts:
         sys_name = getattr(server.opts, "system_account", SYSTEM)
         self.system = self.by_name.get(sys_name) or Account(sys_name)
         self._count = len(self.by_name) + (GLOBAL not in self.by_name) + (sys_name not in self.by_name)
+        problems = link_problems(configs)
+        if problems:
+            raise ConfigError("\n".join(problems))
+        for cfg in configs.values():
+            self.by_name[cfg.name].mappings = cfg.mappings
+            self.by_name[cfg.name].limits = cfg.limits
+        if self.global_account is not None:  # (the file's top-level mappings are $G's)
+            self.global_account.mappings = getattr(server.opts, "mappings", None)
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for e in cfg.exports:
-                kind = "stream" if "stream" in e else "service" if "service" in e else None
-                if kind is None:
-                    raise ConfigError("Export Items should be a map with type entry")
+                kind = "stream" if "stream" in e else "service"
                 names = e.get("accounts")
-                for n in names or []:
-                    if n not in self.by_name:
-                        raise ConfigError(f'"{n}" account not defined for {kind} export')
-                subj = str(e[kind])
-                if not valid_subject(subj.encode()):
-                    raise ConfigError(f'Error adding {kind} export "{subj}": subject is not valid')
                 target = acc.stream_exports if kind == "stream" else acc.service_exports
-                target.append((subj.encode(), set(names) if names else None))
+                target.append((str(e[kind]).encode(), set(names) if names else None))
         for cfg in configs.values():
             acc = self.by_name[cfg.name]
             for i in cfg.imports:
                 if "stream" in i:
                     src_name, subj = _subject(i["stream"], "stream")
-                    src = self.by_name.get(src_name)
-                    if src is None:
-                        raise ConfigError(f'"{src_name}" account not defined for stream import')
-                    if i.get("prefix") and i.get("to"):
-                        raise ConfigError("Stream import can not have a 'prefix' and a 'to' property")
-                    if not src.exports("stream", subj.encode(), acc.name):
-                        raise ConfigError(f'Error adding stream import "{subj}": stream import not authorized')
+                    src = self.by_name[src_name]
                     prefix = str(i.get("prefix") or "").rstrip(".").encode()
                     src.importers.append((acc, subj.encode(), prefix, str(i.get("to") or "").encode()))
                     acc.stream_sources.append((src, subj.encode(), prefix, str(i.get("to") or "").encode()))
-                elif "service" in i:
-                    src_name, subj = _subject(i["service"], "service")
-                    src = self.by_name.get(src_name)
-                    if src is None:
-                        raise ConfigError(f'"{src_name}" account not defined for service import')
-                    if not src.exports("service", subj.encode(), acc.name):
-                        raise ConfigError(f'Error adding service import "{subj}": service import not authorized')
-                    local = str(i.get("to") or subj).encode()
-                    acc.service_imports.append((local, src, subj.encode(), i.get("share") is True))
                 else:
-                    raise ConfigError("Import Items should be a map with type entry")
+                    src_name, subj = _subject(i["service"], "service")
+                    local = str(i.get("to") or subj).encode()
+                    acc.service_imports.append((local, self.by_name[src_name], subj.encode(), i.get("share") is True))
 
     def count(self) -> int:
         """How many accounts nats-server has: the configured ones, $G and the

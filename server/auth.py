@@ -115,13 +115,25 @@ class Authenticator:
                     raise ConfigError(str(e)) from None
         self.tls_map = opts.tls is not None and opts.tls.map
         self.no_auth_user = opts.no_auth_user
+        # websocket { no_auth_user }: the websocket clients' own (nats-server's auth override)
+        ws = getattr(opts, "websocket", None)
+        self.ws_no_auth_user = getattr(ws, "no_auth_user", "") if ws is not None else ""
         self.operator = getattr(opts, "operator", None)  # operator mode: JWT users (server/resolver.py)
-        if self.no_auth_user:
+        for name in (self.no_auth_user, self.ws_no_auth_user):
+            if not name:
+                continue
             if not self.users and not self.nkeys:
-                raise ConfigError(f'no_auth_user: "{self.no_auth_user}" present, but users/nkeys are not defined')
-            if self.no_auth_user not in self.users and self.no_auth_user not in self.nkeys:
-                raise ConfigError(f'no_auth_user: "{self.no_auth_user}" not present as user or nkey in '
+                raise ConfigError(f'no_auth_user: "{name}" present, but users/nkeys are not defined')
+            if name not in self.users and name not in self.nkeys:
+                raise ConfigError(f'no_auth_user: "{name}" not present as user or nkey in '
                                   'authorization block or account configuration')
+
+    def no_auth_user_of(self, client) -> str:
+        """The user a client without credentials is: the websocket block's
+        for a websocket client when it names one, else the server's."""
+        if self.ws_no_auth_user and getattr(client, "ws", None) is not None:
+            return self.ws_no_auth_user
+        return self.no_auth_user
 
     @property
     def required(self) -> bool:
@@ -151,9 +163,10 @@ class Authenticator:
         pw = str(c.get("pass") or "")
         nkey = str(c.get("nkey") or "")
         sent_nothing = not user and not pw and not c.get("auth_token") and not nkey
+        no_auth_user = self.no_auth_user_of(client) if self.ws_no_auth_user else self.no_auth_user
         if self.nkeys:
-            if sent_nothing and self.no_auth_user in self.nkeys:
-                return self.nkeys[self.no_auth_user]
+            if sent_nothing and no_auth_user in self.nkeys:
+                return self.nkeys[no_auth_user]
             if nkey:
                 entry = self.nkeys.get(nkey)
                 if entry is None or not _signed(nkey, client.nonce, str(c.get("sig") or "")):
@@ -172,8 +185,8 @@ class Authenticator:
                 if user and user != entry.get("user"):
                     client.server.logger.warning('User "%s" found in connect proto, but user required from cert', user)
                 return entry
-            if sent_nothing and self.no_auth_user in self.users:
-                return self.users[self.no_auth_user]
+            if sent_nothing and no_auth_user in self.users:
+                return self.users[no_auth_user]
             if user:
                 entry = self.users.get(user)
                 if entry is None:

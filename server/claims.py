@@ -167,6 +167,7 @@ class ClaimUpdates:
                         client.protocol_error(ERR_MAX_SUBS)
             self._rewire_exports(acc, key)
             self._rewire_imports()
+            self._remap(acc, key)
             srv.schedule_flush()
         if reply is not None:
             self._respond(reply, key, "jwt updated")
@@ -188,6 +189,14 @@ class ClaimUpdates:
             sysreq.subscribe(acc.index, subject, sysreq.monitor.own_account_connz)
         self._rewire_exports(acc, key)
         self._rewire_imports()
+        acc.mappings = self.account_config(key).mappings
+
+    def _remap(self, acc, key: str) -> None:
+        """The account's mappings from its new claims, for its clients too."""
+        acc.mappings = self.account_config(key).mappings
+        for client in list(self.server.clients.values()):
+            if client.account is acc:
+                client.mappings = acc.mappings
 
     def _rewire_imports(self) -> None:
         """Every JWT account's imports again from its claims, after an

@@ -7,6 +7,7 @@ package allows. The default address is loopback (unlike nats-server).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -62,6 +63,9 @@ def build_options(flags: dict) -> ServerOptions:
         for key, flag in (("debug", "debug"), ("trace", "trace"), ("logfile", "log"), ("pidfile", "pid")):
             if key in conf:
                 flags.setdefault(flag, conf[key] if isinstance(conf[key], bool) else str(conf[key]))
+        for key in ("trace_verbose", "trace_headers"):  # (each sets trace too, as in nats-server)
+            if conf.get(key) is True:
+                flags.setdefault("trace", True)
     o.unused_config += [f"-{k[1:]}" for k in flags if k.startswith("~")]
     # command-line flags override the file, as with nats-server
     if "host" in flags:
@@ -103,8 +107,10 @@ def build_options(flags: dict) -> ServerOptions:
 
 
 # keys whose value nats-server takes as a Go type (v.(int64), v.(bool)): any other is its panic's error
-_INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs")
-_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls")
+_INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max", "max_control_line", "max_subs",
+             "max_sub_tokens", "max_closed_clients")
+_BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls",
+              "trace_verbose", "trace_headers", "no_header_support")
 
 
 def _valid_subject(s: str) -> bool:
@@ -267,6 +273,56 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "max_subs" in c:
             o.max_subs = int(c["max_subs"])
     with collect:
+        if "max_sub_tokens" in c and "max_sub_tokens" not in bad:
+            n = c["max_sub_tokens"]
+            if n > 255:
+                raise problem(c, "max_sub_tokens", f"max_sub_tokens value is too big")
+            if n <= 0:
+                raise problem(c, "max_sub_tokens", f"max_sub_tokens value can not be negative")
+            o.max_sub_tokens = n
+    with collect:
+        if "max_closed_clients" in c and "max_closed_clients" not in bad:
+            o.max_closed_clients = c["max_closed_clients"] or 10000  # (0: nats-server's default)
+    with collect:
+        for key in ("no_header_support", "trace_verbose", "trace_headers"):
+            if key in c and key not in bad:
+                setattr(o, key, c[key])
+    with collect:
+        if "ports_file_dir" in c:
+            if not isinstance(c["ports_file_dir"], str):
+                raise problem(c, "ports_file_dir", f"interface conversion: interface {{}} is "
+                                                   f"{_go_type(c['ports_file_dir'])}, not string")
+            o.ports_file_dir = c["ports_file_dir"]
+    with collect:
+        if "write_timeout" in c:  # (for clients "default" is "close": what natslab does)
+            v = c["write_timeout"]
+            if not isinstance(v, str):
+                raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {_go_type(v)}, not string")
+            if v not in ("default", "close", "retry"):
+                raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
+            if v == "retry":
+                raise problem(c, "write_timeout", '"write_timeout: retry" is not supported by natslab')
+    with collect:
+        if "client_advertise" in c:
+            if not isinstance(c["client_advertise"], str):
+                raise problem(c, "client_advertise", f"interface conversion: interface {{}} is "
+                                                     f"{_go_type(c['client_advertise'])}, not string")
+            o.client_advertise = c["client_advertise"]
+    with collect:
+        if "server_tags" in c:
+            v = c["server_tags"]
+            if isinstance(v, str):
+                v = [v]
+            if not isinstance(v, list):
+                raise problem(c, "server_tags", f"error parsing tags: unsupported type {_go_type(v)}")
+            for t in v:
+                if not isinstance(t, str):
+                    raise problem(c, "server_tags", "error parsing tags: unsupported type *conf.token "
+                                                    "where string is expected")
+                t = t.strip().lower()  # (jwt.TagList's Add)
+                if t and t not in o.server_tags:
+                    o.server_tags.append(t)
+    with collect:
         if "write_deadline" in c:
             v = c["write_deadline"]
             o.write_deadline = go_duration(v) if isinstance(v, str) else float(v)
@@ -324,16 +380,25 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             from . import tls
 
             o.tls = tls.parse_tls_block(c["tls"])
+    before = len(errors)
     with collect:
-        if "operator" in c or "resolver" in c or "resolver_preload" in c:
+        if "operator" in c or "trusted" in c or "resolver" in c or "resolver_preload" in c:
             from . import resolver  # operator mode: its accounts join o.accounts
 
             resolver.configure(o, c)
+    operator_failed = len(errors) > before  # (its accounts are not known: no second complaint about them)
+    with collect:
+        if "mappings" in c:
+            from . import mappings
+
+            o.mappings = mappings.parse(c["mappings"], lambda b, k: b.where(k, path), c.where("mappings", path))
     with collect:
         if "accounts" in c:
             o.accounts.update(accounts.parse_accounts(c["accounts"], o))
+            # (checked once every account is known, at the block's place, as nats-server)
+            errors += [str(problem(c, "accounts", p)) for p in accounts.link_problems(o.accounts)]
     with collect:
-        if "system_account" in c:
+        if "system_account" in c and not operator_failed:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
     with collect:
         if "no_auth_user" in c:
@@ -386,6 +451,20 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                         setattr(o, attr, jetstream().storage_size(js[key]))
                     except jetstream().LimitsConfigError as e:
                         raise problem(js, key, f"{key.replace('memory', 'mem')} {e}") from None
+            if "max_buffered_size" in js:  # (getStorageSize, as the store limits)
+                from .jetstream.limits import LimitsConfigError, storage_size
+
+                try:
+                    o.js_max_buffered_size = storage_size(js["max_buffered_size"])
+                except LimitsConfigError as e:
+                    raise problem(js, "max_buffered_size", f"max_buffered_size {e}") from None
+            if "max_buffered_msgs" in js:
+                v = js["max_buffered_msgs"]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    shown = str(v).lower() if isinstance(v, bool) else v  # (Go's %v)
+                    raise problem(js, "max_buffered_msgs", f'Expected a parseable size for "max_buffered_msgs", '
+                                                           f'got {shown}')
+                o.js_max_buffered_msgs = v
             if js.get("domain"):
                 from .internal import jetstream
 
@@ -513,17 +592,51 @@ async def serve(opts: ServerOptions, pid_file: str | None = None, listener=None)
     await srv.start(listener=listener)
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
+    ports_file = write_ports_file(srv) if opts.ports_file_dir else None
     signame = await stop.wait()
     if signame:
         srv.logger.info('Trapped "%s" signal', signame)
     srv.logger.info("Initiating Shutdown...")
     await srv.stop()
-    if pid_file:
-        try:
-            os.unlink(pid_file)
-        except OSError:
-            pass
+    for path in (pid_file, ports_file):
+        if path:
+            try:
+                os.unlink(path)
+            except OSError as e:
+                if path == ports_file:
+                    srv.logger.error("Error cleaning up ports file %s: %s", path, e)
     return 0
+
+
+def write_ports_file(srv) -> str | None:
+    """ports_file_dir: ``<dir>/natslab_<pid>.ports``, the listeners' URLs as
+    JSON, as nats-server's logPorts writes ``nats-server_<pid>.ports`` (a
+    listener on every address is named by this host's addresses)."""
+    o = srv.opts
+    path = os.path.join(o.ports_file_dir, f"natslab_{os.getpid()}.ports")
+
+    def urls(scheme: str, host: str, port: int) -> list[str]:
+        hosts = [host]
+        if host in ("", "0.0.0.0", "::"):
+            import socket
+
+            hosts = sorted({ai[4][0] for ai in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+                           | {"127.0.0.1"})
+        return [f"{scheme}://{h}:{port}" for h in hosts]
+
+    ports = {"nats": urls("tls" if srv.tls_context is not None else "nats", o.host, srv.port)}
+    if srv.monitor is not None:
+        ports["monitoring"] = urls("https" if o.https_port else "http", o.http_host or o.host, srv.monitor.port)
+    if srv.websocket is not None:
+        ws = srv.websocket
+        ports["websocket"] = urls("wss" if getattr(ws.opts, "tls", None) is not None else "ws", ws.host, ws.port)
+    try:
+        with open(path, "w") as f:
+            json.dump(ports, f, separators=(",", ":"))
+    except OSError as e:
+        srv.logger.error("Error writing ports file (%s): %s", path, e)
+        return None
+    return path
 
 
 def check_loads(opts: ServerOptions) -> None:

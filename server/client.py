@@ -100,6 +100,9 @@ class Client(Parser, asyncio.BufferedProtocol):
     """A NATS client connection (``kind`` "Client" in monitoring)."""
 
     internal = False
+    # its account's subject mappings (server/mappings.py): set on the connection only when there
+    # are some, so a connection of a server without mappings carries no attribute more
+    mappings = None
 
     def __init__(self, server):
         self.server = server
@@ -158,6 +161,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.nonce = b""  # the INFO nonce an nkey user signs
         self.ws = None  # the WebsocketListener of a websocket client (server/websocket.py)
         self.account = None  # a configured Account (server/accounts.py); None: the global account
+        if server.opts.mappings is not None:
+            self.mappings = server.opts.mappings
 
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -185,7 +190,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         handshake, if any): the keepalive and authentication timers start."""
         srv = self.server
         loop = srv.loop
-        self._ping_timer = loop.call_later(srv.opts.ping_interval, self._send_ping)
+        self._ping_timer = loop.call_later(self._ping_interval(), self._send_ping)
         if srv.auth_required:
             self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
 
@@ -216,7 +221,8 @@ class Client(Parser, asyncio.BufferedProtocol):
         again with what it names."""
         srv = self.server
         auth = srv.auth
-        if not auth.no_auth_user or auth.no_auth_user not in auth.users:
+        name = auth.no_auth_user_of(self)
+        if not name or name not in auth.users:
             return False
         entry = srv.check_auth({}, self)
         if not entry:
@@ -312,6 +318,13 @@ class Client(Parser, asyncio.BufferedProtocol):
                                      self.host, self.port, self.cid, self.user, where, sid.decode(errors="replace"))
             self.queue_out(violation("Subscription", subject, queue))
             return
+        max_tokens = self.server.opts.max_sub_tokens
+        if max_tokens and subject.count(b".") >= max_tokens:
+            name = subject.decode(errors="replace")
+            self.server.logger.error('%s:%d - cid:%d - Subscription Violation Too Many Tokens - Subject "%s", SID %s',
+                                     self.host, self.port, self.cid, name, sid.decode(errors="replace"))
+            self.queue_out(f"-ERR 'Permissions Violation for Subscription to \"{name}\", too many tokens'\r\n".encode())
+            return
         max_subs = self.server.opts.max_subs
         if max_subs > 0 and len(self.subs) >= max_subs:  # (nats-server's check, before the sid's)
             self.queue_out(p.ERR_MAX_SUBS)
@@ -382,7 +395,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.verbose = bool(opts.get("verbose", True))
         self.pedantic = bool(opts.get("pedantic", True))
         self.echo = bool(opts.get("echo", True))
-        self.headers = bool(opts.get("headers", False))
+        self.headers = bool(opts.get("headers", False)) and not self.server.opts.no_header_support
         self.no_responders = bool(opts.get("no_responders", False))
         if self.no_responders and not self.headers:
             self.protocol_error(p.ERR_NO_RESPONDERS_HEADERS)
@@ -738,7 +751,14 @@ class Client(Parser, asyncio.BufferedProtocol):
         self._ping_sent_at = time.monotonic()
         self.queue_out(p.PING)
         self.server.flush_dirty()
-        self._ping_timer = self.server.loop.call_later(opts.ping_interval, self._send_ping)
+        self._ping_timer = self.server.loop.call_later(self._ping_interval(), self._send_ping)
+
+    def _ping_interval(self) -> float:
+        """The server's ping_interval, or the websocket block's for a websocket client."""
+        ws = self.ws
+        if ws is not None and ws.opts.ping_interval > 0:
+            return ws.opts.ping_interval
+        return self.server.opts.ping_interval
 
     def _auth_timeout(self) -> None:
         if not self.connected and not self.closed:

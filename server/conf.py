@@ -39,6 +39,7 @@ class ConfMap(dict):
         self.files: dict[str, str] = {}
         self.file = ""  # the file this block was read from
         self.used: set[str] = set()  # keys a $variable named (nats-server does not call those unknown)
+        self.end = (0, 0)  # where the block ends (its closing brace), as nats-server places the map's token
 
     def where(self, key: str, source: str = "") -> str:
         """``file:line:col`` of ``key``, nats-server's prefix of an error
@@ -921,7 +922,9 @@ class _Parser:
         elif typ == MAP_START:
             self.push_context(self._map())
         elif typ == MAP_END:
-            self.set_value(self.pop_context())
+            m = self.pop_context()
+            m.end = (line, pos)  # (nats-server's place for an error about the map as a value)
+            self.set_value(m)
         elif typ == STRING:
             self.set_value(val)
         elif typ == INTEGER:

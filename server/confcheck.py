@@ -74,12 +74,18 @@ AUTHORIZATION = Block(
      **_known("auth_callout", "auth_hook", "proxy_required")},
     {"users": USER, "default_permissions": PERMISSIONS})
 
+# accounts { NAME { limits { ... } } } (nats-server's parseAccountLimits)
+ACCOUNT_LIMITS = Block(
+    {**_alias("max_connections", "max_conn"), **_alias("max_subscriptions", "max_subs"),
+     **_alias("max_payload", "max_pay"), **_unused("max_leafnodes", "max_leafs")},
+    unknown='Unknown field "{}" parsing account limits')
+
 # accounts { NAME { ... } } (accounts.py reads what is in them)
 ACCOUNT = Block(
     {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
-     **_alias("default_permissions"), **_alias("nkey"),
-     **_known("mappings", "maps", "limits", "msg_trace", "trace_dest")},
-    {"users": USER, "default_permissions": PERMISSIONS})
+     **_alias("default_permissions"), **_alias("nkey"), **_alias("limits"),
+     **_alias("mappings", "maps"), **_known("msg_trace", "trace_dest")},
+    {"users": USER, "default_permissions": PERMISSIONS, "limits": ACCOUNT_LIMITS})
 
 ACCOUNTS = Block({}, each=ACCOUNT)
 
@@ -87,7 +93,8 @@ JETSTREAM_BATCH = Block(
     {**_alias("max_inflight_per_stream"), **_alias("max_inflight_total"), **_alias("max_msgs"), **_alias("timeout")})
 
 JETSTREAM_LIMITS = Block(
-    {**_alias("batch"), **_known("max_ack_pending", "max_ha_assets", "max_request_batch", "duplicate_window")},
+    {**_alias("batch"), **_unused("max_ha_assets"),  # (replicated assets: none on one node)
+     **_known("max_ack_pending", "max_request_batch", "duplicate_window")},
     {"batch": JETSTREAM_BATCH})
 
 JETSTREAM = Block(
@@ -95,10 +102,13 @@ JETSTREAM = Block(
      **_alias("enabled", "enable"), **_alias("limits"), **_alias("domain"),
      **_alias("max_memory_store", "max_mem_store", "max_mem"), **_alias("max_file_store", "max_file"),
      **_alias("strict"), **_alias("disabled", "disable"),
-     **_unused("unique_tag", "max_outstanding_catchup", "max_buffered_size", "max_buffered_msgs",
-               "meta_compact", "meta_compact_size", "meta_compact_sync"),
-     **_known("key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher",
-              "extension_hint", "tpm", "request_queue_limit", "info_queue_limit", "max_concurrent_io")},
+     **_alias("max_buffered_size"), **_alias("max_buffered_msgs"),
+     **_unused("unique_tag", "max_outstanding_catchup",
+               "meta_compact", "meta_compact_size", "meta_compact_sync",
+               # queues and I/O concurrency of nats-server's own: natslab serves each API request as it
+               # comes, from one thread, so there is no queue to bound
+               "request_queue_limit", "info_queue_limit", "max_concurrent_io", "extension_hint"),
+     **_known("key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key", "cipher", "tpm")},
     {"limits": JETSTREAM_LIMITS})
 
 TOP = Block(
@@ -114,23 +124,27 @@ TOP = Block(
     # operator mode (server/resolver.py)
     **_alias("operator", "operators", "roots", "root", "root_operators", "root_operator"),
     **_alias("resolver", "account_resolver", "accounts_resolver"), **_alias("resolver_preload"),
+    **_alias("resolver_pinned_accounts"), **_alias("trusted", "trusted_keys"),
      **_alias("allow_non_tls"), **_alias("max_control_line"), **_alias("max_subs", "max_subscriptions"), **_alias("write_deadline"),
      **_unused("cluster", "gateway", "leaf", "leafnodes", "mqtt", "connect_error_reports", "reconnect_error_reports",
                "default_js_domain",
                # where the log goes, profiling, metadata and flags no client sees the effect of:
                # accepted (nats-server's own test.conf has them all) and logged once each
                "syslog", "remote_syslog", "prof_port", "prof_block_rate", "server_metadata", "feature_flags",
-               "http_base_path"),
+               "http_base_path", "max_traced_msg_len", "logfile_size_limit", "log_size_limit",
+               "logfile_max_num", "log_max_num"),
      **_alias("logtime"), **_alias("logtime_utc"), **_alias("no_system_account", "no_system", "no_sys_acc"),
-     **_known("client_advertise", "trace_verbose", "trace_headers", "mappings", "maps",
-              "disable_sublist_cache", "no_sublist_cache", "default_sentinel",
-              "logfile_size_limit", "log_size_limit",
-              "logfile_max_num", "log_max_num", "ports_file_dir", "proxy_protocol", "max_traced_msg_len",
-              "max_sub_tokens", "max_subscription_tokens", "ocsp", "write_timeout",
-              "resolver_tls", "resolver_pinned_accounts",
-              "no_header_support",
-              "trusted", "trusted_keys", "server_tags", "ocsp_cache",
-              "no_fast_producer_stall", "max_closed_clients", "proxies",
+     **_alias("mappings", "maps"), **_alias("client_advertise"), **_alias("trace_verbose"), **_alias("trace_headers"),
+     **_alias("max_sub_tokens", "max_subscription_tokens"), **_alias("no_header_support"),
+     **_alias("server_tags"), **_alias("max_closed_clients"),
+     # the subject index's match cache is natslab's own and no client sees whether it is on
+     **_unused("disable_sublist_cache", "no_sublist_cache"),
+     **_alias("ports_file_dir"), **_alias("write_timeout"),
+     **_known("default_sentinel",
+              "proxy_protocol", "ocsp",
+              "resolver_tls",
+              "ocsp_cache",
+              "no_fast_producer_stall", "proxies",
               # the parser's include directive, read here as a key
               "include")},
     {"authorization": AUTHORIZATION, "jetstream": JETSTREAM, "accounts": ACCOUNTS})

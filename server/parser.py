@@ -208,6 +208,10 @@ class Parser:
                 pos = end + 2
                 self.in_msgs += 1
                 self.in_bytes += total
+                if self.mappings is not None:  # (its account's mappings {}: server/mappings.py)
+                    subject = self.mappings.select(subject)
+                    if not subject:
+                        continue  # (the weights chose no destination: lost, as they asked)
                 if self.perms is not None and not self.perms.can_publish(subject):
                     self.queue_out(violation("Publish", subject))
                     if hdr is not None and b"Nats-Trace-Dest:" in hdr:
@@ -286,7 +290,7 @@ class Parser:
         elif op == b"CONNECT":
             self._op_connect(arg)
             self.fast_path = (self.connected and not self.verbose and not self.pedantic
-                              and self.account is None)
+                              and self.account is None and self.mappings is None)
         elif op == b"INFO":
             # a client's INFO is read (it must be a JSON object, or null) and
             # ignored; anything else closes the connection without a word

@@ -30,7 +30,7 @@ resolver is read as ``full`` at start and takes updates as MEMORY does
 (known accounts only, not stored).
 
 Not done (an error at start-up rather than a server that behaves otherwise):
-URL resolvers, ``resolver_pinned_accounts``, ``trusted_keys``, ``resolver_tls``. Not done
+URL resolvers, ``resolver_tls``. Not done
 silently: activation tokens on imports, ``resp`` permissions, user
 ``src``/``times``/``data`` limits, scoped signing key templates, account ``data``/``imports``/``exports``
 limits, and JetStream for an account that first comes by an update (it is
@@ -143,7 +143,13 @@ def configure(o, c) -> None:
     ``accounts`` and ``system_account`` are applied."""
     keys = [k for k in c if k in OPERATOR_KEYS]
     res_keys = [k for k in c if k in RESOLVER_KEYS]
-    if not keys:
+    try:
+        trusted = _trusted_keys(c["trusted"]) if "trusted" in c else []
+    except ConfigError as e:  # (at the key, as nats-server)
+        raise ConfigError(f"{c.where('trusted')}: {e}" if hasattr(c, "where") else str(e)) from None
+    if keys and trusted:
+        raise ConfigError("conflicting options for 'TrustedKeys' and 'TrustedOperators'")
+    if not keys and not trusted:
         return  # (a resolver without an operator trusts nothing: nats-server ignores it too)
     if "accounts" in c:
         raise ConfigError("operators do not allow Accounts to be configured directly")
@@ -158,13 +164,15 @@ def configure(o, c) -> None:
                 raise ConfigError(f"error parsing operators: unsupported type {type(item).__name__}")
             ops.append(_read_jwt(item))
     if not res_keys:
-        raise ConfigError('"operator" without a "resolver": natslab supports resolver MEMORY and full/cache '
-                          "directories, not the operator's account server URL")
+        raise ConfigError(f'"{"operator" if keys else "trusted"}" without a "resolver": natslab supports resolver '
+                          "MEMORY and full/cache directories, not the operator's account server URL")
     resolver = _parse_resolver(c[res_keys[-1]])
+    if not keys and resolver.kind != "memory":  # (the directory resolvers want an operator JWT)
+        raise ConfigError("Could not start resolver: no operator key found")
     preload = c.get("resolver_preload") or {}
     if not isinstance(preload, dict):
         raise ConfigError("preload should be a map of account_public_key:account_jwt")
-    mode = OperatorMode(ops, resolver)
+    mode = OperatorMode(ops, resolver, trusted)
     for key, token in preload.items():
         if not isinstance(token, str):
             raise ConfigError("preload map value should be a string JWT")
@@ -176,6 +184,9 @@ def configure(o, c) -> None:
     for key, token in resolver.stored().items():
         mode.add_jwt(key, token)
     o.operator = mode
+    pinned = c.get("resolver_pinned_accounts")
+    if pinned is not None:
+        mode.pinned = _pinned_accounts(pinned, sys_name or mode.system_account)
     if sys_name is None and mode.system_account:  # (the file's system_account comes after, and wins)
         if mode.system_account not in mode.accounts:
             raise ConfigError("error resolving system account: account missing")
@@ -185,11 +196,12 @@ def configure(o, c) -> None:
 
 
 class OperatorMode:
-    def __init__(self, operator_jwts: list[str], resolver: Resolver):
+    def __init__(self, operator_jwts: list[str], resolver: Resolver, trusted_keys: list[str] = ()):
         self.operators = []
-        self.trusted: set[str] = set()
+        # trusted / trusted_keys: operator keys without their JWTs (no signing keys, no system account)
+        self.trusted: set[str] = set(trusted_keys)
         self.strict: set[str] = set()  # the keys of operators with strict_signing_key_usage
-        self.operator_keys: set[str] = set()  # the operators' own keys (not their signing keys)
+        self.operator_keys: set[str] = set(trusted_keys)  # the operators' own keys (not their signing keys)
         for token in operator_jwts:
             try:
                 claims = jwt.decode(token, "operator")
@@ -208,6 +220,8 @@ class OperatorMode:
         self.resolver = resolver
         self.accounts: dict[str, dict] = {}  # account key -> its claims (the newest we accept)
         self.server = None
+        self.pinned: set[str] | None = None  # resolver_pinned_accounts (and the system account): none other logs in
+        self.pinned_fails = 0  # /varz pinned_account_fails
 
     # -- accounts ----------------------------------------------------------------
     def add_jwt(self, key: str, token: str, preload: bool = False) -> dict | None:
@@ -251,6 +265,7 @@ class OperatorMode:
             elif kind == "stream" and i.get("to"):
                 spec["prefix"] = i["to"]
             cfg.imports.append(spec)
+        cfg.mappings = _mappings(nats.get("mappings"))
         lim = nats.get("limits") or {}
         mem, disk = lim.get("mem_storage", 0) or 0, lim.get("disk_storage", 0) or 0
         if mem or disk:
@@ -300,6 +315,9 @@ class OperatorMode:
             return False
         nats = uc["nats"]
         acc_key = nats.get("issuer_account") or uc["iss"]
+        if self.pinned is not None and acc_key not in self.pinned:  # ("not listed as operator pinned account")
+            self.pinned_fails += 1
+            return False
         ac = self.accounts.get(acc_key)
         if ac is None or ac["iss"] not in self.trusted:
             return False
@@ -451,3 +469,68 @@ def _permissions(nats: dict) -> dict:
         if spec:
             out[name] = spec
     return out
+
+
+def _mappings(claim):
+    """An account JWT's ``mappings`` ({source: [{subject, weight, cluster}]})
+    as server/mappings.py's, as nats-server adds them from the claims: a
+    weight of 0 (left out) is 100, and a mapping it cannot add is dropped."""
+    if not isinstance(claim, dict) or not claim:
+        return None
+    from .jetstream.transform import MappingError
+    from .mappings import Mappings
+
+    out = Mappings()
+    for src, dests in claim.items():
+        try:
+            out.add(str(src), [(str(d.get("subject", "")), int(d.get("weight") or 100), str(d.get("cluster") or ""))
+                               for d in dests or () if isinstance(d, dict)])
+        except (MappingError, ValueError, TypeError):
+            continue
+    return out if out.mappings else None
+
+
+def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
+    """resolver_pinned_accounts (a key or a list of keys) as nats-server reads
+    and checks it; the system account is always pinned. None: none given."""
+    from .cli import _go_type
+
+    if isinstance(v, str):
+        keys = [v]
+    elif isinstance(v, list):
+        keys = []
+        for item in v:
+            if not isinstance(item, str):
+                raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type in array {_go_type(item)}")
+            keys.append(item)
+    else:
+        raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type {_go_type(v)}")
+    if not keys:
+        return None
+    for key in keys:
+        if not jwt.is_key(key, "A"):
+            raise ConfigError(f'pinned account key "{key}" is not a valid public account nkey')
+    if system_account:
+        keys.append(system_account)
+    return set(keys)
+
+
+def _trusted_keys(v) -> list[str]:
+    """trusted / trusted_keys (an operator key or a list of them), checked as
+    nats-server checks them."""
+    from .cli import _go_type
+
+    if isinstance(v, str):
+        keys = [v]
+    elif isinstance(v, list):
+        keys = []
+        for item in v:
+            if not isinstance(item, str):
+                raise ConfigError(f"error parsing trusted: unsupported type in array {_go_type(item)}")
+            keys.append(item)
+    else:
+        raise ConfigError(f"error parsing trusted: unsupported type {_go_type(v)}")
+    for key in keys:
+        if not jwt.is_key(key, "O"):
+            raise ConfigError(f'trust key "{key}" required to be a valid public operator nkey')
+    return keys

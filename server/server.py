@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from . import protocol as p
 from .conf import ConfigError
-from .accounts import Accounts
+from .accounts import Accounts, apply_limits
 from .auth import Authenticator
 from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, Messaging, jetstream
@@ -38,7 +38,6 @@ NATS_VERSION = "2.15.1"
 
 logger = logging.getLogger("natslab.server")
 
-CLOSED_CONNS_KEPT = 1000
 
 
 @dataclass
@@ -89,6 +88,15 @@ class ServerOptions:
     max_control_line: int = p.MAX_CONTROL_LINE  # max_control_line (the parser's limit on a protocol line)
     max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
+    js_max_buffered_size: int = 0  # jetstream { max_buffered_size, max_buffered_msgs }: a stream's ingest
+    js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
+    mappings: object = None  # the top-level mappings {}: the global account's (server/mappings.py)
+    client_advertise: str = ""  # client_advertise: the host:port INFO names
+    ports_file_dir: str = ""  # ports_file_dir: where the .ports file goes (server/cli.py)
+    max_sub_tokens: int = 0  # max_sub_tokens: the most tokens a SUB's subject may have; 0: no limit
+    no_header_support: bool = False  # no_header_support: INFO says headers false, no client gets them
+    server_tags: list = field(default_factory=list)  # server_tags: /varz tags (lower case, as jwt.TagList)
+    max_closed_clients: int = 10000  # max_closed_clients: /connz?state=closed keeps this many (nats-server's default)
     js_strict: bool = True  # jetstream { strict }: API requests with unknown fields refused (nats-server's default)
     no_system_account: bool = False  # no_system_account: no $SYS.REQ service at all (server/sysreq.py)
     allow_non_tls: bool = False  # allow_non_tls: with tls {}, plain clients too (server/tls.py sniffs)
@@ -321,7 +329,7 @@ class Server:
             {"client": client, "cid": client.cid, "name": client.name, "subs": subs,
              "reason": client.close_reason or "Client Closed", "stop": time.time()}
         )
-        del self.closed_conns[:-CLOSED_CONNS_KEPT]
+        del self.closed_conns[:-self.opts.max_closed_clients or len(self.closed_conns)]
 
     def client_info(self, client: Client, connect_info: bool = False) -> dict:
         info = {
@@ -332,10 +340,13 @@ class Server:
             "go": "natslab (python)",
             "host": self.opts.host,
             "port": self.port,
-            "headers": True,
+            "headers": not self.opts.no_header_support,
         }
+        if self.opts.client_advertise:  # (nats-server's setInfoHostPort)
+            info["host"], info["port"] = _advertised(self.opts.client_advertise, self.port)
         # (in nats-server's order)
-        if self.auth_required and not self.auth.no_auth_user:
+        if self.auth_required and not self.auth.no_auth_user or \
+                client.ws is not None and self.auth.ws_no_auth_user:  # (a websocket auth override says so)
             info["auth_required"] = True
         if self.tls_context is not None:
             o = self.opts
@@ -373,6 +384,11 @@ class Server:
         if entry and client is not None:
             # a configured account, or $G when another account has the server's index
             client.account = self.accounts.get(entry.get("account") if isinstance(entry, dict) else None)
+            mappings = client.account.mappings if client.account is not None else self.opts.mappings
+            if mappings is not client.mappings:
+                client.mappings = mappings
+            if client.account is not None and client.account.limits is not None:
+                entry = apply_limits(client, client.account, entry)
         return entry
 
     # -- subscriptions ---------------------------------------------------------
@@ -555,3 +571,17 @@ def default_store_dir() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("natslab")) / "store"
+
+
+def _advertised(spec: str, port: int) -> tuple[str, int]:
+    """client_advertise as INFO's host and port (nats-server's parseHostPort:
+    the listen port when the value has none, or has 0 or -1)."""
+    host, sep, p = spec.rpartition(":")
+    if not sep or (host.count(":") and not host.startswith("[")):
+        host, p = spec, ""
+    host = host.strip("[]").strip()
+    try:
+        n = int(p.strip()) if p else port
+    except ValueError:
+        n = port
+    return host, port if n in (0, -1) else n

@@ -15,7 +15,9 @@ nats-server's order).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+import re
 import select
 import ssl
 from asyncio import sslproto
@@ -28,12 +30,14 @@ TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
 HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
 CLOSED_TLS = "TLS Handshake Failure"  # close reason (connz)
 
-# the keys of a tls {} block natslab knows; nats-server knows more
-# (cipher_suites, pinned_certs, ocsp_peer, cert_store...): those are refused
-# with a clear error rather than silently ignored
+# the keys of a tls {} block natslab knows; nats-server knows more (_REFUSED:
+# pinned_certs, ocsp_peer, cert_store...): those are refused as not supported
+# rather than silently ignored (docs/compatibility.md says why each)
+_REFUSED = ("ocsp_peer", "cert_store", "cert_match_by", "cert_match", "ca_certs_match",
+            "cert_match_skip_invalid", "connection_rate_limit", "verify_cert_and_check_known_urls")
 _KNOWN = ("cert_file", "key_file", "ca_file", "verify", "verify_and_map", "timeout",
           "handshake_first", "first", "immediate", "insecure", "min_version", "cipher_suites",
-          "curve_preferences", "allow_insecure_cipher_suites", "certs", "certificates")
+          "curve_preferences", "allow_insecure_cipher_suites", "certs", "certificates", "pinned_certs")
 
 # cipher_suites: Go's names (tls.CipherSuites(), then tls.InsecureCipherSuites()) and OpenSSL's.
 # The TLS 1.3 suites cannot be chosen, in Go as in OpenSSL: named, they change nothing.
@@ -83,6 +87,7 @@ class TLSOptions:
     ciphers: tuple = ()  # cipher_suites, OpenSSL's names (empty: the defaults)
     curves: tuple = ()  # curve_preferences, OpenSSL's names
     certs: tuple = ()  # certs [{cert_file, key_file}...]: (cert, key) pairs, chosen by SNI (without cert_file)
+    pinned: frozenset | None = None  # pinned_certs: sha256 (hex) of the client certificates' SubjectPublicKeyInfo
 
     def context(self) -> ssl.SSLContext:
         """The server-side SSLContext, with nats-server's error texts when a
@@ -227,12 +232,27 @@ def parse_tls_block(block) -> TLSOptions:
     allow_insecure = False
     for key, v in block.items():
         k = key.lower()
+        if k in _REFUSED:
+            raise ConfigError(f'"tls.{k}" is not supported by natslab')
         if k not in _KNOWN:
             raise ConfigError(f"error parsing tls config, unknown field {key!r}")
         if k in ("cert_file", "key_file", "ca_file"):
             if not isinstance(v, str):
                 raise ConfigError(f"error parsing tls config, expected '{k}' to be filename")
             setattr(t, k, v)
+        elif k == "pinned_certs":
+            if not isinstance(v, list):
+                raise ConfigError("error parsing tls config, expected 'pinned_certs' to be a list of hex-encoded "
+                                  "sha256 of DER encoded SubjectPublicKeyInfo")
+            if v:
+                pinned = set()
+                for entry in v:
+                    e = str(entry).lower()
+                    if not re.fullmatch(r"[a-f0-9]{64}", e):
+                        raise ConfigError(f"error parsing tls config, 'pinned_certs' key {e} does not look like "
+                                          "hex-encoded sha256 of DER encoded SubjectPublicKeyInfo")
+                    pinned.add(e)
+                t.pinned = frozenset(pinned)
         elif k in ("verify", "verify_and_map", "insecure"):
             if not isinstance(v, bool):
                 raise ConfigError(f"error parsing tls config, expected '{k}' to be a boolean")
@@ -414,6 +434,13 @@ async def _handshake(client, transport, ctx, opts: TLSOptions, info: bytes, firs
         new.abort()
         return
     obj = new.get_extra_info("ssl_object")
+    if opts.pinned is not None and not _pinned(obj, opts.pinned):
+        # (nats-server's ErrCertNotPinned: a handshake error once the handshake is done)
+        log.error("%s:%d - cid:%d - TLS handshake error: certificate not pinned", client.host, client.port, client.cid)
+        new.abort()
+        client.close_reason = CLOSED_TLS
+        client.connection_lost(None)
+        return
     log.debug("%s:%d - cid:%d - TLS handshake complete", client.host, client.port, client.cid)
     if obj is not None:
         log.debug("%s:%d - cid:%d - TLS version %s, cipher suite %s", client.host, client.port, client.cid,
@@ -634,3 +661,39 @@ def connz_fields(ssl_object, first: bool) -> dict:
     if first:
         d["tls_first"] = True
     return d
+
+
+def _pinned(obj, pinned: frozenset) -> bool:
+    """Does the client's certificate have a pinned public key (the sha256
+    of its DER SubjectPublicKeyInfo, as nats-server's matchesPinnedCert)?"""
+    der = obj.getpeercert(binary_form=True) if obj is not None else None
+    spki = _subject_public_key_info(der) if der else None
+    return spki is not None and hashlib.sha256(spki).hexdigest() in pinned
+
+
+def _tlv(der: bytes, pos: int) -> tuple[int, int, int]:
+    """A DER element at ``pos``: (tag, where its content starts, where it ends)."""
+    tag, n = der[pos], der[pos + 1]
+    pos += 2
+    if n & 0x80:
+        k = n & 0x7F
+        n = int.from_bytes(der[pos:pos + k], "big")
+        pos += k
+    return tag, pos, pos + n
+
+
+def _subject_public_key_info(der: bytes) -> bytes | None:
+    """The DER SubjectPublicKeyInfo of an X.509 certificate: the seventh
+    field of its TBSCertificate (the sixth when the version is left out)."""
+    try:
+        _, body, _ = _tlv(der, 0)  # Certificate
+        _, pos, end = _tlv(der, body)  # TBSCertificate
+        tag, _, nxt = _tlv(der, pos)
+        if tag == 0xA0:  # [0] version
+            pos = nxt
+        for _ in range(5):  # serialNumber, signature, issuer, validity, subject
+            pos = _tlv(der, pos)[2]
+        tag, _, nxt = _tlv(der, pos)
+        return der[pos:nxt] if tag == 0x30 and nxt <= end else None
+    except IndexError:
+        return None

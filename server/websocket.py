@@ -75,11 +75,16 @@ class WebsocketOptions:
     same_origin: bool = False
     allowed_origins: list[str] = field(default_factory=list)
     handshake_timeout: float = 0.0  # 0: none, as nats-server
+    headers: bytes = b""  # headers {}: added to the upgrade response, ``Name: value\r\n`` each
+    ping_interval: float = 0.0  # ping_interval: the websocket clients' own (0: the server's)
+    no_auth_user: str = ""  # no_auth_user: the websocket clients' own (server/auth.py)
 
 
 _KEYS = ("listen", "port", "host", "net", "advertise", "no_tls", "tls", "same_origin", "allowed_origins",
          "allowed_origin", "allow_origins", "allow_origin", "origins", "origin", "handshake_timeout",
-         "compress", "compression")
+         "compress", "compression", "headers", "ping_interval", "no_auth_user")
+# keys nats-server knows in websocket {} that natslab does not implement (docs/compatibility.md)
+_REFUSED = ("authorization", "authentication", "jwt_cookie", "user_cookie", "pass_cookie", "token_cookie")
 
 
 def parse_websocket_block(block) -> WebsocketOptions:
@@ -89,9 +94,11 @@ def parse_websocket_block(block) -> WebsocketOptions:
     w = WebsocketOptions()
     for key, v in block.items():
         k = key.lower()
+        if k in _REFUSED:
+            raise ConfigError(f'"websocket.{k}" is not supported by natslab')
         if k not in _KEYS:
             raise ConfigError(f'unknown field "{key}" in websocket (natslab supports: port, host, no_tls, tls, '
-                              'compression, same_origin, allowed_origins, handshake_timeout)')
+                              'compression, same_origin, allowed_origins, handshake_timeout, headers)')
         if k == "listen":
             h, _, pt = str(v).rpartition(":")
             w.host, w.port = h, int(pt)
@@ -105,10 +112,41 @@ def parse_websocket_block(block) -> WebsocketOptions:
             w.no_tls = bool(v)
         elif k == "tls":
             w.tls = tls.parse_tls_block(v)
+            if w.tls.pinned is not None:  # (checked on the client port only: refused here, not ignored)
+                raise ConfigError('"websocket.tls.pinned_certs" is not supported by natslab')
         elif k == "same_origin":
             w.same_origin = bool(v)
         elif k in ("compress", "compression"):
             w.compression = bool(v)
+        elif k == "no_auth_user":  # (checked against the users with the server's: auth.py)
+            if not isinstance(v, str):
+                from .cli import _go_type
+
+                raise ConfigError(f"interface conversion: interface {{}} is {_go_type(v)}, not string")
+            w.no_auth_user = v
+        elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
+            from .conf import go_duration
+
+            try:
+                w.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+            except ConfigError as e:
+                raise ConfigError(f"error parsing ping_interval: {e}") from None
+        elif k == "headers":  # (nats-server's parseWebsocket and validateWebsocketOptions)
+            from .cli import _go_type
+
+            if not isinstance(v, dict):
+                raise ConfigError(f"error parsing headers: unsupported type {_go_type(v)}")
+            raw = []
+            for name, value in v.items():
+                if not isinstance(value, str):
+                    raise ConfigError(f"error parsing header key {name}: unsupported type {_go_type(value)}")
+                low = name.lower()
+                if low in ("host", "content-length", "connection", "upgrade", "nats-no-masking"):
+                    raise ConfigError(f'websocket: invalid header "{name}" not allowed')
+                if low.startswith("sec-websocket-"):
+                    raise ConfigError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
+                raw.append(f"{name}: {value}\r\n".encode())
+            w.headers = b"".join(raw)
         elif k == "handshake_timeout":
             try:
                 w.handshake_timeout = parse_duration(v)
@@ -387,7 +425,7 @@ class WSConnection(asyncio.Protocol):
             resp += _PMC_RESPONSE
         if no_mask:
             resp += _NO_MASKING
-        self.transport.write(resp + b"\r\n")
+        self.transport.write(resp + self.listener.opts.headers + b"\r\n")
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -441,3 +441,55 @@ async def test_push_consumer_delivers_to_importing_account(server_kind, tmp_path
         b.close()
     finally:
         srv.stop()
+
+
+async def test_account_limits_block(server_kind, tmp_path):
+    """accounts { A { limits { max_connections, max_subscriptions,
+    max_payload } } } as nats-server applies them, with its -ERR lines: the
+    connection over the account's count is refused, a SUB over the
+    subscriptions and a PUB over the payload get their errors, and the
+    other accounts are not limited."""
+    from conftest import RawClient
+    from test_config_file import started
+
+    srv = started(server_kind, tmp_path, """listen: 127.0.0.1:{port}
+accounts {
+  A { users: [ {user: a, password: a} ], limits: { max_conn: 2, max_subs: 2, max_payload: 8, max_leafnodes: 1 } }
+  B { users: [ {user: b, password: b} ] }
+}
+""")
+    login = '{"verbose":false,"pedantic":false,"protocol":1,"user":"%s","pass":"%s"}'
+    try:
+        a1 = await RawClient.open(srv, connect=login % ("a", "a"))
+        a2 = await RawClient.open(srv, connect=login % ("a", "a"))
+        a3 = await RawClient.open(srv, connect=None)
+        await a3.send("CONNECT " + login % ("a", "a") + "\r\nPING\r\n")
+        assert await a3.readline() == "-ERR 'maximum account active connections exceeded'"
+        assert await a3.closed()
+        await a1.send("SUB x.1 1\r\nSUB x.2 2\r\nSUB x.3 3\r\n")
+        assert await a1.read_until_pong() == ["-ERR 'maximum subscriptions exceeded'"]
+        await a1.send("PUB x.1 8\r\n12345678\r\n")
+        assert await a1.read_until_pong() == ["MSG x.1 1 8", "12345678"]
+        await a1.send("PUB x.1 9\r\n123456789\r\n")
+        assert await a1.readline() == "-ERR 'Maximum Payload Violation'"
+        assert await a1.closed()
+        b = await RawClient.open(srv, connect=login % ("b", "b"))
+        await b.send("SUB y.1 1\r\nSUB y.2 2\r\nSUB y.3 3\r\nPUB y.1 9\r\n123456789\r\n")
+        assert await b.read_until_pong() == ["MSG y.1 1 9", "123456789"]
+        # a1 is gone: A has room for one more connection (once the server has let a1 go)
+        async def fourth() -> bool:
+            c = await RawClient.open(srv, connect=None)
+            await c.send("CONNECT " + login % ("a", "a") + "\r\nPING\r\n")
+            ok = await c.readline() == "PONG"
+            c.close()
+            return ok
+
+        for _ in range(50):
+            if await fourth():
+                break
+        else:
+            raise AssertionError("A refused a second connection after the first closed")
+        for c in (a2, b):
+            c.close()
+    finally:
+        srv.stop()

@@ -112,6 +112,15 @@ BAD = {
     "account-nkey": ({"c.conf": 'port: 1\naccounts { A { nkey: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL" } }\n'},
                      'c.conf:2:16: Not a valid public nkey for an account: '
                      '"OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"'),
+    "max-sub-tokens-big": ({"c.conf": "port: 1\nmax_sub_tokens: 300\n"}, "c.conf:2:1: max_sub_tokens value is too big"),
+    "max-sub-tokens-zero": ({"c.conf": "port: 1\nmax_sub_tokens: 0\n"},
+                            "c.conf:2:1: max_sub_tokens value can not be negative"),
+    "write-timeout": ({"c.conf": "port: 1\nwrite_timeout: sometimes\n"},
+                      "c.conf:2:1: write_timeout must be 'default', 'close' or 'retry'"),
+    "max-buffered-size": ({"c.conf": "port: 1\njetstream { max_buffered_size: abc }\n"},
+                          'c.conf:2:13: max_buffered_size strconv.ParseInt: parsing "ab": invalid syntax'),
+    "max-buffered-msgs": ({"c.conf": "port: 1\njetstream {\n  max_buffered_msgs: 1.5\n}\n"},
+                          'c.conf:3:3: Expected a parseable size for "max_buffered_msgs", got 1.5'),
 }
 
 
@@ -129,6 +138,12 @@ def test_bad_files_fail_the_same(server_kind, tmp_path, case):
     "jetstream { max_buffered_size: 64MB, max_buffered_msgs: 10000 }",
     "max_control_line: 8KB", "max_subscriptions: 100", "max_subs: 100", 'write_deadline: "5s"',
     "ping_interval: 30s\nping_max: 3", "max_pending: 32MB", 'lame_duck_duration: "1m"\nlame_duck_grace_period: "5s"',
+    "accounts { A { jetstream: { cluster_traffic: owner } } }", "accounts { A { limits: { max_leafnodes: 1 } } }",
+    "trace_verbose: true", "trace_headers: true", "disable_sublist_cache: true",
+    'write_timeout: "default"', "write_timeout: close",
+    "max_traced_msg_len: 100\nlogfile_size_limit: 1MB\nlogfile_max_num: 3",
+    "jetstream { request_queue_limit: 100, info_queue_limit: 100, max_concurrent_io: 16, extension_hint: will_extend,"
+    " limits { max_ha_assets: 2 } }",
 ])
 async def test_keys_issue_31_found_refused_start(server_kind, tmp_path, line):
     srv = started(server_kind, tmp_path, f"listen: 127.0.0.1:{{port}}\n{line}\n")
@@ -506,3 +521,102 @@ def test_every_account_error_at_once(server_kind, tmp_path):
         "many.conf:19:3: Cluster authorization does not allow multiple users",
     }, lines
     assert len(lines) == 4
+
+
+async def test_jetstream_max_buffered_size(server_kind, tmp_path):
+    """jetstream { max_buffered_size }: a message that would take more than
+    that in a stream's ingest queue (subject, reply, headers and payload) is
+    dropped; a publisher that waits hears 429 / 10167 with a 429 status
+    header, a plain publish is lost, and the stream serves smaller ones on.
+    (max_buffered_msgs: nats-server's queue length, which messages that
+    arrive one at a time never reach: taken; its checks are in test_bad_files.)"""
+    from conftest import connect, eventually
+
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\n"
+                  "jetstream { max_buffered_size: 1kb, max_buffered_msgs: 1000 }\n")
+    try:
+        nc = await connect(srv.url)
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"])
+        reply = "r.1234567890"
+        inbox = await nc.subscribe(reply)
+        await nc.flush()
+        await nc.flush()
+        ack = await js.publish("s.small", b"x" * 100)
+        assert ack.seq == 1
+        # the limit counts every byte: subject + reply + payload over 1024 by one
+        big = b"x" * (1024 - len("s.big") - len(reply) + 1)
+        await nc.publish("s.big", big, reply=reply)
+        msg = await inbox.next_msg(timeout=5)
+        assert msg.headers == {"Status": "429", "Description": "Too Many Requests"}
+        assert json.loads(msg.data) == {"error": {"code": 429, "err_code": 10167, "description": "too many requests"},
+                                        "stream": "S", "seq": 0}
+        await nc.publish("s.big", big[:-1], reply=reply)  # exactly the limit: stored
+        assert json.loads((await inbox.next_msg(timeout=5)).data)["seq"] == 2
+        await nc.publish("s.big", big * 2)  # no reply: dropped without a word
+        ack = await js.publish("s.small", b"y")
+        assert ack.seq == 3
+        assert (await js.stream_info("S")).state.messages == 3
+        await nc.close()
+    finally:
+        srv.stop()
+
+
+async def test_client_advertise_sub_tokens_headers_tags_closed_clients(server_kind, tmp_path):
+    """Keys a client sees the effect of: client_advertise (INFO's host and
+    port), max_sub_tokens (nats-server's -ERR, the connection served on),
+    no_header_support (INFO says headers false; an HPUB then closes the
+    connection without a word), server_tags (/varz, lower case) and
+    max_closed_clients (/connz?state=closed keeps that many)."""
+    import urllib.request
+
+    from conftest import eventually
+
+    http = free_port()
+    srv = started(server_kind, tmp_path, "listen: 127.0.0.1:{port}\n"
+                  'client_advertise: "nats.example.com:5222"\nmax_sub_tokens: 3\nno_header_support: true\n'
+                  'server_tags: ["Region:EU ", "az:1"]\nmax_closed_clients: 2\n', "-m", str(http))
+
+    def monitor(path: str) -> dict:
+        return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}{path}", timeout=5).read())
+
+    try:
+        i = info(srv)
+        assert (i["host"], i["port"], i["headers"]) == ("nats.example.com", 5222, False)
+        c = await RawClient.open(srv, connect='{"verbose":false,"pedantic":false,"headers":true,"protocol":1}')
+        await c.send("SUB a.b.c.d 1\r\nSUB a.b.c 2\r\nSUB a.b.* 3\r\n")
+        assert await c.read_until_pong() == ["-ERR 'Permissions Violation for Subscription to \"a.b.c.d\", too many tokens'"]
+        await c.send("PUB a.b.c 2\r\nhi\r\n")
+        got = await c.read_until_pong()  # (the two subscriptions in either order)
+        assert sorted(zip(got[::2], got[1::2])) == [("MSG a.b.c 2 2", "hi"), ("MSG a.b.c 3 2", "hi")]
+        await c.send("HPUB a.b.c 12 14\r\nNATS/1.0\r\n\r\nhi\r\n")
+        assert await c.closed()
+        assert monitor("/varz")["tags"] == ["region:eu", "az:1"]
+        for _ in range(3):
+            RawClient.close(await RawClient.open(srv))
+        assert await eventually(lambda: monitor("/connz?state=closed")["total"] >= 2)
+        assert await eventually(lambda: monitor("/varz")["connections"] == 0)
+        closed = monitor("/connz?state=closed")
+        assert (closed["num_connections"], closed["total"]) == (2, 2)
+    finally:
+        srv.stop()
+
+
+async def test_ports_file_dir(server_kind, tmp_path):
+    """ports_file_dir: once the server listens, ``<dir>/<program>_<pid>.ports``
+    holds its client and monitor URLs as JSON; a clean stop removes it."""
+    from conftest import eventually
+
+    d = tmp_path / "ports"
+    d.mkdir()
+    http = free_port()
+    srv = started(server_kind, tmp_path, f'listen: 127.0.0.1:{{port}}\nports_file_dir: "{d}"\n', "-m", str(http))
+    try:
+        assert await eventually(lambda: len(list(d.glob(f"*_{srv.proc.pid}.ports"))) == 1)
+        (path,) = d.glob(f"*_{srv.proc.pid}.ports")
+        assert await eventually(lambda: path.read_text().endswith("}"))
+        assert json.loads(path.read_text()) == {"nats": [f"nats://127.0.0.1:{srv.port}"],
+                                                "monitoring": [f"http://127.0.0.1:{http}"]}
+    finally:
+        srv.stop()
+    assert list(d.iterdir()) == []

@@ -915,3 +915,75 @@ async def test_jetstream_limits_left_out_are_no_limits(server_kind, tmp_path):
             await nc.close()
     finally:
         srv.stop()
+
+
+async def test_resolver_pinned_accounts(server_kind, tmp_path):
+    """resolver_pinned_accounts: only users of the pinned accounts (and of
+    the system account, always pinned) log in; each refusal is an
+    Authorization Violation and counts in /varz pinned_account_fails; a key
+    that is no account key stops the start with nats-server's words."""
+    import urllib.request
+
+    from test_cli import refusal
+
+    setup = Setup(tmp_path)
+    path = tmp_path / "op.conf"
+    path.write_text(setup.conf() + f"resolver_pinned_accounts: [{setup.a.public}]\n")
+    srv = ServerProcess(server_kind, tmp_path / "store", http=True, extra=["-c", str(path)])
+    srv.start()
+    try:
+        for account in ("a", "sys"):
+            nc = await connect(srv.url, user_credentials=setup.user(account, f"{account}1"))
+            await nc.close()
+        err, errs = await _errors(srv.url, user_credentials=setup.user("b", "b1"))
+        assert err is not None and "authorization violation" in (err + " ".join(map(str, errs))).lower()
+        varz = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{srv.http_port}/varz", timeout=5).read())
+        assert varz["pinned_account_fails"] == 1
+    finally:
+        srv.stop()
+    path.write_text(setup.conf() + f"resolver_pinned_accounts: [{setup.a.public}, {Key.user().public}]\n")
+    status, lines = refusal(server_kind, path)
+    assert status == 1 and any(ln.endswith("is not a valid public account nkey") for ln in lines), lines
+
+
+async def test_trusted_keys_without_an_operator_jwt(server_kind, tmp_path):
+    """trusted (trusted_keys): the operator's public key instead of its JWT,
+    with the MEMORY resolver: accounts it signed are served, their users log
+    in; an account another operator signed is not; a key that is no
+    operator key is nats-server's config error, and the directory resolver,
+    which wants an operator JWT, does not start."""
+    import re
+    import subprocess
+
+    from test_cli import binary, refusal
+
+    setup = Setup(tmp_path)
+    rogue_op, rogue = Key.operator(), Key.account()
+    setup.jwts[rogue.public] = account_jwt(rogue_op, rogue, "ROGUE")
+    conf = re.sub(r'operator: "[^"]*"\n', f"trusted_keys: [{setup.op.public}]\n", setup.conf())
+    path = tmp_path / "trusted.conf"
+    path.write_text(conf)
+    srv = ServerProcess(server_kind, tmp_path / "store", extra=["-c", str(path)])
+    srv.start()
+    try:
+        a = await connect(srv.url, user_credentials=setup.user("a", "a1"))
+        info = json.loads((await a.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+        assert info["data"]["account"] == setup.a.public
+        await a.close()
+        sys_nc = await connect(srv.url, user_credentials=setup.user("sys", "admin"))
+        await sys_nc.close()
+        key = Key.user()
+        err, _ = await _errors(srv.url, user_credentials=creds(tmp_path / "r.creds", user_jwt(rogue, key), key))
+        assert err is not None
+    finally:
+        srv.stop()
+    path.write_text(conf.replace(setup.op.public, setup.a.public))
+    status, lines = refusal(server_kind, path)
+    assert status == 1 and [ln.split(": ", 1)[1] for ln in lines] == [
+        f'trust key "{setup.a.public}" required to be a valid public operator nkey'], lines
+    full = Setup(tmp_path / "full", resolver="full")
+    (tmp_path / "full").mkdir()
+    path.write_text(re.sub(r'operator: "[^"]*"\n', f"trusted_keys: [{full.op.public}]\n", full.conf()))
+    r = subprocess.run(binary(server_kind) + ["-c", str(path), "-p", "-1", "-sd", str(tmp_path / "full-store")],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and "Could not start resolver: no operator key found" in r.stderr + r.stdout

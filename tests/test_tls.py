@@ -13,10 +13,12 @@ import ssl
 import subprocess
 import sys
 
+import nats
 import pytest
 
 from conftest import ServerProcess, connect, eventually
 from pki import make_pki
+from test_cli import refusal
 from test_cli import binary
 
 
@@ -498,3 +500,38 @@ def test_bad_certs_blocks(server_kind, tmp_path, block, want):
     r = subprocess.run(binary(server_kind) + ["-c", str(conf), "-t"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 1
     assert want in r.stderr, r.stderr
+
+
+def _spki_sha256(cert_path) -> str:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    import hashlib
+
+    c = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    return hashlib.sha256(c.public_key().public_bytes(serialization.Encoding.DER,
+                                                      serialization.PublicFormat.SubjectPublicKeyInfo)).hexdigest()
+
+
+async def test_pinned_certs(server_kind, tmp_path, pki, servers):
+    """tls { pinned_certs }: only a client certificate whose public key's
+    sha256 is listed gets in (another from the same CA is cut once the
+    handshake is done); a bad entry is nats-server's config error."""
+    carol, dave = pki.client("carol"), pki.client("dave")
+    conf = (f'tls {{\n  cert_file: "{pki.server_cert}"\n  key_file: "{pki.server_key}"\n'
+            f'  ca_file: "{pki.ca}"\n  verify: true\n  pinned_certs: ["{_spki_sha256(carol[0]).upper()}"]\n}}\n')
+    srv = start(server_kind, tmp_path, conf=conf)
+    servers.append(srv)
+    nc = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(carol))
+    await roundtrip(nc)
+    with pytest.raises((ssl.SSLError, ConnectionError, asyncio.TimeoutError, OSError, nats.errors.Error)):
+        bad = await connect(f"tls://127.0.0.1:{srv.port}", tls=pki.client_context(dave))
+        await bad.flush(timeout=2)
+    await roundtrip(nc)
+    await nc.close()
+    (tmp_path / "bad.conf").write_text(f'port: -1\ntls {{\n  cert_file: "{pki.server_cert}"\n  key_file: '
+                                       f'"{pki.server_key}"\n  pinned_certs: ["abc"]\n}}\n')
+    status, lines = refusal(server_kind, tmp_path / "bad.conf")
+    assert status == 1 and [ln.split(": ", 1)[1] for ln in lines] == [
+        "error parsing tls config, 'pinned_certs' key abc does not look like hex-encoded sha256 of DER encoded "
+        "SubjectPublicKeyInfo"], lines

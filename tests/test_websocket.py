@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 
 import pytest
 
 from conftest import ServerProcess, connect, free_port
 from pki import make_pki
+from test_cli import binary
 from wsraw import WSRaw, deflate, frame, request
 
 pytest.importorskip("aiohttp")
@@ -338,3 +340,87 @@ async def test_wss_verify_failure_sends_an_alert(server_kind, tmp_path):
         await ws.close()
     finally:
         srv.stop()
+
+
+async def test_upgrade_response_headers(server_kind, tmp_path):
+    """websocket { headers {} }: each header is in the 101 response, after
+    nats-server's own; a header nats-server reserves is its start-up error."""
+    srv = start(server_kind, tmp_path, '  no_tls: true\n  headers {\n    X-Frame-Options: DENY\n'
+                                       '    "Strict-Transport-Security": "max-age=10"\n  }\n')
+    try:
+        ws = await WSRaw.open(srv.ws_port)
+        await ws.read_response()
+        lines = ws.response.split(b"\r\n")
+        assert lines[0] == b"HTTP/1.1 101 Switching Protocols"
+        assert sorted(lines[-4:-2]) == [b"Strict-Transport-Security: max-age=10", b"X-Frame-Options: DENY"]
+        ws.writer.close()
+    finally:
+        srv.stop()
+    for name, want in (("Upgrade", 'websocket: invalid header "Upgrade" not allowed'),
+                       ("Sec-WebSocket-Protocol", 'websocket: invalid header "Sec-WebSocket-Protocol", '
+                                                  '"Sec-WebSocket-" prefix not allowed')):
+        conf = tmp_path / "bad.conf"
+        conf.write_text("port: -1\nwebsocket {\n  port: -1\n  no_tls: true\n  headers { %s: x }\n}\n" % name)
+        r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+        assert r.returncode == 1 and want in r.stderr, r.stderr
+
+
+async def test_websocket_ping_interval(server_kind, tmp_path):
+    """websocket { ping_interval }: a websocket client is pinged at the
+    block's interval (here well before the server's 2 m); a bad duration is
+    nats-server's error."""
+    srv = start(server_kind, tmp_path, '  no_tls: true\n  ping_interval: "200ms"\n')
+    try:
+        ws = await WSRaw.open(srv.ws_port)
+        await ws.read_response()
+        ws.send(frame(1, b'CONNECT {"verbose":false,"protocol":1}\r\n'))
+        assert b"PING\r\n" in await ws.read_data(b"PING\r\n", timeout=10)
+        ws.writer.close()
+    finally:
+        srv.stop()
+    conf = tmp_path / "bad.conf"
+    conf.write_text('port: -1\nwebsocket {\n  port: -1\n  no_tls: true\n  ping_interval: "often"\n}\n')
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and 'error parsing ping_interval: time: invalid duration "often"' in r.stderr, r.stderr
+
+
+async def test_websocket_no_auth_user(server_kind, tmp_path):
+    """websocket { no_auth_user }: a websocket client without credentials is
+    that user (INFO on the websocket port says auth_required, as nats-server's
+    auth override does), while a TCP client without them is refused; the
+    user must exist (nats-server's error)."""
+    from test_jwt import _errors
+
+    top = "authorization { users: [ {user: a, password: a}, {user: wsuser, password: w} ] }\n"
+    srv = start(server_kind, tmp_path, "  no_tls: true\n  no_auth_user: wsuser\n", top=top)
+    try:
+        ws = await connect(srv.ws_url)
+        assert ws._server_info["auth_required"] is True
+        info = json.loads((await ws.request("$SYS.REQ.USER.INFO", b"", timeout=3)).data)
+        assert info["data"]["user"] == "wsuser"
+        await ws.close()
+        err, errs = await _errors(srv.url)
+        assert err is not None and "authorization violation" in (err + " ".join(map(str, errs))).lower()
+        tcp = await connect(srv.url, user="a", password="a")
+        await tcp.close()
+    finally:
+        srv.stop()
+    conf = tmp_path / "bad.conf"
+    conf.write_text(top + "websocket {\n  port: -1\n  no_tls: true\n  no_auth_user: nobody\n}\n")
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and 'no_auth_user: "nobody" not present as user or nkey' in r.stderr, r.stderr
+
+
+def test_websocket_pinned_certs_are_refused(server_kind, tmp_path):
+    """websocket { tls { pinned_certs } }: natslab checks pinned certificates
+    on the client port only, so on the websocket port it refuses the key
+    rather than ignoring it; nats-server starts with the same file."""
+    pki = make_pki(tmp_path / "pki")
+    conf = tmp_path / "c.conf"
+    conf.write_text(f'port: -1\nwebsocket {{\n  port: -1\n  tls {{ cert_file: "{pki.server_cert}", key_file: '
+                    f'"{pki.server_key}", pinned_certs: ["{"a" * 64}"] }}\n}}\n')
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf), "-t"], capture_output=True, text=True, timeout=20)
+    if server_kind == "natslab":
+        assert r.returncode == 1 and '"websocket.tls.pinned_certs" is not supported by natslab' in r.stderr
+    else:
+        assert r.returncode == 0, r.stderr

@@ -180,6 +180,7 @@ batch_publish_invalid_pattern = _fixed(400, 10206, "batch publish pattern is inv
 batch_publish_invalid_id = _fixed(400, 10207, "batch publish ID is invalid")
 batch_publish_unknown_id = _fixed(400, 10208, "batch publish ID unknown")
 batch_publish_too_many_inflight = _fixed(429, 10211, "batch publish too many inflight")
+stream_too_many_requests = _fixed(429, 10167, "too many requests")
 # mirrors and sources with the 2.12+ publish features
 mirror_with_counters = _fixed(400, 10173, "stream mirrors can not also calculate counters")
 mirror_with_atomic = _fixed(400, 10198, "stream mirrors can not also use atomic publishing")

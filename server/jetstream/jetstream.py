@@ -40,6 +40,11 @@ DIRECT_GET_PREFIX = b"$JS.API.DIRECT.GET."
 _DG = len(DIRECT_GET_PREFIX)
 
 
+# nats-server's streamDefaultMaxQueueMsgs / streamDefaultMaxQueueBytes
+STREAM_MAX_QUEUE_MSGS = 100_000
+STREAM_MAX_QUEUE_BYTES = 128 * 1024 * 1024
+
+
 def direct_get_key(subject: bytes, reply: bytes | None, payload: bytes) -> bytes | None:
     """For a body-less ``DIRECT.GET.<stream>.<subject>`` request with a
     reply (a KV get of nats.go, the nats CLI, nats-py): its
@@ -92,6 +97,12 @@ class JetStream:
         self._sync_timer = None
         self.api_level = API_LEVEL  # INFO's api_lvl
         self.domain = getattr(opts, "js_domain", "") or ""
+        # jetstream { max_buffered_size }: the most a message may take in a
+        # stream's ingest queue (nats-server's default, 128 MiB, when 0)
+        self.max_buffered_size = getattr(opts, "js_max_buffered_size", 0) or STREAM_MAX_QUEUE_BYTES
+        # a client's message is at most its control line (subject, reply) and max_payload (headers too)
+        biggest = getattr(opts, "max_payload", 0) + getattr(opts, "max_control_line", 0)
+        self.ingest_limited = self.max_buffered_size < max(biggest, 8 * 1024 * 1024)
         self._domain_mapping = None
 
     # -- lifecycle -------------------------------------------------------------

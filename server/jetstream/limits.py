@@ -82,8 +82,12 @@ def parse(value) -> AccountLimits | None:
     for key, v in value.items():
         name = _KEYS.get(key.lower())
         if name is None:
-            if key.lower() == "cluster_traffic":
-                raise LimitsConfigError('"jetstream.cluster_traffic" is not supported by natslab')
+            if key.lower() == "cluster_traffic":  # where a cluster's replication runs: one node has none
+                if not isinstance(v, str):
+                    raise LimitsConfigError(f'Expected either \'system\' or \'owner\' string value for "{key}", got {v}')
+                if v.lower() not in ("system", "", "owner"):
+                    raise LimitsConfigError(f'Expected \'system\' or \'owner\' string value for "{key}", got {v}')
+                continue
             raise LimitsConfigError(f'unknown field "{key}"')
         if name == "max_bytes_required":
             if not isinstance(v, bool):

@@ -44,6 +44,8 @@ class Stream(ExpiryMixin):
     def __init__(self, js: "JetStream", config: dict, created: int, store: Store):
         self.js = js
         self._journal = js.messaging.journal  # the history (journal.py); None: not kept
+        # can a message reach max_buffered_size? (not with the default: the publish path skips the sum)
+        self._ingest_limited = js.ingest_limited
         self.name: str = config["name"]
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
@@ -164,6 +166,9 @@ class Stream(ExpiryMixin):
         """The stream's subscription (raw: subject and reply arrive as bytes).
         Returns why the message was not stored, if it was refused (a message
         trace reports it; ``trace``: see ``traced_publish``)."""
+        if self._ingest_limited and \
+                len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.js.max_buffered_size:
+            return self._ingest_full(reply)
         if subject == self._subj_b:
             subj = self._subj_s  # one str for a run on one subject (the stores keep it, not copies)
         else:
@@ -188,6 +193,18 @@ class Stream(ExpiryMixin):
             log.exception("stream %s: publish failed", self.name)
             return str(e)
         return None
+
+    def _ingest_full(self, reply: bytes) -> str:
+        """A message bigger than ``jetstream { max_buffered_size }``: nats-server's
+        stream ingest queue refuses it (``queueInbound``; natslab's queue holds
+        the one message being stored, so only its size can reach the limit),
+        dropped with a warning and, to a publisher that waits, a 429."""
+        log.warning("Dropping messages due to excessive stream ingest rate on '%s' > '%s': IPQ size limit reached",
+                    self.js.account, self.name)
+        if reply:
+            body = dumps({"error": errors.stream_too_many_requests().to_dict(), "stream": self.name, "seq": 0})
+            self.js.messaging.reply(reply, body.encode(), b"NATS/1.0 429 Too Many Requests\r\n\r\n")
+        return "IPQ size limit reached"
 
     def traced_publish(self, subject: bytes, reply: bytes, hdr: bytes, payload: bytes,
                        only: bool) -> tuple[str | None, bool]:

@@ -94,7 +94,10 @@ def varz(mon, q: dict):
         "http_req_stats": dict(sorted(mon.req_stats.items())),
         "config_load_time": rfc3339(start),
         "config_digest": "",
+        **({"tags": list(o.server_tags)} if getattr(o, "server_tags", None) else {}),
         **({} if o.no_system_account else {"system_account": getattr(o, "system_account", "$SYS")}),
+        **({"pinned_account_fails": o.operator.pinned_fails} if getattr(getattr(o, "operator", None), "pinned_fails", 0)
+           else {}),
         "slow_consumer_stats": {"clients": srv.slow_consumers, "routes": 0, "gateways": 0, "leafs": 0},
         "stale_connection_stats": {"clients": 0, "routes": 0, "gateways": 0, "leafs": 0},
         # nats-server 2.15's defaults; natslab implements none of these toggles
