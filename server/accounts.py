@@ -147,10 +147,10 @@ def _limits(block, account: str) -> tuple[int, int, int]:
         if k not in out:
             continue  # (max_leafnodes: no leafnodes on one node)
         if isinstance(v, bool) or not isinstance(v, int):
-            from .cli import _go_type
+            from .conf import go_type
 
             where = f"{block.where(k)}: " if hasattr(block, "where") else ""
-            raise ConfigError(f"{where}interface conversion: interface {{}} is {_go_type(v)}, not int64")
+            raise ConfigError(f"{where}interface conversion: interface {{}} is {go_type(v)}, not int64")
         out[k] = v
     return out["max_connections"], out["max_subscriptions"], out["max_payload"]
 

@@ -291,13 +291,13 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "ports_file_dir" in c:
             if not isinstance(c["ports_file_dir"], str):
                 raise problem(c, "ports_file_dir", f"interface conversion: interface {{}} is "
-                                                   f"{_go_type(c['ports_file_dir'])}, not string")
+                                                   f"{go_type(c['ports_file_dir'])}, not string")
             o.ports_file_dir = c["ports_file_dir"]
     with collect:
         if "write_timeout" in c:  # (for clients "default" is "close": what natslab does)
             v = c["write_timeout"]
             if not isinstance(v, str):
-                raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {_go_type(v)}, not string")
+                raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {go_type(v)}, not string")
             if v not in ("default", "close", "retry"):
                 raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
             if v == "retry":
@@ -306,7 +306,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "client_advertise" in c:
             if not isinstance(c["client_advertise"], str):
                 raise problem(c, "client_advertise", f"interface conversion: interface {{}} is "
-                                                     f"{_go_type(c['client_advertise'])}, not string")
+                                                     f"{go_type(c['client_advertise'])}, not string")
             o.client_advertise = c["client_advertise"]
     with collect:
         if "server_tags" in c:
@@ -314,7 +314,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if isinstance(v, str):
                 v = [v]
             if not isinstance(v, list):
-                raise problem(c, "server_tags", f"error parsing tags: unsupported type {_go_type(v)}")
+                raise problem(c, "server_tags", f"error parsing tags: unsupported type {go_type(v)}")
             for t in v:
                 if not isinstance(t, str):
                     raise problem(c, "server_tags", "error parsing tags: unsupported type *conf.token "
@@ -452,11 +452,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     except jetstream().LimitsConfigError as e:
                         raise problem(js, key, f"{key.replace('memory', 'mem')} {e}") from None
             if "max_buffered_size" in js:  # (getStorageSize, as the store limits)
-                from .jetstream.limits import LimitsConfigError, storage_size
+                from .internal import jetstream
 
                 try:
-                    o.js_max_buffered_size = storage_size(js["max_buffered_size"])
-                except LimitsConfigError as e:
+                    o.js_max_buffered_size = jetstream().storage_size(js["max_buffered_size"])
+                except jetstream().LimitsConfigError as e:
                     raise problem(js, "max_buffered_size", f"max_buffered_size {e}") from None
             if "max_buffered_msgs" in js:
                 v = js["max_buffered_msgs"]

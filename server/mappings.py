@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 from .conf import ConfigError, ConfMap
-from .jetstream.transform import MappingError, SubjectTransform, _is_subset_match, is_valid_subject
+from .transform import MappingError, SubjectTransform, _is_subset_match, is_valid_subject
 
 
 class Mapping:

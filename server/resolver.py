@@ -477,7 +477,7 @@ def _mappings(claim):
     weight of 0 (left out) is 100, and a mapping it cannot add is dropped."""
     if not isinstance(claim, dict) or not claim:
         return None
-    from .jetstream.transform import MappingError
+    from .transform import MappingError
     from .mappings import Mappings
 
     out = Mappings()
@@ -493,7 +493,7 @@ def _mappings(claim):
 def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
     """resolver_pinned_accounts (a key or a list of keys) as nats-server reads
     and checks it; the system account is always pinned. None: none given."""
-    from .cli import _go_type
+    from .conf import go_type
 
     if isinstance(v, str):
         keys = [v]
@@ -501,10 +501,10 @@ def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
         keys = []
         for item in v:
             if not isinstance(item, str):
-                raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type in array {_go_type(item)}")
+                raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type in array {go_type(item)}")
             keys.append(item)
     else:
-        raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type {_go_type(v)}")
+        raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type {go_type(v)}")
     if not keys:
         return None
     for key in keys:
@@ -518,7 +518,7 @@ def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
 def _trusted_keys(v) -> list[str]:
     """trusted / trusted_keys (an operator key or a list of them), checked as
     nats-server checks them."""
-    from .cli import _go_type
+    from .conf import go_type
 
     if isinstance(v, str):
         keys = [v]
@@ -526,10 +526,10 @@ def _trusted_keys(v) -> list[str]:
         keys = []
         for item in v:
             if not isinstance(item, str):
-                raise ConfigError(f"error parsing trusted: unsupported type in array {_go_type(item)}")
+                raise ConfigError(f"error parsing trusted: unsupported type in array {go_type(item)}")
             keys.append(item)
     else:
-        raise ConfigError(f"error parsing trusted: unsupported type {_go_type(v)}")
+        raise ConfigError(f"error parsing trusted: unsupported type {go_type(v)}")
     for key in keys:
         if not jwt.is_key(key, "O"):
             raise ConfigError(f'trust key "{key}" required to be a valid public operator nkey')

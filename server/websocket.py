@@ -120,9 +120,9 @@ def parse_websocket_block(block) -> WebsocketOptions:
             w.compression = bool(v)
         elif k == "no_auth_user":  # (checked against the users with the server's: auth.py)
             if not isinstance(v, str):
-                from .cli import _go_type
+                from .conf import go_type
 
-                raise ConfigError(f"interface conversion: interface {{}} is {_go_type(v)}, not string")
+                raise ConfigError(f"interface conversion: interface {{}} is {go_type(v)}, not string")
             w.no_auth_user = v
         elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
             from .conf import go_duration
@@ -132,14 +132,14 @@ def parse_websocket_block(block) -> WebsocketOptions:
             except ConfigError as e:
                 raise ConfigError(f"error parsing ping_interval: {e}") from None
         elif k == "headers":  # (nats-server's parseWebsocket and validateWebsocketOptions)
-            from .cli import _go_type
+            from .conf import go_type
 
             if not isinstance(v, dict):
-                raise ConfigError(f"error parsing headers: unsupported type {_go_type(v)}")
+                raise ConfigError(f"error parsing headers: unsupported type {go_type(v)}")
             raw = []
             for name, value in v.items():
                 if not isinstance(value, str):
-                    raise ConfigError(f"error parsing header key {name}: unsupported type {_go_type(value)}")
+                    raise ConfigError(f"error parsing header key {name}: unsupported type {go_type(value)}")
                 low = name.lower()
                 if low in ("host", "content-length", "connection", "upgrade", "nats-no-masking"):
                     raise ConfigError(f'websocket: invalid header "{name}" not allowed')

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import transform
+from .. import transform
 from .shapes import rfc3339
 from .subjects import is_literal
 

@@ -35,7 +35,7 @@ from .errors import ApiError
 from .shapes import (CONSUMER_CONFIG_FIELDS, STREAM_CONFIG_FIELDS, dumps, now_ns, ordered, parse_rfc3339, rfc3339,
                      with_dynamic_metadata)
 from .subjects import is_literal, is_valid
-from .transform import is_valid_subject
+from ..transform import is_valid_subject
 
 if TYPE_CHECKING:
     from .jetstream import JetStream

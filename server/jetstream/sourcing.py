@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import errors, headers, transform
+from .. import transform
+from . import errors, headers
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
 from .subjects import match

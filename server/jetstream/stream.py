@@ -12,7 +12,8 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from . import batch, counters, errors, fastbatch, headers, limits, schedules, transform
+from .. import transform
+from . import batch, counters, errors, fastbatch, headers, limits, schedules
 from .directget import DirectGet
 from .errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl

@@ -11,11 +11,12 @@ import hashlib
 import re
 from typing import Callable
 
-from . import errors, transform
+from .. import transform
+from . import errors
 from .names import is_valid_asset_name
 from .shapes import STREAM_CONFIG_FIELDS, ordered
 from .subjects import collide, is_literal, is_subset, is_valid
-from .transform import MappingError
+from ..transform import MappingError
 
 
 def _valid_name(name) -> bool:

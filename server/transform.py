@@ -1,6 +1,7 @@
 """Subject transforms: nats-server's subject mapping engine
-(server/subject_transform.go), used by a stream's ``subject_transform``, by
-the ``subject_transforms`` of mirrors and sources, and by ``republish``.
+(server/subject_transform.go), used by the core's subject ``mappings``
+(mappings.py) and by JetStream: a stream's ``subject_transform``, the
+``subject_transforms`` of mirrors and sources, and ``republish``.
 
 A transform maps a literal subject that matches its source (``src``, empty
 means ``>``) to its destination (``dest``), token by token. A destination
