@@ -222,6 +222,10 @@ class Server:
                 ctx.verify_mode = ssl.CERT_NONE
             self.monitor = Monitor(self)
             await self.monitor.start(o.http_host or o.host, o.http_port or o.https_port, ssl=ctx)
+        if self.websocket is not None:
+            # before the client port serves, as nats-server's Start() does:
+            # a client served there finds the websocket port up too
+            await self.websocket.start()
         port = 0 if o.port in (0, -1) else o.port
         client_cls = TracingClient if o.trace else Client
         if listener is not None:
@@ -236,8 +240,6 @@ class Server:
         log.info("Listening for client connections on %s:%d", o.host, self.port)
         if self.tls_context is not None:
             log.info("TLS required for client connections")
-        if self.websocket is not None:
-            await self.websocket.start()
         log.info("Server is ready")
 
     async def _start_jetstreams(self, JetStream, store_dir: Path) -> None:
