@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 
 from . import protocol as p
+from . import router
 from .protocol import CRLF
 from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
@@ -526,7 +526,7 @@ class Client(Parser, asyncio.BufferedProtocol):
                 others = [s for s in group if s is not sub and not (s.client is pub and not pub.echo)
                           and not _filters(s, m[0])]
                 if others:
-                    other = others[0] if len(others) == 1 else random.choice(others)
+                    other = router.pick(others)
                     other.client.deliver_run(other, (m,))
                     moved += 1
                 break

@@ -12,7 +12,6 @@ without decoding.
 
 from __future__ import annotations
 
-import random
 
 PWC = b"*"
 FWC = b">"
@@ -488,14 +487,3 @@ def _add(node: _Node, psubs: list, qgroups: dict) -> None:
     if node.qsubs:
         for q, g in node.qsubs.items():
             qgroups.setdefault(q, []).extend(g)
-
-
-def pick_member(group: tuple, pub):
-    """The member of a queue group that gets a message from ``pub``: one at
-    random, never ``pub``'s own when it asked for no echo (None when only
-    its own are there)."""
-    sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
-    if sub.client is pub and not pub.echo:
-        others = [s for s in group if s.client is not pub]
-        return random.choice(others) if others else None
-    return sub
