@@ -425,4 +425,4 @@ class Accounts:
     def _deliver(acc: Account, pub, subject: bytes, reply: bytes, hdr, payload) -> int:
         """Deliver in one account: every plain subscription, one member of
         each queue group (the publisher's own only when it echoes)."""
-        return router.deliver(pub, acc.index.match(subject), ((subject, reply, hdr, payload),))
+        return router.deliver_results(None, pub, acc.index.match(subject), ((subject, reply, hdr, payload),))

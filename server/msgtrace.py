@@ -115,7 +115,7 @@ class MsgTrace:
                 c.deliver_run(sub, msgs)
             return True
 
-        n = router.deliver(pub, match, ((subject, reply, hdr, payload),), to)
+        n = router.deliver_results(None, pub, match, ((subject, reply, hdr, payload),), to=to)
         if not n and reply and pub.no_responders and not only:
             srv._no_responders(pub, subject, reply)
         self._send(dest, headers, hdr, payload, [ingress, *js_events, *egress])

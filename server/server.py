@@ -495,12 +495,12 @@ class Server:
     @staticmethod
     def deliver_matched(r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
         """A consumer delivery to what its deliver subject matched (``r``)."""
-        router.deliver(None, r, ((subject, reply, hdr, payload),))
+        router.deliver_results(None, None, r, ((subject, reply, hdr, payload),))
 
     @staticmethod
     def deliver_matched_run(r: tuple, msgs) -> None:
         """deliver_matched for each (subject, reply, hdr, payload) of a run."""
-        router.deliver(None, r, msgs)
+        router.deliver_results(None, None, r, msgs)
 
     def write_behind(self, store) -> None:
         """A file store holds records (and the replies that wait for them):
@@ -552,19 +552,7 @@ class Server:
             self.current_publisher = pub
             if self.msg_trace.route(pub, subject, reply, hdr, payload, r):
                 return  # traced (server/msgtrace.py)
-        self.route_run(pub, r, ((subject, reply, hdr, payload),))
-
-    def route_run(self, pub, r: tuple, msgs) -> None:
-        """Deliver (subject, reply, hdr, payload) messages from ``pub`` that
-        all matched ``r``, in order (the parser hands over runs of PUBs; the
-        caller counts them) by the one road (router.deliver); a request
-        nothing takes gets the no-responders answer."""
-        # internal subscribers (JetStream) may ask who sent what they handle
-        self.current_publisher = pub
-        if not router.deliver(pub, r, msgs) and pub.no_responders:
-            for subject, reply, _, _ in msgs:
-                if reply:
-                    self._no_responders(pub, subject, reply)
+        router.deliver_results(self, pub, r, ((subject, reply, hdr, payload),))
 
     def _no_responders(self, pub: Client, subject: bytes, reply: bytes) -> None:
         router.no_responders(self.index, pub, subject, reply)
