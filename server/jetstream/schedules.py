@@ -27,6 +27,7 @@ import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from ..gowire import rfc3339
 from . import cron, errors, headers
 from .errors import ApiError
 from .expiry import parse_ttl
@@ -352,7 +353,7 @@ class Scheduler:
         out = _strip(body_hdr)
         extra = [("Nats-Scheduler", subject)]
         if run[1]:
-            extra.append(("Nats-Schedule-Next", _rfc3339nano(run[0])))
+            extra.append(("Nats-Schedule-Next", rfc3339(run[0])))
         else:
             extra.append(("Nats-Schedule-Next", "purge"))
         if ttl:
@@ -396,15 +397,6 @@ def _strip(hdr: bytes | None) -> bytes | None:
     if not kept:
         return None
     return lines[0] + b"\r\n" + b"\r\n".join(kept) + b"\r\n\r\n"
-
-
-def _rfc3339nano(ns: int) -> str:
-    """time.RFC3339Nano in UTC: trailing zeros of the fraction dropped."""
-    s = datetime.fromtimestamp(ns // NS, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    frac = ns % NS
-    if frac:
-        s += "." + f"{frac:09d}".rstrip("0")
-    return s + "Z"
 
 
 # -- the stream's side ------------------------------------------------------------------
