@@ -31,7 +31,7 @@ from ..gowire import rfc3339
 from . import cron, errors, headers
 from .errors import ApiError
 from .expiry import parse_ttl
-from .subjects import collide
+from ..subjects import subjects_overlap
 
 if TYPE_CHECKING:
     from .stream import Stream
@@ -200,9 +200,9 @@ def check_publish(stream: "Stream", subject: str, hdr: bytes, inflight: dict | N
         if source and (source == target or source == subject or not _valid_publish_subject(source)):
             raise errors.msg_schedules_source_invalid()
         subjects = stream.config["subjects"]
-        if not any(collide(s, target) for s in subjects):
+        if not any(subjects_overlap(s, target) for s in subjects):
             raise errors.msg_schedules_target_invalid()
-        if source and not any(collide(s, source) for s in subjects):
+        if source and not any(subjects_overlap(s, source) for s in subjects):
             raise errors.msg_schedules_source_invalid()
         rollup = value(hdr, b"Nats-Rollup")
         if not rollup:

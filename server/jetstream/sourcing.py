@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from . import errors, headers, transform
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
-from .subjects import match
+from ..subjects import subject_matches
 from .topoconfig import get_hash, source_iname
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class Link:
 
     def wants(self, subject: str) -> bool:
         """Does this link copy ``subject`` (its filters)?"""
-        return not self.filters or any(match(f, subject) for f in self.filters)
+        return not self.filters or any(subject_matches(f, subject) for f in self.filters)
 
     def origin_gone(self) -> None:
         self._detach()
