@@ -5,12 +5,14 @@ through ``processMsgResults`` -> ``deliverMsg``. Here that is ``deliver_results`
 given what a subject matched (``(plain subscriptions, queue groups)``, from
 the subject index) and a run of messages that all matched it, every plain
 subscription takes the run at once, each queue group gives each message to
-one member (``shares``: the one queue pick), and a publisher that asked for
-no echo gets none of its own. Its callers: the parser's fast path (runs of
-PUBs, and runs of identical PUB lines as their payloads), ``Server.route``
-and ``Accounts`` (one message or a run), message tracing (with its own
-``to``), JetStream's push and pull deliveries and its replies (PubAcks,
-direct gets). What a connection does with a run (echo aside: permissions,
+one member (``pick`` for one message, ``shares`` for a run: the one queue
+pick), and a publisher that asked for no echo gets none of its own. Its
+callers: the parser's fast path (runs of PUBs, and runs of identical PUB
+lines as their payloads), ``Server.route_matched`` and ``Accounts`` (one
+message), message tracing (with its own ``to``), and through
+``Server.deliver_matched(_run)`` JetStream's push and pull deliveries and
+its replies (PubAcks, direct gets); the deny filter's "another member" pick
+(``Client._to_other_member``) is ``pick`` too. What a connection does with a run (echo aside: permissions,
 auto-unsubscribe, framing, flushing) is ``Client.deliver_run``.
 """
 
