@@ -17,9 +17,9 @@ Every delivery goes through ``Client.deliver``, the one delivery path.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 
+from . import router
 from .conf import ConfigError
 from .subjects import SubjectIndex, is_subset, subject_matches, valid_subject
 
@@ -466,12 +466,7 @@ class Accounts:
         if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc.jetstream is None:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:
-            hdr503 = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
-            psubs, qgroups = acc.index.match(reply)
-            for sub in list(psubs) + [s for g in qgroups for s in g]:
-                if sub.client is pub:
-                    pub.deliver(sub, reply, b"", hdr503, b"")
-                    break
+            router.no_responders(acc.index, pub, subject, reply)
 
     def _response(self, src: Account, acc: Account, reply: bytes) -> bytes:
         """A ``_R_.`` reply subject in the exporting account whose first
@@ -518,18 +513,4 @@ class Accounts:
     def _deliver(acc: Account, pub, subject: bytes, reply: bytes, hdr, payload) -> int:
         """Deliver in one account: every plain subscription, one member of
         each queue group (the publisher's own only when it echoes)."""
-        psubs, qgroups = acc.index.match(subject)
-        n = 0
-        msgs = ((subject, reply, hdr, payload),)
-        for sub in psubs:
-            if sub.client is pub and not pub.echo:
-                continue
-            if sub.client.deliver_run(sub, msgs) is not False:  # (False: its deny filter kept it)
-                n += 1
-        for group in qgroups:
-            members = [s for s in group if s.client is not pub or pub.echo]
-            if members:
-                sub = members[0] if len(members) == 1 else random.choice(members)
-                if sub.client.deliver_run(sub, msgs) is not False:
-                    n += 1
-        return n
+        return router.deliver_results(None, pub, acc.index.match(subject), ((subject, reply, hdr, payload),))

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 
 from . import protocol as p
+from . import router
 from .protocol import CRLF
 from .parser import READ_BUFFER_SIZE, Parser
 from .permissions import violation
@@ -434,23 +434,40 @@ class Client(Parser, asyncio.BufferedProtocol):
         """Queue one MSG/HMSG for ``sub`` (the router's call): a run of one."""
         self.deliver_run(sub, ((subject, reply, hdr, payload),))
 
-    def deliver_run(self, sub: Subscription, msgs) -> None:
+    def deliver_run(self, sub: Subscription, msgs, alike: tuple | None = None) -> None:
         """Queue a MSG/HMSG for ``sub`` for each (subject, reply, hdr,
         payload) of ``msgs``, in order: the one way any message reaches a
         client (core routing, internal replies, PubAcks, JetStream delivery,
-        direct gets). A client that did not ask for headers gets the payload
-        only; auto-unsubscribe stops the run at its count. The counters, the
-        dirty mark and the slow-consumer check are taken once per run."""
+        direct gets). Its batch case: with ``alike`` (subject, reply, size),
+        ``msgs`` are the payloads of a run that shares those and has no
+        headers (what a run of identical PUB lines brings), framed with one
+        MSG line and list operations. A client
+        that did not ask for headers gets the payload only; auto-unsubscribe
+        stops the run at its count. The counters, the dirty mark and the
+        slow-consumer check are taken once per run."""
         if self.closed:
             return
         if self.gate is not None:
-            admitted = self.gate.admit(sub.queue, msgs)
-            if admitted is not msgs:
-                moved = self._denied(sub, msgs, admitted)
-                if not admitted:
-                    # nothing delivered (the router counts it for no-responders)
-                    return None if moved else False
-                msgs = admitted
+            if alike is not None:
+                admitted = self._admit_alike(sub, msgs, alike)
+                if admitted is not True:
+                    return admitted  # (None: moved to another member; False: denied)
+            else:
+                admitted = self.gate.admit(sub.queue, msgs)
+                if admitted is not msgs:
+                    moved = self._denied(sub, msgs, admitted)
+                    if not admitted:
+                        # nothing delivered (the router counts it for no-responders)
+                        return None if moved else False
+                    msgs = admitted
+        sid = sub.sid
+        out = self.out
+        if alike is not None:
+            subject, reply, n = alike
+            if reply:
+                line = b"MSG %b %b %b %d\r\n" % (subject, sid, reply, n)
+            else:
+                line = b"MSG %b %b %d\r\n" % (subject, sid, n)
         mx = sub.max
         if mx:
             left = mx - sub.msgs
@@ -458,15 +475,24 @@ class Client(Parser, asyncio.BufferedProtocol):
                 return  # (reached by a run matched before the removal)
             if left < len(msgs):
                 msgs = msgs[:left]
-        sid = sub.sid
-        out = self.out
-        headers = self.headers
-        size = nbytes = 0
         k = len(msgs)
-        if k > 2:
-            size, nbytes = self._frame_uniform(sid, msgs)
-        if size:
-            msgs = ()  # framed whole above
+        if alike is not None:
+            if k == 1:
+                out += (line, msgs[0], CRLF)
+            else:
+                frames = [line, b"", CRLF] * k
+                frames[1::3] = msgs
+                out += frames
+            size = k * (len(line) + n + 2)
+            nbytes = k * n
+            msgs = ()
+        else:
+            headers = self.headers
+            size = nbytes = 0
+            if k > 2:
+                size, nbytes = self._frame_uniform(sid, msgs)
+            if size:
+                msgs = ()  # framed whole above
         for subject, reply, hdr, payload in msgs:
             if hdr is None or not headers:
                 n = len(payload)
@@ -517,6 +543,22 @@ class Client(Parser, asyncio.BufferedProtocol):
         if self.out_size > self.max_pending:
             self.flush()
 
+    def _admit_alike(self, sub: Subscription, payloads, alike: tuple) -> bool | None:
+        """Does the deny filter let a run of payloads (deliver_run's
+        ``alike``) through to ``sub``? True; or None when it went to another
+        member of the queue group (nats-server tries the group's next
+        member), False when denied."""
+        subject, reply, _ = alike
+        gate = self.gate
+        if gate.filtering and gate.denies(subject, sub.queue):
+            if sub.queue is not None and self._to_other_member(
+                    sub, [(subject, reply, None, pl) for pl in payloads]):
+                return None
+            return False
+        if reply and gate.responses is not None:
+            gate.admit(None, ((subject, reply, None, b""),))
+        return True
+
     def _denied(self, sub: Subscription, msgs, admitted) -> int:
         """Messages of a run the deny filter kept from ``sub``: a queue
         group's go to another member that may take them (nats-server tries
@@ -539,7 +581,7 @@ class Client(Parser, asyncio.BufferedProtocol):
                 others = [s for s in group if s is not sub and not (s.client is pub and not pub.echo)
                           and not _filters(s, m[0])]
                 if others:
-                    other = others[0] if len(others) == 1 else random.choice(others)
+                    other = router.pick(others)
                     other.client.deliver_run(other, (m,))
                     moved += 1
                 break
@@ -578,52 +620,6 @@ class Client(Parser, asyncio.BufferedProtocol):
             return 0, 0
         self.out += frames
         return size, k * n
-
-    def deliver_payloads(self, sub: Subscription, subject: bytes, reply: bytes, size: int, payloads: list) -> None:
-        """deliver_run for a run of messages that share subject and reply,
-        without headers, each of ``size`` bytes (what a run of identical PUB
-        lines brings): the MSG line is made once and the run framed with
-        list operations."""
-        if self.closed:
-            return
-        if self.gate is not None:
-            if self.gate.filtering and self.gate.denies(subject, sub.queue):
-                if sub.queue is not None and self._to_other_member(
-                        sub, [(subject, reply, None, pl) for pl in payloads]):
-                    return None
-                return False
-            if reply and self.gate.responses is not None:
-                self.gate.admit(None, ((subject, reply, None, b""),))
-        k = len(payloads)
-        mx = sub.max
-        if mx:
-            left = mx - sub.msgs
-            if left <= 0:
-                return
-            if left < k:
-                payloads = payloads[:left]
-                k = left
-        if reply:
-            line = b"MSG %b %b %b %d\r\n" % (subject, sub.sid, reply, size)
-        else:
-            line = b"MSG %b %b %d\r\n" % (subject, sub.sid, size)
-        if k == 1:
-            self.out += (line, payloads[0], CRLF)
-        else:
-            frames = [line, b"", CRLF] * k
-            frames[1::3] = payloads
-            self.out += frames
-        self.out_size += k * (len(line) + size + 2)
-        self.out_msgs += k
-        self.out_bytes += k * size
-        sub.msgs += k
-        if not self.dirty:
-            self.dirty = True
-            self.server.mark_dirty(self)
-        if mx and sub.msgs >= mx:
-            self.remove_sub(sub)
-        if self.out_size > self.max_pending:
-            self.flush()
 
     def drop_output(self) -> None:
         """Forget what is queued (the connection is gone)."""

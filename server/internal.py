@@ -112,13 +112,12 @@ class InternalClient:
         except Exception:  # a bug in a subsystem must not take routing down
             self.server.logger.exception("internal subscription %s failed", sub.subject.decode())
 
-    def deliver_run(self, sub, msgs) -> None:
+    def deliver_run(self, sub, msgs, alike: tuple | None = None) -> None:
+        if alike is not None:  # (payloads that share subject and reply: router.deliver_results)
+            subject, reply, _ = alike
+            msgs = [(subject, reply, None, pl) for pl in msgs]
         for subject, reply, hdr, payload in msgs:
             self.deliver(sub, subject, reply, hdr, payload)
-
-    def deliver_payloads(self, sub, subject: bytes, reply: bytes, size: int, payloads: list) -> None:
-        for payload in payloads:
-            self.deliver(sub, subject, reply, None, payload)
 
 
 class InternalSubscription(Subscription):

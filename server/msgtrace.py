@@ -17,11 +17,11 @@ headers name a trace destination; everything else keeps the fast path.
 from __future__ import annotations
 
 import json
-import random
 import re
 import time
 
-from .subjects import pick_member, valid_literal_subject
+from . import router
+from .subjects import valid_literal_subject
 
 DEST = b"Nats-Trace-Dest:"
 TRACE_ONLY = "Nats-Trace-Only"
@@ -105,31 +105,17 @@ class MsgTrace:
         ingress = self._ingress(pub, subject)
         js_events: list[dict] = []
         egress: list[dict] = []
-        msg = ((subject, reply, hdr, payload),)
-        n = 0
-        psubs, qgroups = match
-        for sub in psubs:
+
+        def to(sub, msgs) -> bool:
             c = sub.client
-            if c is pub and not c.echo:
-                continue
             if c.internal:
-                n += self._internal(sub, subject, reply, hdr, payload, only, js_events)
-                continue
-            egress.append(self._egress(sub, None))
-            if not only:
-                c.deliver_run(sub, msg)
-            n += 1
-        for group in qgroups:
-            sub = pick_member(group, pub)
-            if sub is None:
-                continue
-            if sub.client.internal:
-                n += self._internal(sub, subject, reply, hdr, payload, only, js_events)
-                continue
+                return self._internal(sub, subject, reply, hdr, payload, only, js_events) > 0
             egress.append(self._egress(sub, sub.queue))
             if not only:
-                sub.client.deliver_run(sub, msg)
-            n += 1
+                c.deliver_run(sub, msgs)
+            return True
+
+        n = router.deliver_results(None, pub, match, ((subject, reply, hdr, payload),), to=to)
         if not n and reply and pub.no_responders and not only:
             srv._no_responders(pub, subject, reply)
         self._send(dest, headers, hdr, payload, [ingress, *js_events, *egress])

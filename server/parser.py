@@ -13,13 +13,13 @@ PUBs that follow one of its messages in the same read, in one call.
 from __future__ import annotations
 
 import json
-import random
 import re
 import time
 from itertools import repeat
 from operator import itemgetter
 
 from . import protocol as p
+from . import router
 from .permissions import violation
 from .subjects import EMPTY_RESULT
 
@@ -357,14 +357,14 @@ class Parser:
         holds the payload size and everything routing needs, valid while the
         index's generation stays. The identical lines right behind it (the
         shape of telemetry and of every benchmark) join it, and the run goes
-        to each target in one call (``deliver_payloads``). Other PUBs (with a
+        to the road (``router.deliver_results``) with their shared line. Other PUBs (with a
         reply, to one-off subjects) are matched one at a time; consecutive ones
         that matched the same client subscriptions (requests to one service,
         replies to one requester's inbox prefix) go to them as one run
-        (``Server.route_run``)."""
+        (``router.deliver_results``)."""
         srv = self.server
         index = srv.index
-        route_run = srv.route_run
+        deliver = router.deliver_results
         cache_get = srv._match_cache.get
         match_miss = index.match_miss
         pub_match = _PUB_RE.match
@@ -402,7 +402,7 @@ class Parser:
             if e is not None:
                 # a run of this line: one entry, one call per target
                 if batch:
-                    route_run(self, batch_r, batch)
+                    deliver(srv, self, batch_r, batch)
                     batch = []
                     if self.closed:
                         break
@@ -429,11 +429,7 @@ class Parser:
                 msgs += k
                 nbytes += k * total
                 if kind is _PLAIN:
-                    plain, groups = targets
-                    for cl, sub in plain:
-                        cl.deliver_payloads(sub, subject, b"", total, payloads)
-                    for group in groups:
-                        _to_group(group, subject, total, payloads)
+                    deliver(None, None, targets, payloads, (subject, b"", total))
                 elif kind is _NOBODY:
                     pass
                 elif kind is _INTERNAL:
@@ -472,7 +468,7 @@ class Parser:
             nbytes += total
             if perms is not None and not perms.can_publish(subject):
                 if batch:
-                    route_run(self, batch_r, batch)
+                    deliver(srv, self, batch_r, batch)
                     batch = []
                 routed += 1
                 routed_bytes += total
@@ -488,7 +484,7 @@ class Parser:
                 batch.append((subject, reply or b"", None, data[start:end]))
                 continue
             if batch:
-                route_run(self, batch_r, batch)
+                deliver(srv, self, batch_r, batch)
                 batch = []
                 if self.closed:
                     break
@@ -536,11 +532,11 @@ class Parser:
                     if self.closed:
                         break
                     continue
-            route_run(self, r, ((subject, reply or b"", None, data[start:end]),))
+            deliver(srv, self, r, ((subject, reply or b"", None, data[start:end]),))
             if self.closed:
                 break
         if batch:
-            route_run(self, batch_r, batch)
+            deliver(srv, self, batch_r, batch)
         self.in_msgs += msgs
         self.in_bytes += nbytes
         srv.in_msgs += msgs - routed
@@ -568,7 +564,7 @@ class Parser:
                 kind, targets = _ROUTE, None
         else:
             echo = self.echo
-            plain = tuple((s.client, s) for s in psubs if echo or s.client is not self)
+            plain = tuple(s for s in psubs if echo or s.client is not self)
             groups = tuple(g for g in (tuple(s for s in g if echo or s.client is not self) for g in qgroups) if g)
             kind, targets = (_PLAIN, (plain, groups)) if plain or groups else (_NOBODY, None)
         e = (index.gen, size, kind, targets)
@@ -625,28 +621,6 @@ def _line_run(line: bytes, size: int) -> tuple:
 
 
 _LINE_RUNS: dict[bytes, tuple] = {}  # per control line: the patterns of _line_run
-
-
-def _to_group(group: tuple, subject: bytes, size: int, payloads: list) -> None:
-    """A run for a queue group: each message to one member picked at random,
-    each member's share as one run (in order)."""
-    if len(group) == 1:
-        sub = group[0]
-        sub.client.deliver_payloads(sub, subject, b"", size, payloads)
-        return
-    if len(payloads) == 1:
-        sub = group[random.randrange(len(group))]
-        sub.client.deliver_payloads(sub, subject, b"", size, payloads)
-        return
-    shares: dict = {}
-    for sub, payload in zip(random.choices(group, k=len(payloads)), payloads):
-        got = shares.get(sub)
-        if got is None:
-            shares[sub] = [payload]
-        else:
-            got.append(payload)
-    for sub, share in shares.items():
-        sub.client.deliver_payloads(sub, subject, b"", size, share)
 
 
 def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...], strict: bool = False) -> tuple:

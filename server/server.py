@@ -9,11 +9,10 @@ import asyncio
 import base64
 import logging
 import os
-import random
 import socket
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +24,8 @@ from .client import Client, Subscription, TracingClient
 from .internal import InternalClient, Messaging, jetstream
 from .lameduck import LAME_DUCK_DURATION, LAME_DUCK_GRACE_PERIOD
 from .parser import READ_BUFFER_SIZE
-from .subjects import SubjectIndex, pick_member
+from . import router
+from .subjects import SubjectIndex
 from .sysreq import SysRequests
 
 if TYPE_CHECKING:  # (imported only when configured: start-up pays for what the flags need)
@@ -428,30 +428,12 @@ class Server:
 
     @staticmethod
     def deliver_matched(r: tuple, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes) -> None:
-        """A consumer delivery to what its deliver subject matched (``r``):
-        every plain subscription and one member of each queue group."""
-        psubs, qgroups = r
-        for sub in psubs:
-            sub.client.deliver(sub, subject, reply, hdr, payload)
-        for group in qgroups:
-            sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
-            sub.client.deliver(sub, subject, reply, hdr, payload)
+        """A consumer delivery to what its deliver subject matched (``r``)."""
+        router.deliver_results(None, None, r, ((subject, reply, hdr, payload),))
 
-    @staticmethod
-    def deliver_matched_run(r: tuple, msgs) -> None:
-        """deliver_matched for each (subject, reply, hdr, payload) of a run:
-        each plain subscription takes the run at once; a queue group picks a
-        member per message."""
-        psubs, qgroups = r
-        for sub in psubs:
-            sub.client.deliver_run(sub, msgs)
-        for group in qgroups:
-            if len(group) == 1:
-                group[0].client.deliver_run(group[0], msgs)
-                continue
-            for msg in msgs:
-                sub = group[random.randrange(len(group))]
-                sub.client.deliver_run(sub, (msg,))
+    # deliver_matched for each (subject, reply, hdr, payload) of a run:
+    # deliver_matched_run(r, msgs), the road itself (a partial: no frame of its own)
+    deliver_matched_run = staticmethod(partial(router.deliver_results, None, None))
 
     def write_behind(self, store) -> None:
         """A file store holds records (and the replies that wait for them):
@@ -485,49 +467,10 @@ class Server:
             self.current_publisher = pub
             if self.msg_trace.route(pub, subject, reply, hdr, payload, r):
                 return  # traced (server/msgtrace.py)
-        self.route_run(pub, r, ((subject, reply, hdr, payload),))
-
-    def route_run(self, pub, r: tuple, msgs) -> None:
-        """Deliver (subject, reply, hdr, payload) messages from ``pub`` that
-        all matched ``r``, in order (the parser hands over runs of PUBs; the
-        caller counts them): each subscription takes the run at once, a
-        queue group gives each message to one member, a publisher without
-        echo gets none of its own, and a request nothing takes gets the
-        no-responders answer."""
-        # internal subscribers (JetStream) may ask who sent what they handle
-        self.current_publisher = pub
-        psubs, qgroups = r
-        n = 0
-        for sub in psubs:
-            c = sub.client
-            if c is pub and not c.echo:
-                continue
-            if c.deliver_run(sub, msgs) is not False:  # (False: its deny filter kept all of them)
-                n += 1
-        for group in qgroups:
-            for msg in msgs:
-                sub = pick_member(group, pub)
-                if sub is None:
-                    break
-                if sub.client.deliver_run(sub, (msg,)) is not False:
-                    n += 1
-        if not n and pub.no_responders:
-            for subject, reply, _, _ in msgs:
-                if reply:
-                    self._no_responders(pub, subject, reply)
+        router.deliver_results(self, pub, r, ((subject, reply, hdr, payload),))
 
     def _no_responders(self, pub: Client, subject: bytes, reply: bytes, index: SubjectIndex | None = None) -> None:
-        hdr = b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
-        psubs, qgroups = (index or self.index).match(reply)
-        for sub in psubs:
-            if sub.client is pub:
-                pub.deliver(sub, reply, b"", hdr, b"")
-                return
-        for group in qgroups:
-            for sub in group:
-                if sub.client is pub:
-                    pub.deliver(sub, reply, b"", hdr, b"")
-                    return
+        router.no_responders(index or self.index, pub, subject, reply)
 
     def mark_dirty(self, client: Client) -> None:
         self._dirty.append(client)

@@ -6,13 +6,15 @@ published subject. Publishing does a dict lookup on the hot path; the trie is
 walked only on a cache miss. Subscribing or unsubscribing evicts just the
 cached subjects the changed subscription matches.
 
-Subjects and tokens are ``bytes`` here: the protocol parser hands them over
-without decoding.
+Subjects and tokens are ``bytes`` in the index: the protocol parser hands
+them over without decoding. The matchers (``subject_matches``,
+``subjects_overlap``, ``is_subset``, ``is_literal``) are the server's only
+ones, for bytes and for JetStream's str subjects alike.
 """
 
 from __future__ import annotations
 
-import random
+from functools import lru_cache
 
 PWC = b"*"
 FWC = b">"
@@ -45,57 +47,87 @@ def valid_literal_subject(subject: bytes | str) -> bool:
     return valid_subject(subject, wildcards=False) and b" " not in subject and b"\t" not in subject
 
 
-def is_literal(subject: bytes) -> bool:
-    for t in subject.split(b"."):
-        if t == PWC or t == FWC:
+# The matchers below take subjects as bytes (the core: the parser's, the
+# permissions') or as str (JetStream's configured subjects and filters),
+# both arguments of one type; a subject's tokens are cached either way.
+_KINDS = {bytes: (b".", PWC, FWC), str: (".", "*", ">")}
+
+
+@lru_cache(maxsize=8192)
+def _tokens(subject: bytes | str) -> tuple:
+    return tuple(subject.split(_KINDS[subject.__class__][0]))
+
+
+def valid_config_subject(subject: str) -> bool:
+    """A subject JetStream takes in a configuration or a filter: no white
+    space, no empty token, ``>`` last only."""
+    if not subject or any(c in subject for c in " \t\r\n"):
+        return False
+    toks = subject.split(".")
+    for i, t in enumerate(toks):
+        if not t:
+            return False
+        if t == ">" and i != len(toks) - 1:
             return False
     return True
 
 
-def subject_matches(pattern: bytes, subject: bytes) -> bool:
+def is_literal(subject: bytes | str) -> bool:
+    _, pwc, fwc = _KINDS[subject.__class__]
+    if pwc not in subject and fwc not in subject:
+        return True  # the common case, without splitting
+    return not any(t == pwc or t == fwc for t in _tokens(subject))
+
+
+def subject_matches(pattern: bytes | str, subject: bytes | str) -> bool:
     """Does a literal ``subject`` match ``pattern`` (which may hold wildcards)?"""
-    pt = pattern.split(b".")
-    st = subject.split(b".")
+    if pattern == subject:
+        return True
+    _, pwc, fwc = _KINDS[pattern.__class__]
+    if pattern == fwc:
+        return True
+    pt = _tokens(pattern)
+    st = _tokens(subject)
     for i, p in enumerate(pt):
-        if p == FWC:
+        if p == fwc:
             return len(st) > i
         if i >= len(st):
             return False
-        if p != PWC and p != st[i]:
+        if p != pwc and p != st[i]:
             return False
     return len(pt) == len(st)
 
 
-def subjects_overlap(a: bytes, b: bytes) -> bool:
+def subjects_overlap(a: bytes | str, b: bytes | str) -> bool:
     """Could some literal subject match both patterns?"""
-    at = a.split(b".")
-    bt = b.split(b".")
-    for i in range(max(len(at), len(bt))):
-        if i >= len(at) or i >= len(bt):
-            return False
+    _, pwc, fwc = _KINDS[a.__class__]
+    at = _tokens(a)
+    bt = _tokens(b)
+    for i in range(min(len(at), len(bt))):
         x, y = at[i], bt[i]
-        if x == FWC or y == FWC:
+        if x == fwc or y == fwc:
             return True
-        if x != y and x != PWC and y != PWC:
+        if x != y and x != pwc and y != pwc:
             return False
-    return True
+    return len(at) == len(bt)
 
 
-def is_subset(sub: bytes, sup: bytes) -> bool:
+def is_subset(sub: bytes | str, sup: bytes | str) -> bool:
     """Is every subject matched by ``sub`` also matched by ``sup``?"""
-    st = sub.split(b".")
-    pt = sup.split(b".")
+    _, pwc, fwc = _KINDS[sub.__class__]
+    st = _tokens(sub)
+    pt = _tokens(sup)
     for i, p in enumerate(pt):
-        if p == FWC:
+        if p == fwc:
             return len(st) > i
         if i >= len(st):
             return False
         s = st[i]
-        if s == FWC:
+        if s == fwc:
             return False
-        if p == PWC:
+        if p == pwc:
             continue
-        if s == PWC or s != p:
+        if s == pwc or s != p:
             return False
     return len(st) == len(pt)
 
@@ -488,14 +520,3 @@ def _add(node: _Node, psubs: list, qgroups: dict) -> None:
     if node.qsubs:
         for q, g in node.qsubs.items():
             qgroups.setdefault(q, []).extend(g)
-
-
-def pick_member(group: tuple, pub):
-    """The member of a queue group that gets a message from ``pub``: one at
-    random, never ``pub``'s own when it asked for no echo (None when only
-    its own are there)."""
-    sub = group[random.randrange(len(group))] if len(group) > 1 else group[0]
-    if sub.client is pub and not pub.echo:
-        others = [s for s in group if s.client is not pub]
-        return random.choice(others) if others else None
-    return sub

@@ -374,6 +374,30 @@ async def test_a_run_of_identical_pubs_is_routed_as_single_ones_are(raw):
     assert q2 == [m for m in everything if m in q2] and q5 == [m for m in everything if m in q5]
 
 
+async def test_a_run_to_two_members_on_one_connection_keeps_its_order(raw):
+    # one connection holds two members of a queue group (and a third member
+    # is elsewhere): a run of identical PUB lines is shared out message by
+    # message, and that connection gets its messages in the order they were
+    # published, whichever of its members each went to
+    sub = await raw()
+    await sub.send("SUB ord.x q 1\r\nSUB ord.x q 2\r\n")
+    other = await raw()
+    await other.send("SUB ord.x q 3\r\n")
+    for c in (sub, other):
+        assert await c.read_until_pong() == []
+    pub = await raw()
+    sent = [f"m{i:03d}" for i in range(300)]
+    await pub.send("".join(f"PUB ord.x 4\r\n{m}\r\n" for m in sent))
+    assert await pub.read_until_pong() == []
+    lines = await sub.read_until_pong()
+    mine = [lines[k + 1] for k in range(0, len(lines), 2)]
+    assert {lines[k].split()[2] for k in range(0, len(lines), 2)} <= {"1", "2"}
+    theirs = _deliveries(await other.read_until_pong()).get("3", [])
+    assert sorted(mine + theirs) == sent
+    assert mine == [m for m in sent if m in mine]
+    assert mine and theirs  # (each side gets about its share of 300: never none)
+
+
 async def test_long_runs_cut_anywhere_are_framed_by_their_sizes(raw):
     # thousands of identical PUB lines in writes cut at odd places (inside a
     # control line, inside a payload, between CR and LF): natslab takes such

@@ -25,7 +25,7 @@ from time import time_ns as _time_ns
 from ..internal import RunSpec
 from .consumerconfig import filters_of
 from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
-from .subjects import is_subset
+from ..subjects import is_subset
 
 ADV_MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 ADV_NAK = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"

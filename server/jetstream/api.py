@@ -24,7 +24,7 @@ from .errors import ApiError
 from .gojson import GoJSONError
 from .jetstream import DIRECT_GET_PREFIX, direct_get_key
 from .shapes import API_LEVEL, ZERO_TIME, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
-from .subjects import collide
+from ..subjects import subjects_overlap
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -353,7 +353,7 @@ class Api:
         out = []
         for name in sorted(self.js.streams):
             st = self.js.streams[name]
-            if subj and not any(collide(subj, s) for s in st.config["subjects"]):
+            if subj and not any(subjects_overlap(subj, s) for s in st.config["subjects"]):
                 continue
             out.append(st)
         return out

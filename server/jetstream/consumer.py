@@ -25,7 +25,7 @@ from .consumerstate import StateSlots
 from .persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
 from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, dumps, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
                      with_dynamic_metadata)
-from .subjects import collide, match
+from ..subjects import subject_matches, subjects_overlap
 
 if TYPE_CHECKING:
     from .stream import Stream
@@ -81,7 +81,7 @@ class Consumer:
             self.filters = []
 
     def filter_matches(self, subject: str) -> bool:
-        return not self.filters or any(match(f, subject) for f in self.filters)
+        return not self.filters or any(subject_matches(f, subject) for f in self.filters)
 
     @property
     def is_pull(self) -> bool:
@@ -631,7 +631,7 @@ def _check_wq_unique(stream: "Stream", name: str, cfg: dict) -> None:
         raise errors.wq_multiple_unfiltered()
     for c in others:
         theirs = c.filters or [">"]
-        if any(collide(a, b) for a in mine for b in theirs):
+        if any(subjects_overlap(a, b) for a in mine for b in theirs):
             raise errors.wq_not_unique()
 
 

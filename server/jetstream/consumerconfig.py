@@ -11,7 +11,7 @@ from . import errors
 from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
 from ..gowire import go_duration
 from .shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
-from .subjects import collide, is_literal, is_subset, is_valid
+from ..subjects import is_literal, is_subset, subjects_overlap, valid_config_subject
 
 DEFAULT_ACK_WAIT = 30 * NS
 DEFAULT_MAX_ACK_PENDING = 1000
@@ -128,9 +128,9 @@ def _check(cfg: dict, scfg: dict, account_max_ack_pending: int = -1) -> None:
     if ds:
         if not is_literal(ds):
             raise errors.consumer_deliver_wildcards()
-        if not is_valid(ds):
+        if not valid_config_subject(ds):
             raise errors.ApiError(400, 10112, "invalid push consumer deliver subject")
-        if any(collide(ds, s) for s in scfg["subjects"]):
+        if any(subjects_overlap(ds, s) for s in scfg["subjects"]):
             raise errors.consumer_deliver_cycle()
         if cfg.get("max_waiting"):
             raise errors.consumer_push_max_waiting()
@@ -159,13 +159,13 @@ def _check(cfg: dict, scfg: dict, account_max_ack_pending: int = -1) -> None:
                               + go_duration(limits["inactive_threshold"]))
     if cfg.get("filter_subject") and cfg.get("filter_subjects"):
         raise errors.consumer_duplicate_filters()
-    if cfg.get("filter_subject") and not is_valid(cfg["filter_subject"]):
+    if cfg.get("filter_subject") and not valid_config_subject(cfg["filter_subject"]):
         raise errors.stream_invalid_config("invalid subject")
     fs = cfg.get("filter_subjects") or []
     for i, f in enumerate(fs):
         if not f:
             raise errors.consumer_empty_filter()
-        if not is_valid(f):
+        if not valid_config_subject(f):
             raise errors.stream_invalid_config("invalid subject")
         for j, g in enumerate(fs):
             if i != j and is_subset(f, g):

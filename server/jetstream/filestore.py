@@ -69,9 +69,9 @@ from .store import Store, StoredMsg, StoreState, file_msg_size
 from .filestore_reclaim import Reclaim
 from .filestore_recovery import Recovery
 from .filestore_subjects import ALL as _ALL
-from .filestore_subjects import SubjectIndex
+from .filestore_subjects import SubjectSequences
 from .persist import FILE_MODE
-from .subjects import is_literal
+from ..subjects import is_literal
 
 log = logging.getLogger("natslab.server.filestore")
 
@@ -94,7 +94,7 @@ _BATCH_READ_MAX = 4 * 1024 * 1024  # load_batch reads a block's run at once up t
 _NO_CHUNK = (None, 0, 0, b"")
 
 
-class FileStore(Recovery, Reclaim, SubjectIndex, Store):
+class FileStore(Recovery, Reclaim, SubjectSequences, Store):
     """A stream's messages under ``directory/msgs/``.
 
     ``first_seq`` only matters for a new store (an existing one keeps its

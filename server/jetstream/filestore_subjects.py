@@ -9,7 +9,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 
-from .subjects import is_literal, match
+from ..subjects import is_literal, subject_matches
 
 ALL = (None, "", ">")
 
@@ -72,8 +72,10 @@ class SubjectSeqs:
         return self.seqs[self.head :].tolist()
 
 
-class SubjectIndex:
-    """Subject ids, names and sequences (state lives on the store)."""
+class SubjectSequences:
+    """The file store's subjects: their ids, names and live sequences
+    (a mixin of FileStore; state lives on the store). Not the core's
+    subscription index (subjects.SubjectIndex)."""
 
     _subjects: list[str]
     _sid: dict[str, int]
@@ -110,7 +112,7 @@ class SubjectIndex:
         if sids is None:
             if len(self._filter_cache) > 256:
                 self._filter_cache.clear()
-            sids = self._filter_cache[flt] = [i for i, s in enumerate(self._subjects) if match(flt, s)]
+            sids = self._filter_cache[flt] = [i for i, s in enumerate(self._subjects) if subject_matches(flt, s)]
         return sids
 
     def _matching_seqs(self, flt: str) -> list[int]:

@@ -320,14 +320,14 @@ class JetStream:
 
     # -- streams -----------------------------------------------------------------
     def check_overlap(self, cfg: dict, exclude: str | None = None) -> None:
-        from .subjects import collide
+        from ..subjects import subjects_overlap
 
         for other in self.streams.values():
             if other.name == exclude:
                 continue
             for a in cfg["subjects"]:
                 for b in other.config["subjects"]:
-                    if collide(a, b):
+                    if subjects_overlap(a, b):
                         raise errors.stream_subject_overlap()
 
     def create_stream(self, raw: dict) -> tuple[Stream, bool]:

@@ -9,7 +9,7 @@ from bisect import bisect_left, insort
 from typing import Iterator
 
 from .store import Store, StoredMsg, StoreState, memory_msg_size
-from .subjects import is_literal, match
+from ..subjects import is_literal, subject_matches
 
 # Below this many subjects a wildcard look-up scans the per-subject index;
 # above it, a short linear scan of sequences is tried first.
@@ -152,7 +152,7 @@ class MemoryStore(Store):
         return StoredMsg(*t) if t is not None else None
 
     def _matching_subjects(self, flt: str) -> list[str]:
-        return [s for s in self._subj if match(flt, s)]
+        return [s for s in self._subj if subject_matches(flt, s)]
 
     def _matching_seqs(self, flt: str) -> list[int]:
         if flt == ">":
@@ -206,7 +206,7 @@ class MemoryStore(Store):
             end = min(self._last, s + _LINEAR_PROBE)
             while s <= end:
                 t = msgs.get(s)
-                if t is not None and match(subject_filter, t[1]):
+                if t is not None and subject_matches(subject_filter, t[1]):
                     return StoredMsg(*t)
                 s += 1
             if s > self._last:

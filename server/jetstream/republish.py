@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .. import transform
 from .shapes import rfc3339
-from .subjects import is_literal
+from ..subjects import is_literal
 
 if TYPE_CHECKING:
     from .stream import Stream

@@ -27,10 +27,11 @@ import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from ..gowire import rfc3339
 from . import cron, errors, headers
 from .errors import ApiError
 from .expiry import parse_ttl
-from .subjects import collide
+from ..subjects import subjects_overlap
 
 if TYPE_CHECKING:
     from .stream import Stream
@@ -199,9 +200,9 @@ def check_publish(stream: "Stream", subject: str, hdr: bytes, inflight: dict | N
         if source and (source == target or source == subject or not _valid_publish_subject(source)):
             raise errors.msg_schedules_source_invalid()
         subjects = stream.config["subjects"]
-        if not any(collide(s, target) for s in subjects):
+        if not any(subjects_overlap(s, target) for s in subjects):
             raise errors.msg_schedules_target_invalid()
-        if source and not any(collide(s, source) for s in subjects):
+        if source and not any(subjects_overlap(s, source) for s in subjects):
             raise errors.msg_schedules_source_invalid()
         rollup = value(hdr, b"Nats-Rollup")
         if not rollup:
@@ -352,7 +353,7 @@ class Scheduler:
         out = _strip(body_hdr)
         extra = [("Nats-Scheduler", subject)]
         if run[1]:
-            extra.append(("Nats-Schedule-Next", _rfc3339nano(run[0])))
+            extra.append(("Nats-Schedule-Next", rfc3339(run[0])))
         else:
             extra.append(("Nats-Schedule-Next", "purge"))
         if ttl:
@@ -396,15 +397,6 @@ def _strip(hdr: bytes | None) -> bytes | None:
     if not kept:
         return None
     return lines[0] + b"\r\n" + b"\r\n".join(kept) + b"\r\n\r\n"
-
-
-def _rfc3339nano(ns: int) -> str:
-    """time.RFC3339Nano in UTC: trailing zeros of the fraction dropped."""
-    s = datetime.fromtimestamp(ns // NS, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    frac = ns % NS
-    if frac:
-        s += "." + f"{frac:09d}".rstrip("0")
-    return s + "Z"
 
 
 # -- the stream's side ------------------------------------------------------------------

@@ -34,7 +34,7 @@ from . import errors, fields, gojson, headers, s2, streamconfig
 from .errors import ApiError
 from .shapes import (CONSUMER_CONFIG_FIELDS, STREAM_CONFIG_FIELDS, dumps, now_ns, ordered, parse_rfc3339, rfc3339,
                      with_dynamic_metadata)
-from .subjects import is_literal, is_valid
+from ..subjects import is_literal, valid_config_subject
 from ..transform import is_valid_subject
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def snapshot_request(api, req) -> dict:
     st = api.js.lookup(req.tokens[0])
     body = req.decode(SNAPSHOT_REQUEST)
     deliver = body.get("deliver_subject") or ""
-    if not deliver or not is_valid(deliver) or not is_literal(deliver) or not is_valid_subject(deliver):
+    if not deliver or not valid_config_subject(deliver) or not is_literal(deliver) or not is_valid_subject(deliver):
         raise errors.snapshot_deliver_subject_invalid()
     archive, state = build_archive(st, not body.get("no_consumers"))
     data = s2.encode(archive)
@@ -358,7 +358,7 @@ class _Restore:
                     raise ArchiveError(f"message sequence {seq} out of order")
                 if len(hdr) + len(payload) > MAX_PAYLOAD:
                     raise ArchiveError(f"message sequence {seq} exceeds maximum payload size")
-                if not is_valid(subj) or not is_literal(subj):
+                if not valid_config_subject(subj) or not is_literal(subj):
                     raise ArchiveError(f"message sequence {seq} has an invalid subject")
                 lseq = seq
                 msgs.append((subj, ts, seq, hdr or None, payload))

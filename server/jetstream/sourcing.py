@@ -28,7 +28,7 @@ from .. import transform
 from . import errors, headers
 from .errors import ApiError
 from .shapes import now_ns, parse_rfc3339, rfc3339
-from .subjects import match
+from ..subjects import subject_matches
 from .topoconfig import get_hash, source_iname
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ class Link:
 
     def wants(self, subject: str) -> bool:
         """Does this link copy ``subject`` (its filters)?"""
-        return not self.filters or any(match(f, subject) for f in self.filters)
+        return not self.filters or any(subject_matches(f, subject) for f in self.filters)
 
     def origin_gone(self) -> None:
         self._detach()

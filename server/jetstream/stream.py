@@ -21,7 +21,7 @@ from .republish import RePublisher
 from .persist import CorruptStateError, read_json_checked, write_json_atomic
 from .shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
 from .store import Store, StoredMsg
-from .subjects import is_literal
+from ..subjects import is_literal
 
 if TYPE_CHECKING:
     from .consumer import Consumer

@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import errors, topoconfig
 from .names import MAX_DESCRIPTION_LEN, MAX_NAME_LEN, byte_len, is_valid_asset_name
 from .shapes import NS, STREAM_CONFIG_KEYS
-from .subjects import collide, is_subset, is_valid
+from ..subjects import is_subset, subjects_overlap, valid_config_subject
 
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
 
@@ -94,7 +94,7 @@ def normalize(raw: dict) -> dict:
         subjects = [name]
     seen: set[str] = set()
     for i, subj in enumerate(subjects):
-        if not is_valid(subj):
+        if not valid_config_subject(subj):
             raise errors.stream_invalid_config("invalid subject")
         if subj in seen:
             raise errors.stream_invalid_config("duplicate subjects detected")
@@ -102,12 +102,12 @@ def normalize(raw: dict) -> dict:
             raise errors.stream_invalid_config("capturing all subjects requires no-ack to be true")
         if not cfg.get("no_ack"):
             for ns in ("$JS.>", "$JSC.>", "$NRG.>"):
-                if collide(subj, ns) and not is_subset(subj, "$JS.EVENT.>"):
+                if subjects_overlap(subj, ns) and not is_subset(subj, "$JS.EVENT.>"):
                     raise errors.stream_invalid_config("subjects that overlap with jetstream api require no-ack to be true")
-            if collide(subj, "$SYS.>") and not is_subset(subj, "$SYS.ACCOUNT.>"):
+            if subjects_overlap(subj, "$SYS.>") and not is_subset(subj, "$SYS.ACCOUNT.>"):
                 raise errors.stream_invalid_config("subjects that overlap with system api require no-ack to be true")
         for other in subjects[i + 1:]:
-            if collide(other, subj):
+            if subjects_overlap(other, subj):
                 raise errors.stream_invalid_config(f'subject "{subj}" overlaps with "{other}"')
         seen.add(subj)
     cfg["subjects"] = list(subjects)

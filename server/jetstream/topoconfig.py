@@ -15,7 +15,7 @@ from .. import transform
 from . import errors
 from .names import is_valid_asset_name
 from .shapes import STREAM_CONFIG_FIELDS, ordered
-from .subjects import collide, is_literal, is_subset, is_valid
+from ..subjects import is_literal, is_subset, subjects_overlap, valid_config_subject
 from ..transform import MappingError
 
 
@@ -124,7 +124,7 @@ def check_mirror(cfg: dict) -> None:
     _check_transforms(trs, errors.mirror_invalid_subject_filter, errors.mirror_invalid_transform_destination)
     for i, a in enumerate(trs):
         for j, b in enumerate(trs):
-            if i != j and collide(a.get("src") or ">", b.get("src") or ">"):
+            if i != j and subjects_overlap(a.get("src") or ">", b.get("src") or ">"):
                 raise errors.mirror_overlapping_filters()
     if not _valid_name(m.get("name", "")):
         raise errors.mirror_invalid_stream_name()
@@ -168,7 +168,7 @@ def _check_durable_consumer(src: dict, invalid) -> None:
     ds = c.get("deliver_subject") or ""
     if not _valid_name(c.get("name") or ""):
         raise invalid()
-    if not ds or not is_literal(ds) or not is_valid(ds):
+    if not ds or not is_literal(ds) or not valid_config_subject(ds):
         raise invalid()
     if src.get("opt_start_seq") or src.get("opt_start_time") is not None:
         raise invalid()
@@ -207,7 +207,7 @@ def check_transform_and_republish(cfg: dict) -> None:
         if dest == ">" and rp["src"] == ">" and st is not None and len(subjects) == 1 and st.get("src", "") == subjects[0]:
             rp["src"] = rp["dest"] = st.get("dest", "")
         dest = rp.get("dest", "")
-        if any(collide(dest, s) for s in subjects if dest):
+        if any(subjects_overlap(dest, s) for s in subjects if dest):
             raise errors.stream_invalid_config("stream configuration for republish destination forms a cycle")
         try:
             transform.new(rp["src"], dest)
@@ -252,7 +252,7 @@ def _check_cycle(cfg: dict, streams: dict) -> None:
             name = src.get("name", "")
             if name in visited:
                 flt = src.get("filter_subject") or ""
-                if not flt or any(collide(s, flt) for s in c.get("subjects") or []):
+                if not flt or any(subjects_overlap(s, flt) for s in c.get("subjects") or []):
                     raise errors.stream_invalid_config("detected cycle")
             elif name in streams:
                 to_visit.append(_live_config(name, cfg, streams))
