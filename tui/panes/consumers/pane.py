@@ -362,9 +362,15 @@ class ConsumersPane(LivePane):
         else:
             table = self.query_one(LiveTable)
             more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
-            keys = ("f pull hand (watch only) · J raw JSON · g rates · read-only" if self.read_only
-                    else "n new · e edit · space pause/resume · d delete · f pull hand")
-            text = f"Consumers of {self.stream} ({len(self.consumers)}){more} — {keys}"
+            keys = (["read-only", "f pull hand (watch only)", "[ back in time", "J raw JSON", "g rates"]
+                    if self.read_only else
+                    ["n new", "e edit", "f pull hand", "[ back in time", "space pause/resume", "d delete"])
+            head = f"Consumers of {self.stream} ({len(self.consumers)}){more} — "
+            # as many keys as fit on the line (the rest are in the footer and on ?)
+            room = (label.size.width or self.size.width or 80) - len(head)
+            while len(keys) > 1 and len(" · ".join(keys)) > room:
+                keys.pop()
+            text = head + " · ".join(keys)
         if text != self._status_text:  # called on every poll: the same line would cost a layout each time
             self._status_text = text
             label.update(text)
