@@ -5,6 +5,8 @@ broker with a 1 s ack wait."""
 
 from __future__ import annotations
 
+import re
+
 from textual.app import App, ComposeResult
 
 from natslab.tui.client.models import DeliveryEvent
@@ -115,6 +117,21 @@ def test_zoom_and_the_window_following_now():
     assert start % 5 == 0 and 100.0 - 31 < start < 100.0
     assert window_start(0.0, 100.0, 31, 1.0, scroll=20.0) == start - 20.0
     assert window_start(0.0, 10.0, 31, 1.0) == 0.0
+
+
+def test_tick_labels_past_ten_minutes_keep_their_unit():
+    """The pull hand 35 minutes after the consumer's first delivery (a demo
+    reset and run again): the ticks read minutes:seconds in the 5 cells they
+    have, not "|35.2" cut from "|35.2333m" (a label too long for its room
+    takes the next tick's place too)."""
+    story = {1: [ev(1, "deliver", 1, 0.0), ev(1, "ack", 1, 2.0)], 2: [ev(2, "deliver", 1, 2112.0)]}
+    axis = render_time_axis("t", story, 4.0, 2115.0, 40).plain.splitlines()[1]
+    labels = [x for x in axis.split() if x != "|"]  # (a last tick with no room for its label)
+    assert len(labels) >= 3 and all(re.fullmatch(r"\|\d+:\d\d", x) for x in labels), axis
+    labels = [x.lstrip("|") for x in labels]
+    minutes, seconds = map(int, labels[0].split(":"))
+    assert 2070 <= minutes * 60 + seconds <= 2115  # the window ends at now
+    assert re.fullmatch(r"\|\d+s", render_time_axis("t", RDL_STORY, 4.0, 22.0, 40).plain.splitlines()[1].split()[0])
 
 
 class AxisHost(App):
