@@ -95,6 +95,9 @@ class StreamsPane(LivePane):
                 # (MainScreen.mount_hidden_areas) or when first shown
                 yield Deferred(lambda: MessageBrowser(id="browser"), id="browser-holder")
 
+    def on_resize(self, event) -> None:
+        self.set_class(self.app.size.height < 30, "-short")
+
     def on_mount(self) -> None:
         super().on_mount()
         self.query_one(StreamInfoView).show(None)
