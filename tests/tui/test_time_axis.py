@@ -254,3 +254,27 @@ def axis_keys(axis: TimeAxis):
     scene = axis.events()
     return [(g, k) for events in scene[1].values()
             for g, k in paint_row(events, scene[2], axis.clock(), min(e.at for e in events), 40, 0.25, scene[3], scene[4])]
+
+
+def test_the_sliders_axis_cut_to_the_newest_rows_draws_the_same():
+    """The time slider makes DeliveryEvents only for the sequences the axis
+    draws (the newest MAX_ROWS); with the first event's time and the count
+    left out, the picture is the one the whole log gives."""
+    from natslab.tui.history import NS, Event, Scrub
+    from natslab.tui.panes.consumers.travel import delivery_log_at
+    from natslab.tui.widgets.timeline import MAX_ROWS
+
+    evs = [Event(0, "create", "S", "W", (), 0, 0, 0, 0, 0, 0, 0, 0, (0, 0, False, "limits", 0, 0))]
+    for seq in range(1, 101):
+        t = seq * NS // 2
+        evs.append(Event(t, "deliver", "S", "W", (seq,), seq, 1, seq, seq, seq - 1, seq - 1, 1, 0, None))
+        if seq % 3:
+            evs.append(Event(t + NS // 4, "ack", "S", "W", (seq,), seq, 1, seq, seq, seq, seq, 0, 0, None))
+    scrub, now = Scrub(evs, "S"), 60 * NS
+    whole, _, none_left = delivery_log_at(scrub, "W", now)
+    cut, first_at, left_out = delivery_log_at(scrub, "W", now, newest=MAX_ROWS)
+    assert none_left == 0 and len(whole) == 100 and len(cut) == MAX_ROWS and left_out == 100 - MAX_ROWS
+    for width in (76, 150):
+        drawn = render_time_axis("W", whole, 4.0, now / NS, width)
+        assert render_time_axis("W", cut, 4.0, now / NS, width, first_at=first_at, not_drawn=left_out) == drawn
+        assert "40 earlier sequences not drawn" in drawn.plain

@@ -183,7 +183,11 @@ def render_time_axis(
     title: str, events_by_seq: Mapping[int, Sequence], ack_wait: float, now: float, width: int,
     seconds_per_cell: float = 1.0, scroll: float = 0.0, styles: Mapping[str, Style] | None = None,
     relative_times: bool = True, backoff: Sequence[float] = (), max_deliver: int = 0,
+    first_at: float | None = None, not_drawn: int = 0,
 ) -> Text:
+    """``first_at`` / ``not_drawn``: for a log already cut to the newest
+    sequences (the time slider's), the first event's time and how many
+    sequences were left out."""
     styles = styles or {}
     cells = max(10, width - LABEL_W)
     text = Text()
@@ -201,7 +205,7 @@ def render_time_axis(
     if not starts:
         text.append("Nothing yet. Fetch a message, or let any worker consume.", style="italic")
         return text
-    t0 = min(starts)
+    t0 = min(starts) if first_at is None else min(first_at, min(starts))
     start = window_start(t0, now, cells, seconds_per_cell, scroll)
     # the axis: a tick every 5 cells, labelled with the time since the first event
     axis = [" "] * cells
@@ -219,8 +223,9 @@ def render_time_axis(
     text.append(" " * LABEL_W)
     text.append("".join(axis), style=styles.get("axis", Style(dim=True)))
     seqs = sorted(events_by_seq)
-    if len(seqs) > MAX_ROWS:
-        text.append(f"\n{len(seqs) - MAX_ROWS} earlier sequences not drawn (the newest {MAX_ROWS} are)", style="dim")
+    if len(seqs) + not_drawn > MAX_ROWS:
+        text.append(f"\n{len(seqs) + not_drawn - MAX_ROWS} earlier sequences not drawn (the newest {MAX_ROWS} are)",
+                    style="dim")
         seqs = seqs[-MAX_ROWS:]
     for seq in seqs:
         text.append("\n")

@@ -133,6 +133,7 @@ class ConsumersPane(LivePane):
         self.travel_t: int | None = None
         self._past: dict = {}  # consumer -> PastState at travel_t
         self._scrub: Scrub | None = None  # the stream's history as last read, indexed (history.Scrub)
+        self._past_text: tuple = (None, None)  # (what it was drawn for, the selected consumer's past details)
         self._stream_info: StreamSummary | None = None
 
     def compose(self) -> ComposeResult:
@@ -246,7 +247,11 @@ class ConsumersPane(LivePane):
     def action_travel(self, how: str) -> None:
         if not self.stream:
             return
-        scrub = self._read_history()
+        scrub = self._scrub
+        # back from a moment already shown: all before it is held; forward, or from
+        # live, reads what came since (a copy of the ring's newest part: ~60 ms when full)
+        if scrub is None or scrub.stream != self.stream or self.travel_t is None or how in ("forward", "next"):
+            scrub = self._read_history()
         if not scrub.events:
             self.app.notify("No history yet" + ("" if self.app.embedded is not None
                                                  else ": the app keeps what it observes from now on"))
@@ -412,8 +417,13 @@ class ConsumersPane(LivePane):
             return Text("")
         if self.travel_t is not None and c.name in self._past:
             width = self.query_one("#consumer-config").content_region.width or 76
-            return past_details(self._scrub, c.name, self._past[c.name], self.travel_t,
-                                getattr(self.app, "stable_display", False), consumer=c, width=width)
+            stable = getattr(self.app, "stable_display", False)
+            # the past does not change: a poll while it is shown draws it again from here
+            key = (id(self._scrub), len(self._scrub.events), c.name, self.travel_t, width, stable)
+            if self._past_text[0] != key:
+                self._past_text = (key, past_details(self._scrub, c.name, self._past[c.name], self.travel_t,
+                                                     stable, consumer=c, width=width))
+            return self._past_text[1]
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))

@@ -51,21 +51,32 @@ def marker(t: int, now: int, stable: bool = False) -> str:
 _AXIS_KINDS = ("deliver", "ack", "nak", "term", "progress", "expired", "max_deliveries")
 
 
-def delivery_log_at(scrub: Scrub, name: str, t: int) -> dict[int, list]:
+def delivery_log_at(scrub: Scrub, name: str, t: int, newest: int | None = None) -> tuple[dict[int, list], float | None, int]:
     """The consumer's events up to ``t`` as the pull hand's delivery log keeps
     them (seq -> DeliveryEvents, ``at`` in seconds on the history's clock),
-    for the time axis; a new incarnation starts it afresh."""
+    for the time axis; a new incarnation starts it afresh. With ``newest``
+    only the newest that many sequences are made into DeliveryEvents (the
+    axis draws no more: with a full ring each step made ~40,000 of them);
+    also returned: the first event's time and how many sequences were left out."""
     from ...client.models import DeliveryEvent
 
+    mine = [e for e in scrub.incarnation_upto(name, t) if e.kind in _AXIS_KINDS]
+    if not mine:
+        return {}, None, 0
+    keep, left_out = None, 0
+    if newest is not None:
+        seqs = {s for e in mine for s in e.seqs}
+        if len(seqs) > newest:
+            keep = set(sorted(seqs)[-newest:])
+            left_out = len(seqs) - newest
     log: dict[int, list] = {}
     stream = scrub.stream
-    for e in scrub.incarnation_upto(name, t):
-        if e.kind not in _AXIS_KINDS:
-            continue
+    for e in mine:
         delay = int(e.extra) / NS if e.kind == "nak" and e.extra else None
         for s in e.seqs:
-            log.setdefault(s, []).append(DeliveryEvent(stream, name, s, e.kind, e.dc or 1, e.t / NS, "app", delay))
-    return log
+            if keep is None or s in keep:
+                log.setdefault(s, []).append(DeliveryEvent(stream, name, s, e.kind, e.dc or 1, e.t / NS, "app", delay))
+    return log, min(e.t for e in mine) / NS, left_out
 
 
 def past_details(scrub: Scrub, name: str, st: PastState, t: int, stable: bool = False,
@@ -85,13 +96,15 @@ def past_details(scrub: Scrub, name: str, st: PastState, t: int, stable: bool = 
     if consumer is not None:
         from ...widgets.timeline import render_time_axis
 
-        log = delivery_log_at(scrub, name, t)
+        from ...widgets.timeline import MAX_ROWS
+
+        log, first_at, left_out = delivery_log_at(scrub, name, t, newest=MAX_ROWS)
         if log:
             text.append("\n")
             text.append(render_time_axis(f"{name} until then", log, consumer.ack_wait, t / NS, width,
                                          seconds_per_cell=10.0 if stable else 1.0,
                                          backoff=[b / NS for b in (consumer.config.get("backoff") or [])],
-                                         max_deliver=consumer.max_deliver))
+                                         max_deliver=consumer.max_deliver, first_at=first_at, not_drawn=left_out))
     return text
 
 
