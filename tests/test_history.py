@@ -18,7 +18,7 @@ import pytest
 
 from natslab.server import EmbeddedServer, ServerThread
 from natslab.server.jetstream.journal import FIELDS, Journal
-from natslab.tui.history import Event, as_events, report, state_at
+from natslab.tui.history import Event, Scrub, after, as_events, report, state_at, stream_range_at
 from natslab.tui.widgets.ruler import ACKED, EXPIRED, OUTSTANDING, TERMED
 
 from conftest import eventually
@@ -105,6 +105,10 @@ async def test_past_states_equal_recorded_consumer_info(tmp_path):
         assert events and all(len(e) == len(FIELDS) for e in events)
         for snap in snaps:
             assert got(state_at(events, "S", "W", ts_ns(snap["ts"]))) == expect(snap), snap
+        # the time slider's index says the same, stepping back from the present
+        scrub = Scrub(as_events(srv.history(stream="S")), "S")
+        for snap in reversed(snaps):
+            assert got(scrub.state_at("W", ts_ns(snap["ts"]))) == expect(snap), snap
         # which sequence was in which state, as the ruler draws it, after the ack / nak / term
         assert state_at(events, "S", "W", seen_c).seen == {
             1: (EXPIRED, 1), 2: (ACKED, 1), 3: (TERMED, 1), 4: (OUTSTANDING, 1)}
@@ -225,3 +229,68 @@ def test_observed_keeps_time_order_and_its_bound():
         obs._add(Event(t, "info", "S", "W"))
     obs._add(Event(25, "deliver", "S", "W", (1,), 0, 1))  # late: in its place, the oldest dropped
     assert [e.t for e in obs.events] == [20, 25, 30, 40]
+
+
+def test_scrub_says_what_state_at_says_wherever_it_steps():
+    """The slider's index (Scrub: marks every few hundred events, on from the
+    last step) against a replay from the start, at moments visited in a
+    shuffled order, on a history of two consumers long enough for many marks,
+    with re-creations, nak delays, expiries and a reset; then with the
+    history read in two parts (``extend``)."""
+    import random
+
+    rnd = random.Random(29)
+    evs, t, seq = [], 0, 0
+    counters = {"A": [0, 0, 0, 0, 0, 0], "B": [0, 0, 0, 0, 0, 0]}
+    for name in counters:
+        evs.append(E(t, "create", consumer=name, counters=(0, 0, 0, 0, 0, 0), extra=(0, 0, False, "limits", 0, 0)))
+    for _ in range(6000):
+        t += rnd.randint(1, 20)
+        name = rnd.choice("AB")
+        c = counters[name]
+        r = rnd.random()
+        if r < 0.3:
+            seq += 1
+            evs.append(E(t, "pub", (seq,), consumer=""))
+            continue
+        if r < 0.6 and c[1] < seq:
+            c[0] += 1
+            c[1] += 1
+            c[4] += 1
+            evs.append(E(t, "deliver", (c[1],), dc=rnd.choice((1, 1, 2)), consumer=name, counters=tuple(c)))
+            continue
+        if c[1] <= c[3]:
+            continue
+        s_ = rnd.randint(c[3] + 1, c[1])
+        if r < 0.8:
+            c[2], c[3], c[4] = c[2] + 1, max(c[3], s_ if s_ == c[3] + 1 else c[3]), max(0, c[4] - 1)
+            evs.append(E(t, "ack", (s_,), consumer=name, counters=tuple(c)))
+        elif r < 0.88:
+            evs.append(E(t, "nak", (s_,), consumer=name, counters=tuple(c), extra=rnd.choice((0, 50))))
+        elif r < 0.95:
+            evs.append(E(t, "expired", (s_,), consumer=name, counters=tuple(c)))
+        elif r < 0.985:
+            evs.append(E(t, "term", (s_,), consumer=name, counters=tuple(c)))
+        elif r < 0.995:
+            evs.append(E(t, "reset", consumer=name, counters=tuple(c)))
+        else:
+            counters[name] = c = [0, 0, 0, 0, 0, 0]
+            evs.append(E(t, "create", consumer=name, counters=(0, 0, 0, 0, 0, 0), extra=(0, seq, False, "limits", 1, seq)))
+    moments = [rnd.randint(-5, t + 5) for _ in range(150)] + [e.t for e in evs[::400]]
+    rnd.shuffle(moments)
+    whole = Scrub(evs, "S")
+    half = Scrub(evs[:len(evs) // 2], "S")
+    for m in moments[:20]:  # marks and steps made on the first half only
+        half.state_at("A", min(m, half.last_t))
+    half.extend(evs[len(evs) // 2:])
+    for m in moments:
+        for name in "AB":
+            want = state_at(evs, "S", name, m)
+            assert whole.state_at(name, m) == want, (name, m)
+            assert half.state_at(name, m) == want, (name, m)
+        assert whole.range_at(m, 1, seq) == stream_range_at(evs, "S", m, 1, seq)
+        assert whole.after(m, "A", 4) == after(evs, m, "S", "A", 4)
+    # the history has what the assertions need to mean something
+    assert len({whole.state_at("A", m).num_ack_pending for m in moments}) > 5
+    assert any(v[0] == OUTSTANDING for m in moments for v in whole.state_at("A", m).seen.values())
+    assert any(v[0] == TERMED for m in moments for v in whole.state_at("B", m).seen.values())

@@ -188,6 +188,7 @@ async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster
         await wait_for(pilot, lambda: table.value("ORDERS", "messages") == "100", timeout=10, what="100 messages")
         await wait_for(pilot, lambda: app.header_info.usage is not None and app.header_info.usage.streams == 1,
                        what="usage read")
+        await wait_for(pilot, lambda: "num_replicas" in screen_text(app), what="ORDERS' info shown")
         cluster.node("n2").kill()
         cluster.node("n3").kill()
 
@@ -203,4 +204,9 @@ async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster
         status = str(app.screen.query_one("#streams-status").render())
         assert re.search(r"rows as of \d+s ago \(dimmed\)", status), status
         assert table.has_class("-stale")
+        # and the Info tab's config and state, replicas and all, as old as the rows
+        info = app.screen.query_one("StreamInfoView")
+        await wait_for(pilot, lambda: info.has_class("-stale") and "could not be refreshed" in screen_text(app),
+                       what="the stream's info marked stale")
+        assert re.search(r"as of \d+s ago: could not be refreshed", screen_text(app)), screen_text(app)
         await app.shutdown()

@@ -150,6 +150,14 @@ async def test_keys_typed_quickly_after_tab_land_in_the_next_field(make_app):
         await type_quickly(app, pilot, "5", "tab", "1", "0")
         await wait_for(pilot, lambda: rate.value == "10", what="10 in Rate")
         assert count.value == "5" and app.focused is rate
+        # and as Pilot presses them (each one handled before the next is sent)
+        count.value, rate.value = "", ""
+        count.focus()
+        await wait_for(pilot, lambda: app.focused is count, what="Repeat N focused again")
+        await pilot.press("7", "tab", "2", "5")
+        assert (count.value, rate.value, app.focused) == ("7", "25", rate)
+        count.value = "5"
+        rate.value = "10"
         await type_quickly(app, pilot, "shift+tab", "0")
         # (an Input selects its text when it gets the focus: the 0 replaces the 5)
         await wait_for(pilot, lambda: count.value in ("0", "50"), what="back in Repeat N")

@@ -78,3 +78,24 @@ async def test_pull_card_shows_tries_at_80_columns(make_app, outside):
         await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="card")
         await pilot.pause(0.3)
         assert "tries 1" in screen_text(app)
+
+
+async def test_seven_of_eleven_streams_show_at_80x24(make_app, outside):
+    """At 24 rows the list and the detail share the height (it was a third
+    for the list: 4 or 5 of 11 streams in sight, now 7 above the sideways
+    scroll bar); at 48 the detail has its
+    two thirds again."""
+    js = outside.jetstream()
+    for i in range(11):
+        await js.add_stream(name=f"S{i:02d}", subjects=[f"s{i:02d}.>"])
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        table = app.screen.query_one("#streams-table", LiveTable)
+        await wait_for(pilot, lambda: table.row_count == 11, what="eleven streams listed")
+        await wait_for(pilot, lambda: sum(f"S{i:02d} " in screen_text(app) for i in range(11)) >= 7,
+                       what="seven streams in sight")
+        await pilot.resize_terminal(160, 48)
+        detail = app.screen.query_one("#stream-detail")
+        await wait_for(pilot, lambda: detail.size.height >= 2 * table.size.height - 2, what="the detail taller again")
+        await app.shutdown()

@@ -223,8 +223,50 @@ async def help_screen(pilot) -> None:
     await until(pilot, lambda: "natslab — keys" in screen_text(pilot.app), what="help")
 
 
+async def backup_dialog(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("b")
+    await until(pilot, lambda: pilot.app.screen.query("#consumers"), what="the backup dialog")
+    pilot.app.screen.query_one("#directory").value = "/tmp/backups/ORDERS"  # (the default names the user's data dir)
+    await on_a_button(pilot, "#form-submit")
+
+
+async def restore_dialog(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("R")
+    await until(pilot, lambda: pilot.app.screen.query("#directory"), what="the restore dialog")
+    pilot.app.screen.query_one("#directory").value = "/tmp/backups/ORDERS"  # (the default names the user's data dir)
+    await on_a_button(pilot, "#form-submit")
+
+
+async def export_history_dialog(pilot) -> None:
+    await consumers(pilot)
+    pilot.app.screen.query_one("#consumers-table").focus()
+    await pilot.press("E")
+    await until(pilot, lambda: pilot.app.screen.query("#export-history-path"), what="the export dialog")
+    field = pilot.app.screen.query_one("#export-history-path")
+    field.cursor_blink = False  # (its one field keeps the focus)
+    field.value = "/tmp/history-ORDERS-RDL.txt"  # (the default names the user's data dir and the time)
+
+
+async def message_browser(pilot) -> None:
+    await streams(pilot)
+    pilot.app.screen.query_one("#streams-table").focus()
+    await pilot.press("m")
+    await until(pilot, lambda: "orders.eu" in screen_text(pilot.app), what="the messages listed")
+
+
+async def ruler_legend(pilot) -> None:
+    await consumers(pilot)
+    pilot.app.screen.query_one("#consumers-table").focus()
+    await pilot.press("question_mark")
+    await until(pilot, lambda: pilot.app.screen.query(".help-legend"), what="the legend over the keys")
+
+
 FORMS = [stream_form, stream_edit_form, purge_dialog, delete_confirm, consumer_form, nak_delay_dialog,
-         bucket_form, help_screen]
+         bucket_form, help_screen, backup_dialog, restore_dialog, export_history_dialog, message_browser, ruler_legend]
 
 
 def prepare(url: str) -> None:

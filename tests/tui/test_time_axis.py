@@ -119,6 +119,21 @@ def test_zoom_and_the_window_following_now():
     assert window_start(0.0, 10.0, 31, 1.0) == 0.0
 
 
+def test_tick_labels_past_ten_minutes_keep_their_unit():
+    """The pull hand 35 minutes after the consumer's first delivery (a demo
+    reset and run again): the ticks read minutes:seconds in the 5 cells they
+    have, not "|35.2" cut from "|35.2333m" (a label too long for its room
+    takes the next tick's place too)."""
+    story = {1: [ev(1, "deliver", 1, 0.0), ev(1, "ack", 1, 2.0)], 2: [ev(2, "deliver", 1, 2112.0)]}
+    axis = render_time_axis("t", story, 4.0, 2115.0, 40).plain.splitlines()[1]
+    labels = [x for x in axis.split() if x != "|"]  # (a last tick with no room for its label)
+    assert len(labels) >= 3 and all(re.fullmatch(r"\|\d+:\d\d", x) for x in labels), axis
+    labels = [x.lstrip("|") for x in labels]
+    minutes, seconds = map(int, labels[0].split(":"))
+    assert 2070 <= minutes * 60 + seconds <= 2115  # the window ends at now
+    assert re.fullmatch(r"\|\d+s", render_time_axis("t", RDL_STORY, 4.0, 22.0, 40).plain.splitlines()[1].split()[0])
+
+
 class AxisHost(App):
     """The time axis alone, on a fake clock."""
 
@@ -250,3 +265,27 @@ def axis_keys(axis: TimeAxis):
     scene = axis.events()
     return [(g, k) for events in scene[1].values()
             for g, k in paint_row(events, scene[2], axis.clock(), min(e.at for e in events), 40, 0.25, scene[3], scene[4])]
+
+
+def test_the_sliders_axis_cut_to_the_newest_rows_draws_the_same():
+    """The time slider makes DeliveryEvents only for the sequences the axis
+    draws (the newest MAX_ROWS); with the first event's time and the count
+    left out, the picture is the one the whole log gives."""
+    from natslab.tui.history import NS, Event, Scrub
+    from natslab.tui.panes.consumers.travel import delivery_log_at
+    from natslab.tui.widgets.timeline import MAX_ROWS
+
+    evs = [Event(0, "create", "S", "W", (), 0, 0, 0, 0, 0, 0, 0, 0, (0, 0, False, "limits", 0, 0))]
+    for seq in range(1, 101):
+        t = seq * NS // 2
+        evs.append(Event(t, "deliver", "S", "W", (seq,), seq, 1, seq, seq, seq - 1, seq - 1, 1, 0, None))
+        if seq % 3:
+            evs.append(Event(t + NS // 4, "ack", "S", "W", (seq,), seq, 1, seq, seq, seq, seq, 0, 0, None))
+    scrub, now = Scrub(evs, "S"), 60 * NS
+    whole, _, none_left = delivery_log_at(scrub, "W", now)
+    cut, first_at, left_out = delivery_log_at(scrub, "W", now, newest=MAX_ROWS)
+    assert none_left == 0 and len(whole) == 100 and len(cut) == MAX_ROWS and left_out == 100 - MAX_ROWS
+    for width in (76, 150):
+        drawn = render_time_axis("W", whole, 4.0, now / NS, width)
+        assert render_time_axis("W", cut, 4.0, now / NS, width, first_at=first_at, not_drawn=left_out) == drawn
+        assert "40 earlier sequences not drawn" in drawn.plain

@@ -190,3 +190,29 @@ def test_scrubbed_back_at_80x24(snap_compare):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_back_in_time_key_is_in_the_footer_at_80_columns(make_app, outside):
+    """`[` was only on `?` at 80 columns (the footer showed n, e, space):
+    it is the footer's first key, wholly in sight left of Help/Quit."""
+    from textual.widgets._footer import FooterKey
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order")
+    await js.add_consumer("ORDERS", durable_name="W", ack_policy="explicit")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
+        app.jump_to_consumer("ORDERS", "W")
+        pane = app.screen.query_one("ConsumersPane")
+        await wait_for(pilot, lambda: "W" in pane.consumers, what="W listed")
+
+        def bracket_in_sight():
+            keys = [k for k in app.screen.query(FooterKey) if k.key == "left_square_bracket"]
+            pinned = app.screen.query_one("#footer-pinned").region
+            return bool(keys) and keys[0].region.width > 0 and keys[0].region.right <= pinned.x
+        await wait_for(pilot, bracket_in_sight, what="[ Back in time in the footer, in sight")
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: pane.travel_t is not None, what="in the past")
+        await app.shutdown()

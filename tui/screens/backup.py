@@ -39,8 +39,12 @@ class TransferForm(ModalForm):
             return isinstance(message, TransferForm.Progress)
 
     def progress_field(self) -> FormField:
-        return FormField("Progress", ProgressBar(total=None, show_eta=False, id="transfer-progress"),
-                         field_id="progress")
+        # hidden until the transfer starts: an indeterminate bar moves, and a
+        # bar moving in a form nobody submitted yet says something is going on
+        field = FormField("Progress", ProgressBar(total=None, show_eta=False, id="transfer-progress"),
+                          field_id="progress")
+        field.display = False
+        return field
 
     def report(self, done: int, total: int) -> None:
         self.post_message(self.Progress(done, total))
@@ -48,6 +52,7 @@ class TransferForm(ModalForm):
     @on(Progress)
     def show_progress(self, event: Progress) -> None:
         event.stop()
+        self.query_one("#field-progress", FormField).display = True
         bar = self.query_one("#transfer-progress", ProgressBar)
         if event.total:
             bar.update(total=event.total, progress=event.done)
@@ -87,6 +92,7 @@ class BackupDialog(TransferForm):
         if client is None:
             self.show_form_error("not connected")
             return
+        self.report(0, 0)  # the bar shows from now on
         try:
             result = await backup_stream(client, self.stream, directory, consumers=consumers, progress=self.report)
         except NatsError as exc:
@@ -125,6 +131,7 @@ class RestoreDialog(TransferForm):
         if client is None:
             self.show_form_error("not connected")
             return
+        self.report(0, 0)  # the bar shows from now on
         try:
             stream = await restore_stream(client, directory, progress=self.report)
         except NatsError as exc:

@@ -12,10 +12,11 @@ from textual.widgets import Static
 
 from ..widgets.footer import KeysFooter
 
+# one paragraph, wrapped to the box (line breaks in it broke every line in two at 80 columns)
 INTRO = (
-    "natslab talks to the broker only through nats-py, so everything here works on the\n"
-    "embedded broker and on any nats-server. ctrl+p opens the command palette: jump to a\n"
-    "stream or consumer by name, switch theme, run a demo. T walks through the whole\n"
+    "natslab talks to the broker only through nats-py, so everything here works on the "
+    "embedded broker and on any nats-server. ctrl+p opens the command palette: jump to a "
+    "stream or consumer by name, switch theme, run a demo. T walks through the whole "
     "walkthrough (core vs JetStream, consumers, redelivery, retention, KV) as a guided tour."
 )
 

@@ -92,10 +92,24 @@ class KeysFooter(Footer):
         keys = list(super().compose())
         if not self._bindings_ready:
             return
+        for key in keys:
+            if not key.has_class("-command-palette"):  # (not bound to the footer's: it stays compact)
+                self._settle_compact(key)
         self._composed = self._keys_signature()
         shown = {k.key: k for k in keys if isinstance(k, FooterKey) and k.key in PINNED_KEYS}
         palette = [k for k in keys if k.has_class("-command-palette")]
         yield from (k for k in keys if k not in palette and k not in shown.values())
         with HorizontalGroup(id="footer-pinned"):
-            yield from self.pinned_keys(shown)
+            for key in self.pinned_keys(shown):
+                yield self._settle_compact(key)
             yield from palette
+
+    def _settle_compact(self, key):
+        """A FooterKey starts compact (its default) and is bound to the
+        footer's (not compact) on mount: a style pass over it each way, two
+        per key and ~20 keys per footer, a tenth of a tab switch. Given the
+        footer's value before it is mounted, neither happens."""
+        if isinstance(key, FooterKey):
+            key.set_reactive(FooterKey.compact, self.compact)
+            key.set_class(self.compact, "-compact", update=False)
+        return key

@@ -74,6 +74,16 @@ def tick_every(spc: float) -> int:
     return 8 if spc < 1 else 5
 
 
+def tick_label(since: float) -> str:
+    """A tick's label: ``|15s``; past ten minutes ``|35:05`` (minutes and
+    seconds: ``%g`` minutes, cut to the 5 cells between ticks, read "|35.2"
+    with its unit lost, and ticks 5 s apart looked alike)."""
+    if since < 600:
+        return f"|{since:g}s"
+    whole = int(since)
+    return f"|{whole // 60}:{whole % 60:02d}"
+
+
 def window_start(t0: float, now: float, cells: int, spc: float, scroll: float = 0.0) -> float:
     """Where the axis starts: at the first event while everything fits, else
     so that now sits near the right edge; ``scroll`` seconds further back.
@@ -173,7 +183,11 @@ def render_time_axis(
     title: str, events_by_seq: Mapping[int, Sequence], ack_wait: float, now: float, width: int,
     seconds_per_cell: float = 1.0, scroll: float = 0.0, styles: Mapping[str, Style] | None = None,
     relative_times: bool = True, backoff: Sequence[float] = (), max_deliver: int = 0,
+    first_at: float | None = None, not_drawn: int = 0,
 ) -> Text:
+    """``first_at`` / ``not_drawn``: for a log already cut to the newest
+    sequences (the time slider's), the first event's time and how many
+    sequences were left out."""
     styles = styles or {}
     cells = max(10, width - LABEL_W)
     text = Text()
@@ -191,21 +205,27 @@ def render_time_axis(
     if not starts:
         text.append("Nothing yet. Fetch a message, or let any worker consume.", style="italic")
         return text
-    t0 = min(starts)
+    t0 = min(starts) if first_at is None else min(first_at, min(starts))
     start = window_start(t0, now, cells, seconds_per_cell, scroll)
     # the axis: a tick every 5 cells, labelled with the time since the first event
     axis = [" "] * cells
+    free = 0  # a label longer than the room to the next tick takes that tick's place too
     for i in range(0, cells, tick_every(seconds_per_cell)):
+        if i < free:
+            continue
         since = (start - t0) + i * seconds_per_cell
-        label = ("|" + (f"{since:g}s" if since < 600 else f"{since / 60:g}m")) if relative_times else "|"
+        label = tick_label(since) if relative_times else "|"
+        if i + len(label) > cells:
+            label = "|"  # a tick, not a label cut short ("|1" for "|15s")
         for j, ch in enumerate(label):
-            if i + j < cells:
-                axis[i + j] = ch
+            axis[i + j] = ch
+        free = i + len(label)  # (the next label's own bar keeps them apart)
     text.append(" " * LABEL_W)
     text.append("".join(axis), style=styles.get("axis", Style(dim=True)))
     seqs = sorted(events_by_seq)
-    if len(seqs) > MAX_ROWS:
-        text.append(f"\n{len(seqs) - MAX_ROWS} earlier sequences not drawn (the newest {MAX_ROWS} are)", style="dim")
+    if len(seqs) + not_drawn > MAX_ROWS:
+        text.append(f"\n{len(seqs) + not_drawn - MAX_ROWS} earlier sequences not drawn (the newest {MAX_ROWS} are)",
+                    style="dim")
         seqs = seqs[-MAX_ROWS:]
     for seq in seqs:
         text.append("\n")

@@ -6,6 +6,8 @@ deliveries per second (how fast ``delivered.stream_seq`` and redeliveries move).
 
 from __future__ import annotations
 
+import gc
+
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -29,7 +31,8 @@ from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text, n
 from ..base import LivePane
 from .detail import consumer_info, raw_json
 from .form import ConsumerForm
-from .travel import default_report_path, export_report, lane_of, monotonic_at, rates_until, marker, now_ns, past_details, past_row, state_at, step_target, stream_range_at
+from ...history import NS
+from .travel import Scrub, default_report_path, export_report, lane_of, monotonic_at, rates_until, marker, now_ns, past_details, past_row, step_target
 
 # The counters that move first (what is unacked, redelivered, still to come),
 # then the rest; what a narrow terminal cuts off is reachable with the arrows
@@ -57,6 +60,9 @@ class ConsumersPane(LivePane):
     POLL_SECONDS = 0.5
     WRITE_ACTIONS = frozenset({"create", "edit", "toggle_pause", "delete"})
     BINDINGS = [
+        # first: the time slider is what this pane has that `nats consumer info`
+        # has not, and at 80 columns the footer shows only its first three keys
+        Binding("left_square_bracket", "travel('back')", "Back in time", id="consumers.back", key_display="["),
         Binding("n", "create", "New consumer", id="consumers.create"),
         Binding("e", "edit", "Edit", id="consumers.edit"),
         Binding("space", "toggle_pause", "Pause/resume", id="consumers.pause"),
@@ -65,7 +71,6 @@ class ConsumersPane(LivePane):
         Binding("J", "toggle_raw", "Raw JSON", id="consumers.raw"),
         Binding("g", "toggle_graph", "Rates over time", id="consumers.graph"),
         Binding("z", "zoom_rates", "Rates window (1 m, 5 m, 15 m)", id="consumers.zoom", show=False),
-        Binding("left_square_bracket", "travel('back')", "Back in time", id="consumers.back", key_display="["),
         Binding("right_square_bracket", "travel('forward')", "1 s forward in time", id="consumers.forward",
                 show=False, key_display="]"),
         Binding("left_curly_bracket", "travel('prev')", "Back to the previous event", id="consumers.prev_event",
@@ -127,7 +132,8 @@ class ConsumersPane(LivePane):
         # the time slider (travel.py): the moment shown (wall clock ns), None: live
         self.travel_t: int | None = None
         self._past: dict = {}  # consumer -> PastState at travel_t
-        self._past_events: list = []
+        self._scrub: Scrub | None = None  # the stream's history as last read, indexed (history.Scrub)
+        self._past_text: tuple = (None, None)  # (what it was drawn for, the selected consumer's past details)
         self._stream_info: StreamSummary | None = None
 
     def compose(self) -> ComposeResult:
@@ -139,7 +145,7 @@ class ConsumersPane(LivePane):
 
     def watch_stream(self, stream: str | None) -> None:
         self.travel_t = None
-        self._past, self._past_events = {}, []
+        self._past, self._scrub = {}, None
         self.consumers.clear()
         self._last.clear()
         self._rates.clear()
@@ -203,7 +209,7 @@ class ConsumersPane(LivePane):
         if self.travel_t is not None:
             if self._pending_select in self.consumers:
                 self.select_consumer(self._pending_select)
-            self._show_past(refetch=False)  # (the past does not change: the history read at the last key)
+            self._show_past()  # (the past does not change: the history read at the last key)
             return
         stable = getattr(self.app, "stable_display", False)
         self.query_one(LiveTable).sync(
@@ -241,17 +247,44 @@ class ConsumersPane(LivePane):
     def action_travel(self, how: str) -> None:
         if not self.stream:
             return
-        events = self.app.history(self.stream)
-        if not events:
+        scrub = self._scrub
+        # back from a moment already shown: all before it is held; forward, or from
+        # live, reads what came since (a copy of the ring's newest part: ~60 ms when full)
+        if scrub is None or scrub.stream != self.stream or self.travel_t is None or how in ("forward", "next"):
+            scrub = self._read_history()
+        if not scrub.events:
             self.app.notify("No history yet" + ("" if self.app.embedded is not None
                                                  else ": the app keeps what it observes from now on"))
             return
-        self.travel_t = step_target(events, self.stream, self.selected, self.travel_t, now_ns(), how)
-        self._past_events = events
+        self.travel_t = step_target(scrub, self.selected, self.travel_t, now_ns(), how)
         if self.travel_t is None:
             self._after_travel()
         else:
-            self._show_past(refetch=False)
+            self._show_past()
+
+    def _read_history(self) -> Scrub:
+        """The stream's history as a Scrub: read whole the first time, then
+        only what came since (a step costs what is new, not a copy of the
+        ring); read whole again once what was added reaches half the first
+        read (so what the ring dropped since is dropped here too)."""
+        scrub, stream = self._scrub, self.stream
+        if scrub is not None and scrub.stream == stream and scrub.events:
+            # from a little before the last event held: an observed event can come
+            # in late, in its time's place (history.Observed._add)
+            since = scrub.last_t - 5 * NS
+            fresh, held = self.app.history(stream, since=since), scrub.tail_since(since)
+            if fresh[:len(held)] == held and len(scrub.events) + len(fresh) - len(held) <= 1.5 * scrub.read_len + 1000:
+                scrub.extend(fresh[len(held):])
+                return scrub
+        # a whole read makes an object per event (~200,000 with a full ring): the
+        # collector's full passes over the app's objects, set off by them, took
+        # three quarters of it
+        gc.disable()
+        try:
+            self._scrub = Scrub(self.app.history(stream), stream)
+        finally:
+            gc.enable()
+        return self._scrub
 
     def action_live(self) -> None:
         self.travel_t = None
@@ -259,23 +292,23 @@ class ConsumersPane(LivePane):
 
     def _after_travel(self) -> None:
         if self.travel_t is None:
-            self._past, self._past_events = {}, []
+            self._past = {}  # (the Scrub stays: going back again reads only what is new)
             self._status_text = ""
             self.schedule_poll(0.01)  # the live view again with the next poll
         else:
             self._show_past()
 
-    def _show_past(self, refetch: bool = True) -> None:
-        """The table, ruler and details at ``travel_t`` (``refetch``: read
-        the history again, as each key does; a poll draws from the last read)."""
+    def _show_past(self) -> None:
+        """The table, ruler and details at ``travel_t`` from the history read
+        at the last key (the past does not change; a poll redraws it)."""
         stream, t = self.stream, self.travel_t
-        if refetch or not self._past_events:
-            self._past_events = self.app.history(stream)
-        events = self._past_events
+        scrub = self._scrub
+        if scrub is None or scrub.stream != stream:
+            scrub = self._read_history()
         self._past = {}
         rows, lanes = {}, []
         for name, c in self.consumers.items():
-            st = state_at(events, stream, name, t)
+            st = scrub.state_at(name, t)
             if st.exists:
                 self._past[name] = st
                 rows[name] = past_row(c, st, consumer_row)
@@ -283,7 +316,7 @@ class ConsumersPane(LivePane):
         self.query_one(LiveTable).sync(rows)
         info = self._stream_info
         if info is not None:
-            first, last = stream_range_at(events, stream, t, info.first_seq, info.last_seq)
+            first, last = scrub.range_at(t, info.first_seq, info.last_seq)
             self.query_one(StreamRuler).show(info.name, first, last, lanes, info.retention)
         self._update_status()
         self._selection_changed()
@@ -334,9 +367,15 @@ class ConsumersPane(LivePane):
         else:
             table = self.query_one(LiveTable)
             more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
-            keys = ("f pull hand (watch only) · J raw JSON · g rates · read-only" if self.read_only
-                    else "n new · e edit · space pause/resume · d delete · f pull hand")
-            text = f"Consumers of {self.stream} ({len(self.consumers)}){more} — {keys}"
+            keys = (["read-only", "f pull hand (watch only)", "[ back in time", "J raw JSON", "g rates"]
+                    if self.read_only else
+                    ["n new", "e edit", "f pull hand", "[ back in time", "space pause/resume", "d delete"])
+            head = f"Consumers of {self.stream} ({len(self.consumers)}){more} — "
+            # as many keys as fit on the line (the rest are in the footer and on ?)
+            room = (label.size.width or self.size.width or 80) - len(head)
+            while len(keys) > 1 and len(" · ".join(keys)) > room:
+                keys.pop()
+            text = head + " · ".join(keys)
         if text != self._status_text:  # called on every poll: the same line would cost a layout each time
             self._status_text = text
             label.update(text)
@@ -378,8 +417,13 @@ class ConsumersPane(LivePane):
             return Text("")
         if self.travel_t is not None and c.name in self._past:
             width = self.query_one("#consumer-config").content_region.width or 76
-            return past_details(self._past_events, c.stream, c.name, self._past[c.name], self.travel_t,
-                                getattr(self.app, "stable_display", False), consumer=c, width=width)
+            stable = getattr(self.app, "stable_display", False)
+            # the past does not change: a poll while it is shown draws it again from here
+            key = (id(self._scrub), len(self._scrub.events), c.name, self.travel_t, width, stable)
+            if self._past_text[0] != key:
+                self._past_text = (key, past_details(self._scrub, c.name, self._past[c.name], self.travel_t,
+                                                     stable, consumer=c, width=width))
+            return self._past_text[1]
         if self.raw:
             return raw_json(c.raw)
         return consumer_info(c, stable=getattr(self.app, "stable_display", False))

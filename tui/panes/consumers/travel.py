@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from rich.text import Text
 
-from ...history import NS, PastState, after, clock, describe, lane_of, report, state_at, state_line, stream_range_at
+from ...history import NS, PastState, Scrub, clock, describe, lane_of, report, state_at, state_line, stream_range_at
 
 SECOND = NS
 
@@ -50,36 +51,42 @@ def marker(t: int, now: int, stable: bool = False) -> str:
 _AXIS_KINDS = ("deliver", "ack", "nak", "term", "progress", "expired", "max_deliveries")
 
 
-def delivery_log_at(events, stream: str, name: str, t: int) -> dict[int, list]:
+def delivery_log_at(scrub: Scrub, name: str, t: int, newest: int | None = None) -> tuple[dict[int, list], float | None, int]:
     """The consumer's events up to ``t`` as the pull hand's delivery log keeps
     them (seq -> DeliveryEvents, ``at`` in seconds on the history's clock),
-    for the time axis; a new incarnation starts it afresh."""
+    for the time axis; a new incarnation starts it afresh. With ``newest``
+    only the newest that many sequences are made into DeliveryEvents (the
+    axis draws no more: with a full ring each step made ~40,000 of them);
+    also returned: the first event's time and how many sequences were left out."""
     from ...client.models import DeliveryEvent
 
+    mine = [e for e in scrub.incarnation_upto(name, t) if e.kind in _AXIS_KINDS]
+    if not mine:
+        return {}, None, 0
+    keep, left_out = None, 0
+    if newest is not None:
+        seqs = {s for e in mine for s in e.seqs}
+        if len(seqs) > newest:
+            keep = set(sorted(seqs)[-newest:])
+            left_out = len(seqs) - newest
     log: dict[int, list] = {}
-    for e in events:
-        if e.t > t:
-            break
-        if e.stream != stream or e.consumer != name:
-            continue
-        if e.kind in ("create", "restore", "delete"):
-            log.clear()
-        if e.kind not in _AXIS_KINDS:
-            continue
+    stream = scrub.stream
+    for e in mine:
         delay = int(e.extra) / NS if e.kind == "nak" and e.extra else None
         for s in e.seqs:
-            log.setdefault(s, []).append(DeliveryEvent(stream, name, s, e.kind, e.dc or 1, e.t / NS, "app", delay))
-    return log
+            if keep is None or s in keep:
+                log.setdefault(s, []).append(DeliveryEvent(stream, name, s, e.kind, e.dc or 1, e.t / NS, "app", delay))
+    return log, min(e.t for e in mine) / NS, left_out
 
 
-def past_details(events, stream: str, name: str, st: PastState, t: int, stable: bool = False,
+def past_details(scrub: Scrub, name: str, st: PastState, t: int, stable: bool = False,
                  consumer=None, width: int = 76) -> Text:
     """The selected consumer at ``t``, the next events after it and (with
     ``consumer``, its ConsumerSummary) its deliveries on a time axis up to ``t``."""
     text = Text()
     text.append(f"{name} at {'this moment' if stable else clock(t)}\n", style="bold")
     text.append(state_line(st) + "\n")
-    nxt = after(events, t, stream, name, 6)
+    nxt = scrub.after(t, name, 6)
     text.append("What happened next:\n", style="bold")
     if not nxt:
         text.append("  nothing more (this is the present)\n")
@@ -89,31 +96,35 @@ def past_details(events, stream: str, name: str, st: PastState, t: int, stable: 
     if consumer is not None:
         from ...widgets.timeline import render_time_axis
 
-        log = delivery_log_at(events, stream, name, t)
+        from ...widgets.timeline import MAX_ROWS
+
+        log, first_at, left_out = delivery_log_at(scrub, name, t, newest=MAX_ROWS)
         if log:
             text.append("\n")
             text.append(render_time_axis(f"{name} until then", log, consumer.ack_wait, t / NS, width,
                                          seconds_per_cell=10.0 if stable else 1.0,
                                          backoff=[b / NS for b in (consumer.config.get("backoff") or [])],
-                                         max_deliver=consumer.max_deliver))
+                                         max_deliver=consumer.max_deliver, first_at=first_at, not_drawn=left_out))
     return text
 
 
-def step_target(events, stream: str, name: str | None, t: int | None, now: int, how: str) -> int | None:
+def step_target(scrub: Scrub, name: str | None, t: int | None, now: int, how: str) -> int | None:
     """Where a key moves the slider from ``t`` (None: live); None again: live."""
     if how in ("back", "forward"):
         start = now if t is None else t
         target = start - SECOND if how == "back" else start + SECOND
-        if events:
-            target = max(target, events[0].t)
+        if scrub.events:
+            target = max(target, scrub.events[0].t)
         return None if target >= now else target
-    mine = [e.t for e in events if e.stream == stream and e.consumer == name and e.kind != "info"] if name else []
+    mine = scrub.times_of(name) if name else []
     if how == "prev":
         start = now + 1 if t is None else t
-        earlier = [x for x in mine if x < start]
-        return earlier[-1] if earlier else (mine[0] if mine else t)
-    later = [x for x in mine if t is not None and x > t]
-    return later[0] if later else None
+        i = bisect_left(mine, start)
+        return mine[i - 1] if i else (mine[0] if mine else t)
+    if t is None:
+        return None
+    i = bisect_right(mine, t)
+    return mine[i] if i < len(mine) else None
 
 
 def default_report_path(directory: Path, stream: str, name: str, now: int) -> Path:
@@ -150,6 +161,6 @@ def monotonic_at(t: int) -> float:
     return time.monotonic() - (time.time_ns() - t) / NS
 
 
-__all__ = ["rates_until", "monotonic_at", "past_row", "marker", "past_details", "step_target", "export_report", "default_report_path", "lane_of",
+__all__ = ["Scrub", "rates_until", "monotonic_at", "past_row", "marker", "past_details", "step_target", "export_report", "default_report_path", "lane_of",
            "state_at",
            "stream_range_at", "now_ns"]

@@ -83,10 +83,10 @@ class KvPane(LivePane):
                 with Horizontal(classes="form-row"):
                     with Vertical(classes="cell"):
                         yield Label("Key")
-                        yield Input(id="kv-key")
+                        yield Input(placeholder="e.g. region", id="kv-key")
                     with Vertical(classes="cell"):
                         yield Label("Revision (update)")
-                        yield Input(id="kv-rev")
+                        yield Input(placeholder="the latest, for update", id="kv-rev")
                 yield TextArea(id="kv-edit")
                 with Horizontal(id="kv-actions"):
                     for op, label in (("put", "Put"), ("create", "Create"), ("update", "Update"), ("delete", "Delete"), ("purge", "Purge")):
@@ -251,7 +251,12 @@ class KvPane(LivePane):
         if not self.bucket:
             result.update("Select a bucket first")
             return
-        key = self.query_one("#kv-key", Input).value.strip()
+        field = self.query_one("#kv-key", Input)
+        key = field.value.strip()
+        if not key and op == "put":  # ctrl+s before a key: take the user to it, as ctrl+r does for a mock
+            field.focus()
+            self._done("Type the key here and its value below, then ctrl+s puts it")
+            return
         if not key or not KEY_RE.match(key) or key.startswith(".") or key.endswith("."):
             self._done(f"'{key}' is not a valid key (letters, digits, - / _ = . ; no leading or trailing dot)", True)
             return

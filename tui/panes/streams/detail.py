@@ -36,22 +36,35 @@ def _value(key: str, value) -> str:
 class StreamInfoView(Static):
     """Config on the left, state on the right."""
 
-    def show(self, stream: StreamSummary | None, *, stable: bool = False, raw: bool = False) -> None:
-        if stream is None:
-            self.update(Text("Select a stream to see its config and state.", style="italic"))
+    DEFAULT_CSS = "StreamInfoView.-stale { color: $text-disabled; text-style: dim; }"
+
+    _shown = None  # what show() drew last, for mark_stale
+
+    def mark_stale(self, age: float) -> None:
+        """The last info could not be refreshed: what it says, dimmed, under how old it is."""
+        if self._shown is None:
             return
+        self.add_class("-stale")
+        self.update(Group(Text(f"as of {age:.0f}s ago: could not be refreshed", style="bold"), self._shown))
+
+    def show(self, stream: StreamSummary | None, *, stable: bool = False, raw: bool = False) -> None:
+        self.remove_class("-stale")
+        shown = self._render_info(stream, stable=stable, raw=raw)
+        self._shown = shown if stream is not None else None
+        self.update(shown)
+
+    def _render_info(self, stream: StreamSummary | None, *, stable: bool = False, raw: bool = False):
+        if stream is None:
+            return Text("Select a stream to see its config and state.", style="italic")
         if raw:  # as `nats stream info -j` prints it
             import json
 
             from rich.syntax import Syntax
 
-            self.update(Syntax(json.dumps(stream.raw, indent=2), "json", word_wrap=True,
-                               background_color="default"))
-            return
+            return Syntax(json.dumps(stream.raw, indent=2), "json", word_wrap=True, background_color="default")
         if stream.offline:
-            self.update(Text(f"{stream.name} is offline: {stream.offline}. Its state cannot be read "
-                             "until a server holding it is back.", style="bold"))
-            return
+            return Text(f"{stream.name} is offline: {stream.offline}. Its state cannot be read "
+                        "until a server holding it is back.", style="bold")
         table = Table.grid(padding=(0, 2), expand=True)
         table.add_column(ratio=1)
         table.add_column(ratio=1)
@@ -75,4 +88,4 @@ class StreamInfoView(Static):
             table.add_row(config, Group(cluster, Text(""), state))
         else:
             table.add_row(config, state)
-        self.update(table)
+        return table

@@ -95,6 +95,9 @@ class StreamsPane(LivePane):
                 # (MainScreen.mount_hidden_areas) or when first shown
                 yield Deferred(lambda: MessageBrowser(id="browser"), id="browser-holder")
 
+    def on_resize(self, event) -> None:
+        self.set_class(self.app.size.height < 30, "-short")
+
     def on_mount(self) -> None:
         super().on_mount()
         self.query_one(StreamInfoView).show(None)
@@ -129,7 +132,11 @@ class StreamsPane(LivePane):
             text = f"Streams — could not list: {event.error}"
             if self.streams:
                 table.add_class("-stale")
-                text += f" · rows as of {time.monotonic() - self._listed_at:.0f}s ago (dimmed)"
+                age = time.monotonic() - self._listed_at
+                text += f" · rows as of {age:.0f}s ago (dimmed)"
+                # the Info tab's config and state (replicas' "not seen for 19.5s" and all)
+                # are as old as the rows: dimmed under a line that says so
+                self.query_one(StreamInfoView).mark_stale(age)
             self._status_text = text
             status.update(text)
             return
