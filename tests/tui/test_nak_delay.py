@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -112,7 +113,10 @@ async def test_nak_with_a_typed_delay(make_app, outside):
         assert [(c.fm.stream_seq, c.fm.num_delivered) for c in again] == [(1, 2)]
         # the delay ran out, then the redelivery: dashes, (dots while nobody pulled), the second bar
         await wait_for(pilot, lambda: "2" in seq1(), what="second delivery on the axis")
-        assert seq1().startswith("1↺╌╌") and seq1().split("2")[0].count("╌") in (2, 3, 4)
+        # (the nak is placed when the app sent it, the redelivery when the app got
+        # it: on a busy machine the app's clock for the nak can run a cell late)
+        m = re.match(r"1↺(╌+)(·*)2", seq1())
+        assert m and 1 <= len(m[1]) <= 4, seq1()
         assert "tries 2" in str(again[0].query_one(".card-head").render())
 
         # the dialog offers the last delay used; Escape closes it without a nak
