@@ -490,21 +490,24 @@ def _mappings(claim):
     return out if out.mappings else None
 
 
-def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
-    """resolver_pinned_accounts (a key or a list of keys) as nats-server reads
-    and checks it; the system account is always pinned. None: none given."""
+def _key_list(v, what: str) -> list[str]:
+    """A key or a list of keys, with nats-server's type errors for ``what``."""
     from .conf import go_type
 
     if isinstance(v, str):
-        keys = [v]
-    elif isinstance(v, list):
-        keys = []
-        for item in v:
-            if not isinstance(item, str):
-                raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type in array {go_type(item)}")
-            keys.append(item)
-    else:
-        raise ConfigError(f"error parsing resolver_pinned_accounts: unsupported type {go_type(v)}")
+        return [v]
+    if not isinstance(v, list):
+        raise ConfigError(f"error parsing {what}: unsupported type {go_type(v)}")
+    for item in v:
+        if not isinstance(item, str):
+            raise ConfigError(f"error parsing {what}: unsupported type in array {go_type(item)}")
+    return list(v)
+
+
+def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
+    """resolver_pinned_accounts (a key or a list of keys) as nats-server reads
+    and checks it; the system account is always pinned. None: none given."""
+    keys = _key_list(v, "resolver_pinned_accounts")
     if not keys:
         return None
     for key in keys:
@@ -518,18 +521,7 @@ def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
 def _trusted_keys(v) -> list[str]:
     """trusted / trusted_keys (an operator key or a list of them), checked as
     nats-server checks them."""
-    from .conf import go_type
-
-    if isinstance(v, str):
-        keys = [v]
-    elif isinstance(v, list):
-        keys = []
-        for item in v:
-            if not isinstance(item, str):
-                raise ConfigError(f"error parsing trusted: unsupported type in array {go_type(item)}")
-            keys.append(item)
-    else:
-        raise ConfigError(f"error parsing trusted: unsupported type {go_type(v)}")
+    keys = _key_list(v, "trusted")
     for key in keys:
         if not jwt.is_key(key, "O"):
             raise ConfigError(f'trust key "{key}" required to be a valid public operator nkey')
