@@ -27,6 +27,23 @@ from conftest import free_port, nats_server_binary  # the root conftest's: never
 from natslab.tui.app import NatslabApp
 from natslab.tui.client import ConnectOptions
 
+from .snapdiff import from_report_data
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed snapshot says what differed, in the report CI prints (see snapdiff)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed or "snap_compare" not in getattr(item, "fixturenames", ()):
+        return
+    from pytest_textual_snapshot import node_to_report_path
+
+    path = node_to_report_path(item)
+    described = from_report_data(path) if path.exists() else None
+    if described:
+        report.sections.append(("snapshot difference", described))
+
 
 
 

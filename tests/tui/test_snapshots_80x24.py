@@ -60,6 +60,9 @@ async def pull(pilot) -> None:
     pilot.app.screen.query_one("#pull-batch").value = "2"
     await pilot.press("f")
     await until(pilot, lambda: len(pilot.app.screen.query("HandCard")) == 2)
+    # the timeline and the time axis drew both: a dialog opened over them
+    # before they did would keep the empty axis behind it (it redraws while shown)
+    await until(pilot, lambda: "Nothing yet" not in screen_text(pilot.app), what="the timeline and axis drawn")
 
 
 async def leave_field(pilot) -> None:
