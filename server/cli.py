@@ -379,7 +379,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "tls" in c:
             from . import tls
 
+            if not isinstance(c["tls"], dict):
+                raise problem(c, "tls", f"interface conversion: interface {{}} is {go_type(c['tls'])}, "
+                                        "not map[string]interface {}")
             o.tls = tls.parse_tls_block(c["tls"])
+            try:  # (nats-server's GenTLSConfig loads the files as it reads the block: at its key)
+                o.tls.context()
+            except ConfigError as e:
+                raise problem(c, "tls", str(e)) from None
     before = len(errors)
     with collect:
         if "operator" in c or "trusted" in c or "resolver" in c or "resolver_preload" in c:
@@ -408,22 +415,25 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             from . import websocket
 
             o.websocket = websocket.parse_websocket_block(c["websocket"])
-    with collect:
-        for key in ("lame_duck_duration", "lame_duck_grace_period"):
+    for key in ("lame_duck_duration", "lame_duck_grace_period"):
+        with collect:  # (each as nats-server: time.ParseDuration of a string, at the key)
             if key in c:
+                v = c[key]
+                if not isinstance(v, str):
+                    raise problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not string")
                 try:
-                    d = parse_duration(c[key])
+                    d = go_duration(v)
                 except ConfigError as e:
-                    raise ConfigError(f"error parsing {key}: {e}") from None
+                    raise problem(c, key, f"error parsing {key}: {e}") from None
                 if key == "lame_duck_duration" and d < MIN_LAME_DUCK_DURATION:
-                    raise ConfigError(f"invalid lame_duck_duration of {c[key]}, minimum is 30 seconds")
+                    raise problem(c, key, f"invalid lame_duck_duration of {_go_dur(d)}, minimum is 30 seconds")
                 if d < 0:
-                    raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
+                    raise problem(c, key, "invalid lame_duck_grace_period, needs to be positive")
                 setattr(o, key, d)
     with collect:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
-            raise ConfigError(f"lame duck grace period ({c.get('lame_duck_grace_period', '10s')}) should be "
-                              f"strictly lower than lame duck duration ({c.get('lame_duck_duration', '2m0s')})")
+            raise ConfigError(f"lame duck grace period ({_go_dur(o.lame_duck_grace_period)}) should be "
+                              f"strictly lower than lame duck duration ({_go_dur(o.lame_duck_duration)})")
     with collect:
         js = c.get("jetstream")
     with collect:
@@ -492,6 +502,12 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
 
 
 
+def _go_dur(seconds: float) -> str:
+    from .gowire import go_duration as text
+
+    return text(round(seconds * 1e9))
+
+
 def _position(line: str) -> tuple:
     """An error line's place (file, line, column) for the order of the
     report; one without a place comes last."""
@@ -517,8 +533,9 @@ class _Collect:
             self.errors += str(e).split("\n")
             return True
         if issubclass(typ, (TypeError, ValueError)):
-            text = str(e) if str(e).startswith(f"{self.path}:") else f"configuration file {self.path}: {e}"
-            self.errors += text.split("\n")
+            # (nats-server's text as it is: at its place when it has one, else bare, as its
+            # checks of the options after the file give theirs)
+            self.errors += str(e).split("\n")
             return True
         return False
 

@@ -121,6 +121,55 @@ BAD = {
                           'c.conf:2:13: max_buffered_size strconv.ParseInt: parsing "ab": invalid syntax'),
     "max-buffered-msgs": ({"c.conf": "port: 1\njetstream {\n  max_buffered_msgs: 1.5\n}\n"},
                           'c.conf:3:3: Expected a parseable size for "max_buffered_msgs", got 1.5'),
+    # an account's jetstream {}: at the key inside it; a value given directly has no place (nats-server's
+    # parseJetStreamForAccount has no token for it)
+    "account-jetstream-size": ({"c.conf": "port: 1\naccounts {\n  A {\n    jetstream {\n      max_mem: abc\n    }\n  }\n}\n"},
+                               'c.conf:5:7: Expected a parseable size for "max_mem", got abc'),
+    "account-jetstream-unknown": ({"c.conf": "port: 1\naccounts {\n  A {\n    jetstream { max_streams: 1, bogus: 1 }\n  }\n}\n"},
+                                  'c.conf:4:33: unknown field "bogus"'),
+    "account-jetstream-string": ({"c.conf": "port: 1\naccounts { A { jetstream: maybe } }\n"},
+                                 "Expected 'enabled' or 'disabled' for string value, got 'maybe'"),
+    "account-jetstream-int": ({"c.conf": "port: 1\naccounts { A { jetstream: 5 } }\n"},
+                              "Expected map, bool or string to define JetStream, got int64"),
+    "account-limits-type": ({"c.conf": "port: 1\naccounts {\n  A {\n    limits: 5\n  }\n}\n"},
+                            "c.conf:4:5: Expected account limits to be a map/struct, got 5"),
+    "account-not-a-map": ({"c.conf": "port: 1\naccounts {\n  A: 5\n}\n"}, "c.conf:3:3: Expected map entries for accounts"),
+    "account-reserved": ({"c.conf": "port: 1\naccounts {\n  $G { }\n}\n"}, 'c.conf:3:3: "$G" is a Reserved Account'),
+    "account-duplicate-user": ({"c.conf": "port: 1\naccounts {\n  A { users [ {user: a, password: b} ] }\n"
+                                          "  B { users [ {user: a, password: c} ] }\n}\n"},
+                               'c.conf:4:7: Duplicate user "a" detected'),
+    "import-without-subject": ({"c.conf": "port: 1\naccounts {\n  A { exports [ {stream: foo} ] }\n"
+                                          "  B { imports [ {stream: {account: A}} ] }\n}\n"},
+                               "c.conf:4:18: Expect an account name and a subject"),
+    "imports-not-array": ({"c.conf": "port: 1\naccounts {\n  A { imports: 5 }\n}\n"},
+                          "c.conf:3:7: Imports should be an array, got int64"),
+    "export-unknown": ({"c.conf": "port: 1\naccounts {\n  A { exports [ {stream: foo, bogus: 1} ] }\n}\n"},
+                       'c.conf:3:31: unknown field "bogus"'),
+    "import-unknown": ({"c.conf": "port: 1\naccounts {\n  A { exports [ {stream: foo} ] }\n"
+                                  "  B { imports [ {stream: {account: A, subject: foo}, bogus: 1} ] }\n}\n"},
+                       'c.conf:4:54: unknown field "bogus"'),
+    "lame-duck-type": ({"c.conf": "port: 1\nlame_duck_duration: 1\n"},
+                       "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "lame-duck-short": ({"c.conf": 'port: 1\nlame_duck_duration: "10000ms"\n'},
+                        "c.conf:2:1: invalid lame_duck_duration of 10s, minimum is 30 seconds"),
+    "lame-duck-parse": ({"c.conf": 'port: 1\nlame_duck_grace_period: "10x"\n'},
+                        'c.conf:2:1: error parsing lame_duck_grace_period: time: unknown unit "x" in duration "10x"'),
+    "lame-duck-order": ({"c.conf": 'port: 1\nlame_duck_grace_period: "3m"\n'},
+                        "lame duck grace period (3m0s) should be strictly lower than lame duck duration (2m0s)"),
+    "resolver-unknown": ({"c.conf": "port: 1\nresolver: BOGUS\n"},
+                         'c.conf:2:1: error parsing account resolver, should be MEM or  URL("url") or a map containing '
+                         "dir and type state=[FULL|CACHE])"),
+    "resolver-type": ({"c.conf": "port: 1\nresolver: 5\n"}, "c.conf:2:1: error parsing operator resolver, wrong type int64"),
+    "operator-missing": ({"c.conf": "port: 1\noperator: /nonexistent/op.jwt\n"},
+                         "c.conf:2:1: error parsing operator JWT: open /nonexistent/op.jwt: no such file or directory"),
+    "tls-unknown": ({"c.conf": "port: 1\ntls {\n  bogus: 1\n}\n"}, 'c.conf:3:3: error parsing tls config, unknown field "bogus"'),
+    "tls-missing-cert": ({"c.conf": "port: 1\ntls {\n  cert_file: /nonexistent/c.pem\n  key_file: /nonexistent/k.pem\n}\n"},
+                         "c.conf:2:1: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file or directory"),
+    "tls-not-a-map": ({"c.conf": "port: 1\ntls: 5\n"},
+                      "c.conf:2:1: interface conversion: interface {} is int64, not map[string]interface {}"),
+    # checks of the options after the file: no place, and no prefix of natslab's own
+    "domain-invalid": ({"c.conf": 'port: 1\njetstream { domain: "a.b" }\n'}, "invalid domain name: may not contain ., * or >"),
+    "system-account-missing": ({"c.conf": "port: 1\nsystem_account: NOPE\n"}, "error resolving system account: account missing"),
 }
 
 
