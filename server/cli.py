@@ -214,6 +214,20 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         elif not re.fullmatch(r"[+-]?[0-9]+", pt):
             bad.add("listen")
             errors.append(str(problem(c, "listen", f'could not parse port "{pt}"')))
+    for key in ("http", "https"):  # parseListen, as listen
+        if isinstance(c.get(key), str):
+            h, sep, pt = c[key].rpartition(":")
+            if not sep:
+                bad.add(key)
+                errors.append(str(problem(c, key, f'could not parse address string "{c[key]}"')))
+            elif not re.fullmatch(r"[+-]?[0-9]+", pt):
+                bad.add(key)
+                errors.append(str(problem(c, key, f'could not parse port "{pt}"')))
+    for key in ("write_deadline",):  # a number of seconds is v.(int64): anything else its panic
+        v = c.get(key)
+        if key in c and not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, int)):
+            bad.add(key)
+            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not int64")))
     for key in bad:
         del c[key]
     with collect:
@@ -329,8 +343,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
     with collect:
         if "authorization" in c:
             a = c["authorization"]
-            if not isinstance(a, dict):
-                raise ConfigError("authorization must be a block")
+            if not isinstance(a, dict):  # (nats-server's panic, at the key)
+                raise problem(c, "authorization", f"interface conversion: interface {{}} is {go_type(a)}, "
+                                                  "not map[string]interface {}")
+            if "users" in a and not isinstance(a["users"], list):
+                raise problem(a, "users", f"Expected users field to be an array, got {a['users']}")
             o.user = a.get("user") or o.user  # (set first: accounts checks them whatever the checks below say)
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token
@@ -371,7 +388,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             o.token = a.get("token") or o.token
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
-                o.auth_timeout = parse_duration(a["timeout"])
+                t = a["timeout"]
+                if isinstance(t, str):
+                    try:
+                        o.auth_timeout = go_duration(t)
+                    except ConfigError as e:
+                        raise problem(a, "timeout", f"error parsing authorization config, 'timeout' {e}") from None
+                else:
+                    o.auth_timeout = parse_duration(t)
     with collect:
         if "store_dir" in c:
             o.store_dir = str(c["store_dir"])
@@ -398,6 +422,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "mappings" in c:
             from . import mappings
 
+            if not isinstance(c["mappings"], dict):
+                raise problem(c, "mappings", f"interface conversion: interface {{}} is {go_type(c['mappings'])}, "
+                                             "not map[string]interface {}")
+
             o.mappings = mappings.parse(c["mappings"], lambda b, k: b.where(k, path), c.where("mappings", path))
     with collect:
         if "accounts" in c:
@@ -405,15 +433,22 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             # (checked once every account is known, at the block's place, as nats-server)
             errors += [str(problem(c, "accounts", p)) for p in accounts.link_problems(o.accounts)]
     with collect:
+        if "system_account" in c and not isinstance(c["system_account"], str):
+            raise problem(c, "system_account", "system account name must be a string")
         if "system_account" in c and not operator_failed:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
     with collect:
         if "no_auth_user" in c:
-            o.no_auth_user = str(c["no_auth_user"])
+            if not isinstance(c["no_auth_user"], str):
+                raise problem(c, "no_auth_user", f"interface conversion: interface {{}} is "
+                                                 f"{go_type(c['no_auth_user'])}, not string")
+            o.no_auth_user = c["no_auth_user"]
     with collect:
         if "websocket" in c:
             from . import websocket
 
+            if not isinstance(c["websocket"], dict):
+                raise problem(c, "websocket", f"Expected websocket to be a map, got {go_type(c['websocket'])}")
             o.websocket = websocket.parse_websocket_block(c["websocket"])
     for key in ("lame_duck_duration", "lame_duck_grace_period"):
         with collect:  # (each as nats-server: time.ParseDuration of a string, at the key)
@@ -483,9 +518,17 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if si is not None:
                 if str(si).lower() == "always":
                     o.sync_always = True
+                elif isinstance(si, str):
+                    try:
+                        o.sync_interval = go_duration(si)
+                    except ConfigError as e:
+                        raise problem(js, "sync_interval", f"error parsing sync_interval: {e}") from None
                 else:
                     o.sync_interval = parse_duration(si)
             batch = (js.get("limits") or {}).get("batch") or {}
+            for key, v in batch.items():  # (nats-server's v.(int64) panics: at the jetstream key)
+                if key != "timeout" and (isinstance(v, bool) or not isinstance(v, int)):
+                    raise problem(c, "jetstream", f"interface conversion: interface {{}} is {go_type(v)}, not int64")
             for key, attr in (("max_inflight_per_stream", "batch_max_inflight_per_stream"),
                               ("max_inflight_total", "batch_max_inflight_total"), ("max_msgs", "batch_max_msgs")):
                 if int(batch.get(key) or 0) > 0:  # as in nats-server, 0 keeps the default

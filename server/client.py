@@ -103,6 +103,9 @@ class Client(Parser, asyncio.BufferedProtocol):
     # its account's subject mappings (server/mappings.py): set on the connection only when there
     # are some, so a connection of a server without mappings carries no attribute more
     mappings = None
+    # a websocket client's credentials from its upgrade's cookies (jwt_cookie, ...: CONNECT field ->
+    # value), set only when the websocket block names cookies and the request had them
+    ws_cookies = None
 
     def __init__(self, server):
         self.server = server
@@ -191,8 +194,10 @@ class Client(Parser, asyncio.BufferedProtocol):
         srv = self.server
         loop = srv.loop
         self._ping_timer = loop.call_later(self._ping_interval(), self._send_ping)
-        if srv.auth_required:
-            self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
+        if self.must_authenticate():
+            ws = self.ws
+            timeout = ws.opts.auth_timeout if ws is not None and ws.opts.auth_timeout else srv.opts.auth_timeout
+            self._auth_timer = loop.call_later(timeout, self._auth_timeout)
 
     def takes_async_info(self) -> bool:
         """Does this client take INFO updates (protocol 1, and its first PING
@@ -205,8 +210,15 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.server.unregister(self)
         self.resume_writing()
 
+    def must_authenticate(self) -> bool:
+        """Must this client authenticate? The server's auth, or for a
+        websocket client the websocket block's override (nats-server's
+        wsConfigAuth)."""
+        srv = self.server
+        return srv.auth_required or self.ws is not None and srv.auth.ws_override
+
     def _require_connect(self) -> bool:
-        if not self.connected and self.server.auth_required:
+        if not self.connected and self.must_authenticate():
             if self._no_auth_login():
                 return True
             self.protocol_error(p.ERR_AUTH_VIOLATION)
@@ -407,7 +419,9 @@ class Client(Parser, asyncio.BufferedProtocol):
             # like nats-server: a first estimate from INFO sent to CONNECT read
             self.rtt = max(time.time() - self.start, 1e-6)
         srv = self.server
-        if srv.auth_required:
+        if self.must_authenticate():
+            if self.ws_cookies:  # (what CONNECT leaves out, from the upgrade's cookies: nats-server's)
+                opts = {**opts, **{f: v for f, v in self.ws_cookies.items() if not opts.get(f)}}
             entry = srv.check_auth(opts, self)
             if not entry:
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)

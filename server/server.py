@@ -348,7 +348,7 @@ class Server:
             info["host"], info["port"] = _advertised(self.opts.client_advertise, self.port)
         # (in nats-server's order)
         if self.auth_required and not self.auth.no_auth_user or \
-                client.ws is not None and self.auth.ws_no_auth_user:  # (a websocket auth override says so)
+                client.ws is not None and self.auth.ws_override:  # (a websocket auth override says so)
             info["auth_required"] = True
         if self.tls_context is not None:
             o = self.opts
