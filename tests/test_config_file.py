@@ -135,9 +135,10 @@ BAD = {
                             "c.conf:4:5: Expected account limits to be a map/struct, got 5"),
     "account-not-a-map": ({"c.conf": "port: 1\naccounts {\n  A: 5\n}\n"}, "c.conf:3:3: Expected map entries for accounts"),
     "account-reserved": ({"c.conf": "port: 1\naccounts {\n  $G { }\n}\n"}, 'c.conf:3:3: "$G" is a Reserved Account'),
-    "account-duplicate-user": ({"c.conf": "port: 1\naccounts {\n  A { users [ {user: a, password: b} ] }\n"
-                                          "  B { users [ {user: a, password: c} ] }\n}\n"},
-                               'c.conf:4:7: Duplicate user "a" detected'),
+    # (in one account: across two, which one nats-server names depends on its map order)
+    "account-duplicate-user": ({"c.conf": "port: 1\naccounts {\n  A { users [ {user: a, password: b}, "
+                                          "{user: a, password: c} ] }\n}\n"},
+                               'c.conf:3:7: Duplicate user "a" detected'),
     "import-without-subject": ({"c.conf": "port: 1\naccounts {\n  A { exports [ {stream: foo} ] }\n"
                                           "  B { imports [ {stream: {account: A}} ] }\n}\n"},
                                "c.conf:4:18: Expect an account name and a subject"),
@@ -167,6 +168,33 @@ BAD = {
                          "c.conf:2:1: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file or directory"),
     "tls-not-a-map": ({"c.conf": "port: 1\ntls: 5\n"},
                       "c.conf:2:1: interface conversion: interface {} is int64, not map[string]interface {}"),
+    "users-not-array": ({"c.conf": "port: 1\nauthorization { users: 5 }\n"},
+                        "c.conf:2:17: Expected users field to be an array, got 5"),
+    "auth-timeout": ({"c.conf": "port: 1\nauthorization { user: a, password: b, timeout: abc }\n"},
+                     "c.conf:2:39: error parsing authorization config, 'timeout' time: invalid duration \"abc\""),
+    "connection-types": ({"c.conf": "port: 1\nauthorization { users: [ {user: a, password: b, "
+                                    "allowed_connection_types: [BOGUS]} ] }\n"},
+                         'c.conf:2:49: invalid connection types ["BOGUS"]'),
+    "http-address": ({"c.conf": "port: 1\nhttp: abc\n"}, 'c.conf:2:1: could not parse address string "abc"'),
+    "sync-interval": ({"c.conf": "port: 1\njetstream { sync_interval: abc }\n"},
+                      'c.conf:2:13: error parsing sync_interval: time: invalid duration "abc"'),
+    "batch-limit-type": ({"c.conf": "port: 1\njetstream { limits { batch { max_msgs: abc } } }\n"},
+                         "c.conf:2:1: interface conversion: interface {} is string, not int64"),
+    "no-auth-user-type": ({"c.conf": "port: 1\nno_auth_user: 5\n"},
+                          "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "mappings-type": ({"c.conf": "port: 1\nmappings: 5\n"},
+                      "c.conf:2:1: interface conversion: interface {} is int64, not map[string]interface {}"),
+    "system-account-type": ({"c.conf": "port: 1\nsystem_account: 5\n"}, "c.conf:2:1: system account name must be a string"),
+    "websocket-not-a-map": ({"c.conf": "port: 1\nwebsocket: 5\n"}, "c.conf:2:1: Expected websocket to be a map, got int64"),
+    "websocket-port-type": ({"c.conf": "port: 1\nwebsocket { port: abc, no_tls: true }\n"},
+                            "c.conf:2:13: interface conversion: interface {} is string, not int64"),
+    "websocket-unknown": ({"c.conf": "port: 1\nwebsocket {\n  port: -1\n  bogus: 1\n}\n"}, 'c.conf:4:3: unknown field "bogus"'),
+    "websocket-handshake": ({"c.conf": "port: 1\nwebsocket { port: -1, no_tls: true, handshake_timeout: abc }\n"},
+                            'c.conf:2:37: time: invalid duration "abc"'),
+    "websocket-tls-files": ({"c.conf": "port: 1\nwebsocket {\n  port: -1\n  tls {\n    cert_file: /nonexistent/c.pem\n"
+                                       "    key_file: /nonexistent/k.pem\n  }\n}\n"},
+                            "c.conf:4:3: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file "
+                            "or directory"),
     # checks of the options after the file: no place, and no prefix of natslab's own
     "domain-invalid": ({"c.conf": 'port: 1\njetstream { domain: "a.b" }\n'}, "invalid domain name: may not contain ., * or >"),
     "system-account-missing": ({"c.conf": "port: 1\nsystem_account: NOPE\n"}, "error resolving system account: account missing"),
