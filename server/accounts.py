@@ -508,9 +508,14 @@ class Accounts:
                 n += self._deliver(importer, pub, mapped, reply, hdr, payload)
         for local, src, remote, share in acc.service_imports:
             if subject == local or subject_matches(local, subject):
+                to = _map(subject, local, remote)
+                if src.mappings is not None:  # (the exporter's mappings, as processServiceImport applies them)
+                    to = src.mappings.select(to)
+                    if not to:
+                        continue  # (its weights chose no destination)
                 r = self._response(src, acc, reply) if reply else b""
                 h = hdr if pub.internal else _request_info(hdr, pub, acc, share, srv)
-                n += self._deliver(src, pub, _map(subject, local, remote), r, h, payload)
+                n += self._deliver(src, pub, to, r, h, payload)
         if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc.jetstream is None:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:
