@@ -308,14 +308,13 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                                                    f"{go_type(c['ports_file_dir'])}, not string")
             o.ports_file_dir = c["ports_file_dir"]
     with collect:
-        if "write_timeout" in c:  # (for clients "default" is "close": what natslab does)
+        if "write_timeout" in c:  # (for clients "default" is "close")
             v = c["write_timeout"]
             if not isinstance(v, str):
                 raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {go_type(v)}, not string")
             if v not in ("default", "close", "retry"):
                 raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
-            if v == "retry":
-                raise problem(c, "write_timeout", '"write_timeout: retry" is not supported by natslab')
+            o.write_timeout_retry = v == "retry"
     with collect:
         if "client_advertise" in c:
             if not isinstance(c["client_advertise"], str):

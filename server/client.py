@@ -652,6 +652,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         t = self.transport
         t.write(data)
         if self.write_paused:
+            self._queued_paused += len(data)  # (write_timeout: retry asks what the socket took meanwhile)
             if t.get_write_buffer_size() > self.server.opts.max_pending:
                 self.slow_consumer()
             else:
@@ -661,10 +662,19 @@ class Client(Parser, asyncio.BufferedProtocol):
     # mark. A producer whose messages land on a backed-up connection stops
     # being read for a moment (see ``stall``), so a reader that keeps up is
     # never cut; one that does not read runs into max_pending and is.
+    _queued_paused = 0  # bytes written to the transport since the write deadline's timer started
+    _deadline_mark = 0  # the transport's buffer then
+    _deadline_state = "Detected"  # nats-server's word for a slow consumer's first deadline, then "State"
+
     def pause_writing(self) -> None:
         self.write_paused = True
+        self._arm_write_deadline()
+
+    def _arm_write_deadline(self) -> None:
         deadline = self.server.opts.write_deadline
         if deadline > 0 and self._deadline_timer is None:
+            if self.server.opts.write_timeout_retry:
+                self._deadline_mark, self._queued_paused = self.transport.get_write_buffer_size(), 0
             self._deadline_timer = self.server.loop.call_later(deadline, self._write_deadline_passed)
 
     def resume_writing(self) -> None:
@@ -699,8 +709,20 @@ class Client(Parser, asyncio.BufferedProtocol):
         """The socket has taken nothing below the high-water mark for
         write_deadline: nats-server's slow consumer on a write deadline."""
         self._deadline_timer = None
-        if self.write_paused and not self.closed:
-            self.slow_consumer(deadline=True)
+        if not self.write_paused or self.closed:
+            return
+        srv = self.server
+        if srv.opts.write_timeout_retry and \
+                self._deadline_mark + self._queued_paused > self.transport.get_write_buffer_size():
+            # the socket took some (nats-server's handleWriteTimeout: with "retry" only a write
+            # that took nothing closes): a slow consumer, kept, and the deadline runs again
+            srv.slow_consumers += 1
+            srv.logger.info("%s:%d - cid:%d - Slow Consumer %s: WriteDeadline of %s exceeded",
+                            self.host, self.port, self.cid, self._deadline_state, f"{srv.opts.write_deadline:g}s")
+            self._deadline_state = "State"
+            self._arm_write_deadline()
+            return
+        self.slow_consumer(deadline=True)
 
     def slow_consumer(self, deadline: bool = False) -> None:
         srv = self.server

@@ -88,6 +88,9 @@ class ServerOptions:
     max_control_line: int = p.MAX_CONTROL_LINE  # max_control_line (the parser's limit on a protocol line)
     max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
+    # write_timeout: "retry" keeps a client whose socket took part of its data by the deadline (a
+    # slow consumer, counted; cut when it took nothing); "default" and "close" cut it (nats-server's)
+    write_timeout_retry: bool = False
     js_max_buffered_size: int = 0  # jetstream { max_buffered_size, max_buffered_msgs }: a stream's ingest
     js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
     mappings: object = None  # the top-level mappings {}: the global account's (server/mappings.py)
