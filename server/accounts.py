@@ -85,7 +85,10 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                     placed.append(f'{where}Not a valid public nkey for an account: "{v}"')
                 continue
             if key == "default_permissions":
-                default_perms = v if isinstance(v, dict) else None
+                if not isinstance(v, dict):
+                    placed.append(f"{at(spec, k)}Expected permissions to be a map/struct, got {v}")
+                    continue
+                default_perms = v
                 continue
             if key == "limits":
                 if not isinstance(v, dict):
@@ -110,6 +113,14 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 placed.append(f"{at(spec, k)}{key.capitalize()} should be an array, got {go_type(v)}")
                 continue
             entries = [x for x in v if isinstance(x, dict)]
+            if key == "users":  # (parseUserPermissions: a user's permissions are a map, at the key)
+                for u in list(entries):
+                    p = u.get("permissions")
+                    if p is not None and not isinstance(p, dict):
+                        placed.append(f"{at(u, 'permissions')}Expected permissions to be a map/struct, got {p}")
+                        entries.remove(u)
+            for x in entries if key in ("imports", "exports") else ():
+                _entry_types(x, placed, at)
             if key == "imports":  # (parseImportStreamOrService: a bad entry is refused at its kind's key)
                 entries = [x for x in entries if _import_ok(x, placed, at)]
             setattr(acc, key, entries)
@@ -145,6 +156,19 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
     if placed:
         raise ConfigError("\n".join(placed))
     return out
+
+
+def _entry_types(entry, placed: list[str], at) -> None:
+    """An export's ``accounts`` is a list and an import's ``prefix``/``to``
+    strings, else nats-server's panic at the key (and the key is dropped)."""
+    from .conf import go_type
+
+    for key in list(entry):
+        v, low = entry[key], key.lower()
+        want = {"accounts": (list, "[]interface {}"), "prefix": (str, "string"), "to": (str, "string")}.get(low)
+        if want is not None and not isinstance(v, want[0]):
+            placed.append(f"{at(entry, key)}interface conversion: interface {{}} is {go_type(v)}, not {want[1]}")
+            del entry[key]
 
 
 def _import_ok(entry, placed: list[str], at) -> bool:

@@ -374,9 +374,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                         raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
             for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
                 perms = u.get("permissions") if isinstance(u, ConfMap) else None
+                if perms is not None and not isinstance(perms, dict):  # (parseUserPermissions, at the key)
+                    raise problem(u, "permissions", f"Expected permissions to be a map/struct, got {perms}")
+                if isinstance(u, ConfMap) and u.get("nkey") is not None:
+                    from . import nkeys
+
+                    if not nkeys.is_user_key(str(u["nkey"])):
+                        raise problem(u, "nkey", "Not a valid public nkey for a user")
                 if isinstance(perms, ConfMap):
                     _check_permissions(perms, problem)
             default = a.get("default_permissions")
+            if default is not None and not isinstance(default, dict):
+                raise problem(a, "default_permissions", f"Expected permissions to be a map/struct, got {default}")
             if isinstance(default, ConfMap):  # (applyDefaultPermissions: users without permissions of their own)
                 _check_permissions(default, problem)
                 for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
@@ -509,6 +518,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     raise problem(js, "max_buffered_msgs", f'Expected a parseable size for "max_buffered_msgs", '
                                                            f'got {shown}')
                 o.js_max_buffered_msgs = v
+            if "limits" in js and not isinstance(js["limits"], dict):
+                raise problem(js, "limits", f"Expected a map to define JetStreamLimits, got {go_type(js['limits'])}")
+            if "domain" in js and not isinstance(js["domain"], str):  # (v.(string): the panic, at the block's key)
+                raise problem(c, "jetstream", f"interface conversion: interface {{}} is {go_type(js['domain'])}, "
+                                              "not string")
             if js.get("domain"):
                 from .internal import jetstream
 

@@ -195,6 +195,21 @@ BAD = {
                                        "    key_file: /nonexistent/k.pem\n  }\n}\n"},
                             "c.conf:4:3: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file "
                             "or directory"),
+    "permissions-type": ({"c.conf": "port: 1\nauthorization { users: [{user: a, password: b, permissions: 5}] }\n"},
+                         "c.conf:2:48: Expected permissions to be a map/struct, got 5"),  # (was a traceback)
+    "account-default-permissions-type": ({"c.conf": "port: 1\naccounts { A { default_permissions: 5 } }\n"},
+                                         "c.conf:2:16: Expected permissions to be a map/struct, got 5"),
+    "export-accounts-type": ({"c.conf": "port: 1\naccounts { A { exports: [{stream: foo, accounts: 5}] } }\n"},
+                             "c.conf:2:40: interface conversion: interface {} is int64, not []interface {}"),
+    "import-to-type": ({"c.conf": "port: 1\naccounts { A { exports [ {stream: foo} ] }\n"
+                                  " B { imports: [{stream: {account: A, subject: foo}, to: 5}] } }\n"},
+                       "c.conf:3:53: interface conversion: interface {} is int64, not string"),
+    "jetstream-limits-type": ({"c.conf": "port: 1\njetstream { limits: 5 }\n"},
+                              "c.conf:2:13: Expected a map to define JetStreamLimits, got int64"),
+    "jetstream-domain-type": ({"c.conf": "port: 1\njetstream { domain: 5 }\n"},
+                              "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "user-nkey": ({"c.conf": "port: 1\nauthorization { users: [{nkey: UBAD}] }\n"},
+                  "c.conf:2:26: Not a valid public nkey for a user"),
     # checks of the options after the file: no place, and no prefix of natslab's own
     "domain-invalid": ({"c.conf": 'port: 1\njetstream { domain: "a.b" }\n'}, "invalid domain name: may not contain ., * or >"),
     "system-account-missing": ({"c.conf": "port: 1\nsystem_account: NOPE\n"}, "error resolving system account: account missing"),
