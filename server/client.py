@@ -103,6 +103,9 @@ class Client(Parser, asyncio.BufferedProtocol):
     # its account's subject mappings (server/mappings.py): set on the connection only when there
     # are some, so a connection of a server without mappings carries no attribute more
     mappings = None
+    # a websocket client's credentials from its upgrade's cookies (jwt_cookie, ...: CONNECT field ->
+    # value), set only when the websocket block names cookies and the request had them
+    ws_cookies = None
 
     def __init__(self, server):
         self.server = server
@@ -191,8 +194,10 @@ class Client(Parser, asyncio.BufferedProtocol):
         srv = self.server
         loop = srv.loop
         self._ping_timer = loop.call_later(self._ping_interval(), self._send_ping)
-        if srv.auth_required:
-            self._auth_timer = loop.call_later(srv.opts.auth_timeout, self._auth_timeout)
+        if self.must_authenticate():
+            ws = self.ws
+            timeout = ws.opts.auth_timeout if ws is not None and ws.opts.auth_timeout else srv.opts.auth_timeout
+            self._auth_timer = loop.call_later(timeout, self._auth_timeout)
 
     def takes_async_info(self) -> bool:
         """Does this client take INFO updates (protocol 1, and its first PING
@@ -205,8 +210,15 @@ class Client(Parser, asyncio.BufferedProtocol):
         self.server.unregister(self)
         self.resume_writing()
 
+    def must_authenticate(self) -> bool:
+        """Must this client authenticate? The server's auth, or for a
+        websocket client the websocket block's override (nats-server's
+        wsConfigAuth)."""
+        srv = self.server
+        return srv.auth_required or self.ws is not None and srv.auth.ws_override
+
     def _require_connect(self) -> bool:
-        if not self.connected and self.server.auth_required:
+        if not self.connected and self.must_authenticate():
             if self._no_auth_login():
                 return True
             self.protocol_error(p.ERR_AUTH_VIOLATION)
@@ -407,7 +419,9 @@ class Client(Parser, asyncio.BufferedProtocol):
             # like nats-server: a first estimate from INFO sent to CONNECT read
             self.rtt = max(time.time() - self.start, 1e-6)
         srv = self.server
-        if srv.auth_required:
+        if self.must_authenticate():
+            if self.ws_cookies:  # (what CONNECT leaves out, from the upgrade's cookies: nats-server's)
+                opts = {**opts, **{f: v for f, v in self.ws_cookies.items() if not opts.get(f)}}
             entry = srv.check_auth(opts, self)
             if not entry:
                 srv.logger.error("%s:%d - cid:%d - authentication error", self.host, self.port, self.cid)
@@ -638,6 +652,7 @@ class Client(Parser, asyncio.BufferedProtocol):
         t = self.transport
         t.write(data)
         if self.write_paused:
+            self._queued_paused += len(data)  # (write_timeout: retry asks what the socket took meanwhile)
             if t.get_write_buffer_size() > self.server.opts.max_pending:
                 self.slow_consumer()
             else:
@@ -647,10 +662,19 @@ class Client(Parser, asyncio.BufferedProtocol):
     # mark. A producer whose messages land on a backed-up connection stops
     # being read for a moment (see ``stall``), so a reader that keeps up is
     # never cut; one that does not read runs into max_pending and is.
+    _queued_paused = 0  # bytes written to the transport since the write deadline's timer started
+    _deadline_mark = 0  # the transport's buffer then
+    _deadline_state = "Detected"  # nats-server's word for a slow consumer's first deadline, then "State"
+
     def pause_writing(self) -> None:
         self.write_paused = True
+        self._arm_write_deadline()
+
+    def _arm_write_deadline(self) -> None:
         deadline = self.server.opts.write_deadline
         if deadline > 0 and self._deadline_timer is None:
+            if self.server.opts.write_timeout_retry:
+                self._deadline_mark, self._queued_paused = self.transport.get_write_buffer_size(), 0
             self._deadline_timer = self.server.loop.call_later(deadline, self._write_deadline_passed)
 
     def resume_writing(self) -> None:
@@ -685,8 +709,20 @@ class Client(Parser, asyncio.BufferedProtocol):
         """The socket has taken nothing below the high-water mark for
         write_deadline: nats-server's slow consumer on a write deadline."""
         self._deadline_timer = None
-        if self.write_paused and not self.closed:
-            self.slow_consumer(deadline=True)
+        if not self.write_paused or self.closed:
+            return
+        srv = self.server
+        if srv.opts.write_timeout_retry and \
+                self._deadline_mark + self._queued_paused > self.transport.get_write_buffer_size():
+            # the socket took some (nats-server's handleWriteTimeout: with "retry" only a write
+            # that took nothing closes): a slow consumer, kept, and the deadline runs again
+            srv.slow_consumers += 1
+            srv.logger.info("%s:%d - cid:%d - Slow Consumer %s: WriteDeadline of %s exceeded",
+                            self.host, self.port, self.cid, self._deadline_state, f"{srv.opts.write_deadline:g}s")
+            self._deadline_state = "State"
+            self._arm_write_deadline()
+            return
+        self.slow_consumer(deadline=True)
 
     def slow_consumer(self, deadline: bool = False) -> None:
         srv = self.server

@@ -26,8 +26,9 @@ class Block:
     (a map, or each map of a list)."""
 
     def __init__(self, keys: dict[str, str | None], children: dict[str, "Block"] | None = None,
-                 unknown: str = UNKNOWN, each: "Block | None" = None):
+                 unknown: str = UNKNOWN, each: "Block | None" = None, keep_case: bool = False):
         self.keys = keys
+        self.keep_case = keep_case  # keys stay as written (their reader names them in its errors)
         self.children = children or {}
         self.unknown = unknown
         self.each = each  # a block of names (accounts {}): every key's map is checked as ``each``
@@ -80,12 +81,28 @@ ACCOUNT_LIMITS = Block(
      **_alias("max_payload", "max_pay"), **_unused("max_leafnodes", "max_leafs")},
     unknown='Unknown field "{}" parsing account limits')
 
+# accounts { NAME { jetstream { ... } } } (nats-server's parseJetStreamForAccount; jetstream/limits.py
+# reads the values): an unknown key is reported at its place with the file's others
+ACCOUNT_JETSTREAM = Block({k: k for k in ("max_memory", "max_mem", "mem", "memory", "max_store", "max_file", "max_disk", "store", "disk",
+     "max_streams", "streams", "max_consumers", "consumers", "max_bytes_required", "max_stream_bytes", "max_bytes",
+     "mem_max_stream_bytes", "memory_max_stream_bytes", "disk_max_stream_bytes", "store_max_stream_bytes",
+     "max_ack_pending", "cluster_traffic")}, keep_case=True)
+
+# accounts { NAME { exports [...], imports [...] } } (parseExportStreamOrService,
+# parseImportStreamOrService): an unknown key of an entry is refused at its place
+ACCOUNT_EXPORT = Block({k: k for k in (
+    "stream", "service", "response", "response_type", "threshold", "response_threshold", "response_max_time",
+    "response_time", "accounts", "latency", "account_token_position", "allow_trace")}, keep_case=True)
+ACCOUNT_IMPORT = Block({k: k for k in ("stream", "service", "prefix", "to", "share", "allow_trace")},
+                       keep_case=True)
+
 # accounts { NAME { ... } } (accounts.py reads what is in them)
 ACCOUNT = Block(
     {**_alias("users"), **_alias("imports"), **_alias("exports"), **_alias("jetstream"),
      **_alias("default_permissions"), **_alias("nkey"), **_alias("limits"),
      **_alias("mappings", "maps"), **_known("msg_trace", "trace_dest")},
-    {"users": USER, "default_permissions": PERMISSIONS, "limits": ACCOUNT_LIMITS})
+    {"users": USER, "default_permissions": PERMISSIONS, "limits": ACCOUNT_LIMITS, "jetstream": ACCOUNT_JETSTREAM,
+     "exports": ACCOUNT_EXPORT, "imports": ACCOUNT_IMPORT})
 
 ACCOUNTS = Block({}, each=ACCOUNT)
 
@@ -204,6 +221,8 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
             elif isinstance(value, list):
                 value = [_check(v, child, sub, problems, unused, source) if isinstance(v, ConfMap) else v
                          for v in value]
+        if block.keep_case:
+            name = key
         out[name] = value
         out.pos[name] = conf.pos.get(key, (0, 0))
         if key in conf.files:

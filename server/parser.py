@@ -237,8 +237,8 @@ class Parser:
         control line is held to max_control_line as it comes in: its
         arguments (after the operation and its blanks, without the CR before
         the LF) may not be longer, complete or not."""
-        if not self.connected and self.server.auth_required and data[pos] not in b"Cc" \
-                and not self.server.auth.no_auth_user:
+        if not self.connected and self.must_authenticate() and data[pos] not in b"Cc" \
+                and not self.server.auth.no_auth_user_of(self):
             # before its CONNECT a client that must authenticate may send
             # nothing else: nats-server refuses at the first byte
             self.protocol_error(p.ERR_AUTH_VIOLATION)

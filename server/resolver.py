@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 from . import jwt
-from .conf import ConfigError
+from .conf import ConfigError, go_type
 
 OPERATOR_KEYS = ("operator", "operators", "roots", "root", "root_operators", "root_operator")
 RESOLVER_KEYS = ("resolver", "account_resolver", "accounts_resolver")
@@ -131,7 +131,7 @@ def _parse_resolver(v) -> Resolver:
                 raise ConfigError("FULL does not accept ttl")
             return Resolver(kind.lower(), str(p), bool(low.get("allow_delete")))
     else:
-        raise ConfigError(f"error parsing operator resolver, wrong type {type(v).__name__}")
+        raise ConfigError(f"error parsing operator resolver, wrong type {go_type(v)}")
     raise ConfigError('error parsing account resolver, should be MEM or  URL("url") or a map containing dir '
                       "and type state=[FULL|CACHE])")
 
@@ -143,10 +143,45 @@ def configure(o, c) -> None:
     ``accounts`` and ``system_account`` are applied."""
     keys = [k for k in c if k in OPERATOR_KEYS]
     res_keys = [k for k in c if k in RESOLVER_KEYS]
+
+    def at(key: str, e) -> ConfigError:  # (an error nats-server's option parsing gives at the key)
+        return ConfigError(f"{c.where(key)}: {e}" if hasattr(c, "where") else str(e))
+
     try:
         trusted = _trusted_keys(c["trusted"]) if "trusted" in c else []
-    except ConfigError as e:  # (at the key, as nats-server)
-        raise ConfigError(f"{c.where('trusted')}: {e}" if hasattr(c, "where") else str(e)) from None
+    except ConfigError as e:
+        raise at("trusted", e) from None
+    ops: list[str] = []
+    for k in keys:  # (read as the file is parsed, whatever else it says)
+        v = c[k]
+        for item in v if isinstance(v, list) else [v]:
+            if not isinstance(item, str):
+                raise at(k, f"error parsing operators: unsupported type {go_type(item)}")
+            try:
+                ops.append(_read_jwt(item))
+            except ConfigError as e:
+                raise at(k, e) from None
+    resolver = None
+    if res_keys:
+        try:
+            resolver = _parse_resolver(c[res_keys[-1]])
+        except ConfigError as e:
+            if not str(e).startswith('"resolver: URL(...)"'):  # (natslab's own refusal: only with an operator)
+                raise at(res_keys[-1], e) from None
+            if keys or trusted:
+                raise
+    preload = c.get("resolver_preload") or {}
+    if not isinstance(preload, dict):
+        raise at("resolver_preload", "preload should be a map of account_public_key:account_jwt")
+    for key, token in preload.items():
+        if not isinstance(token, str):
+            raise ConfigError(f"{preload.where(key)}: preload map value should be a string JWT"
+                              if hasattr(preload, "where") else "preload map value should be a string JWT")
+        try:
+            jwt.decode(token, "account")
+        except jwt.JWTError:
+            raise ConfigError(f"{preload.where(key)}: invalid account JWT" if hasattr(preload, "where")
+                              else "invalid account JWT") from None
     if keys and trusted:
         raise ConfigError("conflicting options for 'TrustedKeys' and 'TrustedOperators'")
     if not keys and not trusted:
@@ -156,30 +191,13 @@ def configure(o, c) -> None:
     sys_name = c.get("system_account")
     if sys_name is not None and not jwt.is_key(str(sys_name), "A"):
         raise ConfigError("error resolving system account: will only fetch valid account keys")
-    ops: list[str] = []
-    for k in keys:
-        v = c[k]
-        for item in v if isinstance(v, list) else [v]:
-            if not isinstance(item, str):
-                raise ConfigError(f"error parsing operators: unsupported type {type(item).__name__}")
-            ops.append(_read_jwt(item))
-    if not res_keys:
+    if resolver is None:
         raise ConfigError(f'"{"operator" if keys else "trusted"}" without a "resolver": natslab supports resolver '
                           "MEMORY and full/cache directories, not the operator's account server URL")
-    resolver = _parse_resolver(c[res_keys[-1]])
     if not keys and resolver.kind != "memory":  # (the directory resolvers want an operator JWT)
         raise ConfigError("Could not start resolver: no operator key found")
-    preload = c.get("resolver_preload") or {}
-    if not isinstance(preload, dict):
-        raise ConfigError("preload should be a map of account_public_key:account_jwt")
     mode = OperatorMode(ops, resolver, trusted)
     for key, token in preload.items():
-        if not isinstance(token, str):
-            raise ConfigError("preload map value should be a string JWT")
-        try:
-            jwt.decode(token, "account")
-        except jwt.JWTError:
-            raise ConfigError("invalid account JWT") from None
         mode.add_jwt(str(key), token, preload=True)
     for key, token in resolver.stored().items():
         mode.add_jwt(key, token)

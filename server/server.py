@@ -88,6 +88,9 @@ class ServerOptions:
     max_control_line: int = p.MAX_CONTROL_LINE  # max_control_line (the parser's limit on a protocol line)
     max_subs: int = 0  # max_subscriptions: a connection's subscriptions; 0: no limit
     write_deadline: float = 10.0  # write_deadline: a connection whose socket takes nothing this long is cut
+    # write_timeout: "retry" keeps a client whose socket took part of its data by the deadline (a
+    # slow consumer, counted; cut when it took nothing); "default" and "close" cut it (nats-server's)
+    write_timeout_retry: bool = False
     js_max_buffered_size: int = 0  # jetstream { max_buffered_size, max_buffered_msgs }: a stream's ingest
     js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
     mappings: object = None  # the top-level mappings {}: the global account's (server/mappings.py)
@@ -348,7 +351,7 @@ class Server:
             info["host"], info["port"] = _advertised(self.opts.client_advertise, self.port)
         # (in nats-server's order)
         if self.auth_required and not self.auth.no_auth_user or \
-                client.ws is not None and self.auth.ws_no_auth_user:  # (a websocket auth override says so)
+                client.ws is not None and self.auth.ws_override:  # (a websocket auth override says so)
             info["auth_required"] = True
         if self.tls_context is not None:
             o = self.opts

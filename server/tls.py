@@ -208,7 +208,7 @@ def _load_pair(ctx: ssl.SSLContext, cert_file: str, key_file: str) -> None:
         if "KEY_TOO_SMALL" not in str(e):
             raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
     except OSError as e:
-        raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
+        raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e, cert_file, key_file)}") from None
     current = ":".join(c["name"] for c in ctx.get_ciphers() if c["protocol"] != "TLSv1.3") or "DEFAULT"
     try:
         ctx.set_ciphers(current + ":@SECLEVEL=1")
@@ -217,25 +217,50 @@ def _load_pair(ctx: ssl.SSLContext, cert_file: str, key_file: str) -> None:
         raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
 
 
-def _reason(e: Exception) -> str:
-    if isinstance(e, OSError) and e.filename:
-        return f"open {e.filename}: {(e.strerror or str(e)).lower()}"
+def _reason(e: Exception, *files: str) -> str:
+    """Go's text for a pair that does not load: ``open FILE: reason`` for
+    the first file (the certificate, then the key, as LoadX509KeyPair reads
+    them) that cannot be read (ssl's error names none)."""
+    if isinstance(e, OSError) and not isinstance(e, ssl.SSLError):
+        name = e.filename
+        if name is None:
+            for f in files:
+                try:
+                    open(f, "rb").close()
+                except OSError as err:
+                    name, e = f, err
+                    break
+        if name:
+            return f"open {name}: {(e.strerror or str(e)).lower()}"
     return str(e)
 
 
 def parse_tls_block(block) -> TLSOptions:
-    """A ``tls {}`` block, checked as nats-server's parseTLS checks it."""
+    """A ``tls {}`` block, checked as nats-server's parseTLS checks it: an
+    error at the place of the key it is about (nats-server's last token
+    read, so a check after the keys is at the last key)."""
+    last: list[str] = []
+    try:
+        return _parse_tls_block(block, last)
+    except ConfigError as e:
+        if last and hasattr(block, "where"):
+            raise ConfigError(f"{block.where(last[-1])}: {e}") from None
+        raise
+
+
+def _parse_tls_block(block, last: list[str]) -> TLSOptions:
     if not isinstance(block, dict):
         raise ConfigError("error parsing tls config, expected a map")
     t = TLSOptions()
     insecure: list[str] = []
     allow_insecure = False
     for key, v in block.items():
+        last.append(key)
         k = key.lower()
         if k in _REFUSED:
             raise ConfigError(f'"tls.{k}" is not supported by natslab')
         if k not in _KNOWN:
-            raise ConfigError(f"error parsing tls config, unknown field {key!r}")
+            raise ConfigError(f'error parsing tls config, unknown field "{key}"')
         if k in ("cert_file", "key_file", "ca_file"):
             if not isinstance(v, str):
                 raise ConfigError(f"error parsing tls config, expected '{k}' to be filename")

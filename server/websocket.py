@@ -19,13 +19,14 @@ import asyncio
 import base64
 import email.utils
 import hashlib
+import re
 import socket
 import zlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from . import tls
-from .conf import ConfigError, parse_duration
+from .conf import ConfigError
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _PMC_RESPONSE = b"Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover; client_no_context_takeover\r\n"
@@ -78,82 +79,129 @@ class WebsocketOptions:
     headers: bytes = b""  # headers {}: added to the upgrade response, ``Name: value\r\n`` each
     ping_interval: float = 0.0  # ping_interval: the websocket clients' own (0: the server's)
     no_auth_user: str = ""  # no_auth_user: the websocket clients' own (server/auth.py)
+    # authorization {}: the websocket clients' own user/password or token (nats-server's auth
+    # override, server/auth.py) and authentication timeout (0: the server's)
+    user: str = ""
+    password: str = ""
+    token: str = ""
+    auth_timeout: float = 0.0
+    # jwt_cookie, user_cookie, pass_cookie, token_cookie: cookies of the upgrade request whose
+    # values stand in for what CONNECT leaves out (name -> CONNECT field)
+    cookies: dict[str, str] = field(default_factory=dict)
 
 
-_KEYS = ("listen", "port", "host", "net", "advertise", "no_tls", "tls", "same_origin", "allowed_origins",
-         "allowed_origin", "allow_origins", "allow_origin", "origins", "origin", "handshake_timeout",
-         "compress", "compression", "headers", "ping_interval", "no_auth_user")
-# keys nats-server knows in websocket {} that natslab does not implement (docs/compatibility.md)
-_REFUSED = ("authorization", "authentication", "jwt_cookie", "user_cookie", "pass_cookie", "token_cookie")
+_ORIGINS = ("allowed_origins", "allowed_origin", "allow_origins", "allow_origin", "origins", "origin")
+_COOKIES = {"jwt_cookie": "jwt", "user_cookie": "user", "pass_cookie": "pass", "token_cookie": "auth_token"}
 
 
 def parse_websocket_block(block) -> WebsocketOptions:
-    """A ``websocket {}`` block, with nats-server's checks (validateWebsocketOptions)."""
-    if not isinstance(block, dict):
-        raise ConfigError(f"Expected websocket to be a map, got {type(block).__name__}")
+    """A ``websocket {}`` block, read as nats-server's parseWebsocket reads
+    it (every problem at its key, all at once: a value of the wrong Go type
+    is its panic's ``interface conversion``), then checked as its
+    validateWebsocketOptions checks it (those errors have no place)."""
+    from .conf import go_duration, go_type
+
     w = WebsocketOptions()
+    problems: list[str] = []
+
+    def at(m, key: str, what: str) -> None:
+        problems.append(f"{m.where(key)}: {what}" if hasattr(m, "where") else what)
+
+    def typed(m, key: str, v, want: type, go: str):
+        if isinstance(v, want) and (want is bool or not isinstance(v, bool)):
+            return v
+        at(m, key, f"interface conversion: interface {{}} is {go_type(v)}, not {go}")
+        return None
+
     for key, v in block.items():
         k = key.lower()
-        if k in _REFUSED:
-            raise ConfigError(f'"websocket.{k}" is not supported by natslab')
-        if k not in _KEYS:
-            raise ConfigError(f'unknown field "{key}" in websocket (natslab supports: port, host, no_tls, tls, '
-                              'compression, same_origin, allowed_origins, handshake_timeout, headers)')
         if k == "listen":
-            h, _, pt = str(v).rpartition(":")
-            w.host, w.port = h, int(pt)
+            h, sep, pt = str(v).rpartition(":") if isinstance(v, str) else ("", ":", str(v))
+            if not sep:
+                at(block, key, f'could not parse address string "{v}"')
+            elif not re.fullmatch(r"[+-]?[0-9]+", pt):
+                at(block, key, f'could not parse port "{pt}"')
+            else:
+                w.host, w.port = h or w.host, int(pt)
         elif k == "port":
-            w.port = int(v)
-        elif k in ("host", "net"):
-            w.host = str(v)
-        elif k == "advertise":
-            pass  # only used for cluster gossip, which a single node has none of
-        elif k == "no_tls":
-            w.no_tls = bool(v)
+            if typed(block, key, v, int, "int64") is not None:
+                w.port = v
+        elif k in ("host", "net", "advertise"):  # (advertise: for a cluster's gossip, none on one node)
+            if typed(block, key, v, str, "string") is not None and k != "advertise":
+                w.host = v
+        elif k in ("no_tls", "same_origin", "compress", "compression"):
+            if typed(block, key, v, bool, "bool") is not None:
+                setattr(w, {"compress": "compression"}.get(k, k), v)
         elif k == "tls":
-            w.tls = tls.parse_tls_block(v)
+            if typed(block, key, v, dict, "map[string]interface {}") is None:
+                continue
+            try:
+                w.tls = tls.parse_tls_block(v)
+            except ConfigError as e:
+                problems += str(e).split("\n")
+                continue
             if w.tls.pinned is not None:  # (checked on the client port only: refused here, not ignored)
-                raise ConfigError('"websocket.tls.pinned_certs" is not supported by natslab')
-        elif k == "same_origin":
-            w.same_origin = bool(v)
-        elif k in ("compress", "compression"):
-            w.compression = bool(v)
+                at(block, key, '"websocket.tls.pinned_certs" is not supported by natslab')
+                continue
+            try:  # (GenTLSConfig, as the block is read: at its key)
+                w.tls.context()
+            except ConfigError as e:
+                at(block, key, str(e))
+        elif k in _ORIGINS:
+            items = [v] if isinstance(v, str) else v if isinstance(v, list) else None
+            if items is None:
+                at(block, key, f"error parsing allowed origins: unsupported type {go_type(v)}")
+                continue
+            for x in items:
+                if not isinstance(x, str):
+                    at(block, key, f"error parsing allowed origins: unsupported type in array {go_type(x)}")
+            w.allowed_origins = [x for x in items if isinstance(x, str)]
+        elif k == "handshake_timeout":
+            if isinstance(v, int) and not isinstance(v, bool):
+                w.handshake_timeout = float(v)
+            elif isinstance(v, str):
+                try:
+                    w.handshake_timeout = go_duration(v)
+                except ConfigError as e:
+                    at(block, key, str(e))
+            else:
+                at(block, key, f"error parsing handshake timeout: unsupported type {go_type(v)}")
+        elif k in ("authorization", "authentication"):
+            _simple_auth(block, key, v, w, at, typed)
+        elif k in _COOKIES:
+            if typed(block, key, v, str, "string") is not None and v:
+                w.cookies[v] = _COOKIES[k]
         elif k == "no_auth_user":  # (checked against the users with the server's: auth.py)
-            if not isinstance(v, str):
-                from .conf import go_type
-
-                raise ConfigError(f"interface conversion: interface {{}} is {go_type(v)}, not string")
-            w.no_auth_user = v
+            if typed(block, key, v, str, "string") is not None:
+                w.no_auth_user = v
         elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
-            from .conf import go_duration
-
             try:
                 w.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
             except ConfigError as e:
-                raise ConfigError(f"error parsing ping_interval: {e}") from None
+                at(block, key, f"error parsing ping_interval: {e}")
         elif k == "headers":  # (nats-server's parseWebsocket and validateWebsocketOptions)
-            from .conf import go_type
-
             if not isinstance(v, dict):
-                raise ConfigError(f"error parsing headers: unsupported type {go_type(v)}")
+                at(block, key, f"error parsing headers: unsupported type {go_type(v)}")
+                continue
             raw = []
             for name, value in v.items():
                 if not isinstance(value, str):
-                    raise ConfigError(f"error parsing header key {name}: unsupported type {go_type(value)}")
-                low = name.lower()
-                if low in ("host", "content-length", "connection", "upgrade", "nats-no-masking"):
-                    raise ConfigError(f'websocket: invalid header "{name}" not allowed')
-                if low.startswith("sec-websocket-"):
-                    raise ConfigError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
-                raw.append(f"{name}: {value}\r\n".encode())
-            w.headers = b"".join(raw)
-        elif k == "handshake_timeout":
-            try:
-                w.handshake_timeout = parse_duration(v)
-            except ConfigError as e:
-                raise ConfigError(f"error parsing handshake timeout: {e}") from None
-        else:
-            w.allowed_origins = [str(x) for x in (v if isinstance(v, list) else [v])]
+                    at(v, name, f"error parsing header key {name}: unsupported type {go_type(value)}")
+                    continue
+                raw.append((name, f"{name}: {value}\r\n".encode()))
+            w.headers = raw  # (checked below, with the other checks of the options)
+        elif key not in getattr(block, "used", ()):
+            at(block, key, f'unknown field "{key}"')
+    if problems:
+        raise ConfigError("\n".join(problems))
+    raw, w.headers = w.headers or [], b""
+    for name, line in raw:
+        low = name.lower()
+        if low in ("host", "content-length", "connection", "upgrade", "nats-no-masking"):
+            raise ConfigError(f'websocket: invalid header "{name}" not allowed')
+        if low.startswith("sec-websocket-"):
+            raise ConfigError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
+        w.headers += line
     if w.port and w.tls is None and not w.no_tls:
         raise ConfigError("websocket requires TLS configuration")
     for ao in w.allowed_origins:
@@ -164,6 +212,39 @@ def parse_websocket_block(block) -> WebsocketOptions:
         if not u.netloc:
             raise ConfigError(f'unable to parse allowed origin "{ao}": host is required')
     return w
+
+
+def _simple_auth(block, key: str, v, w: WebsocketOptions, at, typed) -> None:
+    """The websocket block's ``authorization {}``: nats-server's
+    parseSimpleAuth (user, password, token, timeout; a timeout that is not
+    a number is 1 s, as there)."""
+    if typed(block, key, v, dict, "map[string]interface {}") is None:
+        return
+    for k, x in v.items():
+        low = k.lower()
+        if low in ("user", "username", "pass", "password", "token"):
+            if typed(v, k, x, str, "string") is not None:
+                setattr(w, {"username": "user", "pass": "password"}.get(low, low), x)
+        elif low == "timeout":
+            w.auth_timeout = float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 1.0
+        elif k not in getattr(v, "used", ()):
+            at(v, k, f'unknown field "{k}"')
+
+
+def _cookies(lines: list[str], names: dict[str, str]) -> dict[str, str]:
+    """The configured cookies of the request's Cookie headers (Go's
+    Request.Cookies: ``name=value`` pairs split on ``;``, a quoted value
+    unquoted), as the CONNECT fields they stand in for."""
+    out: dict[str, str] = {}
+    for line in lines:
+        for part in line.split(";"):
+            name, sep, value = part.strip().partition("=")
+            if sep and name in names:
+                value = value.strip()
+                if len(value) > 1 and value[0] == value[-1] == '"':
+                    value = value[1:-1]
+                out[names[name]] = value
+    return out
 
 
 def _host_port(secure: bool, hostport: str) -> tuple[str, str]:
@@ -434,6 +515,8 @@ class WSConnection(asyncio.Protocol):
 
         client = (TracingClient if srv.opts.trace else Client)(srv)
         client.ws = lst
+        if lst.opts.cookies and headers.get("cookie"):
+            client.ws_cookies = _cookies(headers["cookie"], lst.opts.cookies) or None
         client.tls_state = self.transport.get_extra_info("ssl_object")  # (wss: for verify_and_map)
         self.client = client
         client.connection_made(WSTransport(self))

@@ -255,7 +255,7 @@ UNSUPPORTED = {
     # (docs/compatibility.md says why for each)
     'jetstream { cipher: "aes", key: "s3cr3t" }': '"jetstream.cipher" is not supported by natslab',
     "jetstream { limits { max_ack_pending: 100 } }": '"jetstream.limits.max_ack_pending" is not supported by natslab',
-    'write_timeout: "retry"': '"write_timeout: retry" is not supported by natslab',
+    "proxy_protocol: true": '"proxy_protocol" is not supported by natslab',
     "authorization { user: a, password: b, auth_callout { issuer: AAJPZL3IXNMI3JEZ27QWGVWZFPM6BJXBKJA5FBHJL4MF3YZBY5MDNPVD, "
     "auth_users: [a] } }":
         '"authorization.auth_callout" is not supported by natslab',

@@ -182,3 +182,55 @@ async def test_account_jwt_mappings_and_their_update(server_kind, tmp_path):
         await sys_nc.close()
     finally:
         srv.stop()
+
+
+IMPORTS = """listen: 127.0.0.1:{port}
+accounts {
+  A {
+    users: [{user: a, password: a}]
+    exports: [{service: "svc.>"}, {stream: "ev.>"}]
+    mappings: { "svc.old": "svc.new", "ev.old": "ev.new" }
+  }
+  B {
+    users: [{user: b, password: b}]
+    imports: [{service: {account: A, subject: "svc.>"}}, {service: {account: A, subject: "svc.>"}, to: "viaA.>"},
+              {stream: {account: A, subject: "ev.>"}}]
+    mappings: { "req": "svc.old", "ev.new": "ev.remapped" }
+  }
+}
+"""
+
+
+async def test_mappings_and_imports(server_kind, tmp_path):
+    """Where nats-server applies mappings around imports (client.go): the
+    requester's account maps its publish before the service import is looked
+    up; the exporting account maps the subject the import delivers to
+    (processServiceImport's selectMappedSubject), also after a `to`; a
+    stream import carries what the exporter's mapping made of its publish,
+    and the importer's mappings do not apply to it."""
+    srv = started(server_kind, tmp_path, IMPORTS)
+    try:
+        a = await connect(srv.url, user="a", password="a")
+        b = await connect(srv.url, user="b", password="b")
+
+        async def answer(m):
+            await m.respond(m.subject.encode())
+
+        await a.subscribe("svc.*", cb=answer)
+        await a.flush()
+        await a.flush()
+        for asked in ("svc.old", "viaA.old", "req", "svc.other"):
+            got = (await b.request(asked, b"", timeout=3)).data
+            assert got == (b"svc.other" if asked == "svc.other" else b"svc.new"), asked
+        events = await b.subscribe("ev.>")
+        await b.flush()
+        await b.flush()
+        await a.publish("ev.old", b"1")
+        await a.publish("ev.end", b"2")
+        await a.flush()
+        seen = [(m.subject, m.data) for m in [await events.next_msg(timeout=3) for _ in range(2)]]
+        assert seen == [("ev.new", b"1"), ("ev.end", b"2")]
+        await a.close()
+        await b.close()
+    finally:
+        srv.stop()

@@ -176,3 +176,68 @@ async def test_a_push_consumer_to_a_client_that_never_reads(server_kind, tmp_pat
         assert probe.worst < RTT_MAX, f"another client waited {probe.worst:.3f} s for its own message"
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("policy", ["retry", "close"])
+async def test_write_timeout_policy(server_kind, tmp_path, policy):
+    """write_timeout (nats-server 2.11+): a subscriber whose socket takes
+    its data slower than it comes passes the write deadline while still
+    reading. With "retry" it is a slow consumer (counted in /varz) and kept:
+    it gets every message, then its PONG; with "close" (a client's default)
+    it is cut as a slow consumer. The reader takes 32 KiB per read with a
+    pause between (its socket drains, slowly: nats-server's deadline is per
+    write call, so one write must take longer than it, past the kernel's
+    send buffer of up to 4 MiB); 8 MiB queued for it stay below
+    max_pending."""
+    import socket
+
+    conf = tmp_path / "wt.conf"
+    conf.write_text(f'write_deadline: "1s"\nwrite_timeout: {policy}\nmax_pending: 12MB\n')
+    srv = ServerProcess(server_kind, tmp_path / "store", http=True, extra=["-c", str(conf)])
+    srv.start()
+    n = 128  # x 64 KiB
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+    sock.connect((srv.host, srv.port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    pub = await RawClient.open(srv)
+    try:
+        await reader.readline()  # INFO
+        writer.write(b'CONNECT {"verbose":false,"name":"slow"}\r\nSUB firehose 1\r\nPING\r\n')
+        assert await asyncio.wait_for(reader.readline(), 5) == b"PONG\r\n"
+        for _ in range(n):
+            await pub.send(b"PUB firehose %d\r\n%s\r\n" % (len(CHUNK), CHUNK))
+        assert await pub.read_until_pong(timeout=30) == []
+        buf, msgs = b"", 0
+        deadline = time.monotonic() + 60  # (bounded: a cut connection ends the loop sooner)
+        while msgs < n and time.monotonic() < deadline:
+            data = await asyncio.wait_for(reader.read(32 * 1024), 10)
+            if not data:
+                break
+            buf += data
+            while True:  # whole MSGs (and the server's PINGs, answered) off the front
+                if buf.startswith(b"PING\r\n"):
+                    buf = buf[6:]
+                    writer.write(b"PONG\r\n")
+                    continue
+                head, sep, _ = buf.partition(b"\r\n")
+                if not sep or not head.startswith(b"MSG firehose 1 "):
+                    assert not sep, head[:60]
+                    break
+                end = len(head) + 2 + int(head.split()[-1]) + 2
+                if len(buf) < end:
+                    break
+                buf, msgs = buf[end:], msgs + 1
+            await asyncio.sleep(0.02)  # (the reader's pace, not a wait for a state)
+        if policy == "retry":
+            assert msgs == n
+            writer.write(b"PING\r\n")
+            assert await asyncio.wait_for(reader.readline(), 5) == b"PONG\r\n"
+            assert (await get_json(srv, "/varz"))["slow_consumers"] >= 1
+        else:
+            assert msgs < n
+            assert await _closed_reason(srv, "slow") == "Slow Consumer (Write Deadline)"
+    finally:
+        writer.close()
+        pub.close()
+        srv.stop()

@@ -424,3 +424,110 @@ def test_websocket_pinned_certs_are_refused(server_kind, tmp_path):
         assert r.returncode == 1 and '"websocket.tls.pinned_certs" is not supported by natslab' in r.stderr
     else:
         assert r.returncode == 0, r.stderr
+
+
+async def _ws_login(srv, connect_json: bytes, extra: str = "") -> tuple[dict, bytes]:
+    """A raw websocket client's INFO, and what its CONNECT (then a PING) gets
+    back: PONG, or the -ERR it is closed with."""
+    c = await WSRaw.open(srv.ws_port, request(srv.ws_port, extra))
+    try:
+        assert (await c.read_response()).startswith(b"HTTP/1.1 101 ")
+        info = json.loads((await c.read_frame())[2][5:])
+        c.send(frame(2, b"CONNECT " + connect_json + b"\r\nPING\r\n"))
+        return info, await c.read_data(b"\r\n")
+    finally:
+        c.close()
+
+
+async def test_websocket_authorization_user(server_kind, tmp_path):
+    """websocket { authorization { user, password } } (nats-server's auth
+    override): websocket clients log in with that user instead of the
+    server's; TCP clients keep the server's (here none, so they need
+    nothing); INFO on the websocket port says auth_required."""
+    srv = start(server_kind, tmp_path, "  no_tls: true\n  authorization { user: wsu, password: wsp, timeout: 2 }\n")
+    try:
+        info, got = await _ws_login(srv, b'{"verbose":false,"user":"wsu","pass":"wsp"}')
+        assert info.get("auth_required") is True and got == b"PONG\r\n"
+        for bad in (b'{"verbose":false,"user":"wsu","pass":"nope"}', b'{"verbose":false}'):
+            _, got = await _ws_login(srv, bad)
+            assert got == b"-ERR 'Authorization Violation'\r\n", bad
+        ok = await connect(srv.ws_url.replace("ws://", "ws://wsu:wsp@"))
+        await ok.flush()
+        await ok.close()
+        tcp = await connect(srv.url)  # (the client port asks for nothing)
+        assert not tcp._server_info.get("auth_required")
+        await tcp.close()
+    finally:
+        srv.stop()
+
+
+async def test_websocket_authorization_token_overrides_the_servers(server_kind, tmp_path):
+    """A websocket token in place of the server's user/password: websocket
+    clients need the token (the server's user does not log in there), TCP
+    clients the server's user."""
+    srv = start(server_kind, tmp_path, "  no_tls: true\n  authorization { token: wstok }\n",
+                top="authorization { user: u, password: p }\n")
+    try:
+        _, got = await _ws_login(srv, b'{"verbose":false,"auth_token":"wstok"}')
+        assert got == b"PONG\r\n"
+        _, got = await _ws_login(srv, b'{"verbose":false,"user":"u","pass":"p"}')
+        assert got == b"-ERR 'Authorization Violation'\r\n"
+        tcp = await connect(srv.url, user="u", password="p")
+        await tcp.close()
+    finally:
+        srv.stop()
+
+
+async def test_websocket_authorization_timeout(server_kind, tmp_path):
+    """The websocket block's authorization timeout: a websocket client that
+    sends no CONNECT is closed with nats-server's 'Authentication Timeout'."""
+    srv = start(server_kind, tmp_path, "  no_tls: true\n  authorization { user: a, password: b, timeout: 0.5 }\n",
+                top="authorization { timeout: 30 }\n")
+    try:
+        c = await WSRaw.open(srv.ws_port)
+        assert (await c.read_response()).startswith(b"HTTP/1.1 101 ")
+        await c.read_frame()
+        got, close = await c.until_closed(timeout=10)
+        assert got == b"-ERR 'Authentication Timeout'\r\n"
+        c.close()
+    finally:
+        srv.stop()
+
+
+async def test_websocket_credentials_from_cookies(server_kind, tmp_path):
+    """user_cookie / pass_cookie / token_cookie: the upgrade request's cookies
+    stand in for what CONNECT leaves out."""
+    srv = start(server_kind, tmp_path, "  no_tls: true\n  user_cookie: u\n  pass_cookie: pw\n",
+                top="authorization { users: [ {user: alice, password: s3cret} ] }\n")
+    try:
+        _, got = await _ws_login(srv, b'{"verbose":false}', "Cookie: u=alice; other=1; pw=s3cret\r\n")
+        assert got == b"PONG\r\n"
+        _, got = await _ws_login(srv, b'{"verbose":false}', "Cookie: u=alice; pw=wrong\r\n")
+        assert got == b"-ERR 'Authorization Violation'\r\n"
+        _, got = await _ws_login(srv, b'{"verbose":false,"pass":"s3cret"}', "Cookie: u=alice; pw=wrong\r\n")
+        assert got == b"PONG\r\n"  # (CONNECT's own password wins over the cookie)
+    finally:
+        srv.stop()
+    token = start(server_kind, tmp_path / "t", "  no_tls: true\n  token_cookie: tk\n", top="authorization { token: abc }\n")
+    try:
+        _, got = await _ws_login(token, b'{"verbose":false}', "Cookie: tk=abc\r\n")
+        assert got == b"PONG\r\n"
+    finally:
+        token.stop()
+
+
+@pytest.mark.parametrize("block, top, want", [
+    ("  authorization { user: x, password: y }\n", "authorization { users: [{user: a, password: b}] }\n",
+     "websocket authentication username not compatible with presence of users/nkeys"),
+    ("  authorization { token: t }\n", "accounts { A { users: [{user: a, password: b}] } }\n",
+     "websocket authentication token not compatible with presence of users/nkeys"),
+    ("  jwt_cookie: jc\n", "", 'trusted operators or trusted keys configuration is required for JWT authentication '
+                               'via cookie "jc"'),
+    ("  authorization { user: a, bogus: 1 }\n", "", 'ws.conf:4:28: unknown field "bogus"'),
+])
+def test_websocket_authorization_refused(server_kind, tmp_path, block, top, want):
+    conf = tmp_path / "ws.conf"
+    conf.write_text(top + "websocket {\n  port: -1\n  no_tls: true\n" + block + "}\n")
+    r = subprocess.run(binary(server_kind) + ["-c", conf.name], capture_output=True, text=True, timeout=20,
+                       cwd=tmp_path)
+    assert r.returncode == 1 and want in r.stderr, r.stderr
