@@ -100,7 +100,7 @@ BUILD_TIMEOUT_S = 600
 
 
 def go_build(label: str, args: list[str], target: Path, key: str, cwd: Path | None = None,
-             extra_env: dict[str, str] | None = None) -> tuple[str | None, str]:
+             extra_env: dict[str, str] | None = None, timeout: float = BUILD_TIMEOUT_S) -> tuple[str | None, str]:
     """Run `go args...` to make `target` unless it is there for this `key`
     already; (path, "") or (None, why not). Serialised by a file lock so two
     test processes do not build at once; a failure is remembered for a while
@@ -128,7 +128,7 @@ def go_build(label: str, args: list[str], target: Path, key: str, cwd: Path | No
         env = {**go_env(go), **(extra_env or {})}
         cmd = f"go {' '.join(args)}"
         try:
-            out = subprocess.run([go, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+            out = subprocess.run([go, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
             ok = out.returncode == 0 and target.exists()
             why = "" if ok else f"`{cmd}` failed: {' / '.join((out.stderr or out.stdout).strip().splitlines()[-3:])}; {GO_HINT}"
         except (OSError, subprocess.TimeoutExpired) as e:
