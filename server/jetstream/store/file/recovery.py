@@ -39,9 +39,9 @@ import time
 from array import array
 from itertools import compress
 
-from . import filestore_blocks as fb
-from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
-from .persist import FILE_MODE, fsync_dir, make_dirs
+from . import blocks as fb
+from .blocks import HEADER_SIZE, SIZE_MASK, Block
+from ...persist import FILE_MODE, fsync_dir, make_dirs
 
 
 def _blank(path) -> bool:

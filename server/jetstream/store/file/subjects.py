@@ -9,7 +9,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 
-from ..subjects import is_literal, subject_matches
+from ....subjects import is_literal, subject_matches
 
 ALL = (None, "", ">")
 

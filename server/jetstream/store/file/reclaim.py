@@ -16,7 +16,7 @@ its range, with no metadata to commit. RWF_DSYNC is used only when
 everything before the write is already durable (else ``fdatasync``), so the
 durable part of a block is always a prefix of it. A preallocated tail is
 cut off when the block is sealed or the store closed; after a crash,
-opening cuts it (``filestore_blocks.scan_block``: zeros after the last record
+opening cuts it (``blocks.scan_block``: zeros after the last record
 are the clean end of the block, not damage). ``tests/powercut.py`` models
 exactly these calls (fsync, fdatasync, RWF_DSYNC; it refuses O_SYNC/O_DSYNC).
 
@@ -31,9 +31,9 @@ import os
 import time
 from array import array
 
-from . import filestore_blocks as fb
-from .filestore_blocks import HEADER_SIZE, Block, rec_len
-from .persist import fsync_dir, write_tmp
+from . import blocks as fb
+from .blocks import HEADER_SIZE, Block, rec_len
+from ...persist import fsync_dir, write_tmp
 
 FLUSH_INTERVAL = 1.0  # seconds between fsyncs when the store drives them itself
 _PREALLOC_MIN = 64 * 1024  # zeros written ahead of the records (see the module docstring)

@@ -1,7 +1,7 @@
 """The file store: one stream's messages in an append-only log of blocks on
 disk, with a compact in-memory index. The room is split by concept:
-``filestore_blocks`` (on-disk formats, scanning), ``filestore_recovery``
-(opening), ``filestore_reclaim`` (fsync, compaction), ``filestore_subjects``
+``blocks`` (on-disk formats, scanning), ``recovery``
+(opening), ``reclaim`` (fsync, compaction), ``subjects``
 (the subject index); this module holds the Store interface itself.
 
 Durability. A record is handed to the OS with ``os.write`` before anything
@@ -23,7 +23,7 @@ reply whenever anything is owed: records buffered, or written (a read wrote
 them out early) but not synced, deletes or a floor a reply must see durable.
 The ``write_out`` that releases held replies syncs what is owed first, with
 one sync of the block (how, with preallocated space and RWF_DSYNC:
-``filestore_reclaim``) and, when they hold deletes that are owed, one of the
+``reclaim``) and, when they hold deletes that are owed, one of the
 delete log: every PubAck of one read of a connection shares them. Records
 are always durable before deletes or a floor are written after them (an old
 revision never vanishes while the one that replaced it is lost). The only
@@ -43,7 +43,7 @@ charged size, subject id), one live-map byte, and an 8-byte sequence in the
 subject index: about 21 bytes. Payloads stay on disk and are read with
 ``pread`` on demand (the OS page cache is the cache).
 
-Start-up. See ``filestore_recovery``: index files for sealed blocks, a scan
+Start-up. See ``recovery``: index files for sealed blocks, a scan
 (with checksums) for anything else; a torn record at the tail is cut off, a
 corrupt one in the middle skipped; both are logged on
 ``natslab.server.filestore`` and kept in ``store.warnings``.
@@ -63,15 +63,15 @@ from itertools import compress
 from pathlib import Path
 from typing import Iterator
 
-from . import filestore_blocks as fb
-from .filestore_blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
-from .store import Store, StoredMsg, StoreState, file_msg_size
-from .filestore_reclaim import Reclaim
-from .filestore_recovery import Recovery
-from .filestore_subjects import ALL as _ALL
-from .filestore_subjects import SubjectSequences
-from .persist import FILE_MODE
-from ..subjects import is_literal
+from . import blocks as fb
+from .blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
+from ..base import Store, StoredMsg, StoreState, file_msg_size
+from .reclaim import Reclaim
+from .recovery import Recovery
+from .subjects import ALL as _ALL
+from .subjects import SubjectSequences
+from ...persist import FILE_MODE
+from ....subjects import is_literal
 
 log = logging.getLogger("natslab.server.filestore")
 
@@ -113,7 +113,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         self.group_commit = group_commit
         self.block_size = max(block_size, 4096)
         self.warnings: list[str] = []
-        self.read_only: str | None = None  # why the store cannot write (see filestore_recovery)
+        self.read_only: str | None = None  # why the store cannot write (see recovery)
         self._reclaim_error: str | None = None
         self._failing: str | None = None  # the write error going on, if any
         self._fail_count = 0
@@ -125,7 +125,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         # zeros follow when preallocated) and how far it is known durable
         self._alloc_end = 0
         self._synced_to = 0
-        self._prealloc = group_commit or sync_always  # (modes that sync per write: see filestore_reclaim)
+        self._prealloc = group_commit or sync_always  # (modes that sync per write: see reclaim)
         self._next_num = 1
         self._read_fds: dict[int, Block] = {}  # block num -> block with an open rfd (LRU order)
         self._init_subjects()
@@ -141,12 +141,12 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         self._last_load = 0
         # delete log
         self._dfd = -1
-        # last sequence file (see filestore_blocks)
+        # last sequence file (see blocks)
         self._lfd = -1
         self._lslot = 0
         self._noted_last = 0  # what it holds
         self._dlog_records = 0
-        self._aux_pending = False  # last.seq / deletes.log not synced yet (see filestore_recovery)
+        self._aux_pending = False  # last.seq / deletes.log not synced yet (see recovery)
         self._unsynced_dirs: list[Path] = []  # made without a sync: synced with the first block
         self._dirty = False  # written since the last fsync
         self._ops = 0
@@ -172,7 +172,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         log.warning("file store %s: %s", self.dir, msg)
 
     def _writable(self) -> None:
-        """A read-only store (see filestore_recovery) tries again to open for
+        """A read-only store (see recovery) tries again to open for
         writes; OSError when it still cannot."""
         try:
             self._open_for_writes()
@@ -1103,7 +1103,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         if self._dfd >= 0:
             os.close(self._dfd)
             self._dfd = -1
-        # last sequence file (see filestore_blocks)
+        # last sequence file (see blocks)
         self._lfd = -1
         self._lslot = 0
         self._noted_last = 0  # what it holds
