@@ -83,11 +83,11 @@ def main() -> None:
                 st.flush()
                 last_flush = now
     t_write = time.perf_counter() - t0
+    state_bytes = st.state().bytes  # (before the close: a closed store reads no timestamps)
     t1 = time.perf_counter()
     st.close()
     t_close = time.perf_counter() - t1
     disk = du(d)
-    state_bytes = st.state().bytes
 
     clean = reopen(d)
     # After SIGKILL the sealed blocks still have the index files written when

@@ -112,7 +112,7 @@ class Stream(ExpiryMixin):
         batch.recover(self)
         # The deletes the limits made are logged but not synced with the
         # PubAck of the message that made them (one sync per group commit:
-        # filestore_reclaim), so after a power cut the old revisions can be
+        # store/file/reclaim.py), so after a power cut the old revisions can be
         # back; re-derive them from the limits, as nats-server enforces its
         # limits when it recovers a stream.
         self._enforce_limits_all()
