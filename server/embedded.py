@@ -79,14 +79,16 @@ class _Address:
     url = client_url
 
     def history(self, since: int | None = None, until: int | None = None, *,
-                stream: str | None = None, consumer: str | None = None) -> list[tuple]:
+                stream: str | None = None, consumer: str | None = None,
+                account: str | None = "$G") -> list[tuple]:
         """What the broker recorded (``history_mb``; jetstream/journal.py
         names each event's fields), oldest first: the events with ``since
         <= t <= until`` (wall-clock ns, None: open), of one stream and, with
-        ``consumer``, of that consumer (and its stream's publishes). Safe to
-        call from any thread; [] when no history is kept."""
+        ``consumer``, of that consumer (and its stream's publishes), in
+        ``account`` (``$G`` when no accounts are configured; None: every
+        account). Safe to call from any thread; [] when no history is kept."""
         j = self.server.journal
-        return [] if j is None else j.events(since, until, stream, consumer)
+        return [] if j is None else j.events(since, until, stream, consumer, account)
 
     @property
     def history_enabled(self) -> bool:

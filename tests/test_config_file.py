@@ -514,12 +514,17 @@ def test_every_account_error_at_once(server_kind, tmp_path):
     single user/pass, at its place; a cluster's authorization with users."""
     rc, lines = _report(server_kind, tmp_path, ACCOUNT_ERRORS, "-t")
     assert rc == 1
-    assert set(lines) == {
+    always = {
         'many.conf:7:5: Not a valid public nkey for an account: "OC5GRL36RQV7MJ2GT6WQSCKDKJKYTK4T2LGLWJ2SEJKRDHFOQQWGGFQL"',
         "many.conf:9:9: Not a valid public nkey for a user",
-        "many.conf:13:5: Can not have a single user/pass and accounts",
         "many.conf:19:3: Cluster authorization does not allow multiple users",
-    }, lines
+    }
+    in_order = "many.conf:13:5: Can not have a single user/pass and accounts"
+    # nats-server walks the top-level keys in Go's map order: about one run in
+    # five it reads accounts' users before authorization's user/pass, and then
+    # says it at the file's start instead (natslab reads the file in order)
+    accounts_first = "many.conf:1:0: Can not have a single user/pass and a users array"
+    assert set(lines) in (always | {in_order}, always | {accounts_first}), lines
     assert len(lines) == 4
 
 

@@ -130,7 +130,7 @@ async def test_past_states_equal_recorded_consumer_info(tmp_path):
 def test_ring_is_bounded_by_bytes():
     j = Journal(max_bytes=10_000)
     for i in range(1000):
-        j.published("S", i + 1, i)
+        j.published(("$G", "S"), i + 1, i)
     assert 0 < j.bytes <= 10_000 and j.dropped > 0
     evs = j.events()
     assert evs[-1][4] == (1000,) and evs[0][4][0] == 1000 - len(evs) + 1  # the oldest went first
@@ -153,6 +153,33 @@ def test_server_thread_reads_history_from_another_thread(tmp_path):
         assert [e[1] for e in t.history(stream="T")][:2] == ["stream", "pub"]
     finally:
         t.stop()
+
+
+async def test_same_named_streams_in_two_accounts_have_two_histories(tmp_path):
+    """Stream names are per account: A's ORDERS and B's ORDERS are two
+    streams, and each history holds only its own (it once mixed them)."""
+    from natslab.server.cli import build_options
+
+    conf = tmp_path / "srv.conf"
+    conf.write_text(f'port: -1\njetstream {{ store_dir: "{tmp_path / "store"}" }}\n'
+                    "accounts { A { jetstream: enabled, users: [{user: a, password: a}] }\n"
+                    "           B { jetstream: enabled, users: [{user: b, password: b}] } }\n")
+    opts = build_options({"config": str(conf)})
+    opts.port = 0
+    async with EmbeddedServer(opts=opts, history_mb=1) as srv:
+        for user, count in (("a", 2), ("b", 3)):
+            nc = await nats.connect(f"nats://{user}:{user}@127.0.0.1:{srv.port}",
+                                    max_reconnect_attempts=1, connect_timeout=2)
+            js = nc.jetstream()
+            await js.add_stream(name="ORDERS", subjects=["orders.>"])
+            for i in range(count):
+                await js.publish("orders.new", b"x")
+            await nc.close()
+        pubs = {acc: [e[4] for e in srv.history(stream="ORDERS", account=acc) if e[1] == "pub"] for acc in "AB"}
+        assert pubs == {"A": [(1,), (2,)], "B": [(1,), (2,), (3,)]}
+        assert {e[14] for e in srv.history(stream="ORDERS", account="A")} == {"A"}
+        assert srv.history(stream="ORDERS") == []  # no ORDERS in $G
+        assert len([e for e in srv.history(account=None) if e[1] == "pub"]) == 5
 
 
 def E(t, kind, seqs=(), dc=1, counters=None, extra=None, consumer="W"):

@@ -129,7 +129,13 @@ async def test_nothing_built_without_a_listener(server):
         # advisories would have taken, so once it has come, so would they
         await nc.request("$JS.API.STREAM.INFO.Y", b"", timeout=3)
         m = await late.next_msg(timeout=5)
-        assert (m.subject, json.loads(m.data)["subject"]) == ("$JS.EVENT.ADVISORY.API", "$JS.API.STREAM.INFO.Y")
+        if server.kind == "nats-server" and m.subject == "$JS.EVENT.ADVISORY.STREAM.CREATED.Y":
+            # nats-server queues a stream's action advisories on the stream's own
+            # out queue, drained by the stream's goroutine, which looks for interest
+            # when it sends: on a busy machine it sends after the late subscribe
+            # (seen once in a CI run). The API audits' queue is the server's.
+            m = await late.next_msg(timeout=5)
+        assert (m.subject, json.loads(m.data).get("subject")) == ("$JS.EVENT.ADVISORY.API", "$JS.API.STREAM.INFO.Y")
         assert late.pending_msgs == 0
     finally:
         await nc.close()

@@ -91,6 +91,7 @@ class NatslabApp(App):
         self.requested_theme = theme_name
         self.monitor_url = monitor_url
         self.system_user = False  # system-account credentials (identify): Connections asks every server over NATS
+        self.account = "$G"  # the account the connection is in (identify): the embedded history's streams are its
         self.pending_bucket: str | None = None
         self.user_theme_names: set[str] = set()
         self.header_info = HeaderInfo(mode="embedded" if broker else "remote", read_only=read_only)
@@ -313,6 +314,8 @@ class NatslabApp(App):
             self.system_user = await is_system_user(client)
         except NatsError:
             info = {}  # the connection went: the reconnect asks again
+        if info.get("account"):
+            self.account = info["account"]  # (the key the broker names it by; the header shows the JWT name)
         # (account_name: an operator-mode account's JWT name, not its 56-character key)
         account = info.get("account_name") or info.get("account", "")
         self.set_header(tls=tls_version(client), account=f"{account} (system)" if account and self.system_user else account)
@@ -373,7 +376,7 @@ class NatslabApp(App):
         from .history import as_events
 
         if self.embedded is not None:
-            return as_events(self.embedded.history(since, until, stream=stream))
+            return as_events(self.embedded.history(since, until, stream=stream, account=self.account))
         if self.observed is not None:
             return self.observed.history(since, until, stream=stream)
         return []

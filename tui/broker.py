@@ -90,13 +90,14 @@ class EmbeddedBroker:
         return self.client_url
 
     def history(self, since: int | None = None, until: int | None = None, *,
-                stream: str | None = None, consumer: str | None = None) -> list[tuple]:
+                stream: str | None = None, consumer: str | None = None,
+                account: str = "$G") -> list[tuple]:
         """What the broker recorded (ServerThread.history): the time slider's
         source for the embedded broker. Thread-safe and quick (a copy of the
         ring under a lock): called on the UI loop."""
         if self._thread is None:
             return []
-        return self._thread.history(since, until, stream=stream, consumer=consumer)
+        return self._thread.history(since, until, stream=stream, consumer=consumer, account=account)
 
     def stop(self) -> None:
         if self._thread is not None:

@@ -54,6 +54,7 @@ class Event(NamedTuple):
     ack_pending: int | None = None
     redelivered: int | None = None
     extra: object = None
+    account: str = "$G"  # the stream's account (names are per account)
 
 
 @dataclass

@@ -39,7 +39,7 @@ def _publish(messaging, subject: str, body: dict) -> None:
 def stream_action(js, stream: str, action: str) -> None:
     verb = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
     if js.messaging.journal is not None:  # (the history: jetstream/journal.py)
-        js.messaging.journal.stream(stream, action)
+        js.messaging.journal.stream((js.account, stream), action)
     subject = f"$JS.EVENT.ADVISORY.STREAM.{verb}.{stream}"
     if js.messaging.has_interest(subject):
         _publish(js.messaging, subject, {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": _id(),

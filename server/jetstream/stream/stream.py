@@ -49,6 +49,7 @@ class Stream(ExpiryMixin):
         # can a message reach max_buffered_size? (not with the default: the publish path skips the sum)
         self._ingest_limited = js.ingest_limited
         self.name: str = config["name"]
+        self.key = (js.account, self.name)  # the history's (journal.py): names are per account
         self.config = config  # the setter also caches what the publish path reads
         self.created = created
         self.store = store
@@ -414,7 +415,7 @@ class Stream(ExpiryMixin):
                 c.on_stored(seq, subject)
         if self._journal is not None:
             # (the message's own time, but a mirror keeps its origin's: now instead)
-            self._journal.published(self.name, seq, time_ns() if self.config.get("mirror") else ts)
+            self._journal.published(self.key, seq, time_ns() if self.config.get("mirror") else ts)
         if self.followers:
             for link in self.followers:
                 link.origin_stored()
@@ -579,7 +580,7 @@ class Stream(ExpiryMixin):
         if not self.store.remove(seq, rederivable):
             return False
         if self.js.messaging.journal is not None:
-            self.js.messaging.journal.stream(self.name, "remove", seq)
+            self.js.messaging.journal.stream(self.key, "remove", seq)
         if self.consumers:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(seq)
@@ -655,7 +656,7 @@ class Stream(ExpiryMixin):
         else:
             n = self.store.purge(flt, seq=seq, keep=keep)
         if self.js.messaging.journal is not None:
-            self.js.messaging.journal.stream(self.name, "purge")
+            self.js.messaging.journal.stream(self.key, "purge")
         if n == 1 and one is not None:
             for c in list(self.consumers.values()):
                 c.on_msg_removed(one.seq)
