@@ -98,6 +98,8 @@ async def test_a_power_cut_is_judged_against_the_state_just_before_it(tmp_path):
             assert report.after.streams["FAULTDEMO"].last_seq == 8
             assert report.verdict == (True, "promise kept: all 8 message(s) the streams held before are there")
             assert str(report.query_one("#report-verdict").render()).startswith("promise kept")
+            # (this client reconnects on its own schedule: a request sent before would wait in its buffer)
+            await wait_for(pilot, lambda: nc.is_connected, timeout=30, what="the test's client reconnected")
             assert [(await js.get_msg("FAULTDEMO", s)).data for s in (6, 7, 8)] == [b"late0", b"late1", b"late2"]
         finally:
             await nc.close()

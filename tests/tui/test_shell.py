@@ -144,7 +144,13 @@ async def test_copy_as_code_in_stream_and_consumer_forms(make_app, outside):
         await pilot.press("escape")
 
         app.jump_to_consumer("ORDERS", "X")
-        await pilot.pause(0.4)
+
+        def consumers_focused() -> bool:  # n is the focused pane's: the Consumers pane of ORDERS
+            panes = app.screen.query("ConsumersPane")
+            return bool(panes) and panes.first().stream == "ORDERS" and app.focused is not None \
+                and panes.first() in app.focused.ancestors_with_self
+
+        await wait_for(pilot, consumers_focused, what="the Consumers pane of ORDERS focused")
         await pilot.press("n")
         await wait_for(pilot, lambda: len(app.screen.query("#ack_wait")) > 0, what="consumer form")
         app.screen.query_one("#name", Input).value = "RDL"

@@ -165,11 +165,12 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
         await pilot.press(*"guided")
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: "Guided tour" in screen_text(app), what="the palette found it")
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
         panel = app.screen.query_one("#tour")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.focused is not None and panel in app.focused.ancestors_with_self,
+                       what="the tour focused")
         await pilot.press("enter")
         question = await answer(app, pilot, yes=False)
         assert "did not start" in question and "DEMO_ORDERS exists already" in question
@@ -196,7 +197,9 @@ async def test_read_only_the_tour_explains_and_creates_nothing(make_app, outside
         await connected(app, pilot)
         await pilot.press("T")
         await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
-        await pilot.pause(0.2)
+        panel = app.screen.query_one("#tour")
+        await wait_for(pilot, lambda: app.focused is not None and panel in app.focused.ancestors_with_self,
+                       what="the tour focused")
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("Read-only: the tour's steps" in n.message for n in app._notifications),
                        what="says why not")

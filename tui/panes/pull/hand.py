@@ -62,6 +62,7 @@ class PullHand(WritesGuard, Vertical):
         self.stream: str | None = None
         self.consumer: str | None = None
         self._subscribed_generation = 0
+        self.taps_ready = False  # subscribe_events done (the tests wait for it)
         self.nak_delay = DEFAULT_NAK_DELAY  # the last delay picked for N, offered again next time
         self.consumer_config: ConsumerSummary | None = None
         self._last_card: HandCard | None = None  # focused again when the hand is shown again
@@ -172,10 +173,13 @@ class PullHand(WritesGuard, Vertical):
         client = getattr(self.app, "client", None)
         if client is None:
             return
+        self.taps_ready = False
         try:
             await client.watch_deliveries(lambda ev: self.post_message(self.Delivery(ev)))
         except NatsError as exc:
             self.set_status(f"advisories unavailable: {exc}")
+        else:
+            self.taps_ready = True  # subscribed and flushed: other programs' deliveries and acks are seen from now
 
     @on(Delivery)
     def on_delivery(self, event: Delivery) -> None:
