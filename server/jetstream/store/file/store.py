@@ -168,7 +168,7 @@ class FileStore(Store):
         # bound once for the per-message paths (store, load, remove): the
         # subject index's look-up and sequences (emptied in place, never
         # replaced) and the write of records
-        self._sid_get = self.subjects.ids.get
+        self._sid = self.subjects.ids
         self._sseqs = self.subjects.seqs
         self._block_write = self.reclaim.block_write
         self.recovery.open(first_seq)
@@ -408,7 +408,7 @@ class FileStore(Store):
         if not self.sync_always:
             self._dirty = True
         blk.size = pos + n
-        sid = self._sid_get(subject)
+        sid = self._sid.get(subject)
         if sid is None:
             sid = self.subjects.id_for(subject)
         blk.offs.append(pos)
@@ -574,7 +574,7 @@ class FileStore(Store):
         return True
 
     def trim_subject(self, subject: str, keep: int) -> list[int]:
-        sid = self._sid_get(subject)
+        sid = self._sid.get(subject)
         if sid is None:
             return []
         ss = self._sseqs[sid]
@@ -822,7 +822,7 @@ class FileStore(Store):
             if subject_filter in _ALL:
                 seq = self._next_live(s)
             elif is_literal(subject_filter):
-                sid = self._sid_get(subject_filter)
+                sid = self._sid.get(subject_filter)
                 seq = self._sseqs[sid].first_ge(s) if sid is not None else 0
             else:
                 seq = self._next_matching(s, subject_filter)
@@ -838,7 +838,7 @@ class FileStore(Store):
             if not is_literal(subject_filter):
                 return super().load_batch(start_seq, subject_filter, limit)
             # one subject: its own sequence list, in order
-            sid = self._sid_get(subject_filter)
+            sid = self._sid.get(subject_filter)
             if sid is None:
                 return []
             ss = self._sseqs[sid]
@@ -942,7 +942,7 @@ class FileStore(Store):
         return best
 
     def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
-        sid = self._sid_get(subject_filter)
+        sid = self._sid.get(subject_filter)
         if sid is not None and sid not in self.subjects.wild:  # one stored (literal) subject: a KV get
             return self.load_last_many([subject_filter])[0]
         if not self._msgs:
@@ -958,7 +958,7 @@ class FileStore(Store):
     def load_last_many(self, subjects: list[str]) -> list[StoredMsg | None]:
         # the one path for the newest message of a stored subject (load_last
         # comes here for it): KV gets, one loop per run of them
-        get, sseqs, wild, load = self._sid_get, self._sseqs, self.subjects.wild, self.load
+        get, sseqs, wild, load = self._sid.get, self._sseqs, self.subjects.wild, self.load
         out = []
         append = out.append
         for subject in subjects:
@@ -972,19 +972,19 @@ class FileStore(Store):
         return out
 
     def last_seq_for_subject(self, subject: str) -> int:
-        sid = self._sid_get(subject)
+        sid = self._sid.get(subject)
         return self._sseqs[sid].last() if sid is not None else 0
 
     def subject_seqs(self, subject: str) -> list[int]:
-        sid = self._sid_get(subject)
+        sid = self._sid.get(subject)
         return self._sseqs[sid].live() if sid is not None else []
 
     def subject_count(self, subject: str) -> int:
-        sid = self._sid_get(subject)
+        sid = self._sid.get(subject)
         return self._sseqs[sid].count() if sid is not None else 0
 
     def oldest_for_subject(self, subject: str, n: int) -> list[int]:
-        sid = self._sid_get(subject)
+        sid = self._sid.get(subject)
         if sid is None:
             return []
         ss = self._sseqs[sid]

@@ -83,7 +83,7 @@ class SubjectSequences:
     store: the store appends and removes sequences in ``seqs`` as it stores
     and drops records (and keeps ``live`` with them), and asks which ids
     a filter matches. The containers are emptied in place, never replaced,
-    so the store binds ``ids.get`` and ``seqs`` once for its hot paths."""
+    so the store binds ``ids`` and ``seqs`` once for its hot paths."""
 
     __slots__ = ("names", "ids", "seqs", "live", "wild", "_filter_cache")
 
