@@ -20,12 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from natslab.server.jetstream.filestore import FileStore
+from natslab.server.jetstream.store.file.store import FileStore
 
 REOPEN = """
 import json, sys, time
 t0 = time.perf_counter()
-from natslab.server.jetstream.filestore import FileStore
+from natslab.server.jetstream.store.file.store import FileStore
 st = FileStore(sys.argv[1])
 s = st.state()
 t1 = time.perf_counter()
@@ -41,7 +41,7 @@ print(json.dumps(base))
 
 BASELINE = """
 import json
-from natslab.server.jetstream import filestore
+from natslab.server.jetstream.store.file import store
 for line in open("/proc/self/status"):
     if line.startswith("VmRSS:"):
         print(json.dumps({"rss": int(line.split()[1]) * 1024}))
@@ -83,11 +83,11 @@ def main() -> None:
                 st.flush()
                 last_flush = now
     t_write = time.perf_counter() - t0
+    state_bytes = st.state().bytes  # (before the close: a closed store reads no timestamps)
     t1 = time.perf_counter()
     st.close()
     t_close = time.perf_counter() - t1
     disk = du(d)
-    state_bytes = st.state().bytes
 
     clean = reopen(d)
     # After SIGKILL the sealed blocks still have the index files written when

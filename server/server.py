@@ -77,7 +77,7 @@ class ServerOptions:
     lame_duck_grace_period: float = LAME_DUCK_GRACE_PERIOD
     websocket: "WebsocketOptions | None" = None  # the websocket {} block (server/websocket.py)
     # jetstream { limits { batch { ... } } }: batch publish limits; 0 keeps nats-server's
-    # defaults, which differ for atomic (jetstream/batch.py) and fast (fastbatch.py) batches
+    # defaults, which differ for atomic (jetstream/stream/batch.py) and fast (fastbatch.py) batches
     batch_max_inflight_per_stream: int = 0
     batch_max_inflight_total: int = 0
     batch_max_msgs: int = 0
@@ -92,7 +92,7 @@ class ServerOptions:
     # slow consumer, counted; cut when it took nothing); "default" and "close" cut it (nats-server's)
     write_timeout_retry: bool = False
     js_max_buffered_size: int = 0  # jetstream { max_buffered_size, max_buffered_msgs }: a stream's ingest
-    js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream.py)
+    js_max_buffered_msgs: int = 0  # queue limits (0: nats-server's defaults; jetstream/stream/stream.py)
     mappings: object = None  # the top-level mappings {}: the global account's (server/mappings.py)
     client_advertise: str = ""  # client_advertise: the host:port INFO names
     ports_file_dir: str = ""  # ports_file_dir: where the .ports file goes (server/cli.py)

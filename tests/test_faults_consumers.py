@@ -113,7 +113,7 @@ async def ack_sync_round(srv, rnd: int, n: int) -> tuple[int, int]:
     for m in msgs[:half]:
         await m.ack_sync()
     await asyncio.gather(*(m.ack_sync() for m in msgs[half:]))
-    if srv.kind == "natslab":  # most were kept by the ack log alone (see consumerstate.py)
+    if srv.kind == "natslab":  # most were kept by the ack log alone (see jetstream/consumer/state.py)
         assert (consumer_dir(srv, stream, "D") / "acks.log").stat().st_size > 0
     srv.kill()
     await nc.close()
@@ -152,7 +152,7 @@ async def test_confirmed_acks_survive_sigkill(tmp_path):
 async def test_consumer_state_of_earlier_builds_is_read(tmp_path):
     """natslab's own layout change: config and state in one state.json (as
     earlier builds wrote it) is read, and moved to meta.json + state.0/1."""
-    from natslab.server.jetstream.consumerstate import StateSlots
+    from natslab.server.jetstream.consumer.state import StateSlots
     from natslab.server.jetstream.persist import read_json_checked, write_json_atomic
 
     srv = ServerProcess("natslab", tmp_path / "store")

@@ -72,7 +72,7 @@ def test_store_that_cannot_write_opens_read_only(tmp_path):
 
     import pytest
 
-    from natslab.server.jetstream.filestore import FileStore
+    from natslab.server.jetstream.store.file.store import FileStore
 
     with small_tmpfs(tmp_path / "disk", "4m") as disk:
         fs = FileStore(disk / "S")

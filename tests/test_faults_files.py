@@ -68,7 +68,7 @@ async def test_unreadable_stream_config_keeps_messages(server, damage):
 def test_torn_tail_is_set_aside_not_deleted(tmp_path):
     """natslab's file store: the torn tail of a block is cut off (the block is
     appended to again) but its bytes are kept beside it."""
-    from natslab.server.jetstream.filestore import FileStore
+    from natslab.server.jetstream.store.file.store import FileStore
 
     fs = FileStore(tmp_path / "S")
     for i in range(20):
@@ -150,7 +150,7 @@ async def test_lost_block_tail_after_sigkill_does_not_reuse_sequences(tmp_path):
         srv.kill()
         blk = stream_dir(srv, "S") / "msgs" / "1.blk"
         # (after a crash the block may end in preallocated zeros: cut into the records)
-        from natslab.server.jetstream.filestore_blocks import scan_block
+        from natslab.server.jetstream.store.file.blocks import scan_block
 
         records_end = scan_block(blk.read_bytes(), 0, blk.name).end
         assert records_end < blk.stat().st_size  # preallocated (group commit)
@@ -172,7 +172,7 @@ def _flip(path, at: int) -> None:
 
 
 def _record_offsets(blk) -> list[int]:
-    from natslab.server.jetstream.filestore_blocks import scan_block
+    from natslab.server.jetstream.store.file.blocks import scan_block
 
     return list(scan_block(blk.read_bytes(), 0, blk.name).offs)
 

@@ -87,7 +87,7 @@ async def test_plain_acks_are_durable_within_the_sync_interval(tmp_path, monkeyp
     """150 plain acks (fire and forget), then idle: within the sync interval
     (1 s) they are on disk, and a power cut keeps the ack floor at 150."""
     from natslab.server import EmbeddedServer
-    from natslab.server.jetstream.consumerstate import StateSlots
+    from natslab.server.jetstream.consumer.state import StateSlots
 
     store = tmp_path / "store"
     cut = PowerCut(store)
@@ -125,7 +125,7 @@ async def test_redeliveries_and_pending_survive_a_power_cut(tmp_path, monkeypatc
     consumer reports the same delivered, ack floor, ack pending, redelivered
     and pending as before it."""
     from natslab.server import EmbeddedServer
-    from natslab.server.jetstream.consumerstate import StateSlots
+    from natslab.server.jetstream.consumer.state import StateSlots
 
     store = tmp_path / "store"
     cut = PowerCut(store)
@@ -259,9 +259,9 @@ async def test_a_state_write_torn_at_any_byte_keeps_the_confirmed_acks(tmp_path,
     timers are held off and the save is the test's call, so the writes are
     the same in every run."""
     from natslab.server import EmbeddedServer
-    from natslab.server.jetstream import consumer as consumer_mod
+    from natslab.server.jetstream.consumer import consumer as consumer_mod
     from natslab.server.jetstream import jetstream
-    from natslab.server.jetstream.consumerstate import StateSlots
+    from natslab.server.jetstream.consumer.state import StateSlots
 
     monkeypatch.setattr(jetstream.JetStream, "_arm_sync_timer", lambda self: None)
     monkeypatch.setattr(consumer_mod, "_SAVE_DELAY", 3600.0)
@@ -311,7 +311,7 @@ def test_state_checksum_covers_the_header_and_reads_earlier_builds_files():
     import struct
     from zlib import crc32
 
-    from natslab.server.jetstream.consumerstate import decode, encode
+    from natslab.server.jetstream.consumer.state import decode, encode
 
     state = {"sseq": 9, "dseq": 9, "ack_floor": [8, 8], "pending": {9: [9, 5]}, "redelivered": {9: 2}}
     data = encode(state, 7)

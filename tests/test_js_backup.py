@@ -14,7 +14,7 @@ import pytest
 from nats.js import api
 
 from conftest import ServerProcess, connect
-from natslab.server.jetstream import s2  # only to craft damaged archives
+from natslab.server.jetstream.api import s2  # only to craft damaged archives
 
 
 async def req(nc, subject: str, body=None, timeout: float = 3.0) -> dict:

@@ -330,7 +330,7 @@ async def test_batch_cut_short_on_disk_is_taken_off(server):
     nats-server completes such a batch from its on-disk staging instead."""
     if server.kind == "nats-server":
         pytest.skip("documented difference: nats-server completes the batch from its staging store")
-    from natslab.server.jetstream.filestore import FileStore
+    from natslab.server.jetstream.store.file.store import FileStore
 
     nc = await connect(server.url)
     await req(nc, "$JS.API.STREAM.CREATE.A", {"name": "A", "subjects": ["a.>"], "allow_atomic": True})

@@ -256,7 +256,7 @@ async def test_sync_always_fsyncs_every_write(tmp_path):
 
 def test_nested_msgs_layout_is_migrated(tmp_path):
     from natslab.server.jetstream.jetstream import _migrate_nested_msgs
-    from natslab.server.jetstream.filestore import FileStore
+    from natslab.server.jetstream.store.file.store import FileStore
 
     d = tmp_path / "S"
     old = FileStore(d / "msgs")  # the old, nested layout

@@ -3,8 +3,10 @@ JetStream reaches the core only through ``internal.Messaging``, never a
 ``.server`` back-pointer, and the core imports JetStream in one place,
 ``internal.jetstream()``. Read off the sources' syntax trees, so a
 ``.server`` in a JetStream module or a new ``from .jetstream ...`` in a
-core module fails here. natslab only: it is about natslab's layout, not a
-server behaviour."""
+core module fails here. Inside JetStream, a folder per concept with the
+arrows one way: the stores (``jetstream/store/``) import no stream, consumer
+or API module. natslab only: it is about natslab's layout, not a server
+behaviour."""
 
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ def _core_files():
 
 
 def test_jetstream_never_reaches_for_the_server():
-    found = [f"{path.name}:{node.lineno}"
-             for path, tree in _trees(JETSTREAM, False)
+    found = [f"{path.relative_to(JETSTREAM)}:{node.lineno}"
+             for path, tree in _trees(JETSTREAM, True)
              for node in ast.walk(tree)
              if isinstance(node, ast.Attribute) and node.attr in ("server", "srv")]
     assert found == []
@@ -66,3 +68,37 @@ def test_the_core_imports_jetstream_in_one_place():
 
 def test_account_internal_is_gone():
     assert not (SERVER / "account_internal.py").exists()
+
+
+def _imported(path: Path, tree: ast.Module) -> set[tuple[str, ...]]:
+    """The modules (or packages) ``path`` imports, as dotted paths under
+    ``natslab``, relative imports resolved; type-checking imports included."""
+    pkg = ("natslab",) + path.parent.relative_to(SERVER.parent).parts
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = pkg[: len(pkg) - node.level + 1] if node.level else ()
+            mod = base + (tuple(node.module.split(".")) if node.module else ())
+            out.add(mod)
+            out.update(mod + (a.name,) for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(tuple(a.name.split(".")) for a in node.names)
+    return out
+
+
+def test_jetstream_is_in_folders_by_concept():
+    folders = {p.name for p in JETSTREAM.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == {"api", "stream", "consumer", "store"}
+    assert (JETSTREAM / "store" / "file" / "__init__.py").exists()
+    # the old flat modules are gone, with no shim left behind
+    assert not [p.name for p in JETSTREAM.glob("*.py")
+                if p.stem in ("api", "stream", "consumer", "store", "filestore", "memstore", "acks", "delivery")
+                or p.stem.startswith("filestore_")]
+
+
+def test_the_stores_import_no_stream_consumer_or_api():
+    up = [("natslab", "server", "jetstream", n) for n in ("stream", "consumer", "api", "jetstream")]
+    found = {path.relative_to(JETSTREAM).as_posix(): sorted(".".join(m) for m in mods if any(m[:4] == u for u in up))
+             for path, tree in _trees(JETSTREAM / "store", True)
+             if (mods := _imported(path, tree))}
+    assert {k: v for k, v in found.items() if v} == {}

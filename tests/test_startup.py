@@ -40,9 +40,11 @@ NEVER = ("natslab.server.tls", "natslab.server.msgtrace", "natslab.server.websoc
          "_ssl")  # (asyncio's own import of ssl is listed even when it fails: _ssl is what loading it loads)
 # JetStream's subsystems: loaded by the first request (the API dispatcher and its request shapes), the
 # first stream restored or created, or the first request for them
-STREAMS = ("api", "gojson", "fields", "shapes", "advisories", "stream", "filestore", "memstore", "consumer", "acks", "delivery", "pullqueue", "snapshot",
-           "sourcing", "schedules", "cron", "counters", "batch", "fastbatch", "directget", "republish",
-           "transform", "streamconfig", "topoconfig", "consumerconfig", "s2")
+STREAMS = ("api", "api.dispatch", "gojson", "fields", "shapes", "advisories", "stream", "stream.stream", "store", "store.base",
+           "store.file", "store.file.store", "store.memory", "consumer", "consumer.consumer", "consumer.acks", "consumer.delivery",
+           "consumer.pullqueue", "api.snapshot", "stream.sourcing", "stream.schedules", "stream.cron", "stream.counters",
+           "stream.batch", "stream.fastbatch", "stream.directget", "stream.republish", "transform", "stream.config",
+           "stream.topoconfig", "consumer.config", "api.s2")
 
 
 IMPORT_LINE = re.compile(r"import time:\s+\d+ \|\s+\d+ \|\s*(\S+)")

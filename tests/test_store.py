@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from natslab.server.jetstream import filestore_blocks as fb
-from natslab.server.jetstream.filestore import FileStore
-from natslab.server.jetstream.store import Store, file_msg_size, memory_msg_size
+from natslab.server.jetstream.store.file import blocks as fb
+from natslab.server.jetstream.store.file.store import FileStore
+from natslab.server.jetstream.store.base import Store, file_msg_size, memory_msg_size
 
 try:
-    from natslab.server.jetstream.memstore import MemoryStore
-except ImportError:  # pragma: no cover - only while memstore.py is being written
+    from natslab.server.jetstream.store.memory import MemoryStore
+except ImportError:  # pragma: no cover - only while store/memory.py is being written
     MemoryStore = None
 
 HDR = b"NATS/1.0\r\nNats-Msg-Id: abc\r\n\r\n"  # 30 bytes, as in the seed
@@ -34,7 +34,7 @@ def make(request, tmp_path):
     def factory(first_seq: int = 0) -> Store:
         if request.param == "memory":
             if MemoryStore is None:
-                pytest.skip("server/jetstream/memstore.py (MemoryStore) does not exist yet")
+                pytest.skip("server/jetstream/store/memory.py (MemoryStore) does not exist yet")
             st = MemoryStore(first_seq=first_seq)
         else:
             st = FileStore(tmp_path / f"s{len(stores)}", first_seq=first_seq, block_size=4096)
@@ -372,7 +372,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from natslab.server.jetstream.filestore import FileStore
+    from natslab.server.jetstream.store.file.store import FileStore
     st = FileStore(Path(sys.argv[1]), block_size=16384)
     out = sys.stdout
     i = 0
@@ -701,7 +701,7 @@ def test_compact_far_past_the_end_survives_restart(tmp_path):
     st.close()
 
 
-@pytest.mark.skipif(MemoryStore is None, reason="server/jetstream/memstore.py (MemoryStore) does not exist yet")
+@pytest.mark.skipif(MemoryStore is None, reason="server/jetstream/store/memory.py (MemoryStore) does not exist yet")
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_file_store_answers_like_the_memory_store(tmp_path, seed):
     """Random operations on both stores (reopening the file store now and

@@ -1,8 +1,12 @@
 """JetStream for natslab's broker: streams, consumers and the ``$JS.API``.
 
-Layers, arrows pointing one way: ``api`` (dispatch) -> ``jetstream`` (account
-registry) -> ``stream`` (publish path, limits, retention) -> ``store``
-(``memstore`` / ``filestore``); ``consumer`` -> ``delivery`` and ``acks``.
+A folder per concept, arrows pointing one way: ``api/`` (the dispatch,
+snapshots) -> ``jetstream`` (the account's registry) -> ``stream/`` (the
+publish path, limits, retention and what a stream does with a message) ->
+``store/`` (``memory`` / ``file/``); ``consumer/`` (config, acks, pull
+queue, delivery) reads its stream's store. What every concept uses stays
+here at the top: errors, fields, gojson, shapes, headers, names,
+advisories, persist, limits, domain and the journal.
 
 The seam: JetStream sees the core only through ``internal.Messaging``; the
 core sees JetStream only through what this package exports, imported in one
@@ -46,6 +50,7 @@ def file_opening_modules() -> tuple:
     """The store modules that open files for writing through ``open`` (the
     atomic JSON writes, the recovery's repairs), which wrappers of ``os``
     do not see."""
-    from . import filestore_recovery, persist
+    from . import persist
+    from .store.file import recovery
 
-    return (persist, filestore_recovery)
+    return (persist, recovery)

@@ -25,9 +25,9 @@ API_AUDIT = "$JS.EVENT.ADVISORY.API"
 
 
 def _id() -> str:
-    """An advisory's id, as the consumer advisories make them (acks.py is
+    """An advisory's id, as the consumer advisories make them (consumer/acks.py is
     the consumers' module: a server with none has not loaded it)."""
-    from .acks import _nuid
+    from .consumer.acks import _nuid
 
     return _nuid()
 

@@ -6,7 +6,7 @@ it when empty (``omitempty``).
 Everything that needs a type's fields reads them from here: the request
 structs below (decoding STREAM.CREATE / UPDATE / RESTORE and CONSUMER.CREATE
 bodies), ``shapes`` (response field order and omitempty), and
-``streamconfig`` / ``consumerconfig`` (which keys a config keeps), so a new
+``stream.config`` / ``consumer.config`` (which keys a config keeps), so a new
 field is added in one place."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ it sees of the core: what it subscribes, sends and delivers through, in the
 account's subject space, and the server's loop, logger and options.
 
 Start-up imports only what an empty JetStream needs (this module, limits and
-persistence): the API dispatcher (api.py, with the request and response
+persistence): the API dispatcher (api/dispatch.py, with the request and response
 shapes it reads) is imported by the first ``$JS.API`` request, the streams'
 modules (stream, the two stores, mirrors and sources, config checks) by the
 first stream restored or created, so ``-js`` with an empty store starts
@@ -27,9 +27,9 @@ from .headers import API_LEVEL
 from .persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
 
 if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .store import Store
-    from .stream import Stream
+    from .consumer.consumer import Consumer
+    from .store.base import Store
+    from .stream.stream import Stream
 
 log = logging.getLogger("natslab.jetstream")
 
@@ -129,10 +129,10 @@ class JetStream:
 
     @property
     def api(self):
-        """The ``$JS.API`` dispatcher (api.py), imported and made when first
+        """The ``$JS.API`` dispatcher (api/dispatch.py), imported and made when first
         asked for: by the first request, not by the start."""
         if self._api is None:
-            from .api import Api
+            from .api.dispatch import Api
 
             self._api = Api(self)
         return self._api
@@ -208,7 +208,7 @@ class JetStream:
     def commit(self, stream: str | None = None) -> None:
         """Before an answer that no store holds (the API's) leaves: every
         change made so far to ``stream`` (None: to any stream) is as durable
-        as a PubAck's (see filestore)."""
+        as a PubAck's (see store/file/store.py)."""
         if stream is not None:
             st = self.streams.get(stream)
             streams = () if st is None else (st,)
@@ -247,7 +247,7 @@ class JetStream:
             self._domain_mapping.stop()
             self._domain_mapping = None
         if self.streams:
-            from . import sourcing
+            from .stream import sourcing
 
             for st in list(self.streams.values()):
                 sourcing.stream_stopped(st)
@@ -270,8 +270,8 @@ class JetStream:
             meta_path = d / STREAM_META
             if not meta_path.exists():
                 continue
-            from .consumer import restore_consumers
-            from .stream import Stream
+            from .consumer.consumer import restore_consumers
+            from .stream.stream import Stream
 
             try:
                 meta = read_json_checked(meta_path)
@@ -288,7 +288,7 @@ class JetStream:
                 self.logger.error("Could not restore stream from %s: %s", d, e)
         if not self.streams:
             return
-        from . import sourcing
+        from .stream import sourcing
 
         # mirrors and sources once every origin is back
         for st in list(self.streams.values()):
@@ -301,13 +301,13 @@ class JetStream:
     def _make_store(self, cfg: dict, directory: Path) -> Store:
         first = cfg.get("first_seq") or 0  # 0: not configured
         if cfg["storage"] == "file":
-            from .filestore import FileStore
+            from .store.file.store import FileStore
 
             # FileStore keeps its blocks under directory/msgs/
             _migrate_nested_msgs(directory)
             return FileStore(directory, first_seq=first, sync_always=self.sync_always,
                              group_commit=self.group_commit)
-        from .memstore import MemoryStore
+        from .store.memory import MemoryStore
 
         return MemoryStore(first_seq=first)
 
@@ -332,8 +332,9 @@ class JetStream:
 
     def create_stream(self, raw: dict) -> tuple[Stream, bool]:
         """STREAM.CREATE: returns (stream, created). Raises ApiError."""
-        from . import advisories, sourcing, streamconfig, topoconfig
-        from .stream import Stream
+        from . import advisories
+        from .stream import sourcing, config as streamconfig, topoconfig
+        from .stream.stream import Stream
 
         # the account's limits, on the request as sent, before its config
         # is checked (nats-server: jsNonClusteredStreamLimitsCheck)
@@ -382,7 +383,7 @@ class JetStream:
             # The commit point of a create (issue #16): meta.json's bytes and
             # the stream directory's entries (meta.json, msgs/) were synced
             # by save_stream_meta; this syncs the streams directory's entry
-            # for it. Nothing before needs a sync (filestore_recovery's
+            # for it. Nothing before needs a sync (store/file/recovery.py's
             # docstring): a cut before this leaves no stream, or one whose
             # store opens as new.
             fsync_dir(self.streams_dir)
@@ -408,7 +409,7 @@ class JetStream:
             meta.rename(aside)
 
     def update_stream(self, raw: dict) -> Stream:
-        from . import sourcing, streamconfig, topoconfig
+        from .stream import sourcing, config as streamconfig, topoconfig
 
         name = raw.get("name") if isinstance(raw, dict) else None
         st = self.streams.get(name or "")
@@ -436,7 +437,7 @@ class JetStream:
             raise errors.stream_not_found()
         import shutil  # (it imports the compression modules: not at start-up)
 
-        from . import sourcing
+        from .stream import sourcing
 
         for c in list(st.consumers.values()):
             c.delete(notify_stream=False)

@@ -1,6 +1,6 @@
 """The workbench's reading of schedule patterns ("when does it fire next?",
 shown in the composer's answer and the message browser) agrees with the
-broker's own cron (server/jetstream/cron.py, itself tested against
+broker's own cron (server/jetstream/stream/cron.py, itself tested against
 nats-server in tests/test_js_schedules.py), and the composer's +10s shorthand
 becomes the @at the server takes."""
 
@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from natslab.server.jetstream import cron
+from natslab.server.jetstream.stream import cron
 from natslab.tui.client import schedules
 
 PATTERNS = ["0 */5 * * * *", "*/10 * * * * *", "0 30 9 * * mon-fri", "0 0 0 1 * *", "0 0 12 * * sun",

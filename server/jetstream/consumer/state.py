@@ -59,7 +59,7 @@ from itertools import chain
 from pathlib import Path
 from zlib import crc32
 
-from .persist import FILE_MODE, CorruptStateError, fsync_dir, make_dirs
+from ..persist import FILE_MODE, CorruptStateError, fsync_dir, make_dirs
 
 MAGIC = b"NLCS"
 VERSION = 2

@@ -22,10 +22,10 @@ from itertools import islice, repeat
 from operator import itemgetter, le, lt
 from time import time_ns as _time_ns
 
-from ..internal import RunSpec
-from .consumerconfig import filters_of
-from .shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
-from ..subjects import is_subset
+from ...internal import RunSpec
+from .config import filters_of
+from ..shapes import NS, dumps, now_ns, parse_go_duration, rfc3339
+from ...subjects import is_subset
 
 ADV_MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 ADV_NAK = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"
@@ -107,7 +107,7 @@ class AckState:
         self.ldt = self.lat = 0
 
     def as_dict(self) -> dict:
-        """What the consumer writes to disk (consumerstate.py)."""
+        """What the consumer writes to disk (consumer/state.py)."""
         return {
             "sseq": self.sseq,
             "dseq": self.dseq,

@@ -1,11 +1,11 @@
 """The message store interface shared by the memory and file stores.
 
 A store holds one stream's messages, keyed by stream sequence. It knows nothing
-of limits, retention or consumers: the stream (``stream.py``) decides *what* to
+of limits, retention or consumers: the stream (``stream/stream.py``) decides *what* to
 keep and calls ``store_msg`` / ``remove`` / ``purge``; the store only keeps
 records, answers look-ups, and does the real server's byte accounting.
 
-Both implementations (``memstore.MemoryStore``, ``filestore.FileStore``) must
+Both implementations (``memory.MemoryStore``, ``file.store.FileStore``) must
 behave identically for every method here; ``tests/test_store.py`` runs the same
 tests over both.
 """
@@ -196,7 +196,7 @@ class Store:
                 out.append(seq)
         return out
 
-    # -- write-behind (the file store buffers; see filestore.py) ---------------
+    # -- write-behind (the file store buffers; see file/store.py) ---------------
     write_behind = None  # set by the owner: called with the store when records wait
     on_written = None  # set by the owner: on_written(held replies, error, first lost seq)
 
@@ -206,7 +206,7 @@ class Store:
 
     def write_out(self, durable: bool = False) -> None:
         """Write buffered records and release the replies held for them
-        (``durable``: synced first, as when replies are held, see filestore)."""
+        (``durable``: synced first, as when replies are held, see file/store.py)."""
 
     def commit(self) -> None:
         """Make every change made so far as durable as the sync policy

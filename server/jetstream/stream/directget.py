@@ -24,9 +24,9 @@ import json
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
-from . import gojson, headers
-from .gojson import GoJSONError
-from .shapes import API_LEVEL, parse_rfc3339, rfc3339
+from .. import gojson, headers
+from ..gojson import GoJSONError
+from ..shapes import API_LEVEL, parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:
     from .stream import Stream

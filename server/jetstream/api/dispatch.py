@@ -19,16 +19,16 @@ import json
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from . import advisories, errors, fields, gojson, headers
-from .errors import ApiError
-from .gojson import GoJSONError
-from .jetstream import DIRECT_GET_PREFIX, direct_get_key
-from .shapes import API_LEVEL, ZERO_TIME, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
-from ..subjects import subjects_overlap
+from .. import advisories, errors, fields, gojson, headers
+from ..errors import ApiError
+from ..gojson import GoJSONError
+from ..jetstream import DIRECT_GET_PREFIX, direct_get_key
+from ..shapes import API_LEVEL, ZERO_TIME, api_response, now_ns, parse_rfc3339, rfc3339, with_dynamic_metadata
+from ...subjects import subjects_overlap
 
 if TYPE_CHECKING:
-    from .jetstream import JetStream
-    from .stream import Stream
+    from ..jetstream import JetStream
+    from ..stream.stream import Stream
 
 log = logging.getLogger("natslab.jetstream")
 
@@ -128,7 +128,7 @@ class Api:
             "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
             "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
         }
-        # STREAM.SNAPSHOT / STREAM.RESTORE (snapshot.py)
+        # STREAM.SNAPSHOT / STREAM.RESTORE (api/snapshot.py)
         self.routes["STREAM.SNAPSHOT"] = (self.stream_snapshot, "stream_snapshot_response", 1)
         self.routes["STREAM.RESTORE"] = (self.stream_restore, "stream_restore_response", 1)
         self.error_extras["stream_restore_response"] = {"deliver_subject": ""}
@@ -183,7 +183,7 @@ class Api:
         if subject.startswith("$JS.API.DIRECT.GET"):  # first: the KV read path of nats.go and the CLI
             st = self.js.streams.get(subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
             if st is None or not st.config.get("allow_direct"):
-                from . import sourcing
+                from ..stream import sourcing
 
                 # a mirror with mirror_direct answers for its origin
                 st = sourcing.mirror_for_direct(self.js, subject[19:].split(".", 1)[0]) if subject[18:19] == "." else None
@@ -304,7 +304,7 @@ class Api:
         return d
 
     def stream_update(self, req: _Req) -> dict:
-        from . import streamconfig
+        from ..stream import config as streamconfig
 
         body = req.decode(fields.STREAM_CONFIG_REQUEST)
         # an update has its config checked (checkStreamCfg) before the name
@@ -373,7 +373,7 @@ class Api:
         return {"total": len(sts), "offset": off, "limit": LIST_LIMIT, "streams": infos}
 
     def msg_get(self, req: _Req) -> dict:
-        from . import directget
+        from ..stream import directget
 
         if req.is_empty():
             raise errors.bad_request()
@@ -442,7 +442,7 @@ class Api:
         return st, body, cfg
 
     def consumer_create(self, req: _Req) -> dict:
-        from .consumer import create_consumer
+        from ..consumer.consumer import create_consumer
 
         st, body, cfg = self._consumer_body(req)
         name = req.tokens[1] if len(req.tokens) > 1 else None
@@ -452,7 +452,7 @@ class Api:
         return c.info_json()
 
     def consumer_durable_create(self, req: _Req) -> dict:
-        from .consumer import create_consumer
+        from ..consumer.consumer import create_consumer
 
         st, body, cfg = self._consumer_body(req)
         c = create_consumer(st, cfg, subject_name=req.tokens[1], subject_filter=None, durable_api=True,
@@ -522,7 +522,7 @@ class Api:
         group = body.get("group") or ""
         if not group:
             raise errors.invalid_json("consumer group not specified")
-        from . import consumerconfig
+        from ..consumer import config as consumerconfig
 
         if not consumerconfig.valid_group_name(group):
             raise errors.consumer_invalid_group_name()
@@ -556,6 +556,6 @@ class _MissingStream:
 
 
 def _ordered_stream_config(cfg: dict) -> dict:
-    from .shapes import STREAM_CONFIG_FIELDS, ordered
+    from ..shapes import STREAM_CONFIG_FIELDS, ordered
 
     return ordered(cfg, STREAM_CONFIG_FIELDS)

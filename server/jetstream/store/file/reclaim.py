@@ -1,6 +1,6 @@
 """Durability and space reclamation for the file store: how records reach
 the disk, periodic syncs, dropping emptied blocks, rewriting mostly-deleted
-ones, and shrinking the delete log. Mixed into ``FileStore``.
+ones, and shrinking the delete log. One per ``FileStore`` (``store.reclaim``).
 
 Writes that must be on disk before they return (group commit: the write-out
 whose PubAcks wait; ``sync_always``: every record) cost one sync each. On
@@ -16,7 +16,7 @@ its range, with no metadata to commit. RWF_DSYNC is used only when
 everything before the write is already durable (else ``fdatasync``), so the
 durable part of a block is always a prefix of it. A preallocated tail is
 cut off when the block is sealed or the store closed; after a crash,
-opening cuts it (``filestore_blocks.scan_block``: zeros after the last record
+opening cuts it (``blocks.scan_block``: zeros after the last record
 are the clean end of the block, not damage). ``tests/powercut.py`` models
 exactly these calls (fsync, fdatasync, RWF_DSYNC; it refuses O_SYNC/O_DSYNC).
 
@@ -31,9 +31,9 @@ import os
 import time
 from array import array
 
-from . import filestore_blocks as fb
-from .filestore_blocks import HEADER_SIZE, Block, rec_len
-from .persist import fsync_dir, write_tmp
+from . import blocks as fb
+from .blocks import HEADER_SIZE, Block, rec_len
+from ...persist import fsync_dir, write_tmp
 
 FLUSH_INTERVAL = 1.0  # seconds between fsyncs when the store drives them itself
 _PREALLOC_MIN = 64 * 1024  # zeros written ahead of the records (see the module docstring)
@@ -42,18 +42,42 @@ _RWF_DSYNC = getattr(os, "RWF_DSYNC", 0)
 
 
 class Reclaim:
-    _dsync = _RWF_DSYNC  # 0 once the kernel or file system refused it
+    """How one file store's records reach the disk and how its space is
+    taken back (``store.reclaim``).
+
+    It owns the active block's file extents: ``alloc_end`` (where the
+    file's written space ends: the records, then preallocated zeros) and
+    ``synced_to`` (how far it is known durable), ``prealloc`` (whether the
+    next write that grows the file carries zeros ahead), and when the store
+    last flushed itself. It reads the store's files and write state (the
+    active block and its fd, the delete log, ``_dirty``) and its blocks;
+    it rewrites blocks and the delete log in place of the store's and asks
+    the store to write out, note its last sequence, drop a block or reset
+    (``flush``). The store calls ``block_write`` for every write of records
+    (bound once as the store's ``_block_write``)."""
+
+    __slots__ = ("fs", "alloc_end", "synced_to", "prealloc", "last_flush", "error")
+    _dsync = _RWF_DSYNC  # 0 once the kernel or file system refused it (for every store)
+
+    def __init__(self, store, prealloc: bool) -> None:
+        self.fs = store
+        self.alloc_end = 0
+        self.synced_to = 0
+        self.prealloc = prealloc  # (modes that sync per write: see the module docstring)
+        self.last_flush = time.monotonic()
+        self.error: str | None = None  # the reclaiming error said last, while it goes on
 
     # -- writing records -------------------------------------------------------
-    def _block_write(self, data: bytes, off: int, durable: bool) -> None:
+    def block_write(self, data: bytes, off: int, durable: bool) -> None:
         """Write records at ``off`` of the active block; ``durable``: on
         disk before this returns. Raises OSError (the caller cuts the file
         back to ``off``)."""
-        fd = self._wfd
+        fs = self.fs
+        fd = fs._wfd
         end = off + len(data)
         if not durable:
             self._pwrite_all(fd, data, off)
-        elif end <= self._alloc_end and self._synced_to >= off and self._dsync:
+        elif end <= self.alloc_end and self.synced_to >= off and self._dsync:
             # inside written, durable space: nothing but the data to commit
             try:
                 n = os.pwritev(fd, (data,), off, self._dsync)
@@ -71,25 +95,26 @@ class Reclaim:
                 try:
                     self._pwrite_all(fd, data + bytes(fill), off)
                 except OSError:  # a full disk: no zeros ahead until the next block
-                    self._prealloc = False
+                    self.prealloc = False
                     fill = 0
-                    os.ftruncate(fd, max(self._alloc_end, off))
+                    os.ftruncate(fd, max(self.alloc_end, off))
                     self._pwrite_all(fd, data, off)
             else:
                 self._pwrite_all(fd, data, off)
             os.fdatasync(fd)
             end += fill
-        if end > self._alloc_end:
-            self._alloc_end = end
+        if end > self.alloc_end:
+            self.alloc_end = end
         if durable:
-            self._synced_to = off + len(data)
+            self.synced_to = off + len(data)
 
     def _prealloc_fill(self, end: int) -> int:
         """Zeros to write after records that end at ``end`` (0: none)."""
-        if not self._prealloc or end < self._alloc_end:
+        fs = self.fs
+        if not self.prealloc or end < self.alloc_end:
             return 0
         want = end + min(max(_PREALLOC_MIN, end), _PREALLOC_MAX)
-        want = min((want + 4095) & ~4095, self.block_size)
+        want = min((want + 4095) & ~4095, fs.block_size)
         return max(0, want - end)
 
     @staticmethod
@@ -101,22 +126,24 @@ class Reclaim:
                 raise OSError("short write to the message block")
             n += k
 
-    def _cut_active(self, off: int) -> None:
+    def cut_active(self, off: int) -> None:
         """A write at ``off`` failed: the active block's file ends there."""
-        os.ftruncate(self._wfd, off)
-        self._alloc_end = off
-        self._synced_to = min(self._synced_to, off)
+        fs = self.fs
+        os.ftruncate(fs._wfd, off)
+        self.alloc_end = off
+        self.synced_to = min(self.synced_to, off)
 
-    def _trim_prealloc(self) -> None:
+    def trim_prealloc(self) -> None:
         """Cut the zeros after the active block's records (sealing, closing)."""
-        blk = self._active
-        if self._wfd >= 0 and blk is not None and self._alloc_end > blk.size:
-            os.ftruncate(self._wfd, blk.size)
-            self._alloc_end = blk.size
+        fs = self.fs
+        blk = fs._active
+        if fs._wfd >= 0 and blk is not None and self.alloc_end > blk.size:
+            os.ftruncate(fs._wfd, blk.size)
+            self.alloc_end = blk.size
 
     # -- syncing and reclaiming ------------------------------------------------
-    def _maybe_flush(self) -> None:
-        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
+    def maybe_flush(self) -> None:
+        if time.monotonic() - self.last_flush >= FLUSH_INTERVAL:
             self.flush()
 
     def flush(self) -> None:
@@ -125,54 +152,57 @@ class Reclaim:
         log. JetStream's sync timer calls this every ``sync_interval``; a busy
         store also calls it itself every 1024 writes/removes when a second has
         passed, but only the timer covers a store that has gone quiet."""
-        if self._closed:
+        fs = self.fs
+        if fs._closed:
             return
-        self.write_out()
-        self._last_flush = time.monotonic()
-        if self._dirty:
-            if self._wfd >= 0:
-                os.fdatasync(self._wfd)
-                self._synced_to = self._active.size
-            if self._dfd >= 0:
-                os.fdatasync(self._dfd)
-                self._dlog_owed = False
-            self._dirty = False
-            self._note_last(sync=True)
-        if self.read_only is not None:
+        fs.write_out()
+        self.last_flush = time.monotonic()
+        if fs._dirty:
+            if fs._wfd >= 0:
+                os.fdatasync(fs._wfd)
+                self.synced_to = fs._active.size
+            if fs._dfd >= 0:
+                os.fdatasync(fs._dfd)
+                fs._dlog_owed = False
+            fs._dirty = False
+            fs._note_last(sync=True)
+        if fs.read_only is not None:
             return  # nothing to reclaim with: a rewrite needs space
         try:
             self._reclaim()
         except OSError as e:  # a full disk: the old files are whole; said once until it works again
-            if self._reclaim_error != str(e):
-                self._reclaim_error = str(e)
-                self._warn(f"reclaiming space failed ({e}); will try again")
+            if self.error != str(e):
+                self.error = str(e)
+                fs._warn(f"reclaiming space failed ({e}); will try again")
         else:
-            self._reclaim_error = None
+            self.error = None
 
     def _reclaim(self, max_rewrites: int = 2) -> None:
-        if not self._msgs and self._blocks:
-            self._set_floor(self._last + 1)
-            self._reset()
+        fs = self.fs
+        if not fs._msgs and fs._blocks:
+            fs._set_floor(fs._last + 1)
+            fs._reset()
             return
         # The block being appended to and the newest block holding a record
         # (see _tail_block) are left alone.
-        tail = self._tail_block()
-        for blk in self._blocks[:-1]:
+        tail = fs._tail_block()
+        for blk in fs._blocks[:-1]:
             if blk is tail:
                 continue
             if not blk.live:
-                self._remove_block(blk)
-            elif max_rewrites and blk.dead * 2 > blk.size and blk.dead > min(65536, self.block_size // 4):
+                fs._remove_block(blk)
+            elif max_rewrites and blk.dead * 2 > blk.size and blk.dead > min(65536, fs.block_size // 4):
                 self._rewrite_block(blk)
                 max_rewrites -= 1
-        live_dels = sum(len(b.dels) for b in self._blocks)
-        if self._dlog_records > 2 * live_dels + 4096:
-            self._rewrite_dlog()
+        live_dels = sum(len(b.dels) for b in fs._blocks)
+        if fs._dlog_records > 2 * live_dels + 4096:
+            self.rewrite_dlog()
 
     def _rewrite_block(self, blk: Block) -> None:
         """Copy a sealed block's live records to a new file and swap it in
         (write, fsync, rename: a crash leaves the old block or the new one)."""
-        data = os.pread(self._rfd(blk), blk.size, 0)
+        fs = self.fs
+        data = os.pread(fs._rfd(blk), blk.size, 0)
         parts = [fb.BLOCK_HEADER]
         pos = HEADER_SIZE
         offs, lens, sids = array("I"), array("I"), array("I")
@@ -199,39 +229,40 @@ class Reclaim:
             sids.pop()
         tmp = blk.path.with_suffix(".blk.tmp")
         write_tmp(tmp, b"".join(parts))  # raises with the old block whole
-        self._close_rfd(blk)
-        self._chunk = (None, 0, 0, b"")  # offsets change
+        fs._close_rfd(blk)
+        fs._chunk = (None, 0, 0, b"")  # offsets change
         os.replace(tmp, blk.path)
-        fsync_dir(self.msgs_dir)
-        k = self._blocks.index(blk)
+        fsync_dir(fs.msgs_dir)
+        k = fs._blocks.index(blk)
         blk.first, blk.offs, blk.lens, blk.sids = first, offs, lens, sids
         blk.live_map = bytearray(map(bool, offs))
-        self._firsts[k] = first
+        fs._firsts[k] = first
         blk.size = pos
         blk.dels.clear()
-        self._write_index(blk, self._subjects)
+        fs._write_index(blk, fs.subjects.names)
 
-    def _rewrite_dlog(self) -> None:
+    def rewrite_dlog(self) -> None:
         """Replace the delete log with the floor and the deletes still needed
         (those of records still in some block file); deletes waiting to be
         logged are in it already."""
-        self._dbuf.clear()
+        fs = self.fs
+        fs._dbuf.clear()
         recs = [fb.DLOG_HEADER]
-        if self._floor:
-            recs.append(fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts))
+        if fs._floor:
+            recs.append(fb.pack_drec(fb.D_FLOOR, fs._floor, fs._last_ts))
         n = len(recs) - 1
-        for blk in self._blocks:
+        for blk in fs._blocks:
             for seq in sorted(blk.dels):
-                if seq >= self._floor:
+                if seq >= fs._floor:
                     recs.append(fb.pack_drec(fb.D_DELETE, seq))
                     n += 1
-        path = self.msgs_dir / "deletes.log"
+        path = fs.msgs_dir / "deletes.log"
         tmp = path.with_suffix(".log.tmp")
         write_tmp(tmp, b"".join(recs))  # raises with the old log whole
-        if self._dfd >= 0:
-            os.close(self._dfd)
+        if fs._dfd >= 0:
+            os.close(fs._dfd)
         os.replace(tmp, path)
-        fsync_dir(self.msgs_dir)
-        self._dfd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        self._dbuf_owed = self._dlog_owed = False  # (all in the new log, durable)
-        self._dlog_records = n
+        fsync_dir(fs.msgs_dir)
+        fs._dfd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        fs._dbuf_owed = fs._dlog_owed = False  # (all in the new log, durable)
+        fs._dlog_records = n

@@ -1,5 +1,5 @@
 """The file store's on-disk formats: message blocks, block index files and the
-delete log. ``filestore.py`` holds the store logic; this module only knows how
+delete log. ``store.py`` holds the store logic; this module only knows how
 bytes are laid out, how to scan them back and how to survive damage.
 
 Message block ``msgs/<n>.blk`` (append-only)::
@@ -11,7 +11,7 @@ Message block ``msgs/<n>.blk`` (append-only)::
 
 ``reclen`` counts the whole record (header, body and crc). Zeros after
 the last record are space preallocated for the next ones (see
-``filestore_reclaim``), the clean end of the block; a record never starts
+``reclaim``), the clean end of the block; a record never starts
 with a zero length. Sequences rise
 strictly within a block and from block to block. In memory a record is found
 through per-block arrays indexed by ``seq - block.first``: offset (0 = no
@@ -61,8 +61,8 @@ from itertools import repeat
 from pathlib import Path
 from zlib import crc32
 
-from .persist import CorruptStateError, read_bytes_checked, write_bytes_atomic
-from .store import StoredMsg
+from ...persist import CorruptStateError, read_bytes_checked, write_bytes_atomic
+from ..base import StoredMsg
 
 BLOCK_MAGIC = b"NLMB"
 BLOCK_VERSION = 1

@@ -24,15 +24,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .. import transform
-from . import errors, headers
-from .errors import ApiError
-from .shapes import now_ns, parse_rfc3339, rfc3339
-from ..subjects import subject_matches
+from ... import transform
+from .. import errors, headers
+from ..errors import ApiError
+from ..shapes import now_ns, parse_rfc3339, rfc3339
+from ...subjects import subject_matches
 from .topoconfig import get_hash, source_iname
 
 if TYPE_CHECKING:
-    from .jetstream import JetStream
+    from ..jetstream import JetStream
     from .stream import Stream
 
 log = logging.getLogger("natslab.jetstream")

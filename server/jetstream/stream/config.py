@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-from . import errors, topoconfig
-from .names import MAX_DESCRIPTION_LEN, MAX_NAME_LEN, byte_len, is_valid_asset_name
-from .shapes import NS, STREAM_CONFIG_KEYS
-from ..subjects import is_subset, subjects_overlap, valid_config_subject
+from .. import errors
+from . import topoconfig
+from ..names import MAX_DESCRIPTION_LEN, MAX_NAME_LEN, byte_len, is_valid_asset_name
+from ..shapes import NS, STREAM_CONFIG_KEYS
+from ...subjects import is_subset, subjects_overlap, valid_config_subject
 
 DEFAULT_DUPLICATE_WINDOW = 120 * NS
 

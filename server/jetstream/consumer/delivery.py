@@ -18,8 +18,8 @@ import string
 from collections import deque
 from itertools import repeat
 
-from . import headers
-from .shapes import NS, now_ns
+from .. import headers
+from ..shapes import NS, now_ns
 
 FC_MAX_PENDING = 32 * 1024 * 1024  # the real server's flow-control window budget
 _BATCH_PER_TURN = 2000  # deliveries before yielding to the event loop

@@ -1,8 +1,9 @@
 """The file store: one stream's messages in an append-only log of blocks on
 disk, with a compact in-memory index. The room is split by concept:
-``filestore_blocks`` (on-disk formats, scanning), ``filestore_recovery``
-(opening), ``filestore_reclaim`` (fsync, compaction), ``filestore_subjects``
-(the subject index); this module holds the Store interface itself.
+``blocks`` (on-disk formats, scanning), and three objects the store owns,
+``recovery`` (opening), ``reclaim`` (fsync, compaction) and ``subjects``
+(the subject index); this module holds the blocks, the totals and the
+Store interface itself.
 
 Durability. A record is handed to the OS with ``os.write`` before anything
 acknowledges it, so a crash of the server process (SIGKILL) loses nothing
@@ -23,7 +24,7 @@ reply whenever anything is owed: records buffered, or written (a read wrote
 them out early) but not synced, deletes or a floor a reply must see durable.
 The ``write_out`` that releases held replies syncs what is owed first, with
 one sync of the block (how, with preallocated space and RWF_DSYNC:
-``filestore_reclaim``) and, when they hold deletes that are owed, one of the
+``reclaim``) and, when they hold deletes that are owed, one of the
 delete log: every PubAck of one read of a connection shares them. Records
 are always durable before deletes or a floor are written after them (an old
 revision never vanishes while the one that replaced it is lost). The only
@@ -43,7 +44,7 @@ charged size, subject id), one live-map byte, and an 8-byte sequence in the
 subject index: about 21 bytes. Payloads stay on disk and are read with
 ``pread`` on demand (the OS page cache is the cache).
 
-Start-up. See ``filestore_recovery``: index files for sealed blocks, a scan
+Start-up. See ``recovery``: index files for sealed blocks, a scan
 (with checksums) for anything else; a torn record at the tail is cut off, a
 corrupt one in the middle skipped; both are logged on
 ``natslab.server.filestore`` and kept in ``store.warnings``.
@@ -55,7 +56,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import time
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -63,15 +63,15 @@ from itertools import compress
 from pathlib import Path
 from typing import Iterator
 
-from . import filestore_blocks as fb
-from .filestore_blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
-from .store import Store, StoredMsg, StoreState, file_msg_size
-from .filestore_reclaim import Reclaim
-from .filestore_recovery import Recovery
-from .filestore_subjects import ALL as _ALL
-from .filestore_subjects import SubjectSequences
-from .persist import FILE_MODE
-from ..subjects import is_literal
+from . import blocks as fb
+from .blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
+from ..base import Store, StoredMsg, StoreState, file_msg_size
+from .reclaim import Reclaim
+from .recovery import Recovery
+from .subjects import ALL as _ALL
+from .subjects import SubjectSequences
+from ...persist import FILE_MODE
+from ....subjects import is_literal
 
 log = logging.getLogger("natslab.server.filestore")
 
@@ -94,7 +94,7 @@ _BATCH_READ_MAX = 4 * 1024 * 1024  # load_batch reads a block's run at once up t
 _NO_CHUNK = (None, 0, 0, b"")
 
 
-class FileStore(Recovery, Reclaim, SubjectSequences, Store):
+class FileStore(Store):
     """A stream's messages under ``directory/msgs/``.
 
     ``first_seq`` only matters for a new store (an existing one keeps its
@@ -103,6 +103,14 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
     ``flush()`` does it.
     ``block_size`` is where a block file is sealed and a new one started.
     ``warnings`` lists damage found and repaired (also logged).
+
+    The store owns three objects, each in its own module: ``recovery``
+    (opening the files, and again when a read-only store tries to write),
+    ``reclaim`` (how records reach the disk, flushes, space reclaiming) and
+    ``subjects`` (the subject index). This class holds the blocks, the
+    totals and the Store interface; what the three call per message is
+    bound once in ``__init__``, so the hot paths look nothing up through
+    them.
     """
 
     def __init__(self, directory: Path, first_seq: int = 0, sync_always: bool = False, block_size: int = 8 * 1024 * 1024,
@@ -113,22 +121,15 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         self.group_commit = group_commit
         self.block_size = max(block_size, 4096)
         self.warnings: list[str] = []
-        self.read_only: str | None = None  # why the store cannot write (see filestore_recovery)
-        self._reclaim_error: str | None = None
+        self.read_only: str | None = None  # why the store cannot write (see recovery)
         self._failing: str | None = None  # the write error going on, if any
         self._fail_count = 0
         self._blocks: list[Block] = []
         self._firsts: list[int] = []  # blocks' first seqs, for bisect
         self._active: Block | None = None  # the block being appended to
-        self._wfd = -1
-        # the active block's file: its size (records end at _active.size,
-        # zeros follow when preallocated) and how far it is known durable
-        self._alloc_end = 0
-        self._synced_to = 0
-        self._prealloc = group_commit or sync_always  # (modes that sync per write: see filestore_reclaim)
+        self._wfd = -1  # the active block's file (its extents: reclaim.alloc_end, reclaim.synced_to)
         self._next_num = 1
         self._read_fds: dict[int, Block] = {}  # block num -> block with an open rfd (LRU order)
-        self._init_subjects()
         # totals
         self._msgs = 0
         self._bytes = 0
@@ -141,16 +142,13 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         self._last_load = 0
         # delete log
         self._dfd = -1
-        # last sequence file (see filestore_blocks)
+        # last sequence file (see blocks)
         self._lfd = -1
         self._lslot = 0
         self._noted_last = 0  # what it holds
         self._dlog_records = 0
-        self._aux_pending = False  # last.seq / deletes.log not synced yet (see filestore_recovery)
-        self._unsynced_dirs: list[Path] = []  # made without a sync: synced with the first block
         self._dirty = False  # written since the last fsync
         self._ops = 0
-        self._last_flush = time.monotonic()
         self._closed = False
         # write-behind (see the module docstring): set by the owning stream
         self.write_behind = None  # called when the buffer starts filling
@@ -164,7 +162,16 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         # durable, buffered / written to the delete log but not synced yet
         self._dbuf_owed = False
         self._dlog_owed = False
-        self._open(first_seq)
+        self.subjects = SubjectSequences()
+        self.reclaim = Reclaim(self, prealloc=group_commit or sync_always)
+        self.recovery = Recovery(self)
+        # bound once for the per-message paths (store, load, remove): the
+        # subject index's look-up and sequences (emptied in place, never
+        # replaced) and the write of records
+        self._sid = self.subjects.ids
+        self._sseqs = self.subjects.seqs
+        self._block_write = self.reclaim.block_write
+        self.recovery.open(first_seq)
 
     # -- damage reports --------------------------------------------------
     def _warn(self, msg: str) -> None:
@@ -172,10 +179,10 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         log.warning("file store %s: %s", self.dir, msg)
 
     def _writable(self) -> None:
-        """A read-only store (see filestore_recovery) tries again to open for
+        """A read-only store (see recovery) tries again to open for
         writes; OSError when it still cannot."""
         try:
-            self._open_for_writes()
+            self.recovery.open_for_writes()
         except OSError as e:
             raise OSError(e.errno, f"store is read-only: {e.strerror or e}") from None
         log.warning("file store %s: writable again", self.dir)
@@ -202,8 +209,8 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             os.pwrite(self._lfd, fb.pack_last(self._last, self._last_ts), HEADER_SIZE + self._lslot * fb.LAST_SLOT)
             if sync:
                 os.fdatasync(self._lfd)
-                if self._aux_pending:  # (sequences used by writes that failed in a new store)
-                    self._aux_durable()
+                if self.recovery.aux_pending:  # (sequences used by writes that failed in a new store)
+                    self.recovery.aux_durable()
         except OSError as e:
             self._write_failed("last.seq: writing the last sequence", e)
             return
@@ -333,12 +340,13 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             raise
         self._next_num += 1
         self._wfd = fd
-        self._alloc_end, self._synced_to = HEADER_SIZE, 0  # (the header is synced with the first records)
-        self._prealloc = self.group_commit or self.sync_always
+        rc = self.reclaim
+        rc.alloc_end, rc.synced_to = HEADER_SIZE, 0  # (the header is synced with the first records)
+        rc.prealloc = self.group_commit or self.sync_always
         self._active = blk
         self._blocks.append(blk)
         self._firsts.append(seq)
-        self._aux_durable()  # (the directory's entry for the block, and a new store's files)
+        self.recovery.aux_durable()  # (the directory's entry for the block, and a new store's files)
         return blk
 
     def _seal(self, blk: Block) -> None:
@@ -347,12 +355,12 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         if self._active is not blk:
             return  # the write failed and took the whole block with it
         if self._wfd >= 0:
-            self._trim_prealloc()
+            self.reclaim.trim_prealloc()
             os.fdatasync(self._wfd)
             os.close(self._wfd)
             self._wfd = -1
         self._active = None
-        self._write_index(blk, self._subjects)
+        self._write_index(blk, self.subjects.names)
 
     def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int) -> int:
         # The hot path: one packed record, one write, a few array appends.
@@ -392,7 +400,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             try:
                 self._block_write(rec, pos, self.sync_always)
             except OSError as e:
-                self._cut_active(pos)
+                self.reclaim.cut_active(pos)
                 self._write_failed(f"{blk.path.name}: writing message {seq}", e)
                 raise
             if self._failing is not None:
@@ -402,7 +410,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         blk.size = pos + n
         sid = self._sid.get(subject)
         if sid is None:
-            sid = self._sid_for(subject)
+            sid = self.subjects.id_for(subject)
         blk.offs.append(pos)
         blk.live_map.append(1)
         blk.lens.append(size)
@@ -412,7 +420,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         blk.live_bytes += size
         seqs = self._sseqs[sid]
         if seqs.head == len(seqs.seqs):
-            self._num_subjects += 1
+            self.subjects.live += 1
         seqs.seqs.append(seq)
         if not self._msgs:
             self._first = seq
@@ -422,7 +430,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         self._last_ts = ts
         self._ops += 1
         if not self._ops & 0x3FF:
-            self._maybe_flush()
+            self.reclaim.maybe_flush()
         return seq
 
     def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
@@ -442,7 +450,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
     def _owes(self) -> bool:
         """Is anything written or buffered that a reply must see durable?"""
         return (self._dbuf_owed or self._dlog_owed
-                or (self._wfd >= 0 and self._synced_to < self._active.size))
+                or (self._wfd >= 0 and self.reclaim.synced_to < self._active.size))
 
     def commit(self) -> None:
         """Make every change made so far durable now (group commit; the
@@ -465,7 +473,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         err = None
         if self._wbuf:
             err, first = self._write_records(sync)
-        elif sync and self._wfd >= 0 and self._synced_to < self._active.size:
+        elif sync and self._wfd >= 0 and self.reclaim.synced_to < self._active.size:
             self._sync_block()  # records a read wrote out before the replies came
         if self._dbuf:
             data = b"".join(self._dbuf)
@@ -493,7 +501,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         except OSError as e:
             self._warn(f"{self._active.path.name}: sync failed ({e}); recent messages may be lost on a power cut")
             return
-        self._synced_to = self._active.size
+        self.reclaim.synced_to = self._active.size
 
     def _write_records(self, durable: bool) -> tuple[OSError | None, int]:
         data = b"".join(self._wbuf)
@@ -518,7 +526,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
 
     def _forget_unwritten(self, err: OSError) -> None:
         blk, off, idx = self._active, self._wbuf_off, self._wbuf_idx
-        self._cut_active(off)
+        self.reclaim.cut_active(off)
         lost = blk.first + idx, blk.first + len(blk.offs) - 1
         self._write_failed(f"{blk.path.name}: writing messages {lost[0]}..{lost[1]}", err)
         for i in range(idx, len(blk.offs)):
@@ -544,7 +552,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         self._msgs -= 1
         self._bytes -= size
         if self._sseqs[blk.sids[i]].remove(seq):
-            self._num_subjects -= 1
+            self.subjects.live -= 1
         if seq == self._first:
             if not self._msgs:
                 self._first = self._last + 1
@@ -562,7 +570,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             self._remove_block(blk)
         self._ops += 1
         if not self._ops & 0x3FF:
-            self._maybe_flush()
+            self.reclaim.maybe_flush()
         return True
 
     def trim_subject(self, subject: str, keep: int) -> list[int]:
@@ -612,7 +620,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             # keep the newest `keep`: everything before the keep-th newest goes
             target = self._nth_newest(keep)
             return self.compact(target)
-        seqs = self._matching_seqs(subject)
+        seqs = self.subjects.matching_seqs(subject)
         if keep:
             if keep >= len(seqs):
                 return 0
@@ -635,7 +643,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             # the records below the floor's last sequence are durable before
             # it is written: a floor never outlives the message it kept
             self.write_out()
-            if self._wfd >= 0 and self._synced_to < self._active.size:
+            if self._wfd >= 0 and self.reclaim.synced_to < self._active.size:
                 self._sync_block()
         self._dlog_append(fb.pack_drec(fb.D_FLOOR, floor, self._last_ts))
 
@@ -660,16 +668,11 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             self._unlink_block_files(blk)
         self._blocks.clear()
         self._firsts.clear()
-        self._subjects.clear()
-        self._sid.clear()
-        self._wild_sids.clear()
-        self._sseqs.clear()
-        self._filter_cache.clear()
-        self._num_subjects = 0
+        self.subjects.clear()
         self._msgs = 0
         self._bytes = 0
         self._first = self._last + 1
-        self._rewrite_dlog()
+        self.reclaim.rewrite_dlog()
 
     def compact(self, seq: int) -> int:
         if not self._msgs:
@@ -719,7 +722,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             if ss.count() and ss.seqs[ss.head] < seq:
                 ss.drop_below(seq)
                 if not ss.count():
-                    self._num_subjects -= 1
+                    self.subjects.live -= 1
         self._first = self._next_live(seq)
         return before - self._msgs
 
@@ -918,7 +921,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         return out
 
     def _next_matching(self, s: int, flt: str) -> int:
-        sids = self._matching_sids(flt)
+        sids = self.subjects.matching(flt)
         if len(sids) > _LINEAR_PROBE:
             # many subjects match: the next few messages are likely to
             wanted = set(sids)
@@ -940,7 +943,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
 
     def load_last(self, subject_filter: str | None = None) -> StoredMsg | None:
         sid = self._sid.get(subject_filter)
-        if sid is not None and sid not in self._wild_sids:  # one stored (literal) subject: a KV get
+        if sid is not None and sid not in self.subjects.wild:  # one stored (literal) subject: a KV get
             return self.load_last_many([subject_filter])[0]
         if not self._msgs:
             return None
@@ -949,13 +952,13 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         elif is_literal(subject_filter):  # a KV get: one subject
             seq = self.last_seq_for_subject(subject_filter)
         else:
-            seq = max((self._sseqs[sid].last() for sid in self._matching_sids(subject_filter)), default=0)
+            seq = max((self._sseqs[sid].last() for sid in self.subjects.matching(subject_filter)), default=0)
         return self.load(seq) if seq else None
 
     def load_last_many(self, subjects: list[str]) -> list[StoredMsg | None]:
         # the one path for the newest message of a stored subject (load_last
         # comes here for it): KV gets, one loop per run of them
-        get, sseqs, wild, load = self._sid.get, self._sseqs, self._wild_sids, self.load
+        get, sseqs, wild, load = self._sid.get, self._sseqs, self.subjects.wild, self.load
         out = []
         append = out.append
         for subject in subjects:
@@ -992,10 +995,10 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
 
     def subjects_state(self, subject_filter: str | None = None) -> dict[str, int]:
         out = {}
-        for sid in self._matching_sids(subject_filter):
+        for sid in self.subjects.matching(subject_filter):
             n = self._sseqs[sid].count()
             if n:
-                out[self._subjects[sid]] = n
+                out[self.subjects.names[sid]] = n
         return out
 
     def num_pending(self, start_seq: int, subject_filter: str | None = None, last_per_subject: bool = False) -> int:
@@ -1003,7 +1006,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             return 0
         if last_per_subject:
             start = max(start_seq, 1)  # last() is 0 for a subject with nothing left
-            return sum(1 for sid in self._matching_sids(subject_filter) if self._sseqs[sid].last() >= start)
+            return sum(1 for sid in self.subjects.matching(subject_filter) if self._sseqs[sid].last() >= start)
         if subject_filter in _ALL:
             if start_seq <= self._first:
                 return self._msgs
@@ -1016,7 +1019,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
                 elif blk.live:
                     n += self._live_from(blk, j)
             return n
-        return sum(self._sseqs[sid].count_ge(start_seq) for sid in self._matching_sids(subject_filter))
+        return sum(self._sseqs[sid].count_ge(start_seq) for sid in self.subjects.matching(subject_filter))
 
     def deleted(self) -> list[int]:
         if not self._msgs:
@@ -1059,7 +1062,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             first_ts=first_ts,
             last_seq=self._last,
             last_ts=self._last_ts,
-            num_subjects=self._num_subjects,
+            num_subjects=self.subjects.live,
             num_deleted=num_deleted,
         )
 
@@ -1082,7 +1085,16 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             out.extend(compress(range(blk.first + j, blk.first + len(blk.lens)), map(has_hdr, blk.lens[j:])))
         return out
 
-    # -- durability and space reclamation ----------------------------------
+    # -- durability and space reclamation (reclaim.py) ----------------------
+    def flush(self) -> None:
+        """fsync what was written since the last call, then reclaim space
+        (``Reclaim.flush``); JetStream's sync timer calls it."""
+        self.reclaim.flush()
+
+    def dirs_durable(self) -> None:
+        """The owner has made the store's directories durable (JetStream's
+        create: with meta.json and the streams directory)."""
+        self.recovery.dirs_durable()
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
@@ -1090,9 +1102,9 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
             return
         self.flush()
         if self._active is not None:
-            self._trim_prealloc()
+            self.reclaim.trim_prealloc()
             if self._active.size > HEADER_SIZE:
-                self._write_index(self._active, self._subjects)
+                self._write_index(self._active, self.subjects.names)
         self._note_last(sync=True)
         if self._lfd >= 0:
             os.close(self._lfd)
@@ -1103,7 +1115,7 @@ class FileStore(Recovery, Reclaim, SubjectSequences, Store):
         if self._dfd >= 0:
             os.close(self._dfd)
             self._dfd = -1
-        # last sequence file (see filestore_blocks)
+        # last sequence file (see blocks)
         self._lfd = -1
         self._lslot = 0
         self._noted_last = 0  # what it holds

@@ -30,16 +30,18 @@ import logging
 import secrets
 from typing import TYPE_CHECKING
 
-from . import errors, fields, gojson, headers, s2, streamconfig
-from .errors import ApiError
-from .shapes import (CONSUMER_CONFIG_FIELDS, STREAM_CONFIG_FIELDS, dumps, now_ns, ordered, parse_rfc3339, rfc3339,
-                     with_dynamic_metadata)
-from ..subjects import is_literal, valid_config_subject
-from ..transform import is_valid_subject
+from .. import errors, fields, gojson, headers
+from . import s2
+from ..stream import config as streamconfig
+from ..errors import ApiError
+from ..shapes import (CONSUMER_CONFIG_FIELDS, STREAM_CONFIG_FIELDS, dumps, now_ns, ordered, parse_rfc3339, rfc3339,
+                      with_dynamic_metadata)
+from ...subjects import is_literal, valid_config_subject
+from ...transform import is_valid_subject
 
 if TYPE_CHECKING:
-    from .jetstream import JetStream
-    from .stream import Stream
+    from ..jetstream import JetStream
+    from ..stream.stream import Stream
 
 log = logging.getLogger("natslab.jetstream")
 
@@ -381,7 +383,7 @@ class _Restore:
         return st
 
     def _fill(self, st: "Stream", msgs: list, first: int, last: int) -> None:
-        from .sourcing import skip_to
+        from ..stream.sourcing import skip_to
 
         store = st.store
         mms = st.config["max_msg_size"]
@@ -405,7 +407,7 @@ class _Restore:
         st._arm_age_timer()
 
     def _add_consumer(self, st: "Stream", name: str, cs: dict) -> None:
-        from .consumer import create_consumer
+        from ..consumer.consumer import create_consumer
 
         cfg, state = dict(cs["config"]), cs["state"]
         if "opt_start_time" in cfg and isinstance(cfg["opt_start_time"], str):

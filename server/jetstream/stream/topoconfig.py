@@ -1,6 +1,6 @@
 """The stream-topology parts of a StreamConfig as nats-server's
 checkStreamCfg validates and defaults them: ``mirror``, ``sources``,
-``subject_transform`` and ``republish``. ``streamconfig.normalize`` calls the
+``subject_transform`` and ``republish``. ``config.normalize`` calls the
 checks that need only the config, in nats-server's order; ``check_streams``
 has the ones that look at other streams (origin sizes, inherited
 mirror_direct, source cycles) and runs when a stream is created or updated."""
@@ -11,12 +11,12 @@ import hashlib
 import re
 from typing import Callable
 
-from .. import transform
-from . import errors
-from .names import is_valid_asset_name
-from .shapes import STREAM_CONFIG_FIELDS, ordered
-from ..subjects import is_literal, is_subset, subjects_overlap, valid_config_subject
-from ..transform import MappingError
+from ... import transform
+from .. import errors
+from ..names import is_valid_asset_name
+from ..shapes import STREAM_CONFIG_FIELDS, ordered
+from ...subjects import is_literal, is_subset, subjects_overlap, valid_config_subject
+from ...transform import MappingError
 
 
 def _valid_name(name) -> bool:

@@ -14,27 +14,28 @@ import string
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import advisories, consumerconfig, errors, limits
+from .. import advisories, errors, limits
+from . import config as consumerconfig
 from .acks import AckState, _nuid
 from .pullqueue import PullQueue
-from .names import MAX_NAME_LEN, byte_len, has_path_separators
+from ..names import MAX_NAME_LEN, byte_len, has_path_separators
 from .delivery import Delivery
-from .consumerstate import ACK_LOG
-from .consumerstate import NAMES as STATE_FILES
-from .consumerstate import StateSlots
-from .persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
-from .shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, dumps, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
-                     with_dynamic_metadata)
-from ..subjects import subject_matches, subjects_overlap
+from .state import ACK_LOG
+from .state import NAMES as STATE_FILES
+from .state import StateSlots
+from ..persist import CorruptStateError, fsync_dir, make_dirs, read_json_checked, write_json_atomic
+from ..shapes import (CONSUMER_CONFIG_FIELDS, NS, ZERO_TIME, dumps, now_ns, ordered, parse_rfc3339, rfc3339, sequence_info,
+                      with_dynamic_metadata)
+from ...subjects import subject_matches, subjects_overlap
 
 if TYPE_CHECKING:
-    from .stream import Stream
+    from ..stream.stream import Stream
 
 log = logging.getLogger("natslab.jetstream")
 
 META_FILE = "meta.json"  # config and creation time: written (fsynced) before CREATE is answered
 LEGACY_STATE_FILE = "state.json"  # earlier builds: config and delivery state in one file
-# the delivery state is in state.0 / state.1 (consumerstate.py): its loss resets only that, as on nats-server
+# the delivery state is in state.0 / state.1 (consumer/state.py): its loss resets only that, as on nats-server
 _SAVE_DELAY = 0.05  # coalesce state writes: a plain ack is written (to the OS) within 50 ms; see reply_when_saved
 
 
@@ -57,7 +58,7 @@ class Consumer:
         self.closed = False
         self.journal = self.messaging.journal  # jetstream/journal.py: None when no history is kept
         self._set_filters()
-        # what was delivered and acked, the floors and the ack timer (acks.py)
+        # what was delivered and acked, the floors and the ack timer (consumer/acks.py)
         self.acks = AckState(self)
         self._save_handle = None
         self._sync_next_save = False  # the sync timer came while a save was due

@@ -27,8 +27,8 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from . import errors, headers
-from .shapes import dumps
+from .. import errors, headers
+from ..shapes import dumps
 
 if TYPE_CHECKING:
     from .stream import Stream

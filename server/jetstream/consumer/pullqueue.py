@@ -16,9 +16,10 @@ import random
 import string
 from collections import deque
 
-from . import gojson, headers, priorities
-from ..gowire import go_duration
-from .shapes import NS, now_ns
+from .. import gojson, headers
+from . import priorities
+from ...gowire import go_duration
+from ..shapes import NS, now_ns
 
 # JSApiConsumerGetNextRequest (with the embedded PriorityGroup), read with
 # json.Unmarshal: unknown fields ignored, and an unnamed struct in errors

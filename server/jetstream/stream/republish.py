@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .. import transform
-from .shapes import rfc3339
-from ..subjects import is_literal
+from ... import transform
+from ..shapes import rfc3339
+from ...subjects import is_literal
 
 if TYPE_CHECKING:
     from .stream import Stream

@@ -1,15 +1,15 @@
 """The file store's subject index: for every subject its live sequences in
 a sorted array, so filtered look-ups (next message for a filter, pending
 counts, last per subject) are a bisect per matching subject rather than a
-scan of the stream. Mixed into ``FileStore``; subjects get small integer ids
-that the per-block ``sids`` arrays hold."""
+scan of the stream. One per ``FileStore`` (``store.subjects``); subjects get
+small integer ids that the per-block ``sids`` arrays hold."""
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
 
-from ..subjects import is_literal, subject_matches
+from ....subjects import is_literal, subject_matches
 
 ALL = (None, "", ">")
 
@@ -73,53 +73,70 @@ class SubjectSeqs:
 
 
 class SubjectSequences:
-    """The file store's subjects: their ids, names and live sequences
-    (a mixin of FileStore; state lives on the store). Not the core's
-    subscription index (subjects.SubjectIndex)."""
+    """The file store's subjects: their ids, names and live sequences. Not
+    the core's subscription index (subjects.SubjectIndex).
 
-    _subjects: list[str]
-    _sid: dict[str, int]
-    _sseqs: list[SubjectSeqs]
-    _num_subjects: int
-    _filter_cache: dict[str, list[int]]
+    It owns ``names`` (id -> subject), ``ids`` (subject -> id), ``seqs``
+    (id -> ``SubjectSeqs``), ``live`` (how many subjects hold a message),
+    ``wild`` (the ids of stored subjects with wildcard tokens) and the
+    cache of which ids a wildcard filter matches. It reads nothing of the
+    store: the store appends and removes sequences in ``seqs`` as it stores
+    and drops records (and keeps ``live`` with them), and asks which ids
+    a filter matches. The containers are emptied in place, never replaced,
+    so the store binds ``ids`` and ``seqs`` once for its hot paths."""
 
-    def _init_subjects(self) -> None:
-        self._subjects = []
-        self._sid = {}
-        self._sseqs = []
-        self._num_subjects = 0  # subjects with at least one message
-        self._filter_cache = {}  # wildcard filter -> matching subject ids
-        self._wild_sids: set[int] = set()  # stored subjects that hold wildcard tokens (rarely any)
+    __slots__ = ("names", "ids", "seqs", "live", "wild", "_filter_cache")
 
-    def _sid_for(self, subject: str) -> int:
-        sid = self._sid.get(subject)
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.seqs: list[SubjectSeqs] = []
+        self.live = 0  # subjects with at least one message
+        self.wild: set[int] = set()  # stored subjects that hold wildcard tokens (rarely any)
+        self._filter_cache: dict[str, list[int]] = {}  # wildcard filter -> matching subject ids
+
+    def id_for(self, subject: str) -> int:
+        """The subject's id, given it now if it has none."""
+        sid = self.ids.get(subject)
         if sid is None:
-            sid = self._sid[subject] = len(self._subjects)
-            self._subjects.append(subject)
-            self._sseqs.append(SubjectSeqs())
+            sid = self.ids[subject] = len(self.names)
+            self.names.append(subject)
+            self.seqs.append(SubjectSeqs())
             self._filter_cache.clear()
             if not is_literal(subject):  # decided once here, not per read (load_last)
-                self._wild_sids.add(sid)
+                self.wild.add(sid)
         return sid
 
-    def _matching_sids(self, flt: str) -> list[int]:
+    def matching(self, flt: str | None) -> list[int]:
+        """The ids of the subjects a filter matches (every subject with a
+        message for no filter)."""
         if flt in ALL:
-            return [i for i, ss in enumerate(self._sseqs) if ss.count()]
+            return [i for i, ss in enumerate(self.seqs) if ss.count()]
         if is_literal(flt):
-            sid = self._sid.get(flt)
+            sid = self.ids.get(flt)
             return [] if sid is None else [sid]
         sids = self._filter_cache.get(flt)
         if sids is None:
             if len(self._filter_cache) > 256:
                 self._filter_cache.clear()
-            sids = self._filter_cache[flt] = [i for i, s in enumerate(self._subjects) if subject_matches(flt, s)]
+            sids = self._filter_cache[flt] = [i for i, s in enumerate(self.names) if subject_matches(flt, s)]
         return sids
 
-    def _matching_seqs(self, flt: str) -> list[int]:
+    def matching_seqs(self, flt: str) -> list[int]:
+        """The live sequences of every subject a filter matches, in order."""
         out: list[int] = []
-        sids = self._matching_sids(flt)
+        sids = self.matching(flt)
         for sid in sids:
-            out.extend(self._sseqs[sid].live())
+            out.extend(self.seqs[sid].live())
         if len(sids) > 1:
             out.sort()
         return out
+
+    def clear(self) -> None:
+        """Every message is gone (the store's reset): forget every subject."""
+        self.names.clear()
+        self.ids.clear()
+        self.wild.clear()
+        self.seqs.clear()
+        self._filter_cache.clear()
+        self.live = 0

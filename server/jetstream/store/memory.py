@@ -8,8 +8,8 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import Iterator
 
-from .store import Store, StoredMsg, StoreState, memory_msg_size
-from ..subjects import is_literal, subject_matches
+from .base import Store, StoredMsg, StoreState, memory_msg_size
+from ...subjects import is_literal, subject_matches
 
 # Below this many subjects a wildcard look-up scans the per-subject index;
 # above it, a short linear scan of sequences is tried first.

@@ -12,20 +12,21 @@ from collections import deque
 from time import time_ns
 from typing import TYPE_CHECKING
 
-from .. import transform
-from . import batch, counters, errors, fastbatch, headers, limits, schedules
+from ... import transform
+from . import batch, counters, fastbatch, schedules
+from .. import errors, headers, limits
 from .directget import DirectGet
-from .errors import ApiError
+from ..errors import ApiError
 from .expiry import ExpiryMixin, parse_ttl
 from .republish import RePublisher
-from .persist import CorruptStateError, read_json_checked, write_json_atomic
-from .shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
-from .store import Store, StoredMsg
-from ..subjects import is_literal
+from ..persist import CorruptStateError, read_json_checked, write_json_atomic
+from ..shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
+from ..store.base import Store, StoredMsg
+from ...subjects import is_literal
 
 if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .jetstream import JetStream
+    from ..consumer.consumer import Consumer
+    from ..jetstream import JetStream
 
 log = logging.getLogger("natslab.jetstream")
 
@@ -112,7 +113,7 @@ class Stream(ExpiryMixin):
         batch.recover(self)
         # The deletes the limits made are logged but not synced with the
         # PubAck of the message that made them (one sync per group commit:
-        # filestore_reclaim), so after a power cut the old revisions can be
+        # store/file/reclaim.py), so after a power cut the old revisions can be
         # back; re-derive them from the limits, as nats-server enforces its
         # limits when it recovers a stream.
         self._enforce_limits_all()
@@ -220,7 +221,7 @@ class Stream(ExpiryMixin):
 
     def config_json(self) -> dict:
         """The config in StreamConfig's field order (what /jsz shows)."""
-        from .shapes import STREAM_CONFIG_FIELDS, ordered
+        from ..shapes import STREAM_CONFIG_FIELDS, ordered
 
         return ordered(self.config, STREAM_CONFIG_FIELDS)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import heapq
 import logging
 
-from . import headers
-from . import errors
-from .errors import ApiError
-from ..gowire import go_duration
-from .shapes import NS, now_ns, parse_go_duration
-from .store import StoredMsg
+from .. import headers
+from .. import errors
+from ..errors import ApiError
+from ...gowire import go_duration
+from ..shapes import NS, now_ns, parse_go_duration
+from ..store.base import StoredMsg
 
 log = logging.getLogger("natslab.jetstream")
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from . import errors
-from .names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
-from ..gowire import go_duration
-from .shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
-from ..subjects import is_literal, is_subset, subjects_overlap, valid_config_subject
+from .. import errors
+from ..names import MAX_DESCRIPTION_LEN, byte_len, is_valid_asset_name
+from ...gowire import go_duration
+from ..shapes import CONSUMER_CONFIG_KEYS, NS, parse_rfc3339
+from ...subjects import is_literal, is_subset, subjects_overlap, valid_config_subject
 
 DEFAULT_ACK_WAIT = 30 * NS
 DEFAULT_MAX_ACK_PENDING = 1000

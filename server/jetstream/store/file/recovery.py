@@ -1,6 +1,6 @@
 """Opening a file store: load or rebuild each block's index, cut torn tails,
 skip damage, replay the delete log, and build the totals and subject index.
-Mixed into ``FileStore``.
+One per ``FileStore`` (``store.recovery``).
 
 Each block is taken from its index file when that still describes the block
 file (same size and mtime), otherwise scanned record by record with every
@@ -38,10 +38,11 @@ import os
 import time
 from array import array
 from itertools import compress
+from pathlib import Path
 
-from . import filestore_blocks as fb
-from .filestore_blocks import HEADER_SIZE, SIZE_MASK, Block
-from .persist import FILE_MODE, fsync_dir, make_dirs
+from . import blocks as fb
+from .blocks import HEADER_SIZE, SIZE_MASK, Block
+from ...persist import FILE_MODE, fsync_dir, make_dirs
 
 
 def _blank(path) -> bool:
@@ -53,16 +54,37 @@ def _blank(path) -> bool:
 
 
 class Recovery:
-    def _open(self, first_seq: int) -> None:
-        self._unsynced_dirs = make_dirs(self.msgs_dir, sync=False)
-        for tmp in self.msgs_dir.glob("*.tmp"):
+    """Opening one file store (``store.recovery``): it fills the store's
+    blocks, totals, floor, last sequence and subject index (``store.subjects``)
+    from the files, and opens the files appended to (the active block, the
+    delete log, ``last.seq``), again whenever a read-only store tries to
+    write. It reads and sets the store's state directly (it is the store's
+    opening, in a room of its own), and uses the store's damage reports,
+    look-ups and index writes.
+
+    It owns what a new store has not synced yet: ``unsynced_dirs`` (the
+    directories made without a sync) and ``aux_pending`` (``last.seq`` and
+    the delete log), made durable by ``aux_durable`` before the first block
+    (see the module docstring)."""
+
+    __slots__ = ("fs", "unsynced_dirs", "aux_pending")
+
+    def __init__(self, store) -> None:
+        self.fs = store
+        self.unsynced_dirs: list[Path] = []  # made without a sync: synced with the first block
+        self.aux_pending = False  # last.seq / deletes.log not synced yet
+
+    def open(self, first_seq: int) -> None:
+        fs = self.fs
+        self.unsynced_dirs = make_dirs(fs.msgs_dir, sync=False)
+        for tmp in fs.msgs_dir.glob("*.tmp"):
             tmp.unlink(missing_ok=True)
-        nums = sorted(int(p.stem) for p in self.msgs_dir.glob("*.blk") if p.stem.isdigit())
-        dlog_path = self.msgs_dir / "deletes.log"
-        self._next_num = (nums[-1] + 1) if nums else 1
+        nums = sorted(int(p.stem) for p in fs.msgs_dir.glob("*.blk") if p.stem.isdigit())
+        dlog_path = fs.msgs_dir / "deletes.log"
+        fs._next_num = (nums[-1] + 1) if nums else 1
         phys_last = 0
         for n in nums:
-            blk = Block(n, self.msgs_dir / f"{n}.blk")
+            blk = Block(n, fs.msgs_dir / f"{n}.blk")
             res = fb.read_index(blk)
             if res is None:
                 res = self._scan(blk, phys_last)
@@ -71,19 +93,19 @@ class Recovery:
                 if res.offs:
                     blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
                     blk.sids = res.sids
-                    self._write_index(blk, res.subjects)
+                    fs._write_index(blk, res.subjects)
             blk.size = res.end
             if res.offs and res.first <= phys_last:  # overlaps an earlier block: keep the first copy
-                self._warn(f"{blk.path.name}: sequences up to {phys_last} already held by an earlier block; skipped")
+                fs._warn(f"{blk.path.name}: sequences up to {phys_last} already held by an earlier block; skipped")
                 cut = min(phys_last - res.first + 1, len(res.offs))
                 res.offs[:cut] = fb.zeros(cut)
             if not res.offs:  # nothing in it (e.g. created just before a crash)
-                self._unlink_block_files(blk)
+                fs._unlink_block_files(blk)
                 continue
-            sid_get = self._sid.get
+            sid_get = fs.subjects.ids.get
             gmap = list(map(sid_get, res.subjects))
             if None in gmap:
-                gmap = [self._sid_for(s) if g is None else g for s, g in zip(res.subjects, gmap)]
+                gmap = [fs.subjects.id_for(s) if g is None else g for s, g in zip(res.subjects, gmap)]
             blk.first, blk.offs, blk.lens = res.first, res.offs, res.lens
             if gmap != list(range(len(gmap))):
                 blk.sids = array("I", map(gmap.__getitem__, res.sids))
@@ -91,165 +113,169 @@ class Recovery:
                 blk.sids = res.sids
             if any(blk.offs):
                 phys_last = self._last_phys(blk)
-            self._blocks.append(blk)
-            self._firsts.append(blk.first)
+            fs._blocks.append(blk)
+            fs._firsts.append(blk.first)
 
         # deletes and the floor
-        if not self._blocks and _blank(dlog_path):
+        if not fs._blocks and _blank(dlog_path):
             dlog_path.unlink()  # made by a create whose bytes were not synced yet: holds nothing
         floor, floor_ts, dels = 0, 0, set()
         if dlog_path.exists():
             data = dlog_path.read_bytes()
             floor, floor_ts, dels, good, warns = fb.read_dlog(data, "deletes.log")
             for w in warns:
-                self._warn(w)
+                fs._warn(w)
             if good == 0 and data:
                 aside = dlog_path.with_name(f"deletes.log.corrupt-{time.time_ns()}")
-                self._warn(f"deletes.log kept as {aside.name}")
+                fs._warn(f"deletes.log kept as {aside.name}")
                 os.rename(dlog_path, aside)
             elif good != len(data):
                 os.truncate(dlog_path, good)  # a torn record: less than one whole record
-            self._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
-        if not self._blocks and floor < first_seq:  # configured (0: not), even 1: reported from the start
+            fs._dlog_records = max(0, (good - HEADER_SIZE) // fb.DREC_SIZE)
+        if not fs._blocks and floor < first_seq:  # configured (0: not), even 1: reported from the start
             # (a new store's delete log holds it, but may have been cut
             # before its record was synced: the floor never goes below it)
             floor = first_seq
-        self._floor = floor
+        fs._floor = floor
         if phys_last:
-            self._last = phys_last
-            self._last_ts = self._read_ts(phys_last)
-        if floor - 1 > self._last:
-            self._last, self._last_ts = floor - 1, floor_ts
+            fs._last = phys_last
+            fs._last_ts = fs._read_ts(phys_last)
+        if floor - 1 > fs._last:
+            fs._last, fs._last_ts = floor - 1, floor_ts
         noted = self._read_last_file()
-        if noted is not None and noted[0] > self._last:
+        if noted is not None and noted[0] > fs._last:
             # records at the tail are gone (a lost tail, writes that failed):
             # their sequences were handed out and stay used
             if phys_last:
-                self._warn(f"messages {max(phys_last, floor - 1) + 1}..{noted[0]} are not in the blocks;"
-                           " their sequences stay used")
-            self._last, self._last_ts = noted
+                fs._warn(f"messages {max(phys_last, floor - 1) + 1}..{noted[0]} are not in the blocks;"
+                         " their sequences stay used")
+            fs._last, fs._last_ts = noted
 
-        for blk in self._blocks:
+        for blk in fs._blocks:
             offs, lens = blk.offs, blk.lens
             if floor > blk.first:
                 cut = min(floor - blk.first, len(offs))
                 offs[:cut] = fb.zeros(cut)
                 lens[:cut] = fb.zeros(cut)
         for seq in dels:
-            blk, i = self._locate(seq)
+            blk, i = fs._locate(seq)
             if blk is not None and blk.offs[i]:
                 blk.dels[seq] = (blk.offs[i], blk.lens[i])
                 blk.offs[i] = 0
                 blk.lens[i] = 0
-        appends = [ss.seqs.append for ss in self._sseqs]
-        for blk in self._blocks:
+        appends = [ss.seqs.append for ss in fs.subjects.seqs]
+        for blk in fs._blocks:
             self._index_block(blk, appends)
-        self._num_subjects = sum(1 for ss in self._sseqs if ss.seqs)
-        self._first = self._next_live(0) if self._msgs else self._last + 1
+        fs.subjects.live = sum(1 for ss in fs.subjects.seqs if ss.seqs)
+        fs._first = fs._next_live(0) if fs._msgs else fs._last + 1
 
         try:
-            self._open_for_writes()
+            self.open_for_writes()
         except OSError as e:
-            self.read_only = str(e)
-            self._warn(f"opened read-only: {e}")
+            fs.read_only = str(e)
+            fs._warn(f"opened read-only: {e}")
 
     def _read_last_file(self) -> tuple[int, int] | None:
-        path = self.msgs_dir / "last.seq"
+        fs = self.fs
+        path = fs.msgs_dir / "last.seq"
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as e:
-            self._warn(f"last.seq: unreadable ({e}); the last sequence comes from the blocks")
+            fs._warn(f"last.seq: unreadable ({e}); the last sequence comes from the blocks")
             return None
         noted = fb.read_last(data)
-        if noted is None and not self._blocks and not data.strip(b"\0"):
+        if noted is None and not fs._blocks and not data.strip(b"\0"):
             return None  # a new store's, cut before it was synced: holds nothing
         if noted is None:
-            self._warn("last.seq: damaged; the last sequence comes from the blocks")
+            fs._warn("last.seq: damaged; the last sequence comes from the blocks")
         return noted
 
-    def _open_for_writes(self) -> None:
+    def open_for_writes(self) -> None:
         """Open the delete log (start one, with the floor, when missing), the
         last-sequence file and the last block for appending; raises OSError
         when it cannot."""
-        if self._lfd < 0:
-            path = self.msgs_dir / "last.seq"
+        fs = self.fs
+        if fs._lfd < 0:
+            path = fs.msgs_dir / "last.seq"
             fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
             try:
                 if os.fstat(fd).st_size != fb.LAST_FILE_SIZE or fb.read_last(os.pread(fd, 64, 0)) is None:
-                    rec = fb.pack_last(self._last, self._last_ts)
+                    rec = fb.pack_last(fs._last, fs._last_ts)
                     os.pwrite(fd, fb.LAST_HEADER + rec + rec, 0)
                     os.ftruncate(fd, fb.LAST_FILE_SIZE)
-                    if self._blocks:  # (without: synced with the first block, see the docstring)
+                    if fs._blocks:  # (without: synced with the first block, see the docstring)
                         os.fsync(fd)
-                        fsync_dir(self.msgs_dir)
+                        fsync_dir(fs.msgs_dir)
             except OSError:
                 os.close(fd)
                 raise
-            self._lfd, self._noted_last = fd, self._last
-        dlog_path = self.msgs_dir / "deletes.log"
-        if self._dfd < 0:
-            if not self._blocks and not dlog_path.exists():
+            fs._lfd, fs._noted_last = fd, fs._last
+        dlog_path = fs.msgs_dir / "deletes.log"
+        if fs._dfd < 0:
+            if not fs._blocks and not dlog_path.exists():
                 # new: written in place, synced with the first block
                 recs = fb.DLOG_HEADER
-                if self._floor:
-                    recs += fb.pack_drec(fb.D_FLOOR, self._floor, self._last_ts)
+                if fs._floor:
+                    recs += fb.pack_drec(fb.D_FLOOR, fs._floor, fs._last_ts)
                 fd = os.open(dlog_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
                 try:
-                    self._write_all(fd, recs)
+                    fs._write_all(fd, recs)
                 except OSError:
                     os.close(fd)
                     dlog_path.unlink(missing_ok=True)
                     raise
-                self._dfd, self._dlog_records = fd, (len(recs) - HEADER_SIZE) // fb.DREC_SIZE
+                fs._dfd, fs._dlog_records = fd, (len(recs) - HEADER_SIZE) // fb.DREC_SIZE
             elif not dlog_path.exists() or dlog_path.stat().st_size < HEADER_SIZE:
-                self._rewrite_dlog()
+                fs.reclaim.rewrite_dlog()
             else:
-                self._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
-        self._aux_pending = not self._blocks  # (see _aux_durable)
-        if self._blocks and self._active is None:
-            last = self._blocks[-1]
-            if last.size < self.block_size and last.size == last.path.stat().st_size:
+                fs._dfd = os.open(dlog_path, os.O_WRONLY | os.O_APPEND)
+        self.aux_pending = not fs._blocks  # (see aux_durable)
+        if fs._blocks and fs._active is None:
+            last = fs._blocks[-1]
+            if last.size < fs.block_size and last.size == last.path.stat().st_size:
                 fd = os.open(last.path, os.O_RDWR)
-                self._active, self._wfd = last, fd
+                fs._active, fs._wfd = last, fd
                 # (what the crash left in the page cache may not be on disk yet)
-                self._alloc_end, self._synced_to = last.size, 0
-        self.read_only = None
+                fs.reclaim.alloc_end, fs.reclaim.synced_to = last.size, 0
+        fs.read_only = None
 
-    def _aux_durable(self) -> None:
+    def aux_durable(self) -> None:
         """Before a store's first block: sync ``last.seq``, the delete log
         and the directories made without a sync (see the docstring)."""
-        if self._aux_pending:
-            if self._lfd >= 0:
-                os.fdatasync(self._lfd)
-            if self._dfd >= 0:
-                os.fdatasync(self._dfd)
-            self._aux_pending = False
-        fsync_dir(self.msgs_dir)
-        for d in reversed(self._unsynced_dirs):
+        fs = self.fs
+        if self.aux_pending:
+            if fs._lfd >= 0:
+                os.fdatasync(fs._lfd)
+            if fs._dfd >= 0:
+                os.fdatasync(fs._dfd)
+            self.aux_pending = False
+        fsync_dir(fs.msgs_dir)
+        for d in reversed(self.unsynced_dirs):
             fsync_dir(d.parent)
-        self._unsynced_dirs = []
+        self.unsynced_dirs = []
 
     def dirs_durable(self) -> None:
         """The owner has made the store's directories durable (JetStream's
         create: with meta.json and the streams directory)."""
-        self._unsynced_dirs = []
+        self.unsynced_dirs = []
 
     def _scan(self, blk: Block, after_seq: int) -> fb.ScanResult | None:
+        fs = self.fs
         try:
             data = blk.path.read_bytes()
             res = fb.scan_block(data, after_seq, blk.path.name)
         except (OSError, ValueError) as e:
-            self._warn(f"{blk.path.name}: unreadable, ignored: {e}")
+            fs._warn(f"{blk.path.name}: unreadable, ignored: {e}")
             return None
         for w in res.warnings:
-            self._warn(w)
+            fs._warn(w)
         if res.zeros:  # preallocated space after the records (a crash before it was cut)
             try:
                 os.truncate(blk.path, res.end)
             except OSError as e:  # left as it is: not appended to (its size is not res.end), a new block is started
-                self._warn(f"{blk.path.name}: could not cut {res.zeros} preallocated bytes after its records ({e})")
+                fs._warn(f"{blk.path.name}: could not cut {res.zeros} preallocated bytes after its records ({e})")
         if res.truncate_at >= 0:
             cut = max(res.truncate_at, HEADER_SIZE)
             res.end = cut
@@ -263,13 +289,13 @@ class Recovery:
                 aside.unlink(missing_ok=True)
                 # left as it is: the block is not appended to (its size on
                 # disk is not res.end), new messages go to a new block
-                self._warn(f"{blk.path.name}: could not set aside its torn tail ({e}); left in place")
+                fs._warn(f"{blk.path.name}: could not set aside its torn tail ({e}); left in place")
         if res.offs and data[:HEADER_SIZE] != fb.BLOCK_HEADER:
             try:
                 with open(blk.path, "r+b") as f:  # records are fine, the header was not
                     f.write(fb.BLOCK_HEADER)
             except OSError as e:
-                self._warn(f"{blk.path.name}: could not repair its header ({e})")
+                fs._warn(f"{blk.path.name}: could not repair its header ({e})")
         return res
 
     @staticmethod
@@ -281,6 +307,7 @@ class Recovery:
         """Add a freshly loaded block's live records to the totals and the
         subject index (``appends``: each subject's seqs.append; the caller
         counts subjects afterwards)."""
+        fs = self.fs
         offs, lens, sids = blk.offs, blk.lens, blk.sids
         n = len(offs)
         blk.live_map = live_map = bytearray(map(bool, offs))
@@ -289,11 +316,11 @@ class Recovery:
         blk.live_bytes = sum(lens) & SIZE_MASK if live else 0
         if not live:
             return
-        self._msgs += live
-        self._bytes += blk.live_bytes
+        fs._msgs += live
+        fs._bytes += blk.live_bytes
         first = blk.first
         s0 = sids[0]
-        seqs_of = self._sseqs
+        seqs_of = fs.subjects.seqs
         if sids.count(s0) == n:
             ss = seqs_of[s0]
             if live == n:

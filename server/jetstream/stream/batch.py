@@ -30,10 +30,11 @@ import re
 import weakref
 from typing import TYPE_CHECKING
 
-from . import counters, errors, headers, schedules
-from .errors import ApiError
+from . import counters, schedules
+from .. import errors, headers
+from ..errors import ApiError
 from .expiry import parse_ttl
-from .shapes import dumps, now_ns, rfc3339
+from ..shapes import dumps, now_ns, rfc3339
 
 if TYPE_CHECKING:
     from .stream import Stream
@@ -187,7 +188,7 @@ class AtomicBatches:
         messaging = stream.js.messaging
         if not messaging.has_interest(subject):
             return
-        from .acks import _nuid  # the advisories' id generator
+        from ..consumer.acks import _nuid  # the advisories' id generator
         d = {"type": "io.nats.jetstream.advisory.v1.stream_batch_abandoned", "id": _nuid(),
              "timestamp": rfc3339(now_ns()), "stream": stream.name, "batch": batch_id, "reason": reason}
         messaging.publish(subject, "", None, dumps(d).encode())

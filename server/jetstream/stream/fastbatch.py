@@ -22,10 +22,10 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
-from . import errors, headers
+from .. import errors, headers
 from .batch import MAX_ID_LEN, TIMEOUT, Staged, api_level_too_high, check_message
-from .errors import ApiError
-from .shapes import dumps
+from ..errors import ApiError
+from ..shapes import dumps
 
 if TYPE_CHECKING:
     from .stream import Stream

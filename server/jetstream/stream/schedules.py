@@ -27,11 +27,12 @@ import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from ..gowire import rfc3339
-from . import cron, errors, headers
-from .errors import ApiError
+from ...gowire import rfc3339
+from . import cron
+from .. import errors, headers
+from ..errors import ApiError
 from .expiry import parse_ttl
-from ..subjects import subjects_overlap
+from ...subjects import subjects_overlap
 
 if TYPE_CHECKING:
     from .stream import Stream
