@@ -26,6 +26,15 @@ if TYPE_CHECKING:
     from ..panes.consumers import ConsumersPane
 
 
+class AreaTabs(Tabs):
+    """The tab bar, its underline moved in one frame: Textual slides it over
+    0.3 s, about 17 more frames after each switch that competed with the
+    new pane's first one and with the keys pressed right after it."""
+
+    def _highlight_active(self, animate: bool = True) -> None:
+        super()._highlight_active(animate=False)
+
+
 class MainScreen(Screen):
     # Tabs + ContentSwitcher rather than TabbedContent: measured, TabbedContent
     # added about a second to the first paint with nine areas.
@@ -40,7 +49,7 @@ class MainScreen(Screen):
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="header")
         yield Static("", id="banner")
-        yield Tabs(*[Tab(tab_label(spec), id=f"tab-{spec.area}") for spec in PANES], id="tabs")
+        yield AreaTabs(*[Tab(tab_label(spec), id=f"tab-{spec.area}") for spec in PANES], id="tabs")
         with ContentSwitcher(id="panes", initial=PANES[0].area):
             for spec in PANES:
                 if spec.mount == "first":
