@@ -32,7 +32,14 @@ class AreaTabs(Tabs):
     new pane's first one and with the keys pressed right after it."""
 
     def _highlight_active(self, animate: bool = True) -> None:
-        super()._highlight_active(animate=False)
+        if not animate:
+            super()._highlight_active(animate=False)
+            return
+        # Where Textual would slide it (a switch, a relabel) it measures the tab
+        # 20 ms and a refresh later, once a relabel's new width is laid out;
+        # so does this, then moves it at once (measured sooner, a relabelled
+        # narrow bar kept the underline of the wide one: 80x24 snapshots)
+        self.set_timer(0.02, lambda: self.call_after_refresh(super(AreaTabs, self)._highlight_active, False))
 
 
 class MainScreen(Screen):
@@ -232,8 +239,16 @@ class MainScreen(Screen):
         area = event.tab.id.removeprefix("tab-")
         self.fit_tabs()
         self.query_one("#panes", ContentSwitcher).current = area
+        # The next frame lays the screen out with the new pane. Otherwise the
+        # widgets restyled by the switch (focus, footer) were painted first, in
+        # the old layout (the panes' own requests for a layout come a turn
+        # later): ~30-45 ms of every switch on a busy machine, for a frame
+        # nobody needed.
+        self.refresh(layout=True)
         holder = self.query_one(f"#{area}")
-        if self.focused is not None and holder not in self.focused.ancestors_with_self:
+        ready = not isinstance(holder, Deferred) or (holder.materialized and holder.children
+                                                     and holder.children[0].is_mounted)
+        if not ready and self.focused is not None and holder not in self.focused.ancestors_with_self:
             # the pane just hidden keeps neither the keys nor the footer while the
             # new one mounts (a tool pane's first showing takes a moment)
             self.set_focus(None)

@@ -367,13 +367,20 @@ class ConsumersPane(LivePane):
             text = f"{marker(self.travel_t, now_ns(), stable)} · [ ] 1 s · {{ }} events · E export"
         else:
             table = self.query_one(LiveTable)
-            more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+            # the sizes as the pane was last shown (a poll answered just after the
+            # pane was hidden would measure a table 0 wide: a line of fewer keys,
+            # and a layout to put them back when the pane is shown again)
+            if table.scrollable_content_region.width and label.size.width:
+                self._status_room = (table.virtual_size.width > table.scrollable_content_region.width,
+                                     label.size.width)
+            wider, width = self._status_room
+            more = " · ← → more columns" if wider else ""
             keys = (["read-only", "f pull hand (watch only)", "[ back in time", "J raw JSON", "g rates"]
                     if self.read_only else
                     ["n new", "e edit", "f pull hand", "[ back in time", "space pause/resume", "d delete"])
             head = f"Consumers of {self.stream} ({len(self.consumers)}){more} — "
             # as many keys as fit on the line (the rest are in the footer and on ?)
-            room = (label.size.width or self.size.width or 80) - len(head)
+            room = (width or self.size.width or 80) - len(head)
             while len(keys) > 1 and len(" · ".join(keys)) > room:
                 keys.pop()
             text = head + " · ".join(keys)
@@ -409,6 +416,7 @@ class ConsumersPane(LivePane):
             self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
 
     _info_for: tuple | None = None  # what the details were drawn from (consumer_info's inputs)
+    _status_room: tuple[bool, int] = (False, 0)  # (table wider than the pane, the status line's width) as last shown
 
     def _info_key(self, c: ConsumerSummary | None) -> tuple | None:
         """What ``consumer_info`` draws ``c`` from, None where that is not all

@@ -75,6 +75,8 @@ class StreamsPane(LivePane):
 
         stream: str | None
 
+    _more = False  # the table is wider than the pane (as last shown)
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self.streams: dict[str, StreamSummary] = {}
@@ -145,7 +147,11 @@ class StreamsPane(LivePane):
         self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
         table.sync({name: stream_row(s) for name, s in self.streams.items()})
         # a narrow terminal cuts the last columns: the table scrolls sideways, and says so
-        more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+        # (as of the last time it was shown: a poll answered just after the pane was
+        # hidden would say it of a table 0 wide, and showing it again cost a layout)
+        if table.scrollable_content_region.width:
+            self._more = table.virtual_size.width > table.scrollable_content_region.width
+        more = " · ← → more columns" if self._more else ""
         if self.read_only:  # only what works: browsing
             text = (f"Streams ({len(self.streams)}){more} — m messages · i info · J raw JSON · read-only"
                     if self.streams else "No streams yet (read-only: none can be created here)")
