@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Input, Static, Tab, Tabs, TextArea
+from textual.widgets import ContentSwitcher, Static, Tab, Tabs
 
 from ..panes.registry import BY_AREA, PANES, WIDE, tab_label, tab_labels
 from ..panes.streams import StreamsPane
@@ -24,6 +24,14 @@ from ..widgets.status_header import StatusHeader
 
 if TYPE_CHECKING:
     from ..panes.consumers import ConsumersPane
+
+
+def is_text_field(widget) -> bool:
+    # (imported here: the first frame has no text field, and TextArea's
+    # module with its documents and themes is not needed for it)
+    from textual.widgets import Input, TextArea
+
+    return isinstance(widget, (Input, TextArea))
 
 
 class AreaTabs(Tabs):
@@ -180,7 +188,7 @@ class MainScreen(Screen):
     # ---- the keyboard model (k9s / lazygit): Esc leaves a text field, j/k move
     def action_leave_input(self) -> None:
         focused = self.focused
-        if not isinstance(focused, (Input, TextArea)):
+        if not is_text_field(focused):
             return
         holder = self.query_one("#panes", ContentSwitcher).current
         pane = self.pane(holder) if holder else None
@@ -195,7 +203,7 @@ class MainScreen(Screen):
             pane.focus_default()
         else:
             for widget in pane.query("*"):
-                if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
+                if widget.focusable and (text_fields or not is_text_field(widget)):
                     # at once, not on the next idle (Widget.focus): the pane's
                     # first key goes to it, not to the pane just hidden
                     self.set_focus(widget)
