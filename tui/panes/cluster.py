@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from rich.table import Table
 from rich.text import Text
 
-from ..client.models import parse_time
 from ..format import fmt_duration
 
 
@@ -51,6 +50,8 @@ def cluster_table(cluster: dict) -> Table | None:
     grid.add_row("cluster", Text(cluster.get("name", "")))
     leader = cluster.get("leader")
     grid.add_row("leader", Text(leader or "none — no leader elected", style="bold" if leader else "bold reverse"))
+    from ..client.models import parse_time  # (loaded with the client, after the first frame)
+
     since = parse_time(cluster.get("leader_since"))
     leader_for = (datetime.now(timezone.utc) - since).total_seconds() if since else None
     for replica in cluster.get("replicas") or []:

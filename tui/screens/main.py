@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Input, Static, Tab, Tabs, TextArea
+from textual.widgets import ContentSwitcher, Static, Tab, Tabs
 
 from ..panes.registry import BY_AREA, PANES, WIDE, tab_label, tab_labels
 from ..panes.streams import StreamsPane
@@ -24,6 +24,30 @@ from ..widgets.status_header import StatusHeader
 
 if TYPE_CHECKING:
     from ..panes.consumers import ConsumersPane
+
+
+def is_text_field(widget) -> bool:
+    # (imported here: the first frame has no text field, and TextArea's
+    # module with its documents and themes is not needed for it)
+    from textual.widgets import Input, TextArea
+
+    return isinstance(widget, (Input, TextArea))
+
+
+class AreaTabs(Tabs):
+    """The tab bar, its underline moved in one frame: Textual slides it over
+    0.3 s, about 17 more frames after each switch that competed with the
+    new pane's first one and with the keys pressed right after it."""
+
+    def _highlight_active(self, animate: bool = True) -> None:
+        if not animate:
+            super()._highlight_active(animate=False)
+            return
+        # Where Textual would slide it (a switch, a relabel) it measures the tab
+        # 20 ms and a refresh later, once a relabel's new width is laid out;
+        # so does this, then moves it at once (measured sooner, a relabelled
+        # narrow bar kept the underline of the wide one: 80x24 snapshots)
+        self.set_timer(0.02, lambda: self.call_after_refresh(super(AreaTabs, self)._highlight_active, False))
 
 
 class MainScreen(Screen):
@@ -40,7 +64,7 @@ class MainScreen(Screen):
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="header")
         yield Static("", id="banner")
-        yield Tabs(*[Tab(tab_label(spec), id=f"tab-{spec.area}") for spec in PANES], id="tabs")
+        yield AreaTabs(*[Tab(tab_label(spec), id=f"tab-{spec.area}") for spec in PANES], id="tabs")
         with ContentSwitcher(id="panes", initial=PANES[0].area):
             for spec in PANES:
                 if spec.mount == "first":
@@ -164,7 +188,7 @@ class MainScreen(Screen):
     # ---- the keyboard model (k9s / lazygit): Esc leaves a text field, j/k move
     def action_leave_input(self) -> None:
         focused = self.focused
-        if not isinstance(focused, (Input, TextArea)):
+        if not is_text_field(focused):
             return
         holder = self.query_one("#panes", ContentSwitcher).current
         pane = self.pane(holder) if holder else None
@@ -179,7 +203,7 @@ class MainScreen(Screen):
             pane.focus_default()
         else:
             for widget in pane.query("*"):
-                if widget.focusable and (text_fields or not isinstance(widget, (Input, TextArea))):
+                if widget.focusable and (text_fields or not is_text_field(widget)):
                     # at once, not on the next idle (Widget.focus): the pane's
                     # first key goes to it, not to the pane just hidden
                     self.set_focus(widget)
@@ -223,8 +247,16 @@ class MainScreen(Screen):
         area = event.tab.id.removeprefix("tab-")
         self.fit_tabs()
         self.query_one("#panes", ContentSwitcher).current = area
+        # The next frame lays the screen out with the new pane. Otherwise the
+        # widgets restyled by the switch (focus, footer) were painted first, in
+        # the old layout (the panes' own requests for a layout come a turn
+        # later): ~30-45 ms of every switch on a busy machine, for a frame
+        # nobody needed.
+        self.refresh(layout=True)
         holder = self.query_one(f"#{area}")
-        if self.focused is not None and holder not in self.focused.ancestors_with_self:
+        ready = not isinstance(holder, Deferred) or (holder.materialized and holder.children
+                                                     and holder.children[0].is_mounted)
+        if not ready and self.focused is not None and holder not in self.focused.ancestors_with_self:
             # the pane just hidden keeps neither the keys nor the footer while the
             # new one mounts (a tool pane's first showing takes a moment)
             self.set_focus(None)

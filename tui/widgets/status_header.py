@@ -73,7 +73,10 @@ def _short_path(path: str) -> str:
 
 
 class StatusHeader(Static):
-    info: reactive[HeaderInfo] = reactive(HeaderInfo, layout=True)
+    # Two lines whatever they say (app.tcss: height 2): a new usage every
+    # second must not lay the screen out again (~15-40 ms on a busy machine)
+    info: reactive[HeaderInfo] = reactive(HeaderInfo)
+    _text: Text | None = None
 
     def on_mount(self) -> None:
         # what the app knew before this header existed (remote or embedded, the URL)
@@ -83,10 +86,15 @@ class StatusHeader(Static):
         for state in ("starting", "connected", "disconnected", "failed"):
             self.set_class(info.state == state, f"-{state}")
         self.set_class(info.read_only, "-read-only")
-        self.update(self._render_info(info))
+        self._show(self._render_info(info))
 
     def on_resize(self, event: events.Resize) -> None:
-        self.update(self._render_info(self.info))
+        self._show(self._render_info(self.info))
+
+    def _show(self, text: Text) -> None:
+        if text != self._text:  # (the API counters move every second; the line does not)
+            self._text = text
+            self.update(text, layout=False)
 
     def _render_info(self, info: HeaderInfo) -> Text:
         width = max(20, self.size.width or 200)

@@ -10,7 +10,7 @@ import gc
 
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from rich.text import Text
@@ -26,10 +26,11 @@ from ...client import ConsumerSummary, NatsError, StreamSummary
 from ...format import fmt_duration, sparkline
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
+from ...widgets.settle import update_static
 from ...widgets.chart import WINDOWS, ConsumerRates, StreamRates, rates_view
 from ...widgets.ruler import StreamRuler, delivery_log, lane_for, legend_text, note_incarnations
 from ..base import LivePane
-from .detail import consumer_info, raw_json
+from .detail import ago, consumer_info, raw_json
 from .form import ConsumerForm
 from ...history import NS
 from .travel import Scrub, default_report_path, export_report, lane_of, monotonic_at, rates_until, marker, now_ns, past_details, past_row, step_target
@@ -366,13 +367,20 @@ class ConsumersPane(LivePane):
             text = f"{marker(self.travel_t, now_ns(), stable)} · [ ] 1 s · {{ }} events · E export"
         else:
             table = self.query_one(LiveTable)
-            more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+            # the sizes as the pane was last shown (a poll answered just after the
+            # pane was hidden would measure a table 0 wide: a line of fewer keys,
+            # and a layout to put them back when the pane is shown again)
+            if table.scrollable_content_region.width and label.size.width:
+                self._status_room = (table.virtual_size.width > table.scrollable_content_region.width,
+                                     label.size.width)
+            wider, width = self._status_room
+            more = " · ← → more columns" if wider else ""
             keys = (["read-only", "f pull hand (watch only)", "[ back in time", "J raw JSON", "g rates"]
                     if self.read_only else
                     ["n new", "e edit", "f pull hand", "[ back in time", "space pause/resume", "d delete"])
             head = f"Consumers of {self.stream} ({len(self.consumers)}){more} — "
             # as many keys as fit on the line (the rest are in the footer and on ?)
-            room = (label.size.width or self.size.width or 80) - len(head)
+            room = (width or self.size.width or 80) - len(head)
             while len(keys) > 1 and len(" · ".join(keys)) > room:
                 keys.pop()
             text = head + " · ".join(keys)
@@ -392,11 +400,34 @@ class ConsumersPane(LivePane):
         # the charts keep their height from poll to poll: no new layout of the
         # screen (~15 ms, twice a second) unless what is shown changes shape
         shape = ("graph", c is None, config.content_region.width) if self._graph_shows(c) else None
-        config.update(self._config_text(c), layout=shape is None or shape != self._detail_shape)
+        if shape is not None:
+            config.update(self._config_text(c), layout=shape != self._detail_shape)
+            self._info_for = None
+        else:
+            # the details: drawn again only when what they say changes, with a
+            # layout only when they change height (widgets/settle.py)
+            info_for = self._info_key(c)
+            if info_for is None or info_for != self._info_for:
+                update_static(config, self._config_text(c))
+            self._info_for = info_for
         self._detail_shape = shape
         if key != self.selected and self.stream:
             self.selected = key
             self.post_message(self.Selected(self.stream, key, bool(c and c.pull)))
+
+    _info_for: tuple | None = None  # what the details were drawn from (consumer_info's inputs)
+    _status_room: tuple[bool, int] = (False, 0)  # (table wider than the pane, the status line's width) as last shown
+
+    def _info_key(self, c: ConsumerSummary | None) -> tuple | None:
+        """What ``consumer_info`` draws ``c`` from, None where that is not all
+        (the raw JSON, the past): the answer's time only through its "… ago"."""
+        if self.raw or self.travel_t is not None:
+            return None
+        if c is None:
+            return ("none",)
+        stable = getattr(self.app, "stable_display", False)
+        return (replace(c, server_time=None), c.config, c.cluster, stable, ago(c.last_delivery, c.server_time),
+                ago(c.last_ack, c.server_time))
 
     def _graph_shows(self, c: ConsumerSummary | None) -> bool:
         return bool(self.graph and self.stream and (c is None or c.name in self._history))

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ...format import fmt_bytes, fmt_duration
+from ...widgets.settle import update_static
 from ..cluster import cluster_table
 
 if TYPE_CHECKING:
@@ -39,19 +40,29 @@ class StreamInfoView(Static):
     DEFAULT_CSS = "StreamInfoView.-stale { color: $text-disabled; text-style: dim; }"
 
     _shown = None  # what show() drew last, for mark_stale
+    _shown_for: tuple | None = None  # what it was drawn from
 
     def mark_stale(self, age: float) -> None:
         """The last info could not be refreshed: what it says, dimmed, under how old it is."""
         if self._shown is None:
             return
         self.add_class("-stale")
+        self._shown_for = None
         self.update(Group(Text(f"as of {age:.0f}s ago: could not be refreshed", style="bold"), self._shown))
 
     def show(self, stream: StreamSummary | None, *, stable: bool = False, raw: bool = False) -> None:
+        # called on every poll of the streams pane (once a second) and on every
+        # j/k: the same stream as drawn is not drawn again, and new figures of
+        # the same height do not lay the screen out again (widgets/settle.py)
+        shown_for = (stream, None if stream is None else (stream.config, stream.state, stream.cluster, stream.raw
+                                                           if raw else None), stable, raw)
+        if shown_for == self._shown_for:
+            return
+        self._shown_for = shown_for
         self.remove_class("-stale")
         shown = self._render_info(stream, stable=stable, raw=raw)
         self._shown = shown if stream is not None else None
-        self.update(shown)
+        update_static(self, shown)
 
     def _render_info(self, stream: StreamSummary | None, *, stable: bool = False, raw: bool = False):
         if stream is None:

@@ -14,14 +14,13 @@ from textual.widgets import DataTable, Label, TabbedContent, TabPane
 
 from ...client import NatsError
 from ...format import fmt_bytes, fmt_count
-from ...widgets.confirm import ConfirmDialog
 from ...widgets.deferred import Deferred
 from ...widgets.live_table import LiveTable
 from ..base import LivePane
-from .browser import MessageBrowser
 from .detail import StreamInfoView
 
 if TYPE_CHECKING:
+    from .browser import MessageBrowser
     from ...client import StreamSummary
 
 # the stream form and the purge dialog are imported when first opened (first paint)
@@ -33,6 +32,12 @@ COLUMNS = [
     ("First seq", "first"), ("Last seq", "last"), ("Consumers", "consumers"),
     ("Storage", "storage"), ("Retention", "retention"),
 ]
+
+
+def _message_browser():
+    from .browser import MessageBrowser
+
+    return MessageBrowser(id="browser")
 
 
 def stream_row(s: StreamSummary) -> tuple:
@@ -75,6 +80,8 @@ class StreamsPane(LivePane):
 
         stream: str | None
 
+    _more = False  # the table is wider than the pane (as last shown)
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self.streams: dict[str, StreamSummary] = {}
@@ -93,7 +100,8 @@ class StreamsPane(LivePane):
             with TabPane("Messages", id="stream-messages-tab"):
                 # hidden at first: mounted right after the first frame
                 # (MainScreen.mount_hidden_areas) or when first shown
-                yield Deferred(lambda: MessageBrowser(id="browser"), id="browser-holder")
+                # (its module, the message kinds and schedules, is imported after the first frame)
+                yield Deferred(_message_browser, id="browser-holder")
 
     def on_resize(self, event) -> None:
         self.set_class(self.app.size.height < 30, "-short")
@@ -108,8 +116,8 @@ class StreamsPane(LivePane):
         mounting = self.query_one("#browser-holder", Deferred).materialize()
         if mounting is not None:
             await mounting
-            self.query_one(MessageBrowser).stream = self.selected
-        return self.query_one(MessageBrowser)
+            self.query_one("MessageBrowser").stream = self.selected
+        return self.query_one("MessageBrowser")
 
     @on(TabbedContent.TabActivated, "#stream-detail")
     async def detail_tab_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -145,7 +153,11 @@ class StreamsPane(LivePane):
         self.streams = {s.name: s for s in sorted(event.streams, key=lambda s: s.name)}
         table.sync({name: stream_row(s) for name, s in self.streams.items()})
         # a narrow terminal cuts the last columns: the table scrolls sideways, and says so
-        more = " · ← → more columns" if table.virtual_size.width > table.scrollable_content_region.width else ""
+        # (as of the last time it was shown: a poll answered just after the pane was
+        # hidden would say it of a table 0 wide, and showing it again cost a layout)
+        if table.scrollable_content_region.width:
+            self._more = table.virtual_size.width > table.scrollable_content_region.width
+        more = " · ← → more columns" if self._more else ""
         if self.read_only:  # only what works: browsing
             text = (f"Streams ({len(self.streams)}){more} — m messages · i info · J raw JSON · read-only"
                     if self.streams else "No streams yet (read-only: none can be created here)")
@@ -160,7 +172,7 @@ class StreamsPane(LivePane):
         self._selection_changed()
         shown = self.streams.get(self.selected or "")
         if shown is not None:
-            for browser in self.query(MessageBrowser):
+            for browser in self.query("MessageBrowser"):
                 browser.follow(shown.first_seq, shown.last_seq)
 
     @on(DataTable.RowHighlighted, "#streams-table")
@@ -174,7 +186,7 @@ class StreamsPane(LivePane):
         self.query_one(StreamInfoView).show(self.streams.get(key) if key else None, stable=stable, raw=self.raw)
         if key != self.selected:
             self.selected = key
-            for browser in self.query(MessageBrowser):
+            for browser in self.query("MessageBrowser"):
                 browser.stream = key
             self.post_message(self.Selected(key))
 
@@ -216,7 +228,7 @@ class StreamsPane(LivePane):
             if purged is not None:
                 self.app.notify(f"Purged {purged} messages from {self.selected}")
                 self.schedule_poll(0.01)
-                for browser in self.query(MessageBrowser):
+                for browser in self.query("MessageBrowser"):
                     browser.load()
 
         from .purge import PurgeDialog
@@ -231,6 +243,8 @@ class StreamsPane(LivePane):
         def done(yes: bool | None) -> None:
             if yes:
                 self.delete_stream(name)
+
+        from ...widgets.confirm import ConfirmDialog
 
         self.app.push_screen(ConfirmDialog(f"Delete stream {name} and all its messages and consumers?"), done)
 
