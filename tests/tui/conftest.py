@@ -247,7 +247,12 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 15.0, 
         except NoMatches as e:
             missing = e
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}" + (f" (still: {missing})" if missing else "")) from missing
+    try:  # what the terminal showed, for the report: a timeout says what was there instead
+        seen = "\n" + screen_text(pilot.app)
+    except Exception as e:  # noqa: BLE001 - the report must still say what timed out
+        seen = f" (the screen could not be read: {e!r})"
+    raise AssertionError(f"timed out waiting for {what}" + (f" (still: {missing})" if missing else "")
+                         + "; the screen:" + seen) from missing
 
 
 async def click_shown(pilot, selector: str) -> None:
