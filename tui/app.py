@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.reactive import reactive
@@ -56,6 +56,14 @@ class NatslabApp(App):
 
     # Bumped on every (re)connect so panes can re-subscribe.
     client_generation: reactive[int] = reactive(0)
+    # Keys pressed and clicks made so far: a widget that took the focus for the
+    # user (the tour after it pointed at a pane) keeps it until the next one.
+    user_inputs = 0
+
+    async def on_event(self, event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown)) and not event.is_forwarded:
+            self.user_inputs += 1
+        await super().on_event(event)
 
     def __init__(
         self,

@@ -210,3 +210,36 @@ async def test_read_only_the_tour_explains_and_creates_nothing(make_app, outside
 async def _stream_names(js):
     for s in await js.streams_info():
         yield s.config.name
+
+
+async def test_the_tour_keeps_its_keys_until_the_user_moves_the_focus(make_app, user_data):
+    """After the tour pointed at a pane, a focus the pane takes for itself (as
+    a pane mounting late on a busy machine does) goes back to the tour however
+    long it took: the tour's keys (enter, l) stay live. A key the user presses
+    (tab) moves the focus for good."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("T")
+        await wait_for(pilot, lambda: len(app.screen.query("#tour")) == 1, what="tour panel")
+        panel = app.screen.query_one("#tour")
+        await run_step(app, pilot, panel, 1)
+        streams = app.main_screen.pane("streams")
+        await wait_for(pilot, lambda: app.main_screen.active_area == "streams" and app.focused is panel,
+                       what="the tour pointing at the streams pane, with the keys")
+        ticks: list[int] = []
+        poll = streams.poll
+
+        def counted_poll():
+            ticks.append(1)
+            return poll()
+        streams.poll = counted_poll
+        # past two of the pane's polls (1 s apart): longer than a hold by the clock would last
+        await wait_for(pilot, lambda: len(ticks) >= 2, what="two polls of the streams pane")
+        app.main_screen.focus_pane(streams)  # the pane takes the focus, late
+        await wait_for(pilot, lambda: app.focused is panel, what="the focus back on the tour")
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: app.focused is not panel, what="the focus where the user moved it")
+        seen = len(ticks)
+        await wait_for(pilot, lambda: len(ticks) > seen, what="one more poll")
+        assert app.focused is not panel  # it stayed where the user put it

@@ -8,7 +8,6 @@ walkthrough's, and switches to the pane and cells that changed.
 
 from __future__ import annotations
 
-import time
 
 from textual import work
 from textual.app import ComposeResult
@@ -61,19 +60,21 @@ class TourPanel(Vertical):
             yield Static("", id="tour-says")
         yield Label("", id="tour-keys")
 
-    HOLD_FOCUS = 1.0  # seconds after a look in which the pane shown does not keep the keys
 
     def on_mount(self) -> None:
         self.steps = steps_for(self.app)
         self.run_ctx = Run(self.app, self.timing, self._progress, self.show_place)
-        self._hold_focus_until = 0.0
+        self._hold_focus_at: int | None = None  # the user's input count when a look took the focus
         self.watch(self.screen, "focused", self._focus_moved, init=False)
         self.show_step()
 
     def _focus_moved(self, focused) -> None:
         # A tab shown by the tour focuses its pane (MainScreen.tab_activated);
-        # the tour's keys stay with the panel right after it pointed somewhere.
-        if focused is not self and self.display and time.monotonic() < self._hold_focus_until:
+        # the tour's keys stay with the panel after it pointed somewhere, until
+        # the user presses a key or clicks (however long the pane takes to mount
+        # and focus itself: on a busy machine that was more than a second).
+        if (focused is not self and self.display and self._hold_focus_at is not None
+                and self._hold_focus_at == getattr(self.app, "user_inputs", 0)):
             self.call_later(self.focus)
         self._show_keys(focused is self)
 
@@ -269,7 +270,7 @@ class TourPanel(Vertical):
             app.action_tab(where.area)
         if where.area in TABLES and where.cells:
             self._point(where)
-        self._hold_focus_until = time.monotonic() + self.HOLD_FOCUS
+        self._hold_focus_at = getattr(self.app, "user_inputs", 0)
         self.focus()
 
     def _point(self, where: Look) -> None:
