@@ -88,6 +88,9 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 if not isinstance(v, dict):
                     placed.append(f"{at(spec, k)}Expected permissions to be a map/struct, got {v}")
                     continue
+                from .confcheck import permissions_problems
+
+                placed += permissions_problems(v) if hasattr(v, "where") else []
                 default_perms = v
                 continue
             if key == "limits":
@@ -113,12 +116,16 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 placed.append(f"{at(spec, k)}{key.capitalize()} should be an array, got {go_type(v)}")
                 continue
             entries = [x for x in v if isinstance(x, dict)]
-            if key == "users":  # (parseUserPermissions: a user's permissions are a map, at the key)
-                for u in list(entries):
-                    p = u.get("permissions")
-                    if p is not None and not isinstance(p, dict):
-                        placed.append(f"{at(u, 'permissions')}Expected permissions to be a map/struct, got {p}")
-                        entries.remove(u)
+            if key == "users":  # (parseUsers: each entry's problems at their places)
+                from .confcheck import user_problems
+
+                placed += user_problems(v)
+                entries = [u for u in entries if u.get("permissions") is None or isinstance(u["permissions"], dict)]
+            else:  # (parseExportStreamOrService, parseImportStreamOrService: an entry is a map, at the entry)
+                from .conf import go_type, item_where
+
+                placed += [f"{item_where(v, i, at(spec, k).rstrip(': '))}: {key[:-1].capitalize()} Items should be a "
+                           f"map with type entry, got {go_type(x)}" for i, x in enumerate(v) if not isinstance(x, dict)]
             for x in entries if key in ("imports", "exports") else ():
                 _entry_types(x, placed, at)
             if key == "imports":  # (parseImportStreamOrService: a bad entry is refused at its kind's key)
@@ -168,6 +175,13 @@ def _entry_types(entry, placed: list[str], at) -> None:
         want = {"accounts": (list, "[]interface {}"), "prefix": (str, "string"), "to": (str, "string")}.get(low)
         if want is not None and not isinstance(v, want[0]):
             placed.append(f"{at(entry, key)}interface conversion: interface {{}} is {go_type(v)}, not {want[1]}")
+            del entry[key]
+        elif low == "accounts" and not all(isinstance(n, str) for n in v):  # (mv.(string): at the element)
+            from .conf import element_error
+
+            i = next(i for i, n in enumerate(v) if not isinstance(n, str))
+            placed.append(str(element_error(v, i, f"interface conversion: interface {{}} is {go_type(v[i])}, "
+                                                  "not string")))
             del entry[key]
 
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, go_duration, go_type, parse_duration, parse_file
+from .conf import ConfigError, ConfMap, go_duration, go_type, go_value, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .flags import USAGE, UsageError, early_listener_fits, parse_args  # noqa: F401 (their home is flags.py)
 from .server import NATS_VERSION, Server, ServerOptions
@@ -111,63 +111,6 @@ _INT_KEYS = ("port", "max_payload", "max_pending", "max_connections", "ping_max"
              "max_sub_tokens", "max_closed_clients")
 _BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "allow_non_tls",
               "trace_verbose", "trace_headers", "no_header_support")
-
-
-def _valid_subject(s: str) -> bool:
-    """nats-server's IsValidSubject (what a permission may name)."""
-    if not s:
-        return False
-    tokens = s.split(".")
-    for i, t in enumerate(tokens):
-        if not t or any(c in t for c in " \t\n\r\f") or (t == ">" and i != len(tokens) - 1):
-            return False
-    return True
-
-
-def _perm_subjects_problem(v, queue: bool) -> str | None:
-    """parsePermSubjects: a subject or a list of them, each valid (for
-    subscribe also "subject queue")."""
-    if isinstance(v, str):
-        subjects = [v]
-    elif isinstance(v, list):
-        if not all(isinstance(x, str) for x in v):
-            return "Subject in permissions array cannot be cast to string"
-        subjects = v
-    else:
-        return f"Expected subject permissions to be a subject, or array of subjects, got {go_type(v)}"
-    for subj in subjects:
-        if _valid_subject(subj):
-            continue
-        parts = subj.split()
-        if not queue or len(parts) != 2 or not _valid_subject(parts[0]):
-            return f'subject "{parts[0] if queue and len(parts) == 2 else subj}" is not a valid subject'
-        if not _valid_subject(parts[1]):
-            return f'queue "{parts[1]}" is not a valid queue'
-    return None
-
-
-def _check_permissions(perms: ConfMap, problem) -> None:
-    """A user's publish/subscribe permissions, refused as nats-server refuses
-    them. Where nats-server names no place (a value given directly), neither
-    does this; a list element nats-server places at the element is placed
-    at its key here."""
-    for key in ("publish", "subscribe"):
-        v = perms.get(key)
-        if v is None:
-            continue
-        queue = key == "subscribe"
-        if isinstance(v, ConfMap):
-            for k in ("allow", "deny"):
-                if k in v:
-                    why = _perm_subjects_problem(v[k], queue)
-                    if why:
-                        raise problem(v, k, why)
-            continue
-        why = _perm_subjects_problem(v, queue)
-        if why:
-            if why.startswith("Subject in permissions array"):
-                raise problem(perms, key, why)
-            raise ConfigFileError(why)
 
 
 _BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's isBcrypt
@@ -361,6 +304,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 seen = set()
                 for u in a["users"] if isinstance(a["users"], list) else ():
                     name = u.get("user") if isinstance(u, dict) else None
+                    if name is None:  # (not a user entry, or an nkey's: its problem is its own)
+                        continue
                     if name in seen:
                         raise problem(c, "authorization", f'Duplicate user "{name}" detected')
                     seen.add(name)
@@ -372,25 +317,28 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 for key in ("password", "token"):
                     if isinstance(block.get(key), str) and _BCRYPT.match(block[key]):
                         raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
+            from .confcheck import permissions_problems, user_problems
+
+            # (parseUsers: every entry's problems at their places, all reported at once)
+            placed = user_problems(a["users"]) if isinstance(a.get("users"), list) else []
             for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
-                perms = u.get("permissions") if isinstance(u, ConfMap) else None
-                if perms is not None and not isinstance(perms, dict):  # (parseUserPermissions, at the key)
-                    raise problem(u, "permissions", f"Expected permissions to be a map/struct, got {perms}")
                 if isinstance(u, ConfMap) and u.get("nkey") is not None:
                     from . import nkeys
 
                     if not nkeys.is_user_key(str(u["nkey"])):
-                        raise problem(u, "nkey", "Not a valid public nkey for a user")
-                if isinstance(perms, ConfMap):
-                    _check_permissions(perms, problem)
+                        placed.append(str(problem(u, "nkey", "Not a valid public nkey for a user")))
+                        break  # (parseUsers returns there)
             default = a.get("default_permissions")
             if default is not None and not isinstance(default, dict):
-                raise problem(a, "default_permissions", f"Expected permissions to be a map/struct, got {default}")
+                placed.append(str(problem(a, "default_permissions",
+                                          f"Expected permissions to be a map/struct, got {go_value(default)}")))
             if isinstance(default, ConfMap):  # (applyDefaultPermissions: users without permissions of their own)
-                _check_permissions(default, problem)
+                placed += permissions_problems(default)
                 for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
                     if isinstance(u, ConfMap) and "permissions" not in u:
                         u["permissions"] = default
+            if placed:
+                raise ConfigFileError("\n".join(placed))
             o.user = a.get("user") or o.user
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token

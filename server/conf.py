@@ -27,6 +27,11 @@ class ConfigError(ValueError):
     pass
 
 
+class PlacedError(ConfigError):
+    """A config error already at its place (``file:line:col: what``), which
+    a caller placing errors at a key's place passes on as it is."""
+
+
 class ConfMap(dict):
     """A block (or the whole file): a dict, plus where each key was written,
     ``pos[key] = (line, column)`` as nats-server reports them, and
@@ -46,6 +51,44 @@ class ConfMap(dict):
         about it (``source``: the file's name when the block does not know it)."""
         line, col = self.pos.get(key, (0, 0))
         return f"{self.files.get(key) or self.file or source}:{line}:{col}"
+
+
+class ConfList(list):
+    """An array: a list, plus where each element was written, ``pos[i] =
+    (line, column)``, nats-server's place for an error about that element
+    (a string, number or variable at itself, a map at its closing brace, an
+    array at its closing bracket: parse.go's token of each), and ``file``,
+    the file the array was read from."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.pos: list[tuple[int, int]] = []
+        self.file = ""
+
+    def where(self, i: int, source: str = "") -> str:
+        """``file:line:col`` of element ``i``."""
+        line, col = self.pos[i] if 0 <= i < len(self.pos) else (0, 0)
+        return f"{self.file or source}:{line}:{col}"
+
+    def like(self, items) -> "ConfList":
+        """``items`` (as many, in the same order) placed as this array's elements."""
+        out = ConfList(items)
+        out.pos, out.file = list(self.pos), self.file
+        return out
+
+
+def element_error(array, i: int, what: str) -> ConfigError:
+    """``what`` (each of its lines) at element ``i`` of a config array (a
+    PlacedError), or unplaced where the list does not know its places."""
+    if isinstance(array, ConfList) and 0 <= i < len(array.pos):
+        return PlacedError("\n".join(f"{array.where(i)}: {line}" for line in what.split("\n")))
+    return ConfigError(what)
+
+
+def item_where(array, i: int, fallback: str = "") -> str:
+    """``file:line:col`` of element ``i`` of a config array, or ``fallback``
+    (the array's key) for a list that does not know its places."""
+    return array.where(i) if isinstance(array, ConfList) and i < len(array.pos) else fallback
 
 
 # -- the lexer (conf/lex.go) -------------------------------------------------------
@@ -901,9 +944,11 @@ class _Parser:
         self.ctx = self.ctxs[-1]
         return last
 
-    def set_value(self, val, file: str | None = None) -> None:
+    def set_value(self, val, file: str | None = None, at: tuple[int, int] = (0, 0)) -> None:
         if isinstance(self.ctx, list):
             self.ctx.append(val)
+            if isinstance(self.ctx, ConfList):
+                self.ctx.pos.append(at)
         elif isinstance(self.ctx, ConfMap):
             key, line, pos = self.keys.pop()
             self.ctx[key] = val
@@ -915,6 +960,7 @@ class _Parser:
 
     def process(self, it) -> None:
         typ, val, line, pos = it
+        at = (line, pos)  # (an array element's place: its own item's)
         if typ == ERROR:
             raise ConfigError(f"Parse error on line {line}: '{val}'")
         if typ == KEY:
@@ -924,9 +970,9 @@ class _Parser:
         elif typ == MAP_END:
             m = self.pop_context()
             m.end = (line, pos)  # (nats-server's place for an error about the map as a value)
-            self.set_value(m)
+            self.set_value(m, at=at)
         elif typ == STRING:
-            self.set_value(val)
+            self.set_value(val, at=at)
         elif typ == INTEGER:
             last = 0
             for r in val:
@@ -942,7 +988,7 @@ class _Parser:
             mult = _SIZES.get(val[last:].strip().lower())
             if mult is None:  # (parse.go sets nothing for a suffix it does not know; its key stays pushed)
                 return
-            self.set_value(_wrap64(num * mult))
+            self.set_value(_wrap64(num * mult), at=at)
         elif typ == FLOAT:
             try:
                 f = float(val)
@@ -950,13 +996,13 @@ class _Parser:
                 raise ConfigError(f"expected float, but got '{val}'") from None
             if f in (float("inf"), float("-inf")):
                 raise ConfigError(f"float '{val}' is out of the range")
-            self.set_value(f)
+            self.set_value(f, at=at)
         elif typ == BOOL:
             low = val.lower()
             if low in ("true", "yes", "on"):
-                self.set_value(True)
+                self.set_value(True, at=at)
             elif low in ("false", "no", "off"):
-                self.set_value(False)
+                self.set_value(False, at=at)
             else:
                 raise ConfigError(f"expected boolean value, but got '{val}'")
         elif typ == DATETIME:
@@ -966,18 +1012,20 @@ class _Parser:
                 dt = datetime.datetime.strptime(val, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
             except ValueError:
                 raise ConfigError(f"expected Zulu formatted DateTime, but got '{val}'") from None
-            self.set_value(dt)
+            self.set_value(dt, at=at)
         elif typ == ARRAY_START:
-            self.push_context([])
+            array = ConfList()
+            array.file = self.fp
+            self.push_context(array)
         elif typ == ARRAY_END:
             array = self.ctx
             self.pop_context()
-            self.set_value(array)
+            self.set_value(array, at=at)
         elif typ == VARIABLE:
             found, value = self.lookup_variable(val, line)
             if not found:
                 raise ConfigError(f"variable reference for '{val}' on line {line} can not be found")
-            self.set_value(value)
+            self.set_value(value, at=at)
         elif typ == INCLUDE:
             # filepath.Join(dir, val): an absolute val is joined too, as Go does
             path = os.path.normpath("/".join(x for x in (self.dir, val) if x))
@@ -1094,3 +1142,17 @@ def go_type(v) -> str:
     if isinstance(v, list):
         return "[]interface {}"
     return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__
+
+
+def go_value(v) -> str:
+    """Go's %v of a config value (``5``, ``abc``, ``true``, ``[a b]``,
+    ``map[a:1]``), as nats-server's errors show it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() and abs(v) < 1e21 else repr(v)
+    if isinstance(v, list):
+        return "[" + " ".join(go_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "map[" + " ".join(f"{k}:{go_value(x)}" for k, x in sorted(v.items())) + "]"
+    return str(v)

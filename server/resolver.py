@@ -145,6 +145,10 @@ def configure(o, c) -> None:
     res_keys = [k for k in c if k in RESOLVER_KEYS]
 
     def at(key: str, e) -> ConfigError:  # (an error nats-server's option parsing gives at the key)
+        from .conf import PlacedError
+
+        if isinstance(e, PlacedError):  # (already at its element)
+            return e
         return ConfigError(f"{c.where(key)}: {e}" if hasattr(c, "where") else str(e))
 
     try:
@@ -155,8 +159,9 @@ def configure(o, c) -> None:
     for k in keys:  # (read as the file is parsed, whatever else it says)
         v = c[k]
         for item in v if isinstance(v, list) else [v]:
-            if not isinstance(item, str):
-                raise at(k, f"error parsing operators: unsupported type {go_type(item)}")
+            if not isinstance(item, str):  # (an element is a *conf.token to nats-server's check)
+                raise at(k, f"error parsing operators: unsupported type "
+                            f"{'*conf.token where string is expected' if isinstance(v, list) else go_type(item)}")
             try:
                 ops.append(_read_jwt(item))
             except ConfigError as e:
@@ -516,9 +521,11 @@ def _key_list(v, what: str) -> list[str]:
         return [v]
     if not isinstance(v, list):
         raise ConfigError(f"error parsing {what}: unsupported type {go_type(v)}")
-    for item in v:
-        if not isinstance(item, str):
-            raise ConfigError(f"error parsing {what}: unsupported type in array {go_type(item)}")
+    from .conf import element_error
+
+    for i, item in enumerate(v):
+        if not isinstance(item, str):  # (at the element)
+            raise element_error(v, i, f"error parsing {what}: unsupported type in array {go_type(item)}")
     return list(v)
 
 
@@ -539,8 +546,10 @@ def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
 def _trusted_keys(v) -> list[str]:
     """trusted / trusted_keys (an operator key or a list of them), checked as
     nats-server checks them."""
+    from .conf import element_error
+
     keys = _key_list(v, "trusted")
-    for key in keys:
-        if not jwt.is_key(key, "O"):
-            raise ConfigError(f'trust key "{key}" required to be a valid public operator nkey')
+    bad = [f'trust key "{key}" required to be a valid public operator nkey' for key in keys if not jwt.is_key(key, "O")]
+    if bad:  # (every one, at nats-server's token then: the list's last element's)
+        raise element_error(v, len(v) - 1, "\n".join(bad)) if isinstance(v, list) else ConfigError("\n".join(bad))
     return keys

@@ -99,7 +99,7 @@ def parse_websocket_block(block) -> WebsocketOptions:
     it (every problem at its key, all at once: a value of the wrong Go type
     is its panic's ``interface conversion``), then checked as its
     validateWebsocketOptions checks it (those errors have no place)."""
-    from .conf import go_duration, go_type
+    from .conf import element_error, go_duration, go_type
 
     w = WebsocketOptions()
     problems: list[str] = []
@@ -152,9 +152,10 @@ def parse_websocket_block(block) -> WebsocketOptions:
             if items is None:
                 at(block, key, f"error parsing allowed origins: unsupported type {go_type(v)}")
                 continue
-            for x in items:
-                if not isinstance(x, str):
-                    at(block, key, f"error parsing allowed origins: unsupported type in array {go_type(x)}")
+            for i, x in enumerate(items):
+                if not isinstance(x, str):  # (parseStringArray: at the element)
+                    problems.append(str(element_error(items, i, f"error parsing allowed origins: unsupported type "
+                                                                f"in array {go_type(x)}")))
             w.allowed_origins = [x for x in items if isinstance(x, str)]
         elif k == "handshake_timeout":
             if isinstance(v, int) and not isinstance(v, bool):

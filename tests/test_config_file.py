@@ -216,6 +216,101 @@ BAD = {
 }
 
 
+# a bad value inside an array: nats-server places it at the element (a string or number at
+# itself, a map at its closing brace, an array at its closing bracket), not at the array's key
+BAD_ELEMENTS = {
+    "user-entry-int": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b}\n    5\n  ]\n}\n",
+                       {"c.conf:5:5: Expected user entry to be a map/struct, got 5"}),
+    "user-entry-string": ('port: 1\nauthorization {\n  users: [\n    "abc"\n    true\n  ]\n}\n',
+                          {"c.conf:4:6: Expected user entry to be a map/struct, got abc",
+                           "c.conf:5:5: Expected user entry to be a map/struct, got true"}),
+    "account-user-entry": ("port: 1\naccounts {\n  A {\n    users: [\n      5\n    ]\n  }\n}\n",
+                           {"c.conf:5:7: Expected user entry to be a map/struct, got 5"}),
+    "export-entry": ("port: 1\naccounts {\n  A {\n    exports: [\n      5\n    ]\n  }\n}\n",
+                     {"c.conf:5:7: Export Items should be a map with type entry, got int64"}),
+    "import-entry": ("port: 1\naccounts {\n  A { exports: [ {stream: foo} ] }\n  B {\n    imports: [\n"
+                     "      {stream: {account: A, subject: foo}}\n      \"x\"\n    ]\n  }\n}\n",
+                     {"c.conf:7:8: Import Items should be a map with type entry, got string"}),
+    "export-accounts-element": ("port: 1\naccounts {\n  A {\n    exports: [\n      {stream: foo, accounts: [B,\n"
+                                "        5 ] }\n    ]\n  }\n  B {}\n}\n",
+                                {"c.conf:6:9: interface conversion: interface {} is int64, not string"}),
+    "publish-element": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, permissions: {publish: [\"a\",\n"
+                        "       5 ] } }\n  ]\n}\n", {"c.conf:5:8: Subject in permissions array cannot be cast to string"}),
+    "allow-element": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, permissions: {publish: "
+                      "{allow: [\"a\",\n       5 ] } } }\n  ]\n}\n",
+                      {"c.conf:5:8: Subject in permissions array cannot be cast to string"}),
+    "publish-element-variable": ("port: 1\nX: 5\nauthorization {\n  users: [\n    {user: a, password: b, permissions: "
+                                 "{publish: [\"a\",\n       $X ] } }\n  ]\n}\n",
+                                 {"c.conf:6:9: Subject in permissions array cannot be cast to string"}),
+    # (a map in a list of subjects is no permission block: its keys are not checked)
+    "publish-element-map": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, permissions: {publish: "
+                            "[\"a\",\n       { x: 1 } ] } }\n  ]\n}\n",
+                            {"c.conf:5:16: Subject in permissions array cannot be cast to string"}),
+    "default-permissions-element": ("port: 1\nauthorization {\n  default_permissions: {subscribe: [\"a\",\n       5 ] }\n"
+                                    "  users: [ {user: a, password: b} ]\n}\n",
+                                    {"c.conf:4:8: Subject in permissions array cannot be cast to string"}),
+    "account-default-permissions-element": ("port: 1\naccounts {\n  A {\n    default_permissions: {subscribe: [\"a\",\n"
+                                            "       5 ] }\n  }\n}\n",
+                                            {"c.conf:5:8: Subject in permissions array cannot be cast to string"}),
+    "account-user-publish-element": ("port: 1\naccounts {\n  A {\n    users: [\n      {user: a, password: b, permissions: "
+                                     "{publish: [\"x\",\n         5 ] } }\n    ]\n  }\n}\n",
+                                     {"c.conf:6:10: Subject in permissions array cannot be cast to string"}),
+    "connection-types-element": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, "
+                                 "allowed_connection_types: [\"STANDARD\",\n       5 ] }\n  ]\n}\n",
+                                 {"c.conf:5:8: error parsing allowed connection types: unsupported type in array int64"}),
+    # (an unknown type is at the key, also in an account, and also with -t)
+    "account-connection-types": ("port: 1\naccounts {\n  A {\n    users: [\n      {user: a, password: b, "
+                                 "allowed_connection_types: [\"STANDARD\",\n         \"BOGUS\" ] }\n    ]\n  }\n}\n",
+                                 {'c.conf:5:30: invalid connection types ["BOGUS"]'}),
+    "cipher-suites-element": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  cipher_suites: [\n"
+                              "    \"TLS_AES_128_GCM_SHA256\"\n    \"BOGUS\"\n  ]\n}\n",
+                              {"c.conf:7:6: unrecognized cipher BOGUS"}),
+    "cipher-suites-element-type": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  cipher_suites: [\n"
+                                   "    \"TLS_AES_128_GCM_SHA256\"\n    5\n  ]\n}\n",
+                                   {"c.conf:7:5: interface conversion: interface {} is int64, not string"}),
+    "cipher-suites-string": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n"
+                             "  cipher_suites: \"TLS_AES_128_GCM_SHA256\"\n}\n",
+                             {"c.conf:5:3: interface conversion: interface {} is string, not []interface {}"}),
+    "curve-preferences-element": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n"
+                                  "  curve_preferences: [\n    \"CurveP256\"\n    \"BOGUS\"\n  ]\n}\n",
+                                  {"c.conf:7:6: unrecognized curve preference BOGUS"}),
+    "pinned-certs-element": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  pinned_certs: [\n"
+                             "    \"abc\"\n  ]\n}\n",
+                             {"c.conf:6:6: error parsing tls config, 'pinned_certs' key abc does not look like "
+                              "hex-encoded sha256 of DER encoded SubjectPublicKeyInfo"}),
+    "websocket-cipher-suites-element": ("port: 1\nwebsocket {\n  port: -1\n  tls {\n    cert_file: /nonexistent\n"
+                                        "    key_file: /nonexistent\n    cipher_suites: [\n"
+                                        "      \"TLS_AES_128_GCM_SHA256\"\n      \"BOGUS\"\n    ]\n  }\n}\n",
+                                        {"c.conf:9:8: unrecognized cipher BOGUS"}),
+    "allowed-origins-element": ("port: 1\nwebsocket {\n  port: -1\n  no_tls: true\n  allowed_origins: [\n"
+                                "    \"http://a\"\n    5\n  ]\n}\n",
+                                {"c.conf:7:5: error parsing allowed origins: unsupported type in array int64"}),
+    "trusted-element-type": ("port: 1\ntrusted: [\n  5\n]\n",
+                             {"c.conf:3:3: error parsing trusted: unsupported type in array int64"}),
+    # (each bad key at the list's last element: nats-server's token after its loop)
+    "trusted-keys": ('port: 1\ntrusted: [\n  "BAD"\n  "BAD2"\n]\n',
+                     {'c.conf:4:4: trust key "BAD" required to be a valid public operator nkey',
+                      'c.conf:4:4: trust key "BAD2" required to be a valid public operator nkey'}),
+    "operator-element-type": ("port: 1\noperator: [\n  5\n]\n",
+                              {"c.conf:2:1: error parsing operators: unsupported type *conf.token where string is expected"}),
+    "mapping-element": ("port: 1\nmappings {\n  foo: [\n    {destination: bar, weight: 50}\n    5\n  ]\n}\n",
+                        {"c.conf:5:5: Expected an entry for the mapping destination"}),
+    "account-mapping-element": ("port: 1\naccounts {\n  A {\n    mappings {\n      foo: [\n"
+                                "        {destination: bar, weight: 50}\n        5\n      ]\n    }\n  }\n}\n",
+                                {"c.conf:7:9: Expected an entry for the mapping destination"}),
+    "mapping-destination-type": ("port: 1\nmappings {\n  foo: [\n    {destination: bar, weight: 50}\n"
+                                 "    {destination: 5, weight: 20}\n  ]\n}\n",
+                                 {"c.conf:5:33: interface conversion: interface {} is int64, not string"}),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ELEMENTS))
+def test_bad_array_elements_are_placed_at_the_element(server_kind, tmp_path, case):
+    text, want = BAD_ELEMENTS[case]
+    (tmp_path / "c.conf").write_text(text)
+    assert refusal(server_kind, tmp_path / "c.conf") == (1, want)
+
+
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_files_fail_the_same(server_kind, tmp_path, case):
     files, want = BAD[case]
