@@ -20,7 +20,7 @@ from . import accounts
 from .conf import ConfigError, ConfMap, go_duration, go_type, go_value, parse_duration, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .flags import USAGE, UsageError, early_listener_fits, parse_args  # noqa: F401 (their home is flags.py)
-from .server import NATS_VERSION, Server, ServerOptions
+from .server import NATS_VERSION, Server, ServerOptions, StartFailed
 
 class ConfigFileError(Exception):
     """The configuration file cannot be used: the server does not start
@@ -354,7 +354,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     o.auth_timeout = parse_duration(t)
     with collect:
         if "store_dir" in c:
-            o.store_dir = str(c["store_dir"])
+            if not isinstance(c["store_dir"], str):  # (v.(string): nats-server's panic, at the key)
+                raise problem(c, "store_dir", f"interface conversion: interface {{}} is {go_type(c['store_dir'])}, "
+                                              "not string")
+            o.store_dir = c["store_dir"]
     with collect:
         if "tls" in c:
             from . import tls
@@ -443,7 +446,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     raise problem(js, "strict", f"Expected 'true' or 'false' for bool value, got '{js['strict']}'")
                 o.js_strict = js["strict"]
             if "store_dir" in js:
-                o.store_dir = str(js["store_dir"])
+                if not isinstance(js["store_dir"], str):  # (the panic, at the block's key)
+                    raise problem(c, "jetstream", f"interface conversion: interface {{}} is "
+                                                  f"{go_type(js['store_dir'])}, not string")
+                o.store_dir = js["store_dir"]
             for key, attr in (("max_memory_store", "js_max_memory"), ("max_file_store", "js_max_store")):
                 if key in js:
                     from .internal import jetstream
@@ -720,6 +726,8 @@ def _main(argv: list[str], listener) -> int:
         return asyncio.run(serve(opts, flags.get("pid"), listener))
     except ConfigError as e:  # e.g. a certificate that does not load
         print(f"natslab server: {e}", file=sys.stderr)
+        return 1
+    except StartFailed:  # (logged, as nats-server's fatal log line)
         return 1
     except OSError as e:
         logging.getLogger("natslab.server").critical("Error listening on port: %s", e)

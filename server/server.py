@@ -240,6 +240,14 @@ class Server:
         for s in self._tcp.sockets:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port = self._tcp.sockets[0].getsockname()[1]
+        if o.client_advertise:  # (nats-server's setInfoHostPort, once the port is known: fatal)
+            try:
+                advertised_host_port(o.client_advertise, self.port)
+            except ValueError as e:
+                log.critical("Error setting server INFO with ClientAdvertise value of %s, err=%s",
+                             o.client_advertise, e)
+                self._tcp.close()
+                raise StartFailed(str(e)) from None
         log.info("Listening for client connections on %s:%d", o.host, self.port)
         if self.tls_context is not None:
             log.info("TLS required for client connections")
@@ -521,15 +529,66 @@ def default_store_dir() -> Path:
     return Path(user_data_dir("natslab")) / "store"
 
 
+class StartFailed(Exception):
+    """The start failed, and said why in its log (nats-server's Fatalf):
+    the process ends with status 1 and nothing more."""
+
+
 def _advertised(spec: str, port: int) -> tuple[str, int]:
     """client_advertise as INFO's host and port (nats-server's parseHostPort:
-    the listen port when the value has none, or has 0 or -1)."""
-    host, sep, p = spec.rpartition(":")
-    if not sep or (host.count(":") and not host.startswith("[")):
-        host, p = spec, ""
-    host = host.strip("[]").strip()
+    the listen port when the value has none, or has 0 or -1); a value it
+    refuses (the start refuses it: ``cli``) keeps the host and port given."""
     try:
-        n = int(p.strip()) if p else port
+        return advertised_host_port(spec, port)
     except ValueError:
-        n = port
-    return host, port if n in (0, -1) else n
+        return spec, port
+
+
+def _split_host_port(hp: str) -> tuple[str, str]:
+    """Go's net.SplitHostPort, with its AddrError texts."""
+    def err(why: str):
+        return ValueError(f"address {hp}: {why}" if hp else why)
+
+    i = hp.rfind(":")
+    if i < 0:
+        raise err("missing port in address")
+    j = k = 0
+    if hp.startswith("["):
+        end = hp.find("]")
+        if end < 0:
+            raise err("missing ']' in address")
+        if end + 1 == len(hp):
+            raise err("missing port in address")
+        if end + 1 != i:
+            raise err("too many colons in address" if hp[end + 1] == ":" else "missing port in address")
+        host, j, k = hp[1:end], 1, end + 1
+    else:
+        host = hp[:i]
+        if ":" in host:
+            raise err("too many colons in address")
+    if "[" in hp[j:]:
+        raise err("unexpected '[' in address")
+    if "]" in hp[k:]:
+        raise err("unexpected ']' in address")
+    return host, hp[i + 1:]
+
+
+def advertised_host_port(spec: str, port: int) -> tuple[str, int]:
+    """nats-server's parseHostPort of client_advertise: (host, port), the
+    listen port when the value has none (or 0, -1); ValueError with the
+    text nats-server's start fails with."""
+    import re
+
+    try:
+        host, p = _split_host_port(spec)
+    except ValueError as e:
+        if "missing port" not in str(e):
+            raise
+        host, p = _split_host_port(f"{spec}:{port}")
+    q = p.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", q):
+        raise ValueError(f'strconv.Atoi: parsing "{q}": invalid syntax')
+    n = int(q)
+    if not -(1 << 63) <= n < (1 << 63):
+        raise ValueError(f'strconv.Atoi: parsing "{q}": value out of range')
+    return host.strip(), port if n in (0, -1) else n

@@ -206,6 +206,10 @@ BAD = {
                        "c.conf:3:53: interface conversion: interface {} is int64, not string"),
     "jetstream-limits-type": ({"c.conf": "port: 1\njetstream { limits: 5 }\n"},
                               "c.conf:2:13: Expected a map to define JetStreamLimits, got int64"),
+    "store-dir-type": ({"c.conf": "port: 1\nstore_dir: [a, b]\n"},
+                       "c.conf:2:1: interface conversion: interface {} is []interface {}, not string"),
+    "jetstream-store-dir-type": ({"c.conf": "port: 1\njetstream {\n  max_mem: 1G\n  store_dir: 5\n}\n"},
+                                 "c.conf:2:1: interface conversion: interface {} is int64, not string"),
     "jetstream-domain-type": ({"c.conf": "port: 1\njetstream { domain: 5 }\n"},
                               "c.conf:2:1: interface conversion: interface {} is int64, not string"),
     "user-nkey": ({"c.conf": "port: 1\nauthorization { users: [{nkey: UBAD}] }\n"},
@@ -812,3 +816,19 @@ async def test_ports_file_dir(server_kind, tmp_path):
     finally:
         srv.stop()
     assert list(d.iterdir()) == []
+
+
+@pytest.mark.parametrize("value,why", [
+    ("a:b:c", "address a:b:c: too many colons in address"),
+    ("host:abc", 'strconv.Atoi: parsing "abc": invalid syntax'),
+    ("[::1", "address [::1: missing ']' in address"),
+    ("x]:1", "address x]:1: unexpected ']' in address"),
+])
+def test_bad_client_advertise_stops_the_start(server_kind, tmp_path, value, why):
+    """A client_advertise nats-server's parseHostPort refuses passes -t and
+    stops the start, once the port is bound, with its fatal log line."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(f'listen: 127.0.0.1:{free_port()}\nclient_advertise: "{value}"\n')
+    r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
+    fatal = [ln.split("] ", 2)[-1] for ln in r.stderr.splitlines() if "[FTL]" in ln]
+    assert (r.returncode, fatal) == (1, [f"Error setting server INFO with ClientAdvertise value of {value}, err={why}"])
