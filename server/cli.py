@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, go_duration, go_type, go_value, parse_duration, parse_file
+from .conf import ConfigError, ConfMap, config_duration, go_type, go_value, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .flags import USAGE, UsageError, early_listener_fits, parse_args  # noqa: F401 (their home is flags.py)
 from .server import NATS_VERSION, Server, ServerOptions, StartFailed
@@ -124,6 +124,31 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         line, col = block.pos.get(key, (0, 0))
         return ConfigFileError(f"{path}:{line}:{col}: {what}")
 
+    def duration(block: ConfMap, key: str, error: str = "{}", numbers: tuple = (int,), wrong: str | None = None,
+                 at: tuple | None = None) -> float:
+        """``block[key]`` read as a duration (conf.config_duration), its
+        error at the key (or at ``at``: (block, key); (None, None): none)."""
+        try:
+            return config_duration(block[key], error, numbers, wrong)
+        except ConfigError as e:
+            where = at or (block, key)
+            raise (problem(*where, str(e)) if where[0] is not None else ConfigFileError(str(e))) from None
+
+    def string(block: ConfMap, key: str, at: tuple | None = None) -> str:
+        """``block[key]``, a string as nats-server's ``v.(string)`` takes it:
+        anything else its panic's error, at the key (or at ``at``)."""
+        v = block[key]
+        if not isinstance(v, str):
+            raise problem(*(at or (block, key)), f"interface conversion: interface {{}} is {go_type(v)}, not string")
+        return v
+
+    def parse_duration_warning(block: ConfMap, key: str) -> None:
+        """nats-server's parseDuration: a number of seconds is taken, with its warning."""
+        if key in block and not isinstance(block[key], str):
+            field = block.written.get(key, key)
+            warnings.append(str(problem(block, key, f'invalid use of field "{field}": {field} should be converted '
+                                                    "to a duration")))
+
     collect = _Collect(path, errors)
     bad: set[str] = set()  # keys whose value failed a check: not applied (no second complaint)
     for key in _INT_KEYS + _BOOL_KEYS:
@@ -140,24 +165,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         bad.add("server_name")
         errors.append(str(problem(c, "server_name", "server name cannot contain spaces")))
     for key in ("ping_interval", "write_deadline"):  # parseDuration: a Go duration, or seconds
-        if isinstance(c.get(key), str):
+        if key in c:
+            parse_duration_warning(c, key)
             try:
-                go_duration(c[key])
-            except ConfigError as e:
+                duration(c, key, f"error parsing {key}: {{}}")
+            except ConfigFileError as e:
                 bad.add(key)
-                errors.append(str(problem(c, key, f"error parsing {key}: {e}")))
-        elif key in c and key not in bad:  # a number of seconds: nats-server's warning
-            warnings.append(str(problem(c, key, f'invalid use of field "{key}": {key} should be converted '
-                                                f'to a duration')))
-    if isinstance(c.get("listen"), str):
-        h, sep, pt = c["listen"].rpartition(":")
-        if not sep:
-            bad.add("listen")
-            errors.append(str(problem(c, "listen", f'could not parse address string "{c["listen"]}"')))
-        elif not re.fullmatch(r"[+-]?[0-9]+", pt):
-            bad.add("listen")
-            errors.append(str(problem(c, "listen", f'could not parse port "{pt}"')))
-    for key in ("http", "https"):  # parseListen, as listen
+                errors.append(str(e))
+    for key in ("listen", "http", "https"):  # parseListen: a port, or host:port
         if isinstance(c.get(key), str):
             h, sep, pt = c[key].rpartition(":")
             if not sep:
@@ -166,11 +181,6 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             elif not re.fullmatch(r"[+-]?[0-9]+", pt):
                 bad.add(key)
                 errors.append(str(problem(c, key, f'could not parse port "{pt}"')))
-    for key in ("write_deadline",):  # a number of seconds is v.(int64): anything else its panic
-        v = c.get(key)
-        if key in c and not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, int)):
-            bad.add(key)
-            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not int64")))
     for key in bad:
         del c[key]
     with collect:
@@ -192,33 +202,24 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
-    with collect:
-        for key in ("https_port", "https"):  # (as http: a port, or host:port)
-            if key in c:
-                v = str(c[key])
-                if ":" in v:
-                    h, _, pt = v.rpartition(":")
-                    o.http_host, o.https_port = h or None, int(pt)
-                else:
-                    o.https_port = int(v)
-    with collect:
-        for key in ("http_port", "http"):
-            if key in c:
-                # nats-server takes a port, or "host:port" for http
-                v = str(c[key])
-                if ":" in v:
-                    h, _, pt = v.rpartition(":")
-                    o.http_host, o.http_port = h or None, int(pt)
-                else:
-                    o.http_port = int(v)
+    for attr, keys in (("https_port", ("https_port", "https")), ("http_port", ("http_port", "http"))):
+        with collect:
+            for key in keys:
+                if key in c:  # (a port, or "host:port")
+                    v = str(c[key])
+                    if ":" in v:
+                        h, _, pt = v.rpartition(":")
+                        o.http_host = h or None
+                        setattr(o, attr, int(pt))
+                    else:
+                        setattr(o, attr, int(v))
     with collect:
         for key in ("max_payload", "max_pending", "max_connections", "ping_max"):
             if key in c:
                 setattr(o, key, int(c[key]))
     with collect:
         if "ping_interval" in c:
-            v = c["ping_interval"]
-            o.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+            o.ping_interval = duration(c, "ping_interval")
     with collect:
         if "max_control_line" in c:
             o.max_control_line = int(c["max_control_line"])
@@ -246,24 +247,16 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 setattr(o, key, c[key])
     with collect:
         if "ports_file_dir" in c:
-            if not isinstance(c["ports_file_dir"], str):
-                raise problem(c, "ports_file_dir", f"interface conversion: interface {{}} is "
-                                                   f"{go_type(c['ports_file_dir'])}, not string")
-            o.ports_file_dir = c["ports_file_dir"]
+            o.ports_file_dir = string(c, "ports_file_dir")
     with collect:
         if "write_timeout" in c:  # (for clients "default" is "close")
-            v = c["write_timeout"]
-            if not isinstance(v, str):
-                raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {go_type(v)}, not string")
+            v = string(c, "write_timeout")
             if v not in ("default", "close", "retry"):
                 raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
             o.write_timeout_retry = v == "retry"
     with collect:
         if "client_advertise" in c:
-            if not isinstance(c["client_advertise"], str):
-                raise problem(c, "client_advertise", f"interface conversion: interface {{}} is "
-                                                     f"{go_type(c['client_advertise'])}, not string")
-            o.client_advertise = c["client_advertise"]
+            o.client_advertise = string(c, "client_advertise")
     with collect:
         if "server_tags" in c:
             v = c["server_tags"]
@@ -280,8 +273,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     o.server_tags.append(t)
     with collect:
         if "write_deadline" in c:
-            v = c["write_deadline"]
-            o.write_deadline = go_duration(v) if isinstance(v, str) else float(v)
+            o.write_deadline = duration(c, "write_deadline")
     with collect:
         if "authorization" in c:
             a = c["authorization"]
@@ -344,20 +336,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             o.token = a.get("token") or o.token
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
-                t = a["timeout"]
-                if isinstance(t, str):
-                    try:
-                        o.auth_timeout = go_duration(t)
-                    except ConfigError as e:
-                        raise problem(a, "timeout", f"error parsing authorization config, 'timeout' {e}") from None
-                else:
-                    o.auth_timeout = parse_duration(t)
+                o.auth_timeout = duration(a, "timeout", "error parsing authorization config, 'timeout' {}",
+                                          (int, float), "error parsing authorization config, 'timeout' wrong type")
+                if o.auth_timeout > 60:  # (nats-server's warning, with Go's %v and %f)
+                    t = a["timeout"]
+                    shown = go_value(t)
+                    warnings.append(str(problem(a, "timeout", f'invalid use of field "{a.written.get("timeout", "timeout")}"'
+                                                f": timeout of {shown} ({o.auth_timeout:f} seconds) is high, consider "
+                                                "keeping it under 60 seconds. possibly caused by unquoted duration; "
+                                                "use '1m' instead of 1m, for example")))
     with collect:
         if "store_dir" in c:
-            if not isinstance(c["store_dir"], str):  # (v.(string): nats-server's panic, at the key)
-                raise problem(c, "store_dir", f"interface conversion: interface {{}} is {go_type(c['store_dir'])}, "
-                                              "not string")
-            o.store_dir = c["store_dir"]
+            o.store_dir = string(c, "store_dir")
     with collect:
         if "tls" in c:
             from . import tls
@@ -398,27 +388,18 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             o.system_account = accounts.parse_system_account(c["system_account"], o)
     with collect:
         if "no_auth_user" in c:
-            if not isinstance(c["no_auth_user"], str):
-                raise problem(c, "no_auth_user", f"interface conversion: interface {{}} is "
-                                                 f"{go_type(c['no_auth_user'])}, not string")
-            o.no_auth_user = c["no_auth_user"]
+            o.no_auth_user = string(c, "no_auth_user")
     with collect:
         if "websocket" in c:
             from . import websocket
 
             if not isinstance(c["websocket"], dict):
                 raise problem(c, "websocket", f"Expected websocket to be a map, got {go_type(c['websocket'])}")
-            o.websocket = websocket.parse_websocket_block(c["websocket"])
+            o.websocket = websocket.parse_websocket_block(c["websocket"], warnings)
     for key in ("lame_duck_duration", "lame_duck_grace_period"):
         with collect:  # (each as nats-server: time.ParseDuration of a string, at the key)
             if key in c:
-                v = c[key]
-                if not isinstance(v, str):
-                    raise problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not string")
-                try:
-                    d = go_duration(v)
-                except ConfigError as e:
-                    raise problem(c, key, f"error parsing {key}: {e}") from None
+                d = duration(c, key, f"error parsing {key}: {{}}", numbers=())
                 if key == "lame_duck_duration" and d < MIN_LAME_DUCK_DURATION:
                     raise problem(c, key, f"invalid lame_duck_duration of {_go_dur(d)}, minimum is 30 seconds")
                 if d < 0:
@@ -446,10 +427,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     raise problem(js, "strict", f"Expected 'true' or 'false' for bool value, got '{js['strict']}'")
                 o.js_strict = js["strict"]
             if "store_dir" in js:
-                if not isinstance(js["store_dir"], str):  # (the panic, at the block's key)
-                    raise problem(c, "jetstream", f"interface conversion: interface {{}} is "
-                                                  f"{go_type(js['store_dir'])}, not string")
-                o.store_dir = js["store_dir"]
+                o.store_dir = string(js, "store_dir", at=(c, "jetstream"))  # (the panic: at the block's key)
             for key, attr in (("max_memory_store", "js_max_memory"), ("max_file_store", "js_max_store")):
                 if key in js:
                     from .internal import jetstream
@@ -474,9 +452,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 o.js_max_buffered_msgs = v
             if "limits" in js and not isinstance(js["limits"], dict):
                 raise problem(js, "limits", f"Expected a map to define JetStreamLimits, got {go_type(js['limits'])}")
-            if "domain" in js and not isinstance(js["domain"], str):  # (v.(string): the panic, at the block's key)
-                raise problem(c, "jetstream", f"interface conversion: interface {{}} is {go_type(js['domain'])}, "
-                                              "not string")
+            if "domain" in js:
+                string(js, "domain", at=(c, "jetstream"))
             if js.get("domain"):
                 from .internal import jetstream
 
@@ -485,13 +462,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if si is not None:
                 if str(si).lower() == "always":
                     o.sync_always = True
-                elif isinstance(si, str):
-                    try:
-                        o.sync_interval = go_duration(si)
-                    except ConfigError as e:
-                        raise problem(js, "sync_interval", f"error parsing sync_interval: {e}") from None
                 else:
-                    o.sync_interval = parse_duration(si)
+                    parse_duration_warning(js, "sync_interval")
+                    o.sync_interval = duration(js, "sync_interval",
+                                               f"error parsing {js.written.get('sync_interval', 'sync_interval')}: {{}}")
             batch = (js.get("limits") or {}).get("batch") or {}
             for key, v in batch.items():  # (nats-server's v.(int64) panics: at the jetstream key)
                 if key != "timeout" and (isinstance(v, bool) or not isinstance(v, int)):
@@ -500,8 +474,9 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                               ("max_inflight_total", "batch_max_inflight_total"), ("max_msgs", "batch_max_msgs")):
                 if int(batch.get(key) or 0) > 0:  # as in nats-server, 0 keeps the default
                     setattr(o, attr, int(batch[key]))
-            if batch.get("timeout"):
-                o.batch_timeout = parse_duration(batch["timeout"])
+            if batch.get("timeout"):  # (v.(string): the panic at the jetstream key; its parse error has no place)
+                o.batch_timeout = duration(batch, "timeout", numbers=(),
+                                           at=(None, None) if isinstance(batch["timeout"], str) else (c, "jetstream"))
         elif isinstance(js, str):
             # as nats-server: "enabled" / "disabled" (any case), or nothing
             if js.lower() not in ("enabled", "enable", "disabled", "disable"):

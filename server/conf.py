@@ -14,7 +14,7 @@ file); variables (``$VAR``: a key of this block or an enclosing one, else
 the environment); ``( ... )`` text blocks; Zulu datetimes. Positions are
 nats-server's own: ``(line, column)`` of each key, column 0-based on the
 first line and 1-based after it (lex.go counts from the last newline).
-Durations stay strings (``"2m"``); see ``parse_duration``.
+Durations stay strings (``"2m"``); see ``config_duration``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class ConfMap(dict):
         self.file = ""  # the file this block was read from
         self.used: set[str] = set()  # keys a $variable named (nats-server does not call those unknown)
         self.end = (0, 0)  # where the block ends (its closing brace), as nats-server places the map's token
+        self.written: dict[str, str] = {}  # a key renamed from an alias (confcheck): the key as the file wrote it
 
     def where(self, key: str, source: str = "") -> str:
         """``file:line:col`` of ``key``, nats-server's prefix of an error
@@ -1086,18 +1087,6 @@ def parse_file(fp: str) -> ConfMap:
         return parse_config(f.read(), fp)
 
 
-def parse_duration(v) -> float:
-    """Seconds from a Go-style duration ('2m', '1.5s', '500ms', '1h30m') or a number of seconds."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    s = str(v).strip()
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s)
-    if not parts or "".join(a + b for a, b in parts) != s:
-        raise ConfigError(f"invalid duration {v!r}")
-    return sum(float(a) * units[b] for a, b in parts)
-
-
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -1127,6 +1116,25 @@ def go_duration(s: str) -> float:
         total += num * _GO_UNITS[u]
         s = s[len(u):]
     return -total if neg else total
+
+
+def config_duration(v, error: str = "{}", numbers: tuple = (int,), wrong: str | None = None) -> float:
+    """Seconds from a duration in a config file, read as nats-server's
+    option parsers read one: a string is Go's time.ParseDuration (its error
+    given as ``error.format(e)``), a number of a type in ``numbers`` (int:
+    Go's int64, float: float64) is seconds, anything else is ``wrong``, by
+    default the interface conversion of Go's ``v.(int64)`` (``v.(string)``
+    when no number is taken). ConfigError, without a place: the caller
+    places it."""
+    if isinstance(v, str):
+        try:
+            return go_duration(v)
+        except ConfigError as e:
+            raise ConfigError(error.format(e)) from None
+    if isinstance(v, numbers) and not isinstance(v, bool):
+        return float(v)
+    raise ConfigError(wrong or f"interface conversion: interface {{}} is {go_type(v)}, "
+                               f"not {'int64' if int in numbers else 'string'}")
 
 
 def go_type(v) -> str:

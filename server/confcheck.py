@@ -15,7 +15,7 @@ apply, or raises ``ConfigError`` with every problem as
 
 from __future__ import annotations
 
-from .conf import ConfigError, ConfList, ConfMap, go_type, go_value, item_where
+from .conf import ConfigError, ConfList, ConfMap, config_duration, go_type, go_value, item_where
 
 UNKNOWN = 'unknown field "{}"'
 
@@ -230,6 +230,7 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
             name = key
         out[name] = value
         out.pos[name] = conf.pos.get(key, (0, 0))
+        out.written[name] = key
         if key in conf.files:
             out.files[name] = conf.files[key]
     return out
@@ -296,6 +297,25 @@ def permissions_problems(perms: ConfMap) -> list[str]:
         why = _perm_subjects_problem(v, queue, perms.where(key), False)
         if why:
             out.append(why)
+    for key in ("allow_responses", "publish_allow_responses"):  # (parseAllowResponses)
+        v = perms.get(key)
+        if v is None or isinstance(v, bool):
+            continue
+        if not isinstance(v, ConfMap):
+            out.append(f"{perms.where(key)}: error parsing response permissions, expected a boolean or a map")
+            continue
+        for k, x in v.items():
+            low = k.lower()
+            if low in ("max", "max_msgs", "max_messages", "max_responses"):
+                if isinstance(x, bool) or not isinstance(x, int):  # (v.(int64): the panic, at the key)
+                    out.append(f"{v.where(k)}: interface conversion: interface {{}} is {go_type(x)}, not int64")
+            elif low in ("expires", "expiration", "ttl"):
+                try:
+                    config_duration(x, "error parsing expires: {}", (), "error parsing expires, not a duration string")
+                except ConfigError as e:
+                    out.append(f"{v.where(k)}: {e}")
+            elif k not in v.used:
+                out.append(f'{v.where(k)}: Unknown field "{k}" parsing permissions')
     return out
 
 

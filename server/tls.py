@@ -24,7 +24,7 @@ from asyncio import sslproto
 from dataclasses import dataclass
 from pathlib import Path
 
-from .conf import ConfigError, PlacedError, element_error, go_type, parse_duration
+from .conf import ConfigError, PlacedError, config_duration, element_error, go_duration, go_type
 
 TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
 HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
@@ -297,10 +297,8 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
                 t.verify = t.verify or v
                 t.map = v
         elif k == "timeout":
-            try:
-                t.timeout = parse_duration(v)
-            except ConfigError:
-                raise ConfigError(f"error parsing tls config, 'timeout' wrong type") from None
+            t.timeout = config_duration(v, "error parsing tls config, 'timeout' {}", (int, float),
+                                        "error parsing tls config, 'timeout' wrong type")
         elif k in ("handshake_first", "first", "immediate"):
             if isinstance(v, bool):
                 t.handshake_first = v
@@ -310,12 +308,12 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
                 t.handshake_first, t.fallback = True, HANDSHAKE_FIRST_FALLBACK
             elif isinstance(v, str):
                 try:
-                    t.fallback = parse_duration(v)
+                    t.fallback = go_duration(v)
                 except ConfigError:
                     raise ConfigError(f'field "{key}"\'s value "{v}" is invalid') from None
                 t.handshake_first = True
             else:
-                raise ConfigError(f"field {key!r} should be a boolean or a string")
+                raise ConfigError(f'field "{key}" should be a boolean or a string, got {go_type(v)}')
         elif k == "allow_insecure_cipher_suites":
             if not isinstance(v, bool):
                 raise ConfigError("error parsing tls config, expected 'allow_insecure_cipher_suites' to be a boolean")

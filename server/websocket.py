@@ -94,12 +94,12 @@ _ORIGINS = ("allowed_origins", "allowed_origin", "allow_origins", "allow_origin"
 _COOKIES = {"jwt_cookie": "jwt", "user_cookie": "user", "pass_cookie": "pass", "token_cookie": "auth_token"}
 
 
-def parse_websocket_block(block) -> WebsocketOptions:
+def parse_websocket_block(block, warnings: list[str] | None = None) -> WebsocketOptions:
     """A ``websocket {}`` block, read as nats-server's parseWebsocket reads
     it (every problem at its key, all at once: a value of the wrong Go type
     is its panic's ``interface conversion``), then checked as its
     validateWebsocketOptions checks it (those errors have no place)."""
-    from .conf import element_error, go_duration, go_type
+    from .conf import config_duration, element_error, go_type
 
     w = WebsocketOptions()
     problems: list[str] = []
@@ -158,15 +158,11 @@ def parse_websocket_block(block) -> WebsocketOptions:
                                                                 f"in array {go_type(x)}")))
             w.allowed_origins = [x for x in items if isinstance(x, str)]
         elif k == "handshake_timeout":
-            if isinstance(v, int) and not isinstance(v, bool):
-                w.handshake_timeout = float(v)
-            elif isinstance(v, str):
-                try:
-                    w.handshake_timeout = go_duration(v)
-                except ConfigError as e:
-                    at(block, key, str(e))
-            else:
-                at(block, key, f"error parsing handshake timeout: unsupported type {go_type(v)}")
+            try:
+                w.handshake_timeout = config_duration(v, wrong=f"error parsing handshake timeout: unsupported type "
+                                                               f"{go_type(v)}")
+            except ConfigError as e:
+                at(block, key, str(e))
         elif k in ("authorization", "authentication"):
             _simple_auth(block, key, v, w, at, typed)
         elif k in _COOKIES:
@@ -175,11 +171,14 @@ def parse_websocket_block(block) -> WebsocketOptions:
         elif k == "no_auth_user":  # (checked against the users with the server's: auth.py)
             if typed(block, key, v, str, "string") is not None:
                 w.no_auth_user = v
-        elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
+        elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds and a warning)
+            if not isinstance(v, str) and warnings is not None and hasattr(block, "where"):
+                warnings.append(f'{block.where(key)}: invalid use of field "ping_interval": ping_interval should be '
+                                "converted to a duration")
             try:
-                w.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+                w.ping_interval = config_duration(v, "error parsing ping_interval: {}")
             except ConfigError as e:
-                at(block, key, f"error parsing ping_interval: {e}")
+                at(block, key, str(e))
         elif k == "headers":  # (nats-server's parseWebsocket and validateWebsocketOptions)
             if not isinstance(v, dict):
                 at(block, key, f"error parsing headers: unsupported type {go_type(v)}")

@@ -206,6 +206,31 @@ BAD = {
                        "c.conf:3:53: interface conversion: interface {} is int64, not string"),
     "jetstream-limits-type": ({"c.conf": "port: 1\njetstream { limits: 5 }\n"},
                               "c.conf:2:13: Expected a map to define JetStreamLimits, got int64"),
+    # durations: one reader for every key, each with nats-server's own words
+    "auth-timeout-type": ({"c.conf": "port: 1\nauthorization { user: a, password: b, timeout: true }\n"},
+                          "c.conf:2:39: error parsing authorization config, 'timeout' wrong type"),
+    "sync-alias": ({"c.conf": "port: 1\njetstream { sync: abc }\n"},
+                   'c.conf:2:13: error parsing sync: time: invalid duration "abc"'),
+    "batch-timeout": ({"c.conf": "port: 1\njetstream { limits { batch { timeout: abc } } }\n"},
+                      'time: invalid duration "abc"'),
+    "batch-timeout-type": ({"c.conf": "port: 1\njetstream {\n  limits {\n    batch {\n      timeout: 5\n    }\n  }\n}\n"},
+                           "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "lame-duck-int": ({"c.conf": "port: 1\nlame_duck_grace_period: 5\n"},
+                      "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "websocket-handshake-float": ({"c.conf": "port: 1\nwebsocket { port: -1, no_tls: true, handshake_timeout: 1.5 }\n"},
+                                  "c.conf:2:37: error parsing handshake timeout: unsupported type float64"),
+    "websocket-ping-interval": ({"c.conf": 'port: 1\nwebsocket { port: -1, no_tls: true, ping_interval: "1x" }\n'},
+                                'c.conf:2:37: error parsing ping_interval: time: unknown unit "x" in duration "1x"'),
+    "tls-timeout": ({"c.conf": 'port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  timeout: "abc"\n}\n'},
+                    "c.conf:5:3: error parsing tls config, 'timeout' time: invalid duration \"abc\""),
+    "tls-first-type": ({"c.conf": "port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  first: 5\n}\n"},
+                       'c.conf:5:3: field "first" should be a boolean or a string, got int64'),
+    "responses-expires": ({"c.conf": 'port: 1\nauthorization { users: [ {user: a, password: b, permissions: '
+                                     '{allow_responses: {expires: " 1s"}}} ] }\n'},
+                          'c.conf:2:81: error parsing expires: time: invalid duration " 1s"'),
+    "responses-max": ({"c.conf": 'port: 1\naccounts { A { users: [ {user: a, password: b, permissions: '
+                                 '{allow_responses: {max: abc}}} ] } }\n'},
+                      "c.conf:2:80: interface conversion: interface {} is string, not int64"),
     "store-dir-type": ({"c.conf": "port: 1\nstore_dir: [a, b]\n"},
                        "c.conf:2:1: interface conversion: interface {} is []interface {}, not string"),
     "jetstream-store-dir-type": ({"c.conf": "port: 1\njetstream {\n  max_mem: 1G\n  store_dir: 5\n}\n"},
@@ -832,3 +857,34 @@ def test_bad_client_advertise_stops_the_start(server_kind, tmp_path, value, why)
     r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
     fatal = [ln.split("] ", 2)[-1] for ln in r.stderr.splitlines() if "[FTL]" in ln]
     assert (r.returncode, fatal) == (1, [f"Error setting server INFO with ClientAdvertise value of {value}, err={why}"])
+
+
+@pytest.mark.parametrize("text,want", [
+    # nats-server's warnings: a start goes on with them, -t fails on them
+    ("port: 1\nping_interval: 30\n",
+     'c.conf:2:1: invalid use of field "ping_interval": ping_interval should be converted to a duration'),
+    # (a number not an int: the warning, then the panic of v.(int64))
+    ("port: 1\nping_interval: true\n",
+     'c.conf:2:1: invalid use of field "ping_interval": ping_interval should be converted to a duration\n'
+     "c.conf:2:1: interface conversion: interface {} is bool, not int64"),
+    ("port: 1\nwrite_deadline: 1.5\n",
+     'c.conf:2:1: invalid use of field "write_deadline": write_deadline should be converted to a duration\n'
+     "c.conf:2:1: interface conversion: interface {} is float64, not int64"),
+    ("port: 1\njetstream { sync_interval: 5 }\n",
+     'c.conf:2:13: invalid use of field "sync_interval": sync_interval should be converted to a duration'),
+    ("port: 1\nwebsocket { port: -1, no_tls: true, ping_interval: 5 }\n",
+     'c.conf:2:37: invalid use of field "ping_interval": ping_interval should be converted to a duration'),
+    ('port: 1\nauthorization { user: a, password: b, timeout: "2m" }\n',
+     'c.conf:2:39: invalid use of field "timeout": timeout of 2m (120.000000 seconds) is high, consider keeping it '
+     "under 60 seconds. possibly caused by unquoted duration; use '1m' instead of 1m, for example"),
+    ("port: 1\nauthorization { user: a, password: b, timeout: 90.5 }\n",
+     'c.conf:2:39: invalid use of field "timeout": timeout of 90.5 (90.500000 seconds) is high, consider keeping it '
+     "under 60 seconds. possibly caused by unquoted duration; use '1m' instead of 1m, for example"),
+])
+def test_duration_warnings_fail_the_check(server_kind, tmp_path, text, want):
+    conf = tmp_path / "c.conf"
+    conf.write_text(text)
+    r = subprocess.run(binary(server_kind) + ["-t", "-c", conf.name], capture_output=True, text=True, timeout=20,
+                       cwd=tmp_path)
+    prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
+    assert (r.returncode, [ln.removeprefix(prefix) for ln in r.stderr.splitlines() if ln]) == (1, want.split("\n"))
