@@ -355,7 +355,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if not isinstance(c["tls"], dict):
                 raise problem(c, "tls", f"interface conversion: interface {{}} is {go_type(c['tls'])}, "
                                         "not map[string]interface {}")
-            o.tls = tls.parse_tls_block(c["tls"])
+            o.tls = tls.parse_tls_block(c["tls"], c.where("tls", path))
             try:  # (nats-server's GenTLSConfig loads the files as it reads the block: at its key)
                 o.tls.context()
             except ConfigError as e:

@@ -197,6 +197,13 @@ class Server:
         log.info("  Version:  %s (natslab)", self.version)
         log.info("  Name:     %s", self.server_name)
         log.info("  ID:       %s", self.server_id)
+        # (StartMonitoring's checks, fatal, before anything is started: nats-server starts its
+        # monitor before JetStream)
+        if o.http_port and o.https_port:
+            self._fatal(f"Can't start monitoring: can't specify both HTTP ({o.http_port}) and HTTPs "
+                        f"({o.https_port}) ports")
+        if o.https_port and o.tls is None:
+            self._fatal("Can't start monitoring: TLS cert and key required for HTTPS")
         if o.jetstream:
             try:
                 JetStream = jetstream().JetStream
@@ -210,21 +217,24 @@ class Server:
         self.sys_requests = SysRequests(self)
         if o.operator is not None:
             o.operator.start(self)  # claim updates over $SYS (server/resolver.py)
-        if o.http_port and o.https_port:
-            raise ConfigError(f"can't specify both HTTP ({o.http_port}) and HTTPs ({o.https_port}) ports")
         if o.http_port or o.https_port:
             from .monitor.http import Monitor
 
             ctx = None
             if o.https_port:  # https: the tls {} block's certificate, no client certificates asked for
-                if o.tls is None:
-                    raise ConfigError("TLS cert and key required for HTTPS")
                 import ssl
 
                 ctx = o.tls.context()
                 ctx.verify_mode = ssl.CERT_NONE
             self.monitor = Monitor(self)
-            await self.monitor.start(o.http_host or o.host, o.http_port or o.https_port, ssl=ctx)
+            host, mport = o.http_host or o.host, o.http_port or o.https_port
+            try:
+                await self.monitor.start(host, mport, ssl=ctx)
+            except OSError as e:  # (nats-server's startMonitoring: fatal, with Go's net.Listen error)
+                why = os.strerror(e.errno) if e.errno else str(e)
+                hp = f"[{host}]:{mport}" if ":" in host else f"{host}:{mport}"
+                self._fatal(f"Can't start monitoring: can't listen to the monitor port: listen tcp {hp}: bind: "
+                            f"{why[:1].lower()}{why[1:]}")
         if self.websocket is not None:
             # before the client port serves, as nats-server's Start() does:
             # a client served there finds the websocket port up too
@@ -244,14 +254,17 @@ class Server:
             try:
                 advertised_host_port(o.client_advertise, self.port)
             except ValueError as e:
-                log.critical("Error setting server INFO with ClientAdvertise value of %s, err=%s",
-                             o.client_advertise, e)
                 self._tcp.close()
-                raise StartFailed(str(e)) from None
+                self._fatal(f"Error setting server INFO with ClientAdvertise value of {o.client_advertise}, err={e}")
         log.info("Listening for client connections on %s:%d", o.host, self.port)
         if self.tls_context is not None:
             log.info("TLS required for client connections")
         log.info("Server is ready")
+
+    def _fatal(self, why: str) -> None:
+        """nats-server's Fatalf during the start: the log line, then the end (StartFailed)."""
+        self.logger.critical("%s", why)
+        raise StartFailed(why)
 
     async def _start_jetstreams(self, JetStream, store_dir: Path) -> None:
         """A JetStream for each account that has it (or for $G when none

@@ -243,10 +243,11 @@ def _string_element(array, i: int) -> str:
     return array[i]
 
 
-def parse_tls_block(block) -> TLSOptions:
+def parse_tls_block(block, at: str = "") -> TLSOptions:
     """A ``tls {}`` block, checked as nats-server's parseTLS checks it: an
-    error at the place of the key it is about (nats-server's last token
-    read, so a check after the keys is at the last key)."""
+    error about a key at the key's place, one of the checks after the keys
+    at the block's own key (``at``, its ``file:line:col``: nats-server's
+    token of the block then)."""
     last: list[str] = []
     try:
         return _parse_tls_block(block, last)
@@ -255,6 +256,8 @@ def parse_tls_block(block) -> TLSOptions:
     except ConfigError as e:
         if last and hasattr(block, "where"):
             raise ConfigError(f"{block.where(last[-1])}: {e}") from None
+        if at:
+            raise ConfigError(f"{at}: {e}") from None
         raise
 
 
@@ -361,6 +364,7 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
             if str(v) not in ("1.2", "1.3"):
                 raise ConfigError(f"unsupported TLS version: {v}")
             t.min_version = str(v)
+    last.clear()  # (the checks after the keys: at the block's key)
     if insecure and not allow_insecure:
         raise ConfigError("insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
                           + ", ".join(insecure))

@@ -136,7 +136,7 @@ def parse_websocket_block(block, warnings: list[str] | None = None) -> Websocket
             if typed(block, key, v, dict, "map[string]interface {}") is None:
                 continue
             try:
-                w.tls = tls.parse_tls_block(v)
+                w.tls = tls.parse_tls_block(v, block.where(key) if hasattr(block, "where") else "")
             except ConfigError as e:
                 problems += str(e).split("\n")
                 continue

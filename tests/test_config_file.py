@@ -843,20 +843,38 @@ async def test_ports_file_dir(server_kind, tmp_path):
     assert list(d.iterdir()) == []
 
 
-@pytest.mark.parametrize("value,why", [
-    ("a:b:c", "address a:b:c: too many colons in address"),
-    ("host:abc", 'strconv.Atoi: parsing "abc": invalid syntax'),
-    ("[::1", "address [::1: missing ']' in address"),
-    ("x]:1", "address x]:1: unexpected ']' in address"),
+@pytest.mark.parametrize("text,fatal", [
+    # a client_advertise nats-server's parseHostPort refuses: -t passes it, the start ends once the port is bound
+    ('client_advertise: "a:b:c"', "Error setting server INFO with ClientAdvertise value of a:b:c, "
+                                  "err=address a:b:c: too many colons in address"),
+    ('client_advertise: "host:abc"', "Error setting server INFO with ClientAdvertise value of host:abc, "
+                                     'err=strconv.Atoi: parsing "abc": invalid syntax'),
+    ('client_advertise: "[::1"', "Error setting server INFO with ClientAdvertise value of [::1, "
+                                 "err=address [::1: missing ']' in address"),
+    ('client_advertise: "x]:1"', "Error setting server INFO with ClientAdvertise value of x]:1, "
+                                 "err=address x]:1: unexpected ']' in address"),
+    # StartMonitoring's checks (nats-server's own server/configs/listen.conf has both ports)
+    ("http: 127.0.0.1:{http}\nhttps: 127.0.0.1:{https}",
+     "Can't start monitoring: can't specify both HTTP ({http}) and HTTPs ({https}) ports"),
+    ("https: 127.0.0.1:{https}", "Can't start monitoring: TLS cert and key required for HTTPS"),
+    ("http: 127.0.0.1:{busy}", "Can't start monitoring: can't listen to the monitor port: listen tcp "
+                               "127.0.0.1:{busy}: bind: address already in use"),
 ])
-def test_bad_client_advertise_stops_the_start(server_kind, tmp_path, value, why):
-    """A client_advertise nats-server's parseHostPort refuses passes -t and
-    stops the start, once the port is bound, with its fatal log line."""
-    conf = tmp_path / "c.conf"
-    conf.write_text(f'listen: 127.0.0.1:{free_port()}\nclient_advertise: "{value}"\n')
-    r = subprocess.run(binary(server_kind) + ["-c", str(conf)], capture_output=True, text=True, timeout=20)
-    fatal = [ln.split("] ", 2)[-1] for ln in r.stderr.splitlines() if "[FTL]" in ln]
-    assert (r.returncode, fatal) == (1, [f"Error setting server INFO with ClientAdvertise value of {value}, err={why}"])
+def test_fatal_start(server_kind, tmp_path, text, fatal):
+    """What nats-server's start refuses with a fatal log line (after -t
+    passed the file): the same line, exit status 1."""
+    import socket
+
+    with socket.socket() as busy:  # (a port another program listens on)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        ports = {"http": free_port(), "https": free_port(), "busy": busy.getsockname()[1]}
+        conf = tmp_path / "c.conf"
+        conf.write_text(f"listen: 127.0.0.1:{free_port()}\n{text.format(**ports)}\n")
+        r = subprocess.run(binary(server_kind) + ["-sd", str(tmp_path / "store"), "-c", str(conf)],
+                           capture_output=True, text=True, timeout=20)
+    lines = [ln.split("] ", 2)[-1] for ln in r.stderr.splitlines() if "[FTL]" in ln]
+    assert (r.returncode, lines) == (1, [fatal.format(**ports)])
 
 
 @pytest.mark.parametrize("text,want", [
