@@ -128,6 +128,8 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                            f"map with type entry, got {go_type(x)}" for i, x in enumerate(v) if not isinstance(x, dict)]
             for x in entries if key in ("imports", "exports") else ():
                 _entry_types(x, placed, at)
+            if key == "exports":  # (parseExportStreamOrService's checks of an entry's values)
+                entries = [x for x in entries if _export_ok(x, placed, at)]
             if key == "imports":  # (parseImportStreamOrService: a bad entry is refused at its kind's key)
                 entries = [x for x in entries if _import_ok(x, placed, at)]
             setattr(acc, key, entries)
@@ -183,6 +185,29 @@ def _entry_types(entry, placed: list[str], at) -> None:
             placed.append(str(element_error(v, i, f"interface conversion: interface {{}} is {go_type(v[i])}, "
                                                   "not string")))
             del entry[key]
+
+
+def _export_ok(entry, placed: list[str], at) -> bool:
+    """An export's stream or service name is a string, its response type
+    one nats-server knows and only on a service, else nats-server's error at
+    that key (an entry whose name is not a string is dropped)."""
+    from .conf import go_type
+
+    ok = True
+    kinds = [k for k in entry if k.lower() in ("stream", "service")]
+    for key in kinds:
+        if not isinstance(entry[key], str):
+            placed.append(f"{at(entry, key)}Expected {key.lower()} name to be string, got {go_type(entry[key])}")
+            ok = False
+    for key in [k for k in entry if k.lower() in ("response", "response_type")]:
+        v = entry[key]
+        if not isinstance(v, str):
+            placed.append(f"{at(entry, key)}Expected response type to be string, got {go_type(v)}")
+        elif v.lower() not in ("single", "singleton", "stream", "chunk", "chunked"):
+            placed.append(f'{at(entry, key)}Unknown response type: "{v}"')
+        elif any(k.lower() == "stream" for k in kinds):
+            placed.append(f"{at(entry, key)}Detected response directive on non-service")
+    return ok
 
 
 def _import_ok(entry, placed: list[str], at) -> bool:

@@ -201,6 +201,15 @@ BAD = {
                                          "c.conf:2:16: Expected permissions to be a map/struct, got 5"),
     "export-accounts-type": ({"c.conf": "port: 1\naccounts { A { exports: [{stream: foo, accounts: 5}] } }\n"},
                              "c.conf:2:40: interface conversion: interface {} is int64, not []interface {}"),
+    "export-response-type": ({"c.conf": "port: 1\naccounts {\n  A {\n    exports: [\n      {stream: foo}\n"
+                                        "      {service: bar, response: bogus}\n    ]\n  }\n}\n"},
+                             'c.conf:6:22: Unknown response type: "bogus"'),
+    "export-response-not-string": ({"c.conf": "port: 1\naccounts { A { exports: [ {service: bar, response: 5} ] } }\n"},
+                                   "c.conf:2:42: Expected response type to be string, got int64"),
+    "export-response-on-stream": ({"c.conf": "port: 1\naccounts { A { exports: [ {stream: foo, response: single} ] } }\n"},
+                                  "c.conf:2:41: Detected response directive on non-service"),
+    "export-stream-type": ({"c.conf": "port: 1\naccounts { A { exports: [ {stream: 5} ] } }\n"},
+                           "c.conf:2:28: Expected stream name to be string, got int64"),
     "import-to-type": ({"c.conf": "port: 1\naccounts { A { exports [ {stream: foo} ] }\n"
                                   " B { imports: [{stream: {account: A, subject: foo}, to: 5}] } }\n"},
                        "c.conf:3:53: interface conversion: interface {} is int64, not string"),
