@@ -329,6 +329,12 @@ BAD_ELEMENTS = {
     "trusted-keys": ('port: 1\ntrusted: [\n  "BAD"\n  "BAD2"\n]\n',
                      {'c.conf:4:4: trust key "BAD" required to be a valid public operator nkey',
                       'c.conf:4:4: trust key "BAD2" required to be a valid public operator nkey'}),
+    # (each operator-mode key's problems, all at once, as nats-server notes them)
+    "operator-mode-problems": ('port: 1\ntrusted: [ "BAD" ]\noperator: /nonexistent\nresolver_preload: { A: 5, B: "x" }\n',
+                               {'c.conf:2:13: trust key "BAD" required to be a valid public operator nkey',
+                                "c.conf:3:1: error parsing operator JWT: open /nonexistent: no such file or directory",
+                                "c.conf:4:21: preload map value should be a string JWT",
+                                "c.conf:4:27: invalid account JWT"}),
     "operator-element-type": ("port: 1\noperator: [\n  5\n]\n",
                               {"c.conf:2:1: error parsing operators: unsupported type *conf.token where string is expected"}),
     "mapping-element": ("port: 1\nmappings {\n  foo: [\n    {destination: bar, weight: 50}\n    5\n  ]\n}\n",
