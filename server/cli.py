@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, config_duration, go_type, go_value, parse_file
+from .conf import ConfigError, ConfMap, OptionsError, config_duration, go_type, go_value, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .flags import USAGE, UsageError, early_listener_fits, parse_args  # noqa: F401 (their home is flags.py)
 from .server import NATS_VERSION, Server, ServerOptions, StartFailed
@@ -53,9 +53,14 @@ def build_options(flags: dict) -> ServerOptions:
         errors: list[str] = []
         warnings: list[str] = []
         conf = confcheck.check(parsed, path, errors)
-        _apply_config(o, conf, path, errors, warnings)
+        after: list[str] = []  # (validateOptions' errors: for the start, not for -t)
+        _apply_config(o, conf, path, errors, warnings, after)
         if errors or (warnings and flags.get("check_config")):
             raise ConfigFileError("\n".join(warnings + sorted(errors, key=_position)))
+        if after and not flags.get("check_config"):  # (the first, as validateOptions returns it)
+            if warnings:
+                print("\n".join(warnings), file=sys.stderr)
+            raise ConfigFileError(after[0])
         if warnings:  # (a start goes on, as nats-server's: the warnings on stderr, as they are)
             print("\n".join(warnings), file=sys.stderr)
         o.unused_config = list(conf.unused)
@@ -116,7 +121,8 @@ _BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "
 _BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's isBcrypt
 
 
-def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], warnings: list[str]) -> None:
+def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], warnings: list[str],
+                  after: list[str] | None = None) -> None:
     """Apply a checked file (confcheck: natslab's key names); its problems
     go to ``errors`` and ``warnings`` (each ``file:line:col: what``), every
     key handled whatever the others' problems."""
@@ -149,7 +155,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             warnings.append(str(problem(block, key, f'invalid use of field "{field}": {field} should be converted '
                                                     "to a duration")))
 
-    collect = _Collect(path, errors)
+    collect = _Collect(path, errors, after if after is not None else errors)
     bad: set[str] = set()  # keys whose value failed a check: not applied (no second complaint)
     for key in _INT_KEYS + _BOOL_KEYS:
         want = "int64" if key in _INT_KEYS else "bool"
@@ -385,7 +391,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "system_account" in c and not isinstance(c["system_account"], str):
             raise problem(c, "system_account", "system account name must be a string")
         if "system_account" in c and not operator_failed:
-            o.system_account = accounts.parse_system_account(c["system_account"], o)
+            try:
+                o.system_account = accounts.parse_system_account(c["system_account"], o)
+            except ConfigError as e:  # (validateOptions: the account is looked up at the start)
+                raise OptionsError(str(e)) from None
     with collect:
         if "no_auth_user" in c:
             o.no_auth_user = string(c, "no_auth_user")
@@ -407,7 +416,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 setattr(o, key, d)
     with collect:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
-            raise ConfigError(f"lame duck grace period ({_go_dur(o.lame_duck_grace_period)}) should be "
+            raise OptionsError(f"lame duck grace period ({_go_dur(o.lame_duck_grace_period)}) should be "
                               f"strictly lower than lame duck duration ({_go_dur(o.lame_duck_duration)})")
     with collect:
         js = c.get("jetstream")
@@ -457,7 +466,10 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if js.get("domain"):
                 from .internal import jetstream
 
-                o.js_domain = jetstream().check_domain(str(js["domain"]))
+                try:
+                    o.js_domain = jetstream().check_domain(str(js["domain"]))
+                except ConfigError as e:  # (validateOptions)
+                    raise OptionsError(str(e)) from None
             si = js.get("sync_interval")
             if si is not None:
                 if str(si).lower() == "always":
@@ -505,8 +517,8 @@ class _Collect:
     noted and the next key handled (nats-server's processConfigFileLine
     collects errors the same way)."""
 
-    def __init__(self, path: str, errors: list[str]):
-        self.path, self.errors = path, errors
+    def __init__(self, path: str, errors: list[str], after: list[str]):
+        self.path, self.errors, self.after = path, errors, after
 
     def __enter__(self):
         return self
@@ -514,6 +526,9 @@ class _Collect:
     def __exit__(self, typ, e, tb) -> bool:
         if typ is None:
             return False
+        if issubclass(typ, OptionsError):  # (a check of validateOptions: apart, for the start only)
+            self.after.append(str(e))
+            return True
         if issubclass(typ, ConfigFileError):
             self.errors += str(e).split("\n")
             return True

@@ -32,6 +32,12 @@ class PlacedError(ConfigError):
     a caller placing errors at a key's place passes on as it is."""
 
 
+class OptionsError(ConfigError):
+    """An error of nats-server's validateOptions (the checks of the options
+    once the file is read, at the server's start): ``-t`` does not make
+    them, and a start reports only the first, when the file had no error."""
+
+
 class ConfMap(dict):
     """A block (or the whole file): a dict, plus where each key was written,
     ``pos[key] = (line, column)`` as nats-server reports them, and

@@ -94,12 +94,35 @@ _ORIGINS = ("allowed_origins", "allowed_origin", "allow_origins", "allow_origin"
 _COOKIES = {"jwt_cookie": "jwt", "user_cookie": "user", "pass_cookie": "pass", "token_cookie": "auth_token"}
 
 
+def _request_uri_problem(raw: str) -> str:
+    """What Go's url.ParseRequestURI says first of ``raw`` (its control
+    character, scheme and request-URI checks), or "" when those pass."""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+        return "net/url: invalid control character in URL"
+    scheme, rest = "", raw
+    for i, ch in enumerate(raw):  # (getScheme)
+        if ch.isascii() and ch.isalpha():
+            continue
+        if ch.isascii() and (ch.isdigit() or ch in "+-."):
+            if i == 0:
+                break
+            continue
+        if ch == ":":
+            if i == 0:
+                return "missing protocol scheme"
+            scheme, rest = raw[:i], raw[i + 1:]
+        break
+    if not scheme and not rest.startswith("/"):
+        return "invalid URI for request"
+    return ""
+
+
 def parse_websocket_block(block, warnings: list[str] | None = None) -> WebsocketOptions:
     """A ``websocket {}`` block, read as nats-server's parseWebsocket reads
     it (every problem at its key, all at once: a value of the wrong Go type
     is its panic's ``interface conversion``), then checked as its
     validateWebsocketOptions checks it (those errors have no place)."""
-    from .conf import config_duration, element_error, go_type
+    from .conf import OptionsError, config_duration, element_error, go_type
 
     w = WebsocketOptions()
     problems: list[str] = []
@@ -198,19 +221,22 @@ def parse_websocket_block(block, warnings: list[str] | None = None) -> Websocket
     for name, line in raw:
         low = name.lower()
         if low in ("host", "content-length", "connection", "upgrade", "nats-no-masking"):
-            raise ConfigError(f'websocket: invalid header "{name}" not allowed')
+            raise OptionsError(f'websocket: invalid header "{name}" not allowed')
         if low.startswith("sec-websocket-"):
-            raise ConfigError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
+            raise OptionsError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
         w.headers += line
     if w.port and w.tls is None and not w.no_tls:
-        raise ConfigError("websocket requires TLS configuration")
+        raise OptionsError("websocket requires TLS configuration")
     for ao in w.allowed_origins:
+        why = _request_uri_problem(ao)
+        if why:  # (Go's url.ParseRequestURI refuses it)
+            raise OptionsError(f'unable to parse allowed origin: parse "{ao}": {why}')
         u = urlsplit(ao)
         if u.scheme not in ("http", "https"):
-            raise ConfigError(f'unable to parse allowed origin "{ao}": allowed origins must be absolute URLs '
+            raise OptionsError(f'unable to parse allowed origin "{ao}": allowed origins must be absolute URLs '
                               'with http or https scheme')
         if not u.netloc:
-            raise ConfigError(f'unable to parse allowed origin "{ao}": host is required')
+            raise OptionsError(f'unable to parse allowed origin "{ao}": host is required')
     return w
 
 

@@ -921,3 +921,26 @@ def test_duration_warnings_fail_the_check(server_kind, tmp_path, text, want):
                        cwd=tmp_path)
     prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
     assert (r.returncode, [ln.removeprefix(prefix) for ln in r.stderr.splitlines() if ln]) == (1, want.split("\n"))
+
+
+@pytest.mark.parametrize("text,want", [
+    ('jetstream { domain: "a.b" }', "invalid domain name: may not contain ., * or >"),
+    ("system_account: NOPE", "error resolving system account: account missing"),
+    ('lame_duck_grace_period: "3m"',
+     "lame duck grace period (3m0s) should be strictly lower than lame duck duration (2m0s)"),
+    ("websocket { port: -1 }", "websocket requires TLS configuration"),
+    ('websocket { port: -1, no_tls: true, allowed_origins: [ "::bad" ] }',
+     'unable to parse allowed origin: parse "::bad": missing protocol scheme'),
+    ('websocket { port: -1, no_tls: true, allowed_origins: [ "foo" ] }',
+     'unable to parse allowed origin: parse "foo": invalid URI for request'),
+])
+def test_checks_of_the_options_are_the_starts_not_the_files(server_kind, tmp_path, text, want):
+    """nats-server's validateOptions: -t passes the file (it reads the file
+    only), the start stops with the first of them, without a place."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(f"port: -1\n{text}\n")
+    prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
+    r = subprocess.run(binary(server_kind) + ["-t", "-c", conf.name], capture_output=True, text=True, timeout=20,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and "is valid" in r.stderr, r.stderr
+    assert refusal(server_kind, conf) == (1, {want})
