@@ -88,6 +88,9 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 if not isinstance(v, dict):
                     placed.append(f"{at(spec, k)}Expected permissions to be a map/struct, got {v}")
                     continue
+                from .confcheck import permissions_problems
+
+                placed += permissions_problems(v) if hasattr(v, "where") else []
                 default_perms = v
                 continue
             if key == "limits":
@@ -113,14 +116,20 @@ def parse_accounts(block, opts) -> dict[str, AccountConfig]:
                 placed.append(f"{at(spec, k)}{key.capitalize()} should be an array, got {go_type(v)}")
                 continue
             entries = [x for x in v if isinstance(x, dict)]
-            if key == "users":  # (parseUserPermissions: a user's permissions are a map, at the key)
-                for u in list(entries):
-                    p = u.get("permissions")
-                    if p is not None and not isinstance(p, dict):
-                        placed.append(f"{at(u, 'permissions')}Expected permissions to be a map/struct, got {p}")
-                        entries.remove(u)
+            if key == "users":  # (parseUsers: each entry's problems at their places)
+                from .confcheck import user_problems
+
+                placed += user_problems(v)
+                entries = [u for u in entries if u.get("permissions") is None or isinstance(u["permissions"], dict)]
+            else:  # (parseExportStreamOrService, parseImportStreamOrService: an entry is a map, at the entry)
+                from .conf import go_type, item_where
+
+                placed += [f"{item_where(v, i, at(spec, k).rstrip(': '))}: {key[:-1].capitalize()} Items should be a "
+                           f"map with type entry, got {go_type(x)}" for i, x in enumerate(v) if not isinstance(x, dict)]
             for x in entries if key in ("imports", "exports") else ():
                 _entry_types(x, placed, at)
+            if key == "exports":  # (parseExportStreamOrService's checks of an entry's values)
+                entries = [x for x in entries if _export_ok(x, placed, at)]
             if key == "imports":  # (parseImportStreamOrService: a bad entry is refused at its kind's key)
                 entries = [x for x in entries if _import_ok(x, placed, at)]
             setattr(acc, key, entries)
@@ -169,6 +178,36 @@ def _entry_types(entry, placed: list[str], at) -> None:
         if want is not None and not isinstance(v, want[0]):
             placed.append(f"{at(entry, key)}interface conversion: interface {{}} is {go_type(v)}, not {want[1]}")
             del entry[key]
+        elif low == "accounts" and not all(isinstance(n, str) for n in v):  # (mv.(string): at the element)
+            from .conf import element_error
+
+            i = next(i for i, n in enumerate(v) if not isinstance(n, str))
+            placed.append(str(element_error(v, i, f"interface conversion: interface {{}} is {go_type(v[i])}, "
+                                                  "not string")))
+            del entry[key]
+
+
+def _export_ok(entry, placed: list[str], at) -> bool:
+    """An export's stream or service name is a string, its response type
+    one nats-server knows and only on a service, else nats-server's error at
+    that key (an entry whose name is not a string is dropped)."""
+    from .conf import go_type
+
+    ok = True
+    kinds = [k for k in entry if k.lower() in ("stream", "service")]
+    for key in kinds:
+        if not isinstance(entry[key], str):
+            placed.append(f"{at(entry, key)}Expected {key.lower()} name to be string, got {go_type(entry[key])}")
+            ok = False
+    for key in [k for k in entry if k.lower() in ("response", "response_type")]:
+        v = entry[key]
+        if not isinstance(v, str):
+            placed.append(f"{at(entry, key)}Expected response type to be string, got {go_type(v)}")
+        elif v.lower() not in ("single", "singleton", "stream", "chunk", "chunked"):
+            placed.append(f'{at(entry, key)}Unknown response type: "{v}"')
+        elif any(k.lower() == "stream" for k in kinds):
+            placed.append(f"{at(entry, key)}Detected response directive on non-service")
+    return ok
 
 
 def _import_ok(entry, placed: list[str], at) -> bool:

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from . import accounts
-from .conf import ConfigError, ConfMap, go_duration, go_type, parse_duration, parse_file
+from .conf import ConfigError, ConfMap, OptionsError, config_duration, go_type, go_value, parse_file
 from .lameduck import MIN_LAME_DUCK_DURATION, lame_duck
 from .flags import USAGE, UsageError, early_listener_fits, parse_args  # noqa: F401 (their home is flags.py)
-from .server import NATS_VERSION, Server, ServerOptions
+from .server import NATS_VERSION, Server, ServerOptions, StartFailed
 
 class ConfigFileError(Exception):
     """The configuration file cannot be used: the server does not start
@@ -53,9 +53,14 @@ def build_options(flags: dict) -> ServerOptions:
         errors: list[str] = []
         warnings: list[str] = []
         conf = confcheck.check(parsed, path, errors)
-        _apply_config(o, conf, path, errors, warnings)
+        after: list[str] = []  # (validateOptions' errors: for the start, not for -t)
+        _apply_config(o, conf, path, errors, warnings, after)
         if errors or (warnings and flags.get("check_config")):
             raise ConfigFileError("\n".join(warnings + sorted(errors, key=_position)))
+        if after and not flags.get("check_config"):  # (the first, as validateOptions returns it)
+            if warnings:
+                print("\n".join(warnings), file=sys.stderr)
+            raise ConfigFileError(after[0])
         if warnings:  # (a start goes on, as nats-server's: the warnings on stderr, as they are)
             print("\n".join(warnings), file=sys.stderr)
         o.unused_config = list(conf.unused)
@@ -113,67 +118,11 @@ _BOOL_KEYS = ("debug", "trace", "logtime", "logtime_utc", "no_system_account", "
               "trace_verbose", "trace_headers", "no_header_support")
 
 
-def _valid_subject(s: str) -> bool:
-    """nats-server's IsValidSubject (what a permission may name)."""
-    if not s:
-        return False
-    tokens = s.split(".")
-    for i, t in enumerate(tokens):
-        if not t or any(c in t for c in " \t\n\r\f") or (t == ">" and i != len(tokens) - 1):
-            return False
-    return True
-
-
-def _perm_subjects_problem(v, queue: bool) -> str | None:
-    """parsePermSubjects: a subject or a list of them, each valid (for
-    subscribe also "subject queue")."""
-    if isinstance(v, str):
-        subjects = [v]
-    elif isinstance(v, list):
-        if not all(isinstance(x, str) for x in v):
-            return "Subject in permissions array cannot be cast to string"
-        subjects = v
-    else:
-        return f"Expected subject permissions to be a subject, or array of subjects, got {go_type(v)}"
-    for subj in subjects:
-        if _valid_subject(subj):
-            continue
-        parts = subj.split()
-        if not queue or len(parts) != 2 or not _valid_subject(parts[0]):
-            return f'subject "{parts[0] if queue and len(parts) == 2 else subj}" is not a valid subject'
-        if not _valid_subject(parts[1]):
-            return f'queue "{parts[1]}" is not a valid queue'
-    return None
-
-
-def _check_permissions(perms: ConfMap, problem) -> None:
-    """A user's publish/subscribe permissions, refused as nats-server refuses
-    them. Where nats-server names no place (a value given directly), neither
-    does this; a list element nats-server places at the element is placed
-    at its key here."""
-    for key in ("publish", "subscribe"):
-        v = perms.get(key)
-        if v is None:
-            continue
-        queue = key == "subscribe"
-        if isinstance(v, ConfMap):
-            for k in ("allow", "deny"):
-                if k in v:
-                    why = _perm_subjects_problem(v[k], queue)
-                    if why:
-                        raise problem(v, k, why)
-            continue
-        why = _perm_subjects_problem(v, queue)
-        if why:
-            if why.startswith("Subject in permissions array"):
-                raise problem(perms, key, why)
-            raise ConfigFileError(why)
-
-
 _BCRYPT = re.compile(r"\$2[abxy]\$\d{2}\$")  # nats-server's isBcrypt
 
 
-def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], warnings: list[str]) -> None:
+def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], warnings: list[str],
+                  after: list[str] | None = None) -> None:
     """Apply a checked file (confcheck: natslab's key names); its problems
     go to ``errors`` and ``warnings`` (each ``file:line:col: what``), every
     key handled whatever the others' problems."""
@@ -181,7 +130,32 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         line, col = block.pos.get(key, (0, 0))
         return ConfigFileError(f"{path}:{line}:{col}: {what}")
 
-    collect = _Collect(path, errors)
+    def duration(block: ConfMap, key: str, error: str = "{}", numbers: tuple = (int,), wrong: str | None = None,
+                 at: tuple | None = None) -> float:
+        """``block[key]`` read as a duration (conf.config_duration), its
+        error at the key (or at ``at``: (block, key); (None, None): none)."""
+        try:
+            return config_duration(block[key], error, numbers, wrong)
+        except ConfigError as e:
+            where = at or (block, key)
+            raise (problem(*where, str(e)) if where[0] is not None else ConfigFileError(str(e))) from None
+
+    def string(block: ConfMap, key: str, at: tuple | None = None) -> str:
+        """``block[key]``, a string as nats-server's ``v.(string)`` takes it:
+        anything else its panic's error, at the key (or at ``at``)."""
+        v = block[key]
+        if not isinstance(v, str):
+            raise problem(*(at or (block, key)), f"interface conversion: interface {{}} is {go_type(v)}, not string")
+        return v
+
+    def parse_duration_warning(block: ConfMap, key: str) -> None:
+        """nats-server's parseDuration: a number of seconds is taken, with its warning."""
+        if key in block and not isinstance(block[key], str):
+            field = block.written.get(key, key)
+            warnings.append(str(problem(block, key, f'invalid use of field "{field}": {field} should be converted '
+                                                    "to a duration")))
+
+    collect = _Collect(path, errors, after if after is not None else errors)
     bad: set[str] = set()  # keys whose value failed a check: not applied (no second complaint)
     for key in _INT_KEYS + _BOOL_KEYS:
         want = "int64" if key in _INT_KEYS else "bool"
@@ -197,24 +171,14 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         bad.add("server_name")
         errors.append(str(problem(c, "server_name", "server name cannot contain spaces")))
     for key in ("ping_interval", "write_deadline"):  # parseDuration: a Go duration, or seconds
-        if isinstance(c.get(key), str):
+        if key in c:
+            parse_duration_warning(c, key)
             try:
-                go_duration(c[key])
-            except ConfigError as e:
+                duration(c, key, f"error parsing {key}: {{}}")
+            except ConfigFileError as e:
                 bad.add(key)
-                errors.append(str(problem(c, key, f"error parsing {key}: {e}")))
-        elif key in c and key not in bad:  # a number of seconds: nats-server's warning
-            warnings.append(str(problem(c, key, f'invalid use of field "{key}": {key} should be converted '
-                                                f'to a duration')))
-    if isinstance(c.get("listen"), str):
-        h, sep, pt = c["listen"].rpartition(":")
-        if not sep:
-            bad.add("listen")
-            errors.append(str(problem(c, "listen", f'could not parse address string "{c["listen"]}"')))
-        elif not re.fullmatch(r"[+-]?[0-9]+", pt):
-            bad.add("listen")
-            errors.append(str(problem(c, "listen", f'could not parse port "{pt}"')))
-    for key in ("http", "https"):  # parseListen, as listen
+                errors.append(str(e))
+    for key in ("listen", "http", "https"):  # parseListen: a port, or host:port
         if isinstance(c.get(key), str):
             h, sep, pt = c[key].rpartition(":")
             if not sep:
@@ -223,11 +187,6 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             elif not re.fullmatch(r"[+-]?[0-9]+", pt):
                 bad.add(key)
                 errors.append(str(problem(c, key, f'could not parse port "{pt}"')))
-    for key in ("write_deadline",):  # a number of seconds is v.(int64): anything else its panic
-        v = c.get(key)
-        if key in c and not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, int)):
-            bad.add(key)
-            errors.append(str(problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not int64")))
     for key in bad:
         del c[key]
     with collect:
@@ -249,33 +208,24 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         for key in ("server_name",):
             if key in c:
                 setattr(o, key, str(c[key]))
-    with collect:
-        for key in ("https_port", "https"):  # (as http: a port, or host:port)
-            if key in c:
-                v = str(c[key])
-                if ":" in v:
-                    h, _, pt = v.rpartition(":")
-                    o.http_host, o.https_port = h or None, int(pt)
-                else:
-                    o.https_port = int(v)
-    with collect:
-        for key in ("http_port", "http"):
-            if key in c:
-                # nats-server takes a port, or "host:port" for http
-                v = str(c[key])
-                if ":" in v:
-                    h, _, pt = v.rpartition(":")
-                    o.http_host, o.http_port = h or None, int(pt)
-                else:
-                    o.http_port = int(v)
+    for attr, keys in (("https_port", ("https_port", "https")), ("http_port", ("http_port", "http"))):
+        with collect:
+            for key in keys:
+                if key in c:  # (a port, or "host:port")
+                    v = str(c[key])
+                    if ":" in v:
+                        h, _, pt = v.rpartition(":")
+                        o.http_host = h or None
+                        setattr(o, attr, int(pt))
+                    else:
+                        setattr(o, attr, int(v))
     with collect:
         for key in ("max_payload", "max_pending", "max_connections", "ping_max"):
             if key in c:
                 setattr(o, key, int(c[key]))
     with collect:
         if "ping_interval" in c:
-            v = c["ping_interval"]
-            o.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+            o.ping_interval = duration(c, "ping_interval")
     with collect:
         if "max_control_line" in c:
             o.max_control_line = int(c["max_control_line"])
@@ -303,24 +253,16 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 setattr(o, key, c[key])
     with collect:
         if "ports_file_dir" in c:
-            if not isinstance(c["ports_file_dir"], str):
-                raise problem(c, "ports_file_dir", f"interface conversion: interface {{}} is "
-                                                   f"{go_type(c['ports_file_dir'])}, not string")
-            o.ports_file_dir = c["ports_file_dir"]
+            o.ports_file_dir = string(c, "ports_file_dir")
     with collect:
         if "write_timeout" in c:  # (for clients "default" is "close")
-            v = c["write_timeout"]
-            if not isinstance(v, str):
-                raise problem(c, "write_timeout", f"interface conversion: interface {{}} is {go_type(v)}, not string")
+            v = string(c, "write_timeout")
             if v not in ("default", "close", "retry"):
                 raise problem(c, "write_timeout", "write_timeout must be 'default', 'close' or 'retry'")
             o.write_timeout_retry = v == "retry"
     with collect:
         if "client_advertise" in c:
-            if not isinstance(c["client_advertise"], str):
-                raise problem(c, "client_advertise", f"interface conversion: interface {{}} is "
-                                                     f"{go_type(c['client_advertise'])}, not string")
-            o.client_advertise = c["client_advertise"]
+            o.client_advertise = string(c, "client_advertise")
     with collect:
         if "server_tags" in c:
             v = c["server_tags"]
@@ -337,8 +279,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     o.server_tags.append(t)
     with collect:
         if "write_deadline" in c:
-            v = c["write_deadline"]
-            o.write_deadline = go_duration(v) if isinstance(v, str) else float(v)
+            o.write_deadline = duration(c, "write_deadline")
     with collect:
         if "authorization" in c:
             a = c["authorization"]
@@ -361,6 +302,8 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 seen = set()
                 for u in a["users"] if isinstance(a["users"], list) else ():
                     name = u.get("user") if isinstance(u, dict) else None
+                    if name is None:  # (not a user entry, or an nkey's: its problem is its own)
+                        continue
                     if name in seen:
                         raise problem(c, "authorization", f'Duplicate user "{name}" detected')
                     seen.add(name)
@@ -372,41 +315,45 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 for key in ("password", "token"):
                     if isinstance(block.get(key), str) and _BCRYPT.match(block[key]):
                         raise problem(block, key, "bcrypt hashed passwords and tokens are not supported by natslab")
+            from .confcheck import permissions_problems, user_problems
+
+            # (parseUsers: every entry's problems at their places, all reported at once)
+            placed = user_problems(a["users"]) if isinstance(a.get("users"), list) else []
             for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
-                perms = u.get("permissions") if isinstance(u, ConfMap) else None
-                if perms is not None and not isinstance(perms, dict):  # (parseUserPermissions, at the key)
-                    raise problem(u, "permissions", f"Expected permissions to be a map/struct, got {perms}")
                 if isinstance(u, ConfMap) and u.get("nkey") is not None:
                     from . import nkeys
 
                     if not nkeys.is_user_key(str(u["nkey"])):
-                        raise problem(u, "nkey", "Not a valid public nkey for a user")
-                if isinstance(perms, ConfMap):
-                    _check_permissions(perms, problem)
+                        placed.append(str(problem(u, "nkey", "Not a valid public nkey for a user")))
+                        break  # (parseUsers returns there)
             default = a.get("default_permissions")
             if default is not None and not isinstance(default, dict):
-                raise problem(a, "default_permissions", f"Expected permissions to be a map/struct, got {default}")
+                placed.append(str(problem(a, "default_permissions",
+                                          f"Expected permissions to be a map/struct, got {go_value(default)}")))
             if isinstance(default, ConfMap):  # (applyDefaultPermissions: users without permissions of their own)
-                _check_permissions(default, problem)
+                placed += permissions_problems(default)
                 for u in a.get("users", []) if isinstance(a.get("users"), list) else ():
                     if isinstance(u, ConfMap) and "permissions" not in u:
                         u["permissions"] = default
+            if placed:
+                raise ConfigFileError("\n".join(placed))
             o.user = a.get("user") or o.user
             o.password = a.get("password") or o.password
             o.token = a.get("token") or o.token
             o.users = [u for u in a.get("users", []) if isinstance(u, dict)]
             if "timeout" in a:
-                t = a["timeout"]
-                if isinstance(t, str):
-                    try:
-                        o.auth_timeout = go_duration(t)
-                    except ConfigError as e:
-                        raise problem(a, "timeout", f"error parsing authorization config, 'timeout' {e}") from None
-                else:
-                    o.auth_timeout = parse_duration(t)
+                o.auth_timeout = duration(a, "timeout", "error parsing authorization config, 'timeout' {}",
+                                          (int, float), "error parsing authorization config, 'timeout' wrong type")
+                if o.auth_timeout > 60:  # (nats-server's warning, with Go's %v and %f)
+                    t = a["timeout"]
+                    shown = go_value(t)
+                    warnings.append(str(problem(a, "timeout", f'invalid use of field "{a.written.get("timeout", "timeout")}"'
+                                                f": timeout of {shown} ({o.auth_timeout:f} seconds) is high, consider "
+                                                "keeping it under 60 seconds. possibly caused by unquoted duration; "
+                                                "use '1m' instead of 1m, for example")))
     with collect:
         if "store_dir" in c:
-            o.store_dir = str(c["store_dir"])
+            o.store_dir = string(c, "store_dir")
     with collect:
         if "tls" in c:
             from . import tls
@@ -414,7 +361,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
             if not isinstance(c["tls"], dict):
                 raise problem(c, "tls", f"interface conversion: interface {{}} is {go_type(c['tls'])}, "
                                         "not map[string]interface {}")
-            o.tls = tls.parse_tls_block(c["tls"])
+            o.tls = tls.parse_tls_block(c["tls"], c.where("tls", path))
             try:  # (nats-server's GenTLSConfig loads the files as it reads the block: at its key)
                 o.tls.context()
             except ConfigError as e:
@@ -444,30 +391,24 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
         if "system_account" in c and not isinstance(c["system_account"], str):
             raise problem(c, "system_account", "system account name must be a string")
         if "system_account" in c and not operator_failed:
-            o.system_account = accounts.parse_system_account(c["system_account"], o)
+            try:
+                o.system_account = accounts.parse_system_account(c["system_account"], o)
+            except ConfigError as e:  # (validateOptions: the account is looked up at the start)
+                raise OptionsError(str(e)) from None
     with collect:
         if "no_auth_user" in c:
-            if not isinstance(c["no_auth_user"], str):
-                raise problem(c, "no_auth_user", f"interface conversion: interface {{}} is "
-                                                 f"{go_type(c['no_auth_user'])}, not string")
-            o.no_auth_user = c["no_auth_user"]
+            o.no_auth_user = string(c, "no_auth_user")
     with collect:
         if "websocket" in c:
             from . import websocket
 
             if not isinstance(c["websocket"], dict):
                 raise problem(c, "websocket", f"Expected websocket to be a map, got {go_type(c['websocket'])}")
-            o.websocket = websocket.parse_websocket_block(c["websocket"])
+            o.websocket = websocket.parse_websocket_block(c["websocket"], warnings)
     for key in ("lame_duck_duration", "lame_duck_grace_period"):
         with collect:  # (each as nats-server: time.ParseDuration of a string, at the key)
             if key in c:
-                v = c[key]
-                if not isinstance(v, str):
-                    raise problem(c, key, f"interface conversion: interface {{}} is {go_type(v)}, not string")
-                try:
-                    d = go_duration(v)
-                except ConfigError as e:
-                    raise problem(c, key, f"error parsing {key}: {e}") from None
+                d = duration(c, key, f"error parsing {key}: {{}}", numbers=())
                 if key == "lame_duck_duration" and d < MIN_LAME_DUCK_DURATION:
                     raise problem(c, key, f"invalid lame_duck_duration of {_go_dur(d)}, minimum is 30 seconds")
                 if d < 0:
@@ -475,7 +416,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 setattr(o, key, d)
     with collect:
         if o.lame_duck_grace_period >= o.lame_duck_duration:
-            raise ConfigError(f"lame duck grace period ({_go_dur(o.lame_duck_grace_period)}) should be "
+            raise OptionsError(f"lame duck grace period ({_go_dur(o.lame_duck_grace_period)}) should be "
                               f"strictly lower than lame duck duration ({_go_dur(o.lame_duck_duration)})")
     with collect:
         js = c.get("jetstream")
@@ -495,7 +436,7 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                     raise problem(js, "strict", f"Expected 'true' or 'false' for bool value, got '{js['strict']}'")
                 o.js_strict = js["strict"]
             if "store_dir" in js:
-                o.store_dir = str(js["store_dir"])
+                o.store_dir = string(js, "store_dir", at=(c, "jetstream"))  # (the panic: at the block's key)
             for key, attr in (("max_memory_store", "js_max_memory"), ("max_file_store", "js_max_store")):
                 if key in js:
                     from .internal import jetstream
@@ -520,24 +461,23 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                 o.js_max_buffered_msgs = v
             if "limits" in js and not isinstance(js["limits"], dict):
                 raise problem(js, "limits", f"Expected a map to define JetStreamLimits, got {go_type(js['limits'])}")
-            if "domain" in js and not isinstance(js["domain"], str):  # (v.(string): the panic, at the block's key)
-                raise problem(c, "jetstream", f"interface conversion: interface {{}} is {go_type(js['domain'])}, "
-                                              "not string")
+            if "domain" in js:
+                string(js, "domain", at=(c, "jetstream"))
             if js.get("domain"):
                 from .internal import jetstream
 
-                o.js_domain = jetstream().check_domain(str(js["domain"]))
+                try:
+                    o.js_domain = jetstream().check_domain(str(js["domain"]))
+                except ConfigError as e:  # (validateOptions)
+                    raise OptionsError(str(e)) from None
             si = js.get("sync_interval")
             if si is not None:
                 if str(si).lower() == "always":
                     o.sync_always = True
-                elif isinstance(si, str):
-                    try:
-                        o.sync_interval = go_duration(si)
-                    except ConfigError as e:
-                        raise problem(js, "sync_interval", f"error parsing sync_interval: {e}") from None
                 else:
-                    o.sync_interval = parse_duration(si)
+                    parse_duration_warning(js, "sync_interval")
+                    o.sync_interval = duration(js, "sync_interval",
+                                               f"error parsing {js.written.get('sync_interval', 'sync_interval')}: {{}}")
             batch = (js.get("limits") or {}).get("batch") or {}
             for key, v in batch.items():  # (nats-server's v.(int64) panics: at the jetstream key)
                 if key != "timeout" and (isinstance(v, bool) or not isinstance(v, int)):
@@ -546,8 +486,9 @@ def _apply_config(o: ServerOptions, c: ConfMap, path: str, errors: list[str], wa
                               ("max_inflight_total", "batch_max_inflight_total"), ("max_msgs", "batch_max_msgs")):
                 if int(batch.get(key) or 0) > 0:  # as in nats-server, 0 keeps the default
                     setattr(o, attr, int(batch[key]))
-            if batch.get("timeout"):
-                o.batch_timeout = parse_duration(batch["timeout"])
+            if batch.get("timeout"):  # (v.(string): the panic at the jetstream key; its parse error has no place)
+                o.batch_timeout = duration(batch, "timeout", numbers=(),
+                                           at=(None, None) if isinstance(batch["timeout"], str) else (c, "jetstream"))
         elif isinstance(js, str):
             # as nats-server: "enabled" / "disabled" (any case), or nothing
             if js.lower() not in ("enabled", "enable", "disabled", "disable"):
@@ -576,8 +517,8 @@ class _Collect:
     noted and the next key handled (nats-server's processConfigFileLine
     collects errors the same way)."""
 
-    def __init__(self, path: str, errors: list[str]):
-        self.path, self.errors = path, errors
+    def __init__(self, path: str, errors: list[str], after: list[str]):
+        self.path, self.errors, self.after = path, errors, after
 
     def __enter__(self):
         return self
@@ -585,6 +526,9 @@ class _Collect:
     def __exit__(self, typ, e, tb) -> bool:
         if typ is None:
             return False
+        if issubclass(typ, OptionsError):  # (a check of validateOptions: apart, for the start only)
+            self.after.append(str(e))
+            return True
         if issubclass(typ, ConfigFileError):
             self.errors += str(e).split("\n")
             return True
@@ -772,6 +716,8 @@ def _main(argv: list[str], listener) -> int:
         return asyncio.run(serve(opts, flags.get("pid"), listener))
     except ConfigError as e:  # e.g. a certificate that does not load
         print(f"natslab server: {e}", file=sys.stderr)
+        return 1
+    except StartFailed:  # (logged, as nats-server's fatal log line)
         return 1
     except OSError as e:
         logging.getLogger("natslab.server").critical("Error listening on port: %s", e)

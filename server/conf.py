@@ -14,7 +14,7 @@ file); variables (``$VAR``: a key of this block or an enclosing one, else
 the environment); ``( ... )`` text blocks; Zulu datetimes. Positions are
 nats-server's own: ``(line, column)`` of each key, column 0-based on the
 first line and 1-based after it (lex.go counts from the last newline).
-Durations stay strings (``"2m"``); see ``parse_duration``.
+Durations stay strings (``"2m"``); see ``config_duration``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,17 @@ import re
 
 class ConfigError(ValueError):
     pass
+
+
+class PlacedError(ConfigError):
+    """A config error already at its place (``file:line:col: what``), which
+    a caller placing errors at a key's place passes on as it is."""
+
+
+class OptionsError(ConfigError):
+    """An error of nats-server's validateOptions (the checks of the options
+    once the file is read, at the server's start): ``-t`` does not make
+    them, and a start reports only the first, when the file had no error."""
 
 
 class ConfMap(dict):
@@ -40,12 +51,51 @@ class ConfMap(dict):
         self.file = ""  # the file this block was read from
         self.used: set[str] = set()  # keys a $variable named (nats-server does not call those unknown)
         self.end = (0, 0)  # where the block ends (its closing brace), as nats-server places the map's token
+        self.written: dict[str, str] = {}  # a key renamed from an alias (confcheck): the key as the file wrote it
 
     def where(self, key: str, source: str = "") -> str:
         """``file:line:col`` of ``key``, nats-server's prefix of an error
         about it (``source``: the file's name when the block does not know it)."""
         line, col = self.pos.get(key, (0, 0))
         return f"{self.files.get(key) or self.file or source}:{line}:{col}"
+
+
+class ConfList(list):
+    """An array: a list, plus where each element was written, ``pos[i] =
+    (line, column)``, nats-server's place for an error about that element
+    (a string, number or variable at itself, a map at its closing brace, an
+    array at its closing bracket: parse.go's token of each), and ``file``,
+    the file the array was read from."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.pos: list[tuple[int, int]] = []
+        self.file = ""
+
+    def where(self, i: int, source: str = "") -> str:
+        """``file:line:col`` of element ``i``."""
+        line, col = self.pos[i] if 0 <= i < len(self.pos) else (0, 0)
+        return f"{self.file or source}:{line}:{col}"
+
+    def like(self, items) -> "ConfList":
+        """``items`` (as many, in the same order) placed as this array's elements."""
+        out = ConfList(items)
+        out.pos, out.file = list(self.pos), self.file
+        return out
+
+
+def element_error(array, i: int, what: str) -> ConfigError:
+    """``what`` (each of its lines) at element ``i`` of a config array (a
+    PlacedError), or unplaced where the list does not know its places."""
+    if isinstance(array, ConfList) and 0 <= i < len(array.pos):
+        return PlacedError("\n".join(f"{array.where(i)}: {line}" for line in what.split("\n")))
+    return ConfigError(what)
+
+
+def item_where(array, i: int, fallback: str = "") -> str:
+    """``file:line:col`` of element ``i`` of a config array, or ``fallback``
+    (the array's key) for a list that does not know its places."""
+    return array.where(i) if isinstance(array, ConfList) and i < len(array.pos) else fallback
 
 
 # -- the lexer (conf/lex.go) -------------------------------------------------------
@@ -901,9 +951,11 @@ class _Parser:
         self.ctx = self.ctxs[-1]
         return last
 
-    def set_value(self, val, file: str | None = None) -> None:
+    def set_value(self, val, file: str | None = None, at: tuple[int, int] = (0, 0)) -> None:
         if isinstance(self.ctx, list):
             self.ctx.append(val)
+            if isinstance(self.ctx, ConfList):
+                self.ctx.pos.append(at)
         elif isinstance(self.ctx, ConfMap):
             key, line, pos = self.keys.pop()
             self.ctx[key] = val
@@ -915,6 +967,7 @@ class _Parser:
 
     def process(self, it) -> None:
         typ, val, line, pos = it
+        at = (line, pos)  # (an array element's place: its own item's)
         if typ == ERROR:
             raise ConfigError(f"Parse error on line {line}: '{val}'")
         if typ == KEY:
@@ -924,9 +977,9 @@ class _Parser:
         elif typ == MAP_END:
             m = self.pop_context()
             m.end = (line, pos)  # (nats-server's place for an error about the map as a value)
-            self.set_value(m)
+            self.set_value(m, at=at)
         elif typ == STRING:
-            self.set_value(val)
+            self.set_value(val, at=at)
         elif typ == INTEGER:
             last = 0
             for r in val:
@@ -942,7 +995,7 @@ class _Parser:
             mult = _SIZES.get(val[last:].strip().lower())
             if mult is None:  # (parse.go sets nothing for a suffix it does not know; its key stays pushed)
                 return
-            self.set_value(_wrap64(num * mult))
+            self.set_value(_wrap64(num * mult), at=at)
         elif typ == FLOAT:
             try:
                 f = float(val)
@@ -950,13 +1003,13 @@ class _Parser:
                 raise ConfigError(f"expected float, but got '{val}'") from None
             if f in (float("inf"), float("-inf")):
                 raise ConfigError(f"float '{val}' is out of the range")
-            self.set_value(f)
+            self.set_value(f, at=at)
         elif typ == BOOL:
             low = val.lower()
             if low in ("true", "yes", "on"):
-                self.set_value(True)
+                self.set_value(True, at=at)
             elif low in ("false", "no", "off"):
-                self.set_value(False)
+                self.set_value(False, at=at)
             else:
                 raise ConfigError(f"expected boolean value, but got '{val}'")
         elif typ == DATETIME:
@@ -966,18 +1019,20 @@ class _Parser:
                 dt = datetime.datetime.strptime(val, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
             except ValueError:
                 raise ConfigError(f"expected Zulu formatted DateTime, but got '{val}'") from None
-            self.set_value(dt)
+            self.set_value(dt, at=at)
         elif typ == ARRAY_START:
-            self.push_context([])
+            array = ConfList()
+            array.file = self.fp
+            self.push_context(array)
         elif typ == ARRAY_END:
             array = self.ctx
             self.pop_context()
-            self.set_value(array)
+            self.set_value(array, at=at)
         elif typ == VARIABLE:
             found, value = self.lookup_variable(val, line)
             if not found:
                 raise ConfigError(f"variable reference for '{val}' on line {line} can not be found")
-            self.set_value(value)
+            self.set_value(value, at=at)
         elif typ == INCLUDE:
             # filepath.Join(dir, val): an absolute val is joined too, as Go does
             path = os.path.normpath("/".join(x for x in (self.dir, val) if x))
@@ -1038,18 +1093,6 @@ def parse_file(fp: str) -> ConfMap:
         return parse_config(f.read(), fp)
 
 
-def parse_duration(v) -> float:
-    """Seconds from a Go-style duration ('2m', '1.5s', '500ms', '1h30m') or a number of seconds."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    s = str(v).strip()
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s)
-    if not parts or "".join(a + b for a, b in parts) != s:
-        raise ConfigError(f"invalid duration {v!r}")
-    return sum(float(a) * units[b] for a, b in parts)
-
-
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -1081,6 +1124,25 @@ def go_duration(s: str) -> float:
     return -total if neg else total
 
 
+def config_duration(v, error: str = "{}", numbers: tuple = (int,), wrong: str | None = None) -> float:
+    """Seconds from a duration in a config file, read as nats-server's
+    option parsers read one: a string is Go's time.ParseDuration (its error
+    given as ``error.format(e)``), a number of a type in ``numbers`` (int:
+    Go's int64, float: float64) is seconds, anything else is ``wrong``, by
+    default the interface conversion of Go's ``v.(int64)`` (``v.(string)``
+    when no number is taken). ConfigError, without a place: the caller
+    places it."""
+    if isinstance(v, str):
+        try:
+            return go_duration(v)
+        except ConfigError as e:
+            raise ConfigError(error.format(e)) from None
+    if isinstance(v, numbers) and not isinstance(v, bool):
+        return float(v)
+    raise ConfigError(wrong or f"interface conversion: interface {{}} is {go_type(v)}, "
+                               f"not {'int64' if int in numbers else 'string'}")
+
+
 def go_type(v) -> str:
     """Go's %T of a config value, as nats-server's errors name it."""
     if isinstance(v, bool):
@@ -1094,3 +1156,17 @@ def go_type(v) -> str:
     if isinstance(v, list):
         return "[]interface {}"
     return "map[string]interface {}" if isinstance(v, dict) else type(v).__name__
+
+
+def go_value(v) -> str:
+    """Go's %v of a config value (``5``, ``abc``, ``true``, ``[a b]``,
+    ``map[a:1]``), as nats-server's errors show it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() and abs(v) < 1e21 else repr(v)
+    if isinstance(v, list):
+        return "[" + " ".join(go_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "map[" + " ".join(f"{k}:{go_value(x)}" for k, x in sorted(v.items())) + "]"
+    return str(v)

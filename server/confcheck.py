@@ -15,7 +15,7 @@ apply, or raises ``ConfigError`` with every problem as
 
 from __future__ import annotations
 
-from .conf import ConfigError, ConfMap
+from .conf import ConfigError, ConfList, ConfMap, config_duration, go_type, go_value, item_where
 
 UNKNOWN = 'unknown field "{}"'
 
@@ -26,8 +26,10 @@ class Block:
     (a map, or each map of a list)."""
 
     def __init__(self, keys: dict[str, str | None], children: dict[str, "Block"] | None = None,
-                 unknown: str = UNKNOWN, each: "Block | None" = None, keep_case: bool = False):
+                 unknown: str = UNKNOWN, each: "Block | None" = None, keep_case: bool = False,
+                 in_lists: bool = True):
         self.keys = keys
+        self.in_lists = in_lists  # also checked in each map of a list (users [...]); else only as a value
         self.keep_case = keep_case  # keys stay as written (their reader names them in its errors)
         self.children = children or {}
         self.unknown = unknown
@@ -54,7 +56,8 @@ def _unused(*names: str) -> dict[str, str]:
 
 SUBJECT_PERMISSION = Block(
     {**_alias("allow"), **_alias("deny")},
-    unknown="Unknown field name \"{}\" parsing subject permissions, only 'allow' or 'deny' are permitted")
+    unknown="Unknown field name \"{}\" parsing subject permissions, only 'allow' or 'deny' are permitted",
+    in_lists=False)  # (a map in a list of subjects is no permission block: "cannot be cast to string")
 
 PERMISSIONS = Block(
     {**_alias("publish", "pub", "import"), **_alias("subscribe", "sub", "export"),
@@ -188,6 +191,7 @@ def check(conf: ConfMap, source: str, report: list[str] | None = None) -> ConfMa
 def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list, source: str) -> ConfMap:
     out = ConfMap()
     out.file = conf.file or source
+    out.end = conf.end
     for key, value in conf.items():
         where = conf.where(key, source)
         order = (conf.files.get(key, ""),) + conf.pos.get(key, (0, 0))
@@ -218,13 +222,145 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
             sub = f"{path}{name}."
             if isinstance(value, ConfMap):
                 value = _check(value, child, sub, problems, unused, source)
-            elif isinstance(value, list):
-                value = [_check(v, child, sub, problems, unused, source) if isinstance(v, ConfMap) else v
-                         for v in value]
+            elif isinstance(value, list) and child.in_lists:
+                checked = [_check(v, child, sub, problems, unused, source) if isinstance(v, ConfMap) else v
+                           for v in value]
+                value = value.like(checked) if isinstance(value, ConfList) else checked
         if block.keep_case:
             name = key
         out[name] = value
         out.pos[name] = conf.pos.get(key, (0, 0))
+        out.written[name] = key
         if key in conf.files:
             out.files[name] = conf.files[key]
     return out
+
+
+# -- users and their permissions (nats-server's parseUsers, parseUserPermissions, parsePermSubjects)
+
+def _valid_subject(s: str) -> bool:
+    """nats-server's IsValidSubject (what a permission may name)."""
+    if not s:
+        return False
+    tokens = s.split(".")
+    for i, t in enumerate(tokens):
+        if not t or any(c in t for c in " \t\n\r\f") or (t == ">" and i != len(tokens) - 1):
+            return False
+    return True
+
+
+def _perm_subjects_problem(v, queue: bool, key_at: str, placed: bool) -> str | None:
+    """parsePermSubjects: a subject or a list of them, each valid (for
+    subscribe also "subject queue"). ``key_at``: the place of the value's
+    key; ``placed``: whether nats-server names it for errors about the value
+    (an allow/deny list) or names none (a list given directly). An element
+    that is not a string is placed at the element."""
+    where = f"{key_at}: " if placed else ""
+    if isinstance(v, str):
+        subjects = [v]
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                return f"{item_where(v, i, key_at)}: Subject in permissions array cannot be cast to string"
+        subjects = v
+    else:
+        return f"{where}Expected subject permissions to be a subject, or array of subjects, got {go_type(v)}"
+    for subj in subjects:
+        if _valid_subject(subj):
+            continue
+        parts = subj.split()
+        if not queue or len(parts) != 2 or not _valid_subject(parts[0]):
+            return f'{where}subject "{parts[0] if queue and len(parts) == 2 else subj}" is not a valid subject'
+        if not _valid_subject(parts[1]):
+            return f'{where}queue "{parts[1]}" is not a valid queue'
+    return None
+
+
+def permissions_problems(perms: ConfMap) -> list[str]:
+    """A user's (or an account's default) publish/subscribe permissions,
+    refused as nats-server refuses them: an ``allow``/``deny`` list at its
+    key, a list given directly without a place (nats-server has none for
+    it), an element that is not a string at the element."""
+    out = []
+    for key in ("publish", "subscribe"):
+        v = perms.get(key)
+        if v is None:
+            continue
+        queue = key == "subscribe"
+        if isinstance(v, ConfMap):
+            for k in ("allow", "deny"):
+                if k in v:
+                    why = _perm_subjects_problem(v[k], queue, v.where(k), True)
+                    if why:
+                        out.append(why)
+            continue
+        why = _perm_subjects_problem(v, queue, perms.where(key), False)
+        if why:
+            out.append(why)
+    for key in ("allow_responses", "publish_allow_responses"):  # (parseAllowResponses)
+        v = perms.get(key)
+        if v is None or isinstance(v, bool):
+            continue
+        if not isinstance(v, ConfMap):
+            out.append(f"{perms.where(key)}: error parsing response permissions, expected a boolean or a map")
+            continue
+        for k, x in v.items():
+            low = k.lower()
+            if low in ("max", "max_msgs", "max_messages", "max_responses"):
+                if isinstance(x, bool) or not isinstance(x, int):  # (v.(int64): the panic, at the key)
+                    out.append(f"{v.where(k)}: interface conversion: interface {{}} is {go_type(x)}, not int64")
+            elif low in ("expires", "expiration", "ttl"):
+                try:
+                    config_duration(x, "error parsing expires: {}", (), "error parsing expires, not a duration string")
+                except ConfigError as e:
+                    out.append(f"{v.where(k)}: {e}")
+            elif k not in v.used:
+                out.append(f'{v.where(k)}: Unknown field "{k}" parsing permissions')
+    return out
+
+
+def _string_array(field: str, v, where: str, problems: list[str]) -> list[str] | None:
+    """nats-server's parseStringArray: a string or a list of strings; an
+    element of another type is an error at the element, a value of another
+    type at the key (``where``)."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list):
+        out = []
+        for i, x in enumerate(v):
+            if isinstance(x, str):
+                out.append(x)
+            else:
+                problems.append(f"{item_where(v, i, where)}: error parsing {field}: unsupported type in array "
+                                f"{go_type(x)}")
+        return out
+    problems.append(f"{where}: error parsing {field}: unsupported type {go_type(v)}")
+    return None
+
+
+def user_problems(users: list) -> list[str]:
+    """The entries of a ``users`` array (authorization's or an account's),
+    checked as nats-server's parseUsers checks them, each problem at its
+    place: an entry that is not a map at the entry, the rest at their keys
+    (or elements)."""
+    from .auth import CONNECTION_TYPES
+
+    problems: list[str] = []
+    for i, u in enumerate(users):
+        if not isinstance(u, dict):
+            problems.append(f"{item_where(users, i)}: Expected user entry to be a map/struct, got {go_value(u)}")
+            continue
+        if not isinstance(u, ConfMap):
+            continue
+        perms = u.get("permissions")
+        if perms is not None and not isinstance(perms, dict):
+            problems.append(f"{u.where('permissions')}: Expected permissions to be a map/struct, got {go_value(perms)}")
+        elif isinstance(perms, ConfMap):
+            problems += permissions_problems(perms)
+        for key in [k for k in u if str(k).lower() in ("allowed_connection_types", "connection_types", "clients")]:
+            cts = _string_array("allowed connection types", u[key], u.where(key), problems)
+            unknown = [ct.upper() for ct in cts or () if ct.upper() not in CONNECTION_TYPES]
+            if unknown:  # (convertAllowedConnectionTypes, Go's %q of the list)
+                problems.append(f"{u.where(key)}: invalid connection types [" + " ".join(f'"{ct}"' for ct in unknown)
+                                + "]")
+    return problems

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from .conf import ConfigError, ConfMap
+from .conf import ConfigError, ConfMap, go_type, item_where
 from .transform import MappingError, SubjectTransform, _is_subset_match, is_valid_subject
 
 
@@ -131,15 +131,15 @@ def parse(block, where=None, at: str = "") -> Mappings:
         entries = value if isinstance(value, list) else [value]
         dests = []
         bad = False
-        for entry in entries:
+        for i, entry in enumerate(entries):
             try:
                 dests.append(_dest(entry))
             except _EntryProblem as e:
                 if where and isinstance(entry, ConfMap):  # at the entry's key, or at the entry (its end)
                     line, col = entry.pos.get(e.key, (0, 0)) if e.key else entry.end
                     problems.append(f"{entry.file or where(block, src).rsplit(':', 2)[0]}:{line}:{col}: {e}")
-                elif where:  # (nats-server: at the element, whose place a list does not keep here)
-                    problem(src, str(e))
+                elif where:  # (nats-server: at the element)
+                    problems.append(f"{item_where(entries, i, where(block, src))}: {e}")
                 else:
                     problems.append(str(e))
                 bad = True
@@ -176,7 +176,9 @@ def _dest(entry) -> tuple[str, int, str]:
     for k, v in entry.items():
         key = k.lower()
         if key in ("dest", "destination"):
-            subject = str(v)
+            if not isinstance(v, str):  # (dmv.(string): nats-server's panic, at the entry)
+                _problem("", f"interface conversion: interface {{}} is {go_type(v)}, not string")
+            subject = v
         elif key == "weight":
             if isinstance(v, str):
                 ws = v.removesuffix("%")

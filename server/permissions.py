@@ -70,14 +70,12 @@ def _duration(v) -> float:
     """An allow_responses ``expires``: a Go duration string (negative: forever)."""
     if not isinstance(v, str):
         raise ValueError("error parsing expires, not a duration string")
-    from .conf import ConfigError, parse_duration
+    from .conf import ConfigError, go_duration
 
-    text = v.strip()
-    sign = -1.0 if text.startswith("-") else 1.0
     try:
-        return sign * float(parse_duration(text.lstrip("+-"))) if text not in ("0", "-0", "+0") else 0.0
-    except ConfigError:
-        raise ValueError(f'error parsing expires: time: invalid duration "{v}"') from None
+        return go_duration(v)  # (Go's time.ParseDuration, as nats-server reads it)
+    except ConfigError as e:
+        raise ValueError(f"error parsing expires: {e}") from None
 
 
 def _responses(v) -> tuple[int, float] | None:

@@ -145,43 +145,56 @@ def configure(o, c) -> None:
     res_keys = [k for k in c if k in RESOLVER_KEYS]
 
     def at(key: str, e) -> ConfigError:  # (an error nats-server's option parsing gives at the key)
+        from .conf import PlacedError
+
+        if isinstance(e, PlacedError):  # (already at its element)
+            return e
         return ConfigError(f"{c.where(key)}: {e}" if hasattr(c, "where") else str(e))
 
+    # (each key's problems noted and the next key read, as nats-server's processConfigFileLine: all at once)
+    problems: list[str] = []
     try:
         trusted = _trusted_keys(c["trusted"]) if "trusted" in c else []
     except ConfigError as e:
-        raise at("trusted", e) from None
+        problems.append(str(at("trusted", e)))
+        trusted = []
     ops: list[str] = []
     for k in keys:  # (read as the file is parsed, whatever else it says)
         v = c[k]
         for item in v if isinstance(v, list) else [v]:
-            if not isinstance(item, str):
-                raise at(k, f"error parsing operators: unsupported type {go_type(item)}")
+            if not isinstance(item, str):  # (an element is a *conf.token to nats-server's check)
+                what = "*conf.token where string is expected" if isinstance(v, list) else go_type(item)
+                problems.append(str(at(k, f"error parsing operators: unsupported type {what}")))
+                break
             try:
                 ops.append(_read_jwt(item))
             except ConfigError as e:
-                raise at(k, e) from None
+                problems.append(str(at(k, e)))
+                break
     resolver = None
     if res_keys:
         try:
             resolver = _parse_resolver(c[res_keys[-1]])
         except ConfigError as e:
             if not str(e).startswith('"resolver: URL(...)"'):  # (natslab's own refusal: only with an operator)
-                raise at(res_keys[-1], e) from None
-            if keys or trusted:
-                raise
+                problems.append(str(at(res_keys[-1], e)))
+            elif keys or trusted:
+                problems.append(str(e))
     preload = c.get("resolver_preload") or {}
     if not isinstance(preload, dict):
-        raise at("resolver_preload", "preload should be a map of account_public_key:account_jwt")
+        problems.append(str(at("resolver_preload", "preload should be a map of account_public_key:account_jwt")))
+        preload = {}
     for key, token in preload.items():
+        where = f"{preload.where(key)}: " if hasattr(preload, "where") else ""
         if not isinstance(token, str):
-            raise ConfigError(f"{preload.where(key)}: preload map value should be a string JWT"
-                              if hasattr(preload, "where") else "preload map value should be a string JWT")
+            problems.append(f"{where}preload map value should be a string JWT")
+            continue
         try:
             jwt.decode(token, "account")
         except jwt.JWTError:
-            raise ConfigError(f"{preload.where(key)}: invalid account JWT" if hasattr(preload, "where")
-                              else "invalid account JWT") from None
+            problems.append(f"{where}invalid account JWT")
+    if problems:
+        raise ConfigError("\n".join(problems))
     if keys and trusted:
         raise ConfigError("conflicting options for 'TrustedKeys' and 'TrustedOperators'")
     if not keys and not trusted:
@@ -516,9 +529,11 @@ def _key_list(v, what: str) -> list[str]:
         return [v]
     if not isinstance(v, list):
         raise ConfigError(f"error parsing {what}: unsupported type {go_type(v)}")
-    for item in v:
-        if not isinstance(item, str):
-            raise ConfigError(f"error parsing {what}: unsupported type in array {go_type(item)}")
+    from .conf import element_error
+
+    for i, item in enumerate(v):
+        if not isinstance(item, str):  # (at the element)
+            raise element_error(v, i, f"error parsing {what}: unsupported type in array {go_type(item)}")
     return list(v)
 
 
@@ -539,8 +554,10 @@ def _pinned_accounts(v, system_account: str | None) -> set[str] | None:
 def _trusted_keys(v) -> list[str]:
     """trusted / trusted_keys (an operator key or a list of them), checked as
     nats-server checks them."""
+    from .conf import element_error
+
     keys = _key_list(v, "trusted")
-    for key in keys:
-        if not jwt.is_key(key, "O"):
-            raise ConfigError(f'trust key "{key}" required to be a valid public operator nkey')
+    bad = [f'trust key "{key}" required to be a valid public operator nkey' for key in keys if not jwt.is_key(key, "O")]
+    if bad:  # (every one, at nats-server's token then: the list's last element's)
+        raise element_error(v, len(v) - 1, "\n".join(bad)) if isinstance(v, list) else ConfigError("\n".join(bad))
     return keys

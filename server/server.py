@@ -197,6 +197,13 @@ class Server:
         log.info("  Version:  %s (natslab)", self.version)
         log.info("  Name:     %s", self.server_name)
         log.info("  ID:       %s", self.server_id)
+        # (StartMonitoring's checks, fatal, before anything is started: nats-server starts its
+        # monitor before JetStream)
+        if o.http_port and o.https_port:
+            self._fatal(f"Can't start monitoring: can't specify both HTTP ({o.http_port}) and HTTPs "
+                        f"({o.https_port}) ports")
+        if o.https_port and o.tls is None:
+            self._fatal("Can't start monitoring: TLS cert and key required for HTTPS")
         if o.jetstream:
             try:
                 JetStream = jetstream().JetStream
@@ -210,21 +217,24 @@ class Server:
         self.sys_requests = SysRequests(self)
         if o.operator is not None:
             o.operator.start(self)  # claim updates over $SYS (server/resolver.py)
-        if o.http_port and o.https_port:
-            raise ConfigError(f"can't specify both HTTP ({o.http_port}) and HTTPs ({o.https_port}) ports")
         if o.http_port or o.https_port:
             from .monitor.http import Monitor
 
             ctx = None
             if o.https_port:  # https: the tls {} block's certificate, no client certificates asked for
-                if o.tls is None:
-                    raise ConfigError("TLS cert and key required for HTTPS")
                 import ssl
 
                 ctx = o.tls.context()
                 ctx.verify_mode = ssl.CERT_NONE
             self.monitor = Monitor(self)
-            await self.monitor.start(o.http_host or o.host, o.http_port or o.https_port, ssl=ctx)
+            host, mport = o.http_host or o.host, o.http_port or o.https_port
+            try:
+                await self.monitor.start(host, mport, ssl=ctx)
+            except OSError as e:  # (nats-server's startMonitoring: fatal, with Go's net.Listen error)
+                why = os.strerror(e.errno) if e.errno else str(e)
+                hp = f"[{host}]:{mport}" if ":" in host else f"{host}:{mport}"
+                self._fatal(f"Can't start monitoring: can't listen to the monitor port: listen tcp {hp}: bind: "
+                            f"{why[:1].lower()}{why[1:]}")
         if self.websocket is not None:
             # before the client port serves, as nats-server's Start() does:
             # a client served there finds the websocket port up too
@@ -240,10 +250,21 @@ class Server:
         for s in self._tcp.sockets:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port = self._tcp.sockets[0].getsockname()[1]
+        if o.client_advertise:  # (nats-server's setInfoHostPort, once the port is known: fatal)
+            try:
+                advertised_host_port(o.client_advertise, self.port)
+            except ValueError as e:
+                self._tcp.close()
+                self._fatal(f"Error setting server INFO with ClientAdvertise value of {o.client_advertise}, err={e}")
         log.info("Listening for client connections on %s:%d", o.host, self.port)
         if self.tls_context is not None:
             log.info("TLS required for client connections")
         log.info("Server is ready")
+
+    def _fatal(self, why: str) -> None:
+        """nats-server's Fatalf during the start: the log line, then the end (StartFailed)."""
+        self.logger.critical("%s", why)
+        raise StartFailed(why)
 
     async def _start_jetstreams(self, JetStream, store_dir: Path) -> None:
         """A JetStream for each account that has it (or for $G when none
@@ -521,15 +542,66 @@ def default_store_dir() -> Path:
     return Path(user_data_dir("natslab")) / "store"
 
 
+class StartFailed(Exception):
+    """The start failed, and said why in its log (nats-server's Fatalf):
+    the process ends with status 1 and nothing more."""
+
+
 def _advertised(spec: str, port: int) -> tuple[str, int]:
     """client_advertise as INFO's host and port (nats-server's parseHostPort:
-    the listen port when the value has none, or has 0 or -1)."""
-    host, sep, p = spec.rpartition(":")
-    if not sep or (host.count(":") and not host.startswith("[")):
-        host, p = spec, ""
-    host = host.strip("[]").strip()
+    the listen port when the value has none, or has 0 or -1); a value it
+    refuses (the start refuses it: ``cli``) keeps the host and port given."""
     try:
-        n = int(p.strip()) if p else port
+        return advertised_host_port(spec, port)
     except ValueError:
-        n = port
-    return host, port if n in (0, -1) else n
+        return spec, port
+
+
+def _split_host_port(hp: str) -> tuple[str, str]:
+    """Go's net.SplitHostPort, with its AddrError texts."""
+    def err(why: str):
+        return ValueError(f"address {hp}: {why}" if hp else why)
+
+    i = hp.rfind(":")
+    if i < 0:
+        raise err("missing port in address")
+    j = k = 0
+    if hp.startswith("["):
+        end = hp.find("]")
+        if end < 0:
+            raise err("missing ']' in address")
+        if end + 1 == len(hp):
+            raise err("missing port in address")
+        if end + 1 != i:
+            raise err("too many colons in address" if hp[end + 1] == ":" else "missing port in address")
+        host, j, k = hp[1:end], 1, end + 1
+    else:
+        host = hp[:i]
+        if ":" in host:
+            raise err("too many colons in address")
+    if "[" in hp[j:]:
+        raise err("unexpected '[' in address")
+    if "]" in hp[k:]:
+        raise err("unexpected ']' in address")
+    return host, hp[i + 1:]
+
+
+def advertised_host_port(spec: str, port: int) -> tuple[str, int]:
+    """nats-server's parseHostPort of client_advertise: (host, port), the
+    listen port when the value has none (or 0, -1); ValueError with the
+    text nats-server's start fails with."""
+    import re
+
+    try:
+        host, p = _split_host_port(spec)
+    except ValueError as e:
+        if "missing port" not in str(e):
+            raise
+        host, p = _split_host_port(f"{spec}:{port}")
+    q = p.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", q):
+        raise ValueError(f'strconv.Atoi: parsing "{q}": invalid syntax')
+    n = int(q)
+    if not -(1 << 63) <= n < (1 << 63):
+        raise ValueError(f'strconv.Atoi: parsing "{q}": value out of range')
+    return host.strip(), port if n in (0, -1) else n

@@ -24,7 +24,7 @@ from asyncio import sslproto
 from dataclasses import dataclass
 from pathlib import Path
 
-from .conf import ConfigError, go_type, parse_duration
+from .conf import ConfigError, PlacedError, config_duration, element_error, go_duration, go_type
 
 TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
 HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
@@ -235,16 +235,29 @@ def _reason(e: Exception, *files: str) -> str:
     return str(e)
 
 
-def parse_tls_block(block) -> TLSOptions:
+def _string_element(array, i: int) -> str:
+    """Element ``i`` of a list nats-server reads as strings (``r.(string)``:
+    anything else is its panic's error, at the element)."""
+    if not isinstance(array[i], str):
+        raise element_error(array, i, f"interface conversion: interface {{}} is {go_type(array[i])}, not string")
+    return array[i]
+
+
+def parse_tls_block(block, at: str = "") -> TLSOptions:
     """A ``tls {}`` block, checked as nats-server's parseTLS checks it: an
-    error at the place of the key it is about (nats-server's last token
-    read, so a check after the keys is at the last key)."""
+    error about a key at the key's place, one of the checks after the keys
+    at the block's own key (``at``, its ``file:line:col``: nats-server's
+    token of the block then)."""
     last: list[str] = []
     try:
         return _parse_tls_block(block, last)
+    except PlacedError:
+        raise
     except ConfigError as e:
         if last and hasattr(block, "where"):
             raise ConfigError(f"{block.where(last[-1])}: {e}") from None
+        if at:
+            raise ConfigError(f"{at}: {e}") from None
         raise
 
 
@@ -271,11 +284,11 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
                                   "sha256 of DER encoded SubjectPublicKeyInfo")
             if v:
                 pinned = set()
-                for entry in v:
-                    e = str(entry).lower()
+                for i in range(len(v)):
+                    e = _string_element(v, i).lower()
                     if not re.fullmatch(r"[a-f0-9]{64}", e):
-                        raise ConfigError(f"error parsing tls config, 'pinned_certs' key {e} does not look like "
-                                          "hex-encoded sha256 of DER encoded SubjectPublicKeyInfo")
+                        raise element_error(v, i, f"error parsing tls config, 'pinned_certs' key {e} does not look "
+                                                   "like hex-encoded sha256 of DER encoded SubjectPublicKeyInfo")
                     pinned.add(e)
                 t.pinned = frozenset(pinned)
         elif k in ("verify", "verify_and_map", "insecure"):
@@ -287,10 +300,8 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
                 t.verify = t.verify or v
                 t.map = v
         elif k == "timeout":
-            try:
-                t.timeout = parse_duration(v)
-            except ConfigError:
-                raise ConfigError(f"error parsing tls config, 'timeout' wrong type") from None
+            t.timeout = config_duration(v, "error parsing tls config, 'timeout' {}", (int, float),
+                                        "error parsing tls config, 'timeout' wrong type")
         elif k in ("handshake_first", "first", "immediate"):
             if isinstance(v, bool):
                 t.handshake_first = v
@@ -300,24 +311,27 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
                 t.handshake_first, t.fallback = True, HANDSHAKE_FIRST_FALLBACK
             elif isinstance(v, str):
                 try:
-                    t.fallback = parse_duration(v)
+                    t.fallback = go_duration(v)
                 except ConfigError:
                     raise ConfigError(f'field "{key}"\'s value "{v}" is invalid') from None
                 t.handshake_first = True
             else:
-                raise ConfigError(f"field {key!r} should be a boolean or a string")
+                raise ConfigError(f'field "{key}" should be a boolean or a string, got {go_type(v)}')
         elif k == "allow_insecure_cipher_suites":
             if not isinstance(v, bool):
                 raise ConfigError("error parsing tls config, expected 'allow_insecure_cipher_suites' to be a boolean")
             allow_insecure = v
         elif k in ("cipher_suites", "curve_preferences"):
-            if not isinstance(v, list) or not v:
+            if not isinstance(v, list):  # (mv.([]any): nats-server's panic, at the key)
+                raise ConfigError(f"interface conversion: interface {{}} is {go_type(v)}, not []interface {{}}")
+            if not v:
                 raise ConfigError(f"error parsing tls config, '{k}' cannot be empty")
             table = {**_CIPHERS, **_INSECURE_CIPHERS, **dict.fromkeys(_TLS13)} if k == "cipher_suites" else _CURVES
-            for name in v:
-                if str(name) not in table:
+            for i in range(len(v)):  # (each at its element, as nats-server places them)
+                name = _string_element(v, i)
+                if name not in table:
                     what = "cipher" if k == "cipher_suites" else "curve preference"
-                    raise ConfigError(f"unrecognized {what} {name}")
+                    raise element_error(v, i, f"unrecognized {what} {name}")
             names = tuple(table[str(n)] for n in v if table[str(n)])
             if k == "cipher_suites":
                 t.ciphers = names or ("TLS13",)
@@ -350,6 +364,7 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
             if str(v) not in ("1.2", "1.3"):
                 raise ConfigError(f"unsupported TLS version: {v}")
             t.min_version = str(v)
+    last.clear()  # (the checks after the keys: at the block's key)
     if insecure and not allow_insecure:
         raise ConfigError("insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "
                           + ", ".join(insecure))

@@ -94,12 +94,35 @@ _ORIGINS = ("allowed_origins", "allowed_origin", "allow_origins", "allow_origin"
 _COOKIES = {"jwt_cookie": "jwt", "user_cookie": "user", "pass_cookie": "pass", "token_cookie": "auth_token"}
 
 
-def parse_websocket_block(block) -> WebsocketOptions:
+def _request_uri_problem(raw: str) -> str:
+    """What Go's url.ParseRequestURI says first of ``raw`` (its control
+    character, scheme and request-URI checks), or "" when those pass."""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+        return "net/url: invalid control character in URL"
+    scheme, rest = "", raw
+    for i, ch in enumerate(raw):  # (getScheme)
+        if ch.isascii() and ch.isalpha():
+            continue
+        if ch.isascii() and (ch.isdigit() or ch in "+-."):
+            if i == 0:
+                break
+            continue
+        if ch == ":":
+            if i == 0:
+                return "missing protocol scheme"
+            scheme, rest = raw[:i], raw[i + 1:]
+        break
+    if not scheme and not rest.startswith("/"):
+        return "invalid URI for request"
+    return ""
+
+
+def parse_websocket_block(block, warnings: list[str] | None = None) -> WebsocketOptions:
     """A ``websocket {}`` block, read as nats-server's parseWebsocket reads
     it (every problem at its key, all at once: a value of the wrong Go type
     is its panic's ``interface conversion``), then checked as its
     validateWebsocketOptions checks it (those errors have no place)."""
-    from .conf import go_duration, go_type
+    from .conf import OptionsError, config_duration, element_error, go_type
 
     w = WebsocketOptions()
     problems: list[str] = []
@@ -136,7 +159,7 @@ def parse_websocket_block(block) -> WebsocketOptions:
             if typed(block, key, v, dict, "map[string]interface {}") is None:
                 continue
             try:
-                w.tls = tls.parse_tls_block(v)
+                w.tls = tls.parse_tls_block(v, block.where(key) if hasattr(block, "where") else "")
             except ConfigError as e:
                 problems += str(e).split("\n")
                 continue
@@ -152,20 +175,17 @@ def parse_websocket_block(block) -> WebsocketOptions:
             if items is None:
                 at(block, key, f"error parsing allowed origins: unsupported type {go_type(v)}")
                 continue
-            for x in items:
-                if not isinstance(x, str):
-                    at(block, key, f"error parsing allowed origins: unsupported type in array {go_type(x)}")
+            for i, x in enumerate(items):
+                if not isinstance(x, str):  # (parseStringArray: at the element)
+                    problems.append(str(element_error(items, i, f"error parsing allowed origins: unsupported type "
+                                                                f"in array {go_type(x)}")))
             w.allowed_origins = [x for x in items if isinstance(x, str)]
         elif k == "handshake_timeout":
-            if isinstance(v, int) and not isinstance(v, bool):
-                w.handshake_timeout = float(v)
-            elif isinstance(v, str):
-                try:
-                    w.handshake_timeout = go_duration(v)
-                except ConfigError as e:
-                    at(block, key, str(e))
-            else:
-                at(block, key, f"error parsing handshake timeout: unsupported type {go_type(v)}")
+            try:
+                w.handshake_timeout = config_duration(v, wrong=f"error parsing handshake timeout: unsupported type "
+                                                               f"{go_type(v)}")
+            except ConfigError as e:
+                at(block, key, str(e))
         elif k in ("authorization", "authentication"):
             _simple_auth(block, key, v, w, at, typed)
         elif k in _COOKIES:
@@ -174,11 +194,14 @@ def parse_websocket_block(block) -> WebsocketOptions:
         elif k == "no_auth_user":  # (checked against the users with the server's: auth.py)
             if typed(block, key, v, str, "string") is not None:
                 w.no_auth_user = v
-        elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds)
+        elif k == "ping_interval":  # (parseDuration: a Go duration, or a number of seconds and a warning)
+            if not isinstance(v, str) and warnings is not None and hasattr(block, "where"):
+                warnings.append(f'{block.where(key)}: invalid use of field "ping_interval": ping_interval should be '
+                                "converted to a duration")
             try:
-                w.ping_interval = go_duration(v) if isinstance(v, str) else float(v)
+                w.ping_interval = config_duration(v, "error parsing ping_interval: {}")
             except ConfigError as e:
-                at(block, key, f"error parsing ping_interval: {e}")
+                at(block, key, str(e))
         elif k == "headers":  # (nats-server's parseWebsocket and validateWebsocketOptions)
             if not isinstance(v, dict):
                 at(block, key, f"error parsing headers: unsupported type {go_type(v)}")
@@ -198,19 +221,22 @@ def parse_websocket_block(block) -> WebsocketOptions:
     for name, line in raw:
         low = name.lower()
         if low in ("host", "content-length", "connection", "upgrade", "nats-no-masking"):
-            raise ConfigError(f'websocket: invalid header "{name}" not allowed')
+            raise OptionsError(f'websocket: invalid header "{name}" not allowed')
         if low.startswith("sec-websocket-"):
-            raise ConfigError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
+            raise OptionsError(f'websocket: invalid header "{name}", "Sec-WebSocket-" prefix not allowed')
         w.headers += line
     if w.port and w.tls is None and not w.no_tls:
-        raise ConfigError("websocket requires TLS configuration")
+        raise OptionsError("websocket requires TLS configuration")
     for ao in w.allowed_origins:
+        why = _request_uri_problem(ao)
+        if why:  # (Go's url.ParseRequestURI refuses it)
+            raise OptionsError(f'unable to parse allowed origin: parse "{ao}": {why}')
         u = urlsplit(ao)
         if u.scheme not in ("http", "https"):
-            raise ConfigError(f'unable to parse allowed origin "{ao}": allowed origins must be absolute URLs '
+            raise OptionsError(f'unable to parse allowed origin "{ao}": allowed origins must be absolute URLs '
                               'with http or https scheme')
         if not u.netloc:
-            raise ConfigError(f'unable to parse allowed origin "{ao}": host is required')
+            raise OptionsError(f'unable to parse allowed origin "{ao}": host is required')
     return w
 
 

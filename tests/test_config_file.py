@@ -201,11 +201,49 @@ BAD = {
                                          "c.conf:2:16: Expected permissions to be a map/struct, got 5"),
     "export-accounts-type": ({"c.conf": "port: 1\naccounts { A { exports: [{stream: foo, accounts: 5}] } }\n"},
                              "c.conf:2:40: interface conversion: interface {} is int64, not []interface {}"),
+    "export-response-type": ({"c.conf": "port: 1\naccounts {\n  A {\n    exports: [\n      {stream: foo}\n"
+                                        "      {service: bar, response: bogus}\n    ]\n  }\n}\n"},
+                             'c.conf:6:22: Unknown response type: "bogus"'),
+    "export-response-not-string": ({"c.conf": "port: 1\naccounts { A { exports: [ {service: bar, response: 5} ] } }\n"},
+                                   "c.conf:2:42: Expected response type to be string, got int64"),
+    "export-response-on-stream": ({"c.conf": "port: 1\naccounts { A { exports: [ {stream: foo, response: single} ] } }\n"},
+                                  "c.conf:2:41: Detected response directive on non-service"),
+    "export-stream-type": ({"c.conf": "port: 1\naccounts { A { exports: [ {stream: 5} ] } }\n"},
+                           "c.conf:2:28: Expected stream name to be string, got int64"),
     "import-to-type": ({"c.conf": "port: 1\naccounts { A { exports [ {stream: foo} ] }\n"
                                   " B { imports: [{stream: {account: A, subject: foo}, to: 5}] } }\n"},
                        "c.conf:3:53: interface conversion: interface {} is int64, not string"),
     "jetstream-limits-type": ({"c.conf": "port: 1\njetstream { limits: 5 }\n"},
                               "c.conf:2:13: Expected a map to define JetStreamLimits, got int64"),
+    # durations: one reader for every key, each with nats-server's own words
+    "auth-timeout-type": ({"c.conf": "port: 1\nauthorization { user: a, password: b, timeout: true }\n"},
+                          "c.conf:2:39: error parsing authorization config, 'timeout' wrong type"),
+    "sync-alias": ({"c.conf": "port: 1\njetstream { sync: abc }\n"},
+                   'c.conf:2:13: error parsing sync: time: invalid duration "abc"'),
+    "batch-timeout": ({"c.conf": "port: 1\njetstream { limits { batch { timeout: abc } } }\n"},
+                      'time: invalid duration "abc"'),
+    "batch-timeout-type": ({"c.conf": "port: 1\njetstream {\n  limits {\n    batch {\n      timeout: 5\n    }\n  }\n}\n"},
+                           "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "lame-duck-int": ({"c.conf": "port: 1\nlame_duck_grace_period: 5\n"},
+                      "c.conf:2:1: interface conversion: interface {} is int64, not string"),
+    "websocket-handshake-float": ({"c.conf": "port: 1\nwebsocket { port: -1, no_tls: true, handshake_timeout: 1.5 }\n"},
+                                  "c.conf:2:37: error parsing handshake timeout: unsupported type float64"),
+    "websocket-ping-interval": ({"c.conf": 'port: 1\nwebsocket { port: -1, no_tls: true, ping_interval: "1x" }\n'},
+                                'c.conf:2:37: error parsing ping_interval: time: unknown unit "x" in duration "1x"'),
+    "tls-timeout": ({"c.conf": 'port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  timeout: "abc"\n}\n'},
+                    "c.conf:5:3: error parsing tls config, 'timeout' time: invalid duration \"abc\""),
+    "tls-first-type": ({"c.conf": "port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  first: 5\n}\n"},
+                       'c.conf:5:3: field "first" should be a boolean or a string, got int64'),
+    "responses-expires": ({"c.conf": 'port: 1\nauthorization { users: [ {user: a, password: b, permissions: '
+                                     '{allow_responses: {expires: " 1s"}}} ] }\n'},
+                          'c.conf:2:81: error parsing expires: time: invalid duration " 1s"'),
+    "responses-max": ({"c.conf": 'port: 1\naccounts { A { users: [ {user: a, password: b, permissions: '
+                                 '{allow_responses: {max: abc}}} ] } }\n'},
+                      "c.conf:2:80: interface conversion: interface {} is string, not int64"),
+    "store-dir-type": ({"c.conf": "port: 1\nstore_dir: [a, b]\n"},
+                       "c.conf:2:1: interface conversion: interface {} is []interface {}, not string"),
+    "jetstream-store-dir-type": ({"c.conf": "port: 1\njetstream {\n  max_mem: 1G\n  store_dir: 5\n}\n"},
+                                 "c.conf:2:1: interface conversion: interface {} is int64, not string"),
     "jetstream-domain-type": ({"c.conf": "port: 1\njetstream { domain: 5 }\n"},
                               "c.conf:2:1: interface conversion: interface {} is int64, not string"),
     "user-nkey": ({"c.conf": "port: 1\nauthorization { users: [{nkey: UBAD}] }\n"},
@@ -214,6 +252,107 @@ BAD = {
     "domain-invalid": ({"c.conf": 'port: 1\njetstream { domain: "a.b" }\n'}, "invalid domain name: may not contain ., * or >"),
     "system-account-missing": ({"c.conf": "port: 1\nsystem_account: NOPE\n"}, "error resolving system account: account missing"),
 }
+
+
+# a bad value inside an array: nats-server places it at the element (a string or number at
+# itself, a map at its closing brace, an array at its closing bracket), not at the array's key
+BAD_ELEMENTS = {
+    "user-entry-int": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b}\n    5\n  ]\n}\n",
+                       {"c.conf:5:5: Expected user entry to be a map/struct, got 5"}),
+    "user-entry-string": ('port: 1\nauthorization {\n  users: [\n    "abc"\n    true\n  ]\n}\n',
+                          {"c.conf:4:6: Expected user entry to be a map/struct, got abc",
+                           "c.conf:5:5: Expected user entry to be a map/struct, got true"}),
+    "account-user-entry": ("port: 1\naccounts {\n  A {\n    users: [\n      5\n    ]\n  }\n}\n",
+                           {"c.conf:5:7: Expected user entry to be a map/struct, got 5"}),
+    "export-entry": ("port: 1\naccounts {\n  A {\n    exports: [\n      5\n    ]\n  }\n}\n",
+                     {"c.conf:5:7: Export Items should be a map with type entry, got int64"}),
+    "import-entry": ("port: 1\naccounts {\n  A { exports: [ {stream: foo} ] }\n  B {\n    imports: [\n"
+                     "      {stream: {account: A, subject: foo}}\n      \"x\"\n    ]\n  }\n}\n",
+                     {"c.conf:7:8: Import Items should be a map with type entry, got string"}),
+    "export-accounts-element": ("port: 1\naccounts {\n  A {\n    exports: [\n      {stream: foo, accounts: [B,\n"
+                                "        5 ] }\n    ]\n  }\n  B {}\n}\n",
+                                {"c.conf:6:9: interface conversion: interface {} is int64, not string"}),
+    "publish-element": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, permissions: {publish: [\"a\",\n"
+                        "       5 ] } }\n  ]\n}\n", {"c.conf:5:8: Subject in permissions array cannot be cast to string"}),
+    "allow-element": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, permissions: {publish: "
+                      "{allow: [\"a\",\n       5 ] } } }\n  ]\n}\n",
+                      {"c.conf:5:8: Subject in permissions array cannot be cast to string"}),
+    "publish-element-variable": ("port: 1\nX: 5\nauthorization {\n  users: [\n    {user: a, password: b, permissions: "
+                                 "{publish: [\"a\",\n       $X ] } }\n  ]\n}\n",
+                                 {"c.conf:6:9: Subject in permissions array cannot be cast to string"}),
+    # (a map in a list of subjects is no permission block: its keys are not checked)
+    "publish-element-map": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, permissions: {publish: "
+                            "[\"a\",\n       { x: 1 } ] } }\n  ]\n}\n",
+                            {"c.conf:5:16: Subject in permissions array cannot be cast to string"}),
+    "default-permissions-element": ("port: 1\nauthorization {\n  default_permissions: {subscribe: [\"a\",\n       5 ] }\n"
+                                    "  users: [ {user: a, password: b} ]\n}\n",
+                                    {"c.conf:4:8: Subject in permissions array cannot be cast to string"}),
+    "account-default-permissions-element": ("port: 1\naccounts {\n  A {\n    default_permissions: {subscribe: [\"a\",\n"
+                                            "       5 ] }\n  }\n}\n",
+                                            {"c.conf:5:8: Subject in permissions array cannot be cast to string"}),
+    "account-user-publish-element": ("port: 1\naccounts {\n  A {\n    users: [\n      {user: a, password: b, permissions: "
+                                     "{publish: [\"x\",\n         5 ] } }\n    ]\n  }\n}\n",
+                                     {"c.conf:6:10: Subject in permissions array cannot be cast to string"}),
+    "connection-types-element": ("port: 1\nauthorization {\n  users: [\n    {user: a, password: b, "
+                                 "allowed_connection_types: [\"STANDARD\",\n       5 ] }\n  ]\n}\n",
+                                 {"c.conf:5:8: error parsing allowed connection types: unsupported type in array int64"}),
+    # (an unknown type is at the key, also in an account, and also with -t)
+    "account-connection-types": ("port: 1\naccounts {\n  A {\n    users: [\n      {user: a, password: b, "
+                                 "allowed_connection_types: [\"STANDARD\",\n         \"BOGUS\" ] }\n    ]\n  }\n}\n",
+                                 {'c.conf:5:30: invalid connection types ["BOGUS"]'}),
+    "cipher-suites-element": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  cipher_suites: [\n"
+                              "    \"TLS_AES_128_GCM_SHA256\"\n    \"BOGUS\"\n  ]\n}\n",
+                              {"c.conf:7:6: unrecognized cipher BOGUS"}),
+    "cipher-suites-element-type": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  cipher_suites: [\n"
+                                   "    \"TLS_AES_128_GCM_SHA256\"\n    5\n  ]\n}\n",
+                                   {"c.conf:7:5: interface conversion: interface {} is int64, not string"}),
+    "cipher-suites-string": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n"
+                             "  cipher_suites: \"TLS_AES_128_GCM_SHA256\"\n}\n",
+                             {"c.conf:5:3: interface conversion: interface {} is string, not []interface {}"}),
+    "curve-preferences-element": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n"
+                                  "  curve_preferences: [\n    \"CurveP256\"\n    \"BOGUS\"\n  ]\n}\n",
+                                  {"c.conf:7:6: unrecognized curve preference BOGUS"}),
+    "pinned-certs-element": ("port: 1\ntls {\n  cert_file: /nonexistent\n  key_file: /nonexistent\n  pinned_certs: [\n"
+                             "    \"abc\"\n  ]\n}\n",
+                             {"c.conf:6:6: error parsing tls config, 'pinned_certs' key abc does not look like "
+                              "hex-encoded sha256 of DER encoded SubjectPublicKeyInfo"}),
+    "websocket-cipher-suites-element": ("port: 1\nwebsocket {\n  port: -1\n  tls {\n    cert_file: /nonexistent\n"
+                                        "    key_file: /nonexistent\n    cipher_suites: [\n"
+                                        "      \"TLS_AES_128_GCM_SHA256\"\n      \"BOGUS\"\n    ]\n  }\n}\n",
+                                        {"c.conf:9:8: unrecognized cipher BOGUS"}),
+    "allowed-origins-element": ("port: 1\nwebsocket {\n  port: -1\n  no_tls: true\n  allowed_origins: [\n"
+                                "    \"http://a\"\n    5\n  ]\n}\n",
+                                {"c.conf:7:5: error parsing allowed origins: unsupported type in array int64"}),
+    "trusted-element-type": ("port: 1\ntrusted: [\n  5\n]\n",
+                             {"c.conf:3:3: error parsing trusted: unsupported type in array int64"}),
+    # (each bad key at the list's last element: nats-server's token after its loop)
+    "trusted-keys": ('port: 1\ntrusted: [\n  "BAD"\n  "BAD2"\n]\n',
+                     {'c.conf:4:4: trust key "BAD" required to be a valid public operator nkey',
+                      'c.conf:4:4: trust key "BAD2" required to be a valid public operator nkey'}),
+    # (each operator-mode key's problems, all at once, as nats-server notes them)
+    "operator-mode-problems": ('port: 1\ntrusted: [ "BAD" ]\noperator: /nonexistent\nresolver_preload: { A: 5, B: "x" }\n',
+                               {'c.conf:2:13: trust key "BAD" required to be a valid public operator nkey',
+                                "c.conf:3:1: error parsing operator JWT: open /nonexistent: no such file or directory",
+                                "c.conf:4:21: preload map value should be a string JWT",
+                                "c.conf:4:27: invalid account JWT"}),
+    "operator-element-type": ("port: 1\noperator: [\n  5\n]\n",
+                              {"c.conf:2:1: error parsing operators: unsupported type *conf.token where string is expected"}),
+    "mapping-element": ("port: 1\nmappings {\n  foo: [\n    {destination: bar, weight: 50}\n    5\n  ]\n}\n",
+                        {"c.conf:5:5: Expected an entry for the mapping destination"}),
+    "account-mapping-element": ("port: 1\naccounts {\n  A {\n    mappings {\n      foo: [\n"
+                                "        {destination: bar, weight: 50}\n        5\n      ]\n    }\n  }\n}\n",
+                                {"c.conf:7:9: Expected an entry for the mapping destination"}),
+    "mapping-destination-type": ("port: 1\nmappings {\n  foo: [\n    {destination: bar, weight: 50}\n"
+                                 "    {destination: 5, weight: 20}\n  ]\n}\n",
+                                 {"c.conf:5:33: interface conversion: interface {} is int64, not string"}),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ELEMENTS))
+def test_bad_array_elements_are_placed_at_the_element(server_kind, tmp_path, case):
+    text, want = BAD_ELEMENTS[case]
+    (tmp_path / "c.conf").write_text(text)
+    assert refusal(server_kind, tmp_path / "c.conf") == (1, want)
 
 
 @pytest.mark.parametrize("case", list(BAD))
@@ -717,3 +856,91 @@ async def test_ports_file_dir(server_kind, tmp_path):
     finally:
         srv.stop()
     assert list(d.iterdir()) == []
+
+
+@pytest.mark.parametrize("text,fatal", [
+    # a client_advertise nats-server's parseHostPort refuses: -t passes it, the start ends once the port is bound
+    ('client_advertise: "a:b:c"', "Error setting server INFO with ClientAdvertise value of a:b:c, "
+                                  "err=address a:b:c: too many colons in address"),
+    ('client_advertise: "host:abc"', "Error setting server INFO with ClientAdvertise value of host:abc, "
+                                     'err=strconv.Atoi: parsing "abc": invalid syntax'),
+    ('client_advertise: "[::1"', "Error setting server INFO with ClientAdvertise value of [::1, "
+                                 "err=address [::1: missing ']' in address"),
+    ('client_advertise: "x]:1"', "Error setting server INFO with ClientAdvertise value of x]:1, "
+                                 "err=address x]:1: unexpected ']' in address"),
+    # StartMonitoring's checks (nats-server's own server/configs/listen.conf has both ports)
+    ("http: 127.0.0.1:{http}\nhttps: 127.0.0.1:{https}",
+     "Can't start monitoring: can't specify both HTTP ({http}) and HTTPs ({https}) ports"),
+    ("https: 127.0.0.1:{https}", "Can't start monitoring: TLS cert and key required for HTTPS"),
+    ("http: 127.0.0.1:{busy}", "Can't start monitoring: can't listen to the monitor port: listen tcp "
+                               "127.0.0.1:{busy}: bind: address already in use"),
+])
+def test_fatal_start(server_kind, tmp_path, text, fatal):
+    """What nats-server's start refuses with a fatal log line (after -t
+    passed the file): the same line, exit status 1."""
+    import socket
+
+    with socket.socket() as busy:  # (a port another program listens on)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        ports = {"http": free_port(), "https": free_port(), "busy": busy.getsockname()[1]}
+        conf = tmp_path / "c.conf"
+        conf.write_text(f"listen: 127.0.0.1:{free_port()}\n{text.format(**ports)}\n")
+        r = subprocess.run(binary(server_kind) + ["-sd", str(tmp_path / "store"), "-c", str(conf)],
+                           capture_output=True, text=True, timeout=20)
+    lines = [ln.split("] ", 2)[-1] for ln in r.stderr.splitlines() if "[FTL]" in ln]
+    assert (r.returncode, lines) == (1, [fatal.format(**ports)])
+
+
+@pytest.mark.parametrize("text,want", [
+    # nats-server's warnings: a start goes on with them, -t fails on them
+    ("port: 1\nping_interval: 30\n",
+     'c.conf:2:1: invalid use of field "ping_interval": ping_interval should be converted to a duration'),
+    # (a number not an int: the warning, then the panic of v.(int64))
+    ("port: 1\nping_interval: true\n",
+     'c.conf:2:1: invalid use of field "ping_interval": ping_interval should be converted to a duration\n'
+     "c.conf:2:1: interface conversion: interface {} is bool, not int64"),
+    ("port: 1\nwrite_deadline: 1.5\n",
+     'c.conf:2:1: invalid use of field "write_deadline": write_deadline should be converted to a duration\n'
+     "c.conf:2:1: interface conversion: interface {} is float64, not int64"),
+    ("port: 1\njetstream { sync_interval: 5 }\n",
+     'c.conf:2:13: invalid use of field "sync_interval": sync_interval should be converted to a duration'),
+    ("port: 1\nwebsocket { port: -1, no_tls: true, ping_interval: 5 }\n",
+     'c.conf:2:37: invalid use of field "ping_interval": ping_interval should be converted to a duration'),
+    ('port: 1\nauthorization { user: a, password: b, timeout: "2m" }\n',
+     'c.conf:2:39: invalid use of field "timeout": timeout of 2m (120.000000 seconds) is high, consider keeping it '
+     "under 60 seconds. possibly caused by unquoted duration; use '1m' instead of 1m, for example"),
+    ("port: 1\nauthorization { user: a, password: b, timeout: 90.5 }\n",
+     'c.conf:2:39: invalid use of field "timeout": timeout of 90.5 (90.500000 seconds) is high, consider keeping it '
+     "under 60 seconds. possibly caused by unquoted duration; use '1m' instead of 1m, for example"),
+])
+def test_duration_warnings_fail_the_check(server_kind, tmp_path, text, want):
+    conf = tmp_path / "c.conf"
+    conf.write_text(text)
+    r = subprocess.run(binary(server_kind) + ["-t", "-c", conf.name], capture_output=True, text=True, timeout=20,
+                       cwd=tmp_path)
+    prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
+    assert (r.returncode, [ln.removeprefix(prefix) for ln in r.stderr.splitlines() if ln]) == (1, want.split("\n"))
+
+
+@pytest.mark.parametrize("text,want", [
+    ('jetstream { domain: "a.b" }', "invalid domain name: may not contain ., * or >"),
+    ("system_account: NOPE", "error resolving system account: account missing"),
+    ('lame_duck_grace_period: "3m"',
+     "lame duck grace period (3m0s) should be strictly lower than lame duck duration (2m0s)"),
+    ("websocket { port: -1 }", "websocket requires TLS configuration"),
+    ('websocket { port: -1, no_tls: true, allowed_origins: [ "::bad" ] }',
+     'unable to parse allowed origin: parse "::bad": missing protocol scheme'),
+    ('websocket { port: -1, no_tls: true, allowed_origins: [ "foo" ] }',
+     'unable to parse allowed origin: parse "foo": invalid URI for request'),
+])
+def test_checks_of_the_options_are_the_starts_not_the_files(server_kind, tmp_path, text, want):
+    """nats-server's validateOptions: -t passes the file (it reads the file
+    only), the start stops with the first of them, without a place."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(f"port: -1\n{text}\n")
+    prefix = "natslab server: " if server_kind == "natslab" else "nats-server: "
+    r = subprocess.run(binary(server_kind) + ["-t", "-c", conf.name], capture_output=True, text=True, timeout=20,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and "is valid" in r.stderr, r.stderr
+    assert refusal(server_kind, conf) == (1, {want})
