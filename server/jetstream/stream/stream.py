@@ -689,7 +689,7 @@ class Stream:
         a run of requests: (request subject, reply, payload), the message's subject
         from byte ``skip`` on."""
         try:
-            self._direct_get().last_by_subjects(items, skip)
+            (self._direct or self._direct_get()).last_by_subjects(items, skip)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
 
