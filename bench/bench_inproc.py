@@ -1,7 +1,7 @@
 """The broker's own CPU cost per message, without sockets: a steady number
 to optimise against when the machine is too noisy for wall-clock ratios.
 
-    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--chunk C] [--profile]
+    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--chunk C] [--sync always|SECONDS] [--profile]
 
 Core workloads (128-byte PUBs, no JetStream work): ``core`` / ``core-1``
 (one subscriber), ``core-0`` (nobody listens), ``core-10`` and ``core-100``

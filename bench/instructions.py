@@ -1,7 +1,7 @@
 """Callgrind instructions per message for bench_inproc.py workloads: the
 steady figure for A/B of code changes (see docs/benchmarks.md).
 
-    python bench/instructions.py [WORKLOAD ...] [--small 2000] [--large 6000] [--chunk C]
+    python bench/instructions.py [WORKLOAD ...] [--small 2000] [--large 6000] [--chunk C] [--sync always|SECONDS]
 
 Each workload runs once with ``-n small`` and once with ``-n large`` under
 ``valgrind --tool=callgrind``; the difference in instructions divided by the
