@@ -1,7 +1,7 @@
 """The broker's own CPU cost per message, without sockets: a steady number
 to optimise against when the machine is too noisy for wall-clock ratios.
 
-    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--chunk C] [--profile]
+    python bench/bench_inproc.py [WORKLOAD|core-all|all] [-n N] [--rounds R] [--chunk C] [--sync always|SECONDS] [--profile]
 
 Core workloads (128-byte PUBs, no JetStream work): ``core`` / ``core-1``
 (one subscriber), ``core-0`` (nobody listens), ``core-10`` and ``core-100``
@@ -42,6 +42,7 @@ from natslab.server.client import Client
 PAYLOAD = b"x" * 128
 CHUNK = 256  # commands per data_received, about what one socket read brings
 PROFILE: cProfile.Profile | None = None  # --profile: the measured part only
+SERVER_OPTS: dict = {}  # --sync: jetstream { sync_interval } as ServerOptions
 
 
 def cpu_now() -> float:
@@ -133,7 +134,7 @@ async def workload(name: str, n: int) -> float:
     with tempfile.TemporaryDirectory() as store:
         # NATSLAB_BENCH_HISTORY_MB: the same with the history ring on (server/jetstream/journal.py)
         history_mb = float(os.environ.get("NATSLAB_BENCH_HISTORY_MB") or 0)
-        async with EmbeddedServer(port=0, store_dir=store, read_budget=0, history_mb=history_mb) as es:
+        async with EmbeddedServer(port=0, store_dir=store, read_budget=0, history_mb=history_mb, **SERVER_OPTS) as es:
             srv = es.server
             c, t = await attach(srv)
             c.data_received(b"SUB _INBOX.bjs.* 1\r\nSUB _INBOX.api.* 2\r\nSUB _INBOX.pull.* 3\r\n")
@@ -298,9 +299,16 @@ async def main() -> None:
     ap.add_argument("--chunk", type=int, default=256,
                     help="commands per data_received (default 256); 1 measures one message per read, "
                          "as a client with one request in flight sends them")
+    ap.add_argument("--sync", default="", metavar="always|SECONDS",
+                    help="jetstream { sync_interval }: always, or seconds (lazy fsync); default: natslab's "
+                         "group commit (a PubAck after its fsync)")
     a = ap.parse_args()
     global PROFILE, CHUNK
     CHUNK = a.chunk
+    if a.sync == "always":
+        SERVER_OPTS["sync_always"] = True
+    elif a.sync:
+        SERVER_OPTS["sync_interval"] = float(a.sync)
     if a.profile:
         PROFILE = cProfile.Profile()
     js = ["pub-mem", "pub-file", "kv-put", "kv-get", "pull", "push"]

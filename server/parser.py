@@ -520,12 +520,13 @@ class Parser:
                             sub.callback(subject, reply or b"", None, payload)
                         else:
                             items = [(subject, reply or b"", payload)]
-                            pos = _take_run(index, sub, key, run, data, pos, n, items)
-                            k = len(items) - 1
-                            msgs += k
-                            if run.payloads != _EMPTY_BODY:  # (the first one's bytes are counted above)
-                                nbytes += sum(map(len, map(_payload, items))) - total
-                            sub.msgs += k
+                            if pos < n:  # (the read ends here: a run of one, a client with one request in flight)
+                                pos = _take_run(index, sub, key, run, data, pos, n, items)
+                                k = len(items) - 1
+                                msgs += k
+                                if run.payloads != _EMPTY_BODY:  # (the first one's bytes are counted above)
+                                    nbytes += sum(map(len, map(_payload, items))) - total
+                                sub.msgs += k
                             run.handler(key, items)
                     except Exception:
                         srv.logger.exception("internal subscription %s failed", sub.subject.decode())
@@ -635,10 +636,10 @@ def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...], str
     times faster than \\S) unless ``strict`` (or a body holds other white
     space): _take_run makes sure the run it took has no other white space
     than its line ends, and takes it again with ``strict`` if it has."""
-    strict = strict or any(c in b for b in payloads for c in _WHITE)
     k = (key, with_reply, payloads, strict)
     r = _RUNS.get(k)
     if r is None:
+        strict = strict or any(c in b for b in payloads for c in _WHITE)
         tail = rb"\S{1,1024}" if strict else rb"[^ ]{1,1024}"
         reply = (rb" (\S{1,1024})" if strict else rb" ([^ ]{1,1024})") if with_reply else b""
         bodies = b"|".join(b"%d\r\n%s" % (len(b), re.escape(b)) for b in payloads)
@@ -654,7 +655,7 @@ def _run_patterns(key: bytes, with_reply: bool, payloads: tuple[bytes, ...], str
 
 _EMPTY_BODY = (b"",)
 _payload = itemgetter(2)  # of a run's (subject, reply, payload)
-_RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies, strict): the patterns of _run_patterns
+_RUNS: dict[tuple, tuple] = {}  # per (key, with reply, bodies, strict asked for): the patterns of _run_patterns
 _WHITE = (b"\t", b"\r", b"\n", b"\x0b", b"\x0c")  # white space that \S excludes, besides the space
 
 

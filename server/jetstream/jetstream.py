@@ -162,7 +162,7 @@ class JetStream:
         self.api.on_request(subject, reply, hdr, payload)
 
     def _on_direct_gets(self, prefix: bytes, items: list) -> None:
-        self.api.on_direct_gets(prefix, items)
+        (self._api or self.api).on_direct_gets(prefix, items)  # (a KV get per read: no property call once made)
 
     def _adopt_legacy_store(self) -> None:
         """Streams an earlier build kept in ``jetstream/$G/streams`` for the

@@ -403,8 +403,8 @@ class _Restore:
             skip_to(store, last + 1)
         # message TTLs run from the restored messages; the dedupe window starts
         # empty, as on nats-server (a restart rebuilds it from the messages)
-        st._rebuild_ttls()
-        st._arm_age_timer()
+        st.expiry.rebuild()
+        st.expiry.arm_age()
 
     def _add_consumer(self, st: "Stream", name: str, cs: dict) -> None:
         from ..consumer.consumer import create_consumer

@@ -1,12 +1,12 @@
 """A stream: the publish path (expectation headers, dedupe, rollup, TTL,
-limits, discard), retention clean-up (max_age, message TTL, interest and
-workqueue removal) and its message-level API (info state, purge, get,
-delete). Storage is delegated to a ``store.Store``."""
+limits, discard), retention clean-up (interest and workqueue removal) and
+its message-level API (info state, purge, get, delete). Storage is
+delegated to a ``store.Store``; max_age and message TTLs to the stream's
+``expiry`` (expiry.py)."""
 
 from __future__ import annotations
 
 import base64
-import heapq
 import logging
 from collections import deque
 from time import time_ns
@@ -17,7 +17,7 @@ from . import batch, counters, fastbatch, schedules
 from .. import errors, headers, limits
 from .directget import DirectGet
 from ..errors import ApiError
-from .expiry import ExpiryMixin, parse_ttl
+from .expiry import Expiry, parse_ttl
 from .republish import RePublisher
 from ..persist import CorruptStateError, read_json_checked, write_json_atomic
 from ..shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
@@ -38,7 +38,7 @@ _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
 _FAST_BATCH = fastbatch.SUFFIX
 
 
-class Stream(ExpiryMixin):
+class Stream:
     # message tracing (msgtrace.py) reports a message its subscriptions take
     # as a "js" event (name, drops_unwanted): a stream says it is one
     traced_as_stream = True
@@ -66,11 +66,8 @@ class Stream(ExpiryMixin):
         self._ddmap: dict[str, tuple[int, int]] = {}
         self._ddq: deque[tuple[int, str]] = deque()
         self._last_msg_id = ""
-        self._ttl_heap: list[tuple[int, int]] = []  # (expires ns, seq)
-        self._never_expire: set[int] = set()
-        self._age_timer = None
-        self._ttl_timer = None
         self.closed = False
+        self.expiry = Expiry(self)  # max_age and message TTLs (expiry.py)
         self._direct = None  # the DIRECT.GET responder, made on first use
         self.followers: list = []  # sourcing.Links that copy from this stream
         self.links = None  # sourcing.Links: this stream's mirror or sources
@@ -121,8 +118,8 @@ class Stream(ExpiryMixin):
             self._subs.append(messaging.subscribe(subj, self._on_publish, raw=True))
         if not self._load_runtime_state():
             self._rebuild_dedupe()
-            self._rebuild_ttls()
-        self._arm_age_timer()
+            self.expiry.rebuild()
+        self.expiry.arm_age()
         self._start_scheduler()
 
     def _start_scheduler(self) -> None:
@@ -136,9 +133,7 @@ class Stream(ExpiryMixin):
         for s in self._subs:
             messaging.unsubscribe(s)
         self._subs.clear()
-        for t in (self._age_timer, self._ttl_timer):
-            if t:
-                t.cancel()
+        self.expiry.stop()
         for batches in (self._batches, self._fast):
             if batches is not None:
                 batches.drop_all()
@@ -156,7 +151,7 @@ class Stream(ExpiryMixin):
                 messaging.unsubscribe(s)
             self._subs = [messaging.subscribe(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
         self._enforce_limits_all()
-        self._arm_age_timer()
+        self.expiry.arm_age()
         if self._batches is not None and not cfg.get("allow_atomic"):
             self._batches.drop_all()
         if self._fast is not None and not cfg.get("allow_batched"):
@@ -392,11 +387,7 @@ class Stream(ExpiryMixin):
         if msg_id or self._last_msg_id:
             self._record_id(msg_id, seq, ts)
         if ttl:
-            if ttl > 0:
-                heapq.heappush(self._ttl_heap, (ts + ttl * NS, seq))
-                self._arm_ttl_timer()
-            else:
-                self._never_expire.add(seq)
+            self.expiry.add(seq, ts, ttl)
         if self._has_limits:
             self._enforce_limits(subject)
         if rollup:
@@ -408,8 +399,8 @@ class Stream(ExpiryMixin):
             schedules.after_store(self, seq, subject, hdr, ts)
         if reply and self._ack:
             self._reply(reply, b"%s%d%s" % (self._pub_ack, seq, ack_tail))
-        if self._max_age and self._age_timer is None:
-            self._arm_age_timer()
+        if self._max_age and self.expiry.age_timer is None:
+            self.expiry.arm_age()
         if self.consumers:
             for c in self.consumers.values():
                 c.on_stored(seq, subject)
@@ -518,12 +509,13 @@ class Stream(ExpiryMixin):
     def save_runtime_state(self) -> None:
         if self.config["storage"] != "file":
             return
+        ttls, never = self.expiry.state()
         state = {
             "last_seq": self.store.state().last_seq,
             "last_msg_id": self._last_msg_id,
             "dedupe": [[mid, seq, ts] for mid, (seq, ts) in self._ddmap.items()],
-            "ttls": self._ttl_heap,
-            "never": sorted(self._never_expire),
+            "ttls": ttls,
+            "never": never,
         }
         write_json_atomic(self._runtime_path(), state)
 
@@ -545,10 +537,7 @@ class Stream(ExpiryMixin):
         for mid, seq, ts in sorted(state["dedupe"], key=lambda e: e[2]):
             self._record_id(mid, seq, ts)
         self._last_msg_id = state.get("last_msg_id", "")
-        self._ttl_heap = [tuple(e) for e in state["ttls"]]
-        heapq.heapify(self._ttl_heap)
-        self._never_expire = set(state["never"])
-        self._arm_ttl_timer()
+        self.expiry.restore(state["ttls"], state["never"])
         return True
 
     def _rebuild_dedupe(self) -> None:
@@ -700,7 +689,7 @@ class Stream(ExpiryMixin):
         a run of requests: (request subject, reply, payload), the message's subject
         from byte ``skip`` on."""
         try:
-            self._direct_get().last_by_subjects(items, skip)
+            (self._direct or self._direct_get()).last_by_subjects(items, skip)
         except Exception:
             log.exception("stream %s: direct get failed", self.name)
 
