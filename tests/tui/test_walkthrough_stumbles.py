@@ -38,3 +38,32 @@ async def test_the_pull_hand_keys_work_after_it_changes_consumer_with_a_card_in_
                        what="f fetched RDL's first message")
         await pilot.press("2")
         await wait_for(pilot, lambda: app.screen.query_one("#panes").current == "consumers", what="2 shows Consumers")
+
+
+async def test_ctrl_s_on_a_key_picked_in_the_table_does_not_put_an_empty_value(make_app, outside):
+    """KV at 80x24: a key picked in the table, ctrl+s (the footer's "Put key"):
+    it put the empty editor over the key's value ("us" became ""). Now the value
+    field takes the focus; what is typed there is put, and the Revision field
+    follows the key's latest revision (it kept the old one, and Update failed)."""
+    from textual.widgets import Input, TextArea
+
+    js = outside.jetstream()
+    kv = await js.create_key_value(bucket="CONFIG", history=5)
+    await kv.put("region", b"us")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_bucket("CONFIG")
+        await wait_for(pilot, lambda: app.screen.query_one("KvPane").key == "region", what="region picked")
+        pane = app.screen.query_one("KvPane")
+        app.screen.query_one("#kv-keys").focus()
+        await pilot.press("ctrl+s")
+        editor = app.screen.query_one("#kv-edit", TextArea)
+        await wait_for(pilot, lambda: app.focused is editor, what="the value field focused")
+        assert "Type the new value of region" in str(app.screen.query_one("#kv-result").render())
+        assert (await kv.get("region")).value == b"us"
+        assert (await kv.get("region")).revision == 1
+        await pilot.press(*"eu", "ctrl+s")
+        await wait_for(pilot, lambda: pane.entries["region"].revision == 2, what="the put seen by the watch")
+        assert (await kv.get("region")).value == b"eu"
+        assert app.screen.query_one("#kv-rev", Input).value == "2"
