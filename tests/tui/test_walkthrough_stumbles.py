@@ -67,3 +67,35 @@ async def test_ctrl_s_on_a_key_picked_in_the_table_does_not_put_an_empty_value(m
         await wait_for(pilot, lambda: pane.entries["region"].revision == 2, what="the put seen by the watch")
         assert (await kv.get("region")).value == b"eu"
         assert app.screen.query_one("#kv-rev", Input).value == "2"
+
+
+async def test_the_time_axis_holds_the_three_deliveries_of_step_8_at_160x48_with_the_tour(make_app, outside):
+    """Tour step 8 at 160x48 ("acked three deliveries deep", 25 s after the
+    first delivery): the cards' column took three fifths of the pane, the
+    axis 31 cells at 1 s per cell, so delivery #1 had already scrolled off
+    its left edge. The cards get what a card needs; the axis the rest."""
+    from natslab.tui.panes.pull.card import HandCard
+    from natslab.tui.widgets.timeline import LABEL_W, TimeAxis, window_start
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=4)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on RDL")
+        hand.action_fetch()  # (f goes to the tour panel, which has the focus)
+        await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
+        axis = hand.query_one(TimeAxis)
+        await wait_for(pilot, lambda: axis.content_region.width > 0, what="the axis laid out")
+        cells = axis.content_region.width - LABEL_W
+        # the story of step 8: deliveries at 0 s, ~13 s and ~24 s, all in sight at 1 s per cell,
+        # and stay so for the ten seconds after the ack at ~25 s the step gives to look at it
+        assert window_start(0.0, 35.0, cells, 1.0) == 0.0, f"{cells} cells"
+        card = hand.query(HandCard).first()
+        assert card.query_one(".card-head").region.height == 1  # "tries 1 · orders.new · str seq 1 · cons seq 1"
+        assert card.query_one(".card-buttons").region.height == 1  # the five buttons on one line

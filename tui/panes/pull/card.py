@@ -52,9 +52,11 @@ class HandCard(Vertical):
 
     def compose(self) -> ComposeResult:
         fm = self.fm
-        # tries first: it is what the hand is about, and a narrow card cuts the end
+        # tries and the two sequences first, in natscli's words (`tries: 2 / cons seq: 3 /
+        # str seq: 2`): they are what the hand is about, and a narrow card wraps the
+        # subject onto the next line rather than a sequence in two ("consumer seq" / "1")
         yield Label(
-            Text(f"tries {fm.num_delivered} · {fm.subject} · stream seq {fm.stream_seq} · consumer seq {fm.consumer_seq}"),
+            Text(f"tries {fm.num_delivered} · str seq {fm.stream_seq} · cons seq {fm.consumer_seq} · {fm.subject}"),
             classes="card-head",
         )
         if fm.headers:
