@@ -200,6 +200,9 @@ async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster
         await wait_for(pilot, lambda: "last known" in header_line(), what="the header marks the usage stale")
         assert header_line().count("JetStream:") == 1, header_line()
         assert re.search(r"last known \(\d+s ago\) 1 streams", header_line()), header_line()
+        # n1's /jsz knows no meta leader any more: the header says none (it dropped the entry, as on one server)
+        await wait_for(pilot, lambda: app.header_info.meta_leader == "none", timeout=45, what="no meta leader")
+        await wait_for(pilot, lambda: "meta leader none" in header_line(), what="the header says so")
         await wait_for(pilot, lambda: "could not list" in streams._status_text, timeout=45, what="the list failed")
         status = str(app.screen.query_one("#streams-status").render())
         assert re.search(r"rows as of \d+s ago \(dimmed\)", status), status
