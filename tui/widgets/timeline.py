@@ -189,7 +189,7 @@ def render_time_axis(
     sequences (the time slider's), the first event's time and how many
     sequences were left out."""
     styles = styles or {}
-    cells = max(10, width - LABEL_W)
+    cells = max(1, width - LABEL_W)  # never wider than the room: a narrow column wrapped the ticks ("|10s" / "|15s")
     text = Text()
     if backoff:
         wait = "backoff " + " → ".join(f"{b:g}s" for b in backoff)
@@ -305,7 +305,7 @@ class TimeAxis(Static):
 
     def scroll_by(self, halves: int) -> None:
         """[ back, ] forward, by half a window; forward past now follows now again."""
-        cells = max(10, (self.content_region.width or 40) - LABEL_W)
+        cells = max(1, (self.content_region.width or 40) - LABEL_W)
         self.scroll = max(0.0, self.scroll - halves * cells * self.seconds_per_cell / 2)
         self.redraw()
 
