@@ -99,3 +99,20 @@ async def test_the_time_axis_holds_the_three_deliveries_of_step_8_at_160x48_with
         card = hand.query(HandCard).first()
         assert card.query_one(".card-head").region.height == 1  # "tries 1 · orders.new · str seq 1 · cons seq 1"
         assert card.query_one(".card-buttons").region.height == 1  # the five buttons on one line
+
+
+async def test_an_empty_streams_first_and_last_times_are_none_not_the_year_1(make_app, outside):
+    """Tour step 1 (a new, empty DEMO_ORDERS) and step 11 (an interest stream
+    that dropped all it got): the state read first_ts 0001-01-01 00:00:00,
+    Go's zero time as nats-server sends it; natscli shows no time there."""
+    from .conftest import screen_text
+
+    await outside.jetstream().add_stream(name="EMPTY", subjects=["empty.>"])
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_stream("EMPTY")
+        await wait_for(pilot, lambda: "first_ts" in screen_text(app), what="EMPTY's state shown")
+        line = next(row for row in screen_text(app).splitlines() if "first_ts" in row)
+        assert line.split("first_ts")[1].strip() == "-", line
+        assert "0001-01-01" not in screen_text(app)
