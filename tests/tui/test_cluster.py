@@ -213,3 +213,20 @@ async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster
                        what="the stream's info marked stale")
         assert re.search(r"as of \d+s ago: could not be refreshed", screen_text(app)), screen_text(app)
         await app.shutdown()
+
+
+async def test_without_a_monitoring_port_the_header_says_how_to_name_the_meta_leader(cluster):
+    """--connect to a cluster without --monitor: the guessed http://HOST:8222
+    does not answer, and the header read "meta leader ?" with no way to learn
+    why; it names the flag that fixes it."""
+    from .conftest import free_port
+
+    n1 = cluster.node("n1")
+    app = NatslabApp(connect=ConnectOptions(url=n1.url, connect_timeout=1, reconnect_time_wait=0.2),
+                     monitor_url=f"http://127.0.0.1:{free_port()}", remember_theme=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
+        await wait_for(pilot, lambda: app.header_info.meta_leader == "?", timeout=8, what="no meta leader known")
+        header = str(app.screen.query_one("#header").render())
+        assert "meta leader ? (no /jsz: --monitor URL)" in header, header
+        await app.shutdown()
