@@ -116,3 +116,31 @@ async def test_an_empty_streams_first_and_last_times_are_none_not_the_year_1(mak
         line = next(row for row in screen_text(app).splitlines() if "first_ts" in row)
         assert line.split("first_ts")[1].strip() == "-", line
         assert "0001-01-01" not in screen_text(app)
+
+
+async def test_p_puts_a_file_into_the_object_store_without_tabbing(make_app, outside, tmp_path):
+    """Objects at 80x24: after creating a store, the way to the Local file
+    field was four Tabs past Create and Delete store; typing a path with the
+    focus on a button ran keys instead ("6" of the path switched to KV).
+    p takes the user there and Enter puts the file."""
+    from textual.widgets import Input
+
+    from .conftest import screen_text, show_tab
+
+    await outside.jetstream().create_object_store("FILES")
+    src = tmp_path / "report.txt"
+    src.write_bytes(b"quarterly figures\n" * 100)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "objects")
+        pane = app.screen.query_one("ObjectsPane")
+        await wait_for(pilot, lambda: pane.store == "FILES", what="FILES selected")
+        await pilot.press("escape", "p")
+        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#obj-path", Input), what="Local file focused")
+        await pilot.press(*str(src), "enter")
+        await wait_for(pilot, lambda: "report.txt" in pane.objects, timeout=8, what="the file put")
+        await pilot.press("escape")  # out of the field: the footer shows the pane's keys, p among them
+        await wait_for(pilot, lambda: "p Put file" in screen_text(app).splitlines()[-1], what="p in the footer")
+        obs = await outside.jetstream().object_store("FILES")
+        assert (await obs.get("report.txt")).data == src.read_bytes()
