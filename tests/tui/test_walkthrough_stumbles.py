@@ -91,12 +91,15 @@ async def test_the_time_axis_holds_the_three_deliveries_of_step_8_at_160x48_with
         hand.action_fetch()  # (f goes to the tour panel, which has the focus)
         await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
         axis = hand.query_one(TimeAxis)
-        await wait_for(pilot, lambda: axis.content_region.width > 0, what="the axis laid out")
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and axis.content_region.width > 0, what="the tour panel and the axis laid out")
+        await pilot.pause()  # (the layout with both in place)
         cells = axis.content_region.width - LABEL_W
         # the story of step 8: deliveries at 0 s, ~13 s and ~24 s, all in sight at 1 s per cell,
         # and stay so for the ten seconds after the ack at ~25 s the step gives to look at it
         assert window_start(0.0, 35.0, cells, 1.0) == 0.0, f"{cells} cells"
         card = hand.query(HandCard).first()
+        await wait_for(pilot, lambda: card.query_one(".card-buttons").region.height > 0, what="the card laid out")
         assert card.query_one(".card-head").region.height == 1  # "tries 1 · orders.new · str seq 1 · cons seq 1"
         assert card.query_one(".card-buttons").region.height == 1  # the five buttons on one line
 
@@ -144,3 +147,22 @@ async def test_p_puts_a_file_into_the_object_store_without_tabbing(make_app, out
         await wait_for(pilot, lambda: "p Put file" in screen_text(app).splitlines()[-1], what="p in the footer")
         obs = await outside.jetstream().object_store("FILES")
         assert (await obs.get("report.txt")).data == src.read_bytes()
+
+
+async def test_in_a_text_field_the_footer_says_esc_gives_the_keys_back(make_app):
+    """4 (Publish, the subject field focused) then 5 typed "5" into the subject,
+    and nothing on screen said how to get the digit keys back. The footer shows
+    esc beside Help and Quit; esc then 5 shows Request."""
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        subject = app.screen.query_one("#pub-subject")
+        await wait_for(pilot, lambda: app.focused is subject, what="the subject focused")
+        await wait_for(pilot, lambda: "esc Leave field" in screen_text(app).splitlines()[-1], what="esc in the footer")
+        await pilot.press("5")
+        assert subject.value == "5"  # a text field types the digit: that stays so
+        await pilot.press("backspace", "escape", "5")
+        await wait_for(pilot, lambda: app.screen.query_one("#panes").current == "request", what="5 shows Request")

@@ -123,6 +123,10 @@ class KeysFooter(Footer):
         help screen, where `?` closes it, only Quit)."""
         wanted = getattr(self.screen, "FOOTER_PINS", PINNED_KEYS)
         keys = []
+        if "question_mark" not in shown and getattr(self.screen, "in_text_field", lambda: False)():
+            # a text field types the digits and letters: nothing said how to get the
+            # app's keys back (4 then 5 typed "5" into Publish's subject)
+            keys.append(FooterKey("escape", "esc", "Leave field", "screen.leave_input").data_bind(compact=Footer.compact))
         for key in PINNED_KEYS:
             if key in shown:
                 keys.append(shown[key])
