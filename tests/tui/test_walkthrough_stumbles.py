@@ -166,3 +166,33 @@ async def test_in_a_text_field_the_footer_says_esc_gives_the_keys_back(make_app)
         assert subject.value == "5"  # a text field types the digit: that stays so
         await pilot.press("backspace", "escape", "5")
         await wait_for(pilot, lambda: app.screen.query_one("#panes").current == "request", what="5 shows Request")
+
+
+async def test_the_esc_key_costs_no_footer_recompose_on_a_tab_switch(make_app):
+    """The footer's keys are rewritten in place on a tab switch (a recompose
+    mounts them anew, ~15-35 ms on the busy machine): esc is always among the
+    pinned keys, shown only in a text field, so Publish (its subject focused)
+    and Streams (the table) keep the same pinned keys."""
+    from natslab.tui.widgets.footer import KeysFooter
+
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        await show_tab(app, pilot, "streams")
+        footer = app.screen.query_one(KeysFooter)
+        composed = []
+        original = footer.recompose
+
+        async def counting():
+            composed.append(1)
+            await original()
+
+        footer.recompose = counting
+        for tab, shown in (("publish", True), ("streams", False), ("publish", True), ("streams", False)):
+            app.action_tab(tab)
+            await wait_for(pilot, lambda: ("esc Leave field" in screen_text(app).splitlines()[-1]) == shown
+                           and ("? Help" in screen_text(app).splitlines()[-1]) != shown, what=f"{tab}'s footer")
+        assert composed == []
