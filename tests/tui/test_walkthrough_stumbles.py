@@ -196,3 +196,36 @@ async def test_the_esc_key_costs_no_footer_recompose_on_a_tab_switch(make_app):
             await wait_for(pilot, lambda: ("esc Leave field" in screen_text(app).splitlines()[-1]) == shown
                            and ("? Help" in screen_text(app).splitlines()[-1]) != shown, what=f"{tab}'s footer")
         assert composed == []
+
+
+async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_app, outside):
+    """Tour step 5 at 80x24: the card beside the tour panel is 29 columns and
+    its buttons read "Ack Nak Nak… Pr" (Progress cut, Term gone). A narrow
+    card puts them two by two."""
+    from textual.widgets import Button
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on RDL")
+        hand.action_fetch()
+        await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
+        card = hand.query(HandCard).first()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and 0 < card.region.width < 40, what="the tour open and the card beside it")
+        await pilot.pause()
+
+        def inside() -> bool:
+            box = card.content_region
+            buttons = list(card.query(Button))
+            return len(buttons) == 5 and all(
+                b.region.width >= len(str(b.label)) + 2 and box.x <= b.region.x and b.region.right <= box.right
+                for b in buttons)
+        await wait_for(pilot, inside, what="all five buttons whole inside the card")

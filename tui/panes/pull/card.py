@@ -75,6 +75,11 @@ class HandCard(Vertical):
     def on_mount(self) -> None:
         self.tick(time.monotonic())
 
+    def on_resize(self, event) -> None:
+        # the five buttons need 37 columns in a row; in a narrower card (at 80
+        # columns beside the tour: "Ack Nak Nak… Pr") they go two by two
+        self.set_class(event.size.width - 4 < 37, "-narrow")
+
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
         event.stop()
