@@ -86,7 +86,8 @@ class HandCard(Vertical):
         self.action_act(event.button.id or "")
 
     def action_move(self, step: int) -> None:
-        cards = list(self.parent.query(HandCard)) if self.parent else [self]
+        # (not those being removed: focused, they would take every key with them)
+        cards = [c for c in self.parent.query(HandCard) if c.display] if self.parent else [self]
         at = cards.index(self) + step
         if 0 <= at < len(cards):
             cards[at].focus()
