@@ -88,6 +88,10 @@ class HandCard(Vertical):
     def action_move(self, step: int) -> None:
         # (not those being removed: focused, they would take every key with them)
         cards = [c for c in self.parent.query(HandCard) if c.display] if self.parent else [self]
+        if self not in cards:  # this one is going: the first that stays
+            if cards:
+                cards[0].focus()
+            return
         at = cards.index(self) + step
         if 0 <= at < len(cards):
             cards[at].focus()
