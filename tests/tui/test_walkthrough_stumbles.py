@@ -229,3 +229,41 @@ async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_
                 b.region.width >= len(str(b.label)) + 2 and box.x <= b.region.x and b.region.right <= box.right
                 for b in buttons)
         await wait_for(pilot, inside, what="all five buttons whole inside the card")
+
+
+async def test_the_countdown_and_the_time_axis_tick_without_laying_out_the_screen(make_app, outside):
+    """The pull hand ticks 4 times a second, shown or hidden: each card's
+    countdown ("2.1s left" -> "2.0s left") and the time axis were updated with
+    a layout of the whole screen each time. A step that keeps their size is
+    drawn without one."""
+    from textual.widgets import Label
+
+    from natslab.tui.widgets.timeline import TimeAxis
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on RDL")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
+        card = hand.query(HandCard).first()
+        countdown = card.query_one(".card-countdown", Label)
+        axis = hand.query_one(TimeAxis)
+        await wait_for(pilot, lambda: "left to ack" in str(countdown.render()), what="the countdown running")
+        layouts = []
+        for widget in (countdown, axis):
+            def spy(*regions, _refresh=widget.refresh, _who=widget, **kw):
+                layouts.append((_who, kw.get("layout", False)))
+                return _refresh(*regions, **kw)
+            widget.refresh = spy
+        seen = set()
+        await wait_for(pilot, lambda: seen.add(str(countdown.render())) or len(seen) >= 4,
+                       what="four steps of the countdown")
+        assert {who for who, _ in layouts} == {countdown, axis}  # both were redrawn
+        assert not [who for who, layout in layouts if layout], layouts

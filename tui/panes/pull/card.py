@@ -49,6 +49,7 @@ class HandCard(Vertical):
         super().__init__(id=f"card-{fm.stream_seq}-{fm.consumer_seq}")
         self.fm = fm
         self.nak_delay: float | None = None  # the delay of the nak sent, if any
+        self._countdown: tuple[str, str] = ("", "")  # (state, text) the countdown label shows
 
     def compose(self) -> ComposeResult:
         fm = self.fm
@@ -127,4 +128,10 @@ class HandCard(Vertical):
             text = f"↺ nak sent with a {show_delay(self.nak_delay)} delay — will be redelivered after it"
         else:
             text = STATE_TEXT.get(self.state, self.state)
-        label.first(Label).update(text)
+        if text == self._countdown[1]:
+            return
+        # a countdown step ("2.1s" -> "2.0s") keeps the label's size: no layout of
+        # the screen, 4 a second per card, shown or not (the hand ticks while hidden)
+        same_size = (self.state, len(text)) == (self._countdown[0], len(self._countdown[1]))
+        self._countdown = (self.state, text)
+        label.first(Label).update(text, layout=not same_size)
