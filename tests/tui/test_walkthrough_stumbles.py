@@ -267,3 +267,27 @@ async def test_the_countdown_and_the_time_axis_tick_without_laying_out_the_scree
                        what="four steps of the countdown")
         assert {who for who, _ in layouts} == {countdown, axis}  # both were redrawn
         assert not [who for who, layout in layouts if layout], layouts
+
+
+async def test_the_fetch_button_is_whole_beside_the_tour_at_80_columns(make_app, outside):
+    """Tour step 17 at 80x24 (DEMO_CRASH › CRASHER): the fetch bar beside
+    the tour panel cut its button to "Fetc"."""
+    from textual.widgets import Button
+
+    js = outside.jetstream()
+    await js.add_stream(name="JOB_CRASH", subjects=["jobcrash.>"])
+    await js.add_consumer("JOB_CRASH", durable_name="CRASHER", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        app.open_pull_hand("JOB_CRASH", "CRASHER")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on CRASHER")
+        bar, button = hand.query_one("#pull-bar"), hand.query_one("#pull-fetch", Button)
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and "JOB_CRASH › CRASHER" in str(hand.query_one("#pull-target").render())
+                       and button.region.width > 0, what="the tour and the bar laid out")
+        await pilot.pause()
+        await wait_for(pilot, lambda: button.region.right <= bar.content_region.right
+                       and button.content_region.width >= len("Fetch"), what="the whole Fetch button in the bar")
