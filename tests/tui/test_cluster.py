@@ -153,7 +153,8 @@ def test_a_replica_silent_for_several_heartbeats_is_down_not_catching_up():
     # the old leader, killed: the new leader never heard from it (active 0) in the 12 s it has led
     old_leader = {"name": "n1", "current": False, "active": 0, "lag": 8}
     assert replica_state(old_leader, leader_for=12.0)[0] == "not seen for 12.0s (down?), lag 8"
-    assert replica_state(old_leader, leader_for=2.0)[0] == "catching up, lag 8"
+    # in the seconds before that it is not heard from, not catching up (seen in the walkthrough)
+    assert replica_state(old_leader, leader_for=2.0)[0] == "not heard from yet (leader for 2.0s), lag 8"
     assert replica_state(old_leader)[0] == "catching up, lag 8"
 
 
@@ -200,6 +201,9 @@ async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster
         await wait_for(pilot, lambda: "last known" in header_line(), what="the header marks the usage stale")
         assert header_line().count("JetStream:") == 1, header_line()
         assert re.search(r"last known \(\d+s ago\) 1 streams", header_line()), header_line()
+        # n1's /jsz knows no meta leader any more: the header says none (it dropped the entry, as on one server)
+        await wait_for(pilot, lambda: app.header_info.meta_leader == "none", timeout=45, what="no meta leader")
+        await wait_for(pilot, lambda: "meta leader none" in header_line(), what="the header says so")
         await wait_for(pilot, lambda: "could not list" in streams._status_text, timeout=45, what="the list failed")
         status = str(app.screen.query_one("#streams-status").render())
         assert re.search(r"rows as of \d+s ago \(dimmed\)", status), status
@@ -209,4 +213,21 @@ async def test_quorum_lost_the_last_known_values_are_stale_never_current(cluster
         await wait_for(pilot, lambda: info.has_class("-stale") and "could not be refreshed" in screen_text(app),
                        what="the stream's info marked stale")
         assert re.search(r"as of \d+s ago: could not be refreshed", screen_text(app)), screen_text(app)
+        await app.shutdown()
+
+
+async def test_without_a_monitoring_port_the_header_says_how_to_name_the_meta_leader(cluster):
+    """--connect to a cluster without --monitor: the guessed http://HOST:8222
+    does not answer, and the header read "meta leader ?" with no way to learn
+    why; it names the flag that fixes it."""
+    from .conftest import free_port
+
+    n1 = cluster.node("n1")
+    app = NatslabApp(connect=ConnectOptions(url=n1.url, connect_timeout=1, reconnect_time_wait=0.2),
+                     monitor_url=f"http://127.0.0.1:{free_port()}", remember_theme=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
+        await wait_for(pilot, lambda: app.header_info.meta_leader == "?", timeout=8, what="no meta leader known")
+        header = str(app.screen.query_one("#header").render())
+        assert "meta leader ? (no /jsz: --monitor URL)" in header, header
         await app.shutdown()

@@ -289,3 +289,13 @@ def test_the_sliders_axis_cut_to_the_newest_rows_draws_the_same():
         drawn = render_time_axis("W", whole, 4.0, now / NS, width)
         assert render_time_axis("W", cut, 4.0, now / NS, width, first_at=first_at, not_drawn=left_out) == drawn
         assert "40 earlier sequences not drawn" in drawn.plain
+
+
+def test_a_narrow_column_gets_an_axis_as_narrow_not_wrapped_ticks():
+    """At 80x24 with the tour open the time axis has 16 columns: it was drawn
+    19 wide (at least 10 cells), so the tick line wrapped ("|10s" above "|15s")
+    and each row's end landed under the next row's label."""
+    text = render_time_axis("ORDERS › RDL", RDL_STORY, 4.0, now=22.0, width=16)
+    axis_and_rows = text.plain.splitlines()[1:]
+    assert axis_and_rows and all(len(line) <= 16 for line in axis_and_rows), axis_and_rows
+    assert axis_and_rows[-1].startswith("seq 2")

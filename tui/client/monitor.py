@@ -112,16 +112,27 @@ def monitor_urls(value: str | None) -> list[str]:
 
 
 async def fetch_meta_leader(base_urls: str, timeout: float = 1.5) -> str:
-    """The JetStream meta leader's name from the first node whose /jsz answers;
-    '' when the server is not clustered."""
+    """The JetStream meta leader's name from the first node whose /jsz names
+    one; "none" when the nodes that answer are clustered but know no leader
+    (quorum lost, or an election under way); '' when the server is not
+    clustered. A node just restarted answers before it has heard of the
+    leader: the next is asked (the header lost its "meta leader" for a while)."""
     problems = []
+    clustered = answered = False
     for base in monitor_urls(base_urls):
         try:
             data = await asyncio.to_thread(_get, f"{base}/jsz", timeout)
         except MonitorUnreachable as exc:
             problems.append(str(exc))
             continue
-        return (data.get("meta_cluster") or {}).get("leader", "") or ""
+        answered = True
+        meta = data.get("meta_cluster")
+        if meta:
+            clustered = True
+            if meta.get("leader"):
+                return meta["leader"]
+    if answered:
+        return "none" if clustered else ""
     raise MonitorUnreachable("; ".join(problems) or "no monitoring URL")
 
 

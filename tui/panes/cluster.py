@@ -34,6 +34,10 @@ def replica_state(replica: dict, leader_for: float | None = None) -> tuple[str, 
     if not replica.get("current") and active >= HEARTBEAT * SILENT_HEARTBEATS:
         # a killed node: the leader last heard from it many heartbeats ago
         return f"not seen for {ago} (down?){lag}", "bold reverse"
+    if not active and not replica.get("current") and leader_for is not None:
+        # the new leader has not heard from it at all yet: the old leader, killed,
+        # read "catching up, lag 152" for the seconds before "not seen (down?)"
+        return f"not heard from yet (leader for {leader_for:.1f}s){lag}", "bold"
     words = ("current" if replica.get("current") else "catching up") + lag
     if active and not replica.get("current"):
         words += f", last seen {ago} ago"

@@ -186,6 +186,10 @@ class MainScreen(Screen):
             pane.select_bucket(bucket)
 
     # ---- the keyboard model (k9s / lazygit): Esc leaves a text field, j/k move
+    def in_text_field(self) -> bool:
+        """The focus is in a text field (the footer then shows esc, which leaves it)."""
+        return is_text_field(self.focused)
+
     def action_leave_input(self) -> None:
         focused = self.focused
         if not is_text_field(focused):

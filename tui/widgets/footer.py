@@ -96,6 +96,7 @@ class KeysFooter(Footer):
             return False
         for old, new in zip(pinned_now, pinned):
             _assign(old, new)
+            old.display = new.display
         for old, new in zip(on_screen, main):
             _assign(old, new)
             old.display = True
@@ -123,6 +124,13 @@ class KeysFooter(Footer):
         help screen, where `?` closes it, only Quit)."""
         wanted = getattr(self.screen, "FOOTER_PINS", PINNED_KEYS)
         keys = []
+        # a text field types the digits and letters: nothing said how to get the app's
+        # keys back (4 then 5 typed "5" into Publish's subject). Always there, shown
+        # only in a text field: the same pinned keys either way, so a tab switch
+        # between a text field and a table rewrites them in place (no recompose)
+        leave = FooterKey("escape", "esc", "Leave field", "screen.leave_input").data_bind(compact=Footer.compact)
+        leave.display = "question_mark" not in shown and getattr(self.screen, "in_text_field", lambda: False)()
+        keys.append(leave)
         for key in PINNED_KEYS:
             if key in shown:
                 keys.append(shown[key])

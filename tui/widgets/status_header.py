@@ -126,7 +126,9 @@ class StatusHeader(Static):
         line2: list[Part] = [([" " + state], "bold", 0)]
         if info.account and info.account != "$G":  # $G: no accounts configured, nothing to tell
             line2.append(([f"   account {info.account}", f"  acct {info.account}"], "bold", 1))
-        if info.meta_leader:
+        if info.meta_leader == "?":  # only the monitoring port's /jsz names it: say how to get it
+            line2.append((["   meta leader ? (no /jsz: --monitor URL)", "   meta leader ?", "  leader ?"], "bold", 1))
+        elif info.meta_leader:
             line2.append(([f"   meta leader {info.meta_leader}", f"  leader {info.meta_leader}"], "bold", 1))
         if info.detail:
             line2.append(([f"  {info.detail}"], "", 1))

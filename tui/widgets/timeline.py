@@ -189,7 +189,7 @@ def render_time_axis(
     sequences (the time slider's), the first event's time and how many
     sequences were left out."""
     styles = styles or {}
-    cells = max(10, width - LABEL_W)
+    cells = max(1, width - LABEL_W)  # never wider than the room: a narrow column wrapped the ticks ("|10s" / "|15s")
     text = Text()
     if backoff:
         wait = "backoff " + " → ".join(f"{b:g}s" for b in backoff)
@@ -279,6 +279,7 @@ class TimeAxis(Static):
         self.clock = clock
         self.seconds_per_cell = ZOOMS[0]
         self.scroll = 0.0
+        self._shape: tuple | None = None  # (width, lines, title) of what is drawn
 
     def on_mount(self) -> None:
         if getattr(self.app, "stable_display", False):
@@ -305,7 +306,7 @@ class TimeAxis(Static):
 
     def scroll_by(self, halves: int) -> None:
         """[ back, ] forward, by half a window; forward past now follows now again."""
-        cells = max(10, (self.content_region.width or 40) - LABEL_W)
+        cells = max(1, (self.content_region.width or 40) - LABEL_W)
         self.scroll = max(0.0, self.scroll - halves * cells * self.seconds_per_cell / 2)
         self.redraw()
 
@@ -313,6 +314,7 @@ class TimeAxis(Static):
         what = self.events()
         if what is None:
             self.update("")
+            self._shape = None
             return
         scene = Scene(*what)
         width = self.content_region.width or 40
@@ -320,7 +322,13 @@ class TimeAxis(Static):
         now = self.clock()
         if stable:
             now = max((e.at for events in scene.events_by_seq.values() for e in events), default=now)
-        self.update(render_time_axis(scene.title, scene.events_by_seq, scene.ack_wait, now, width,
-                                     self.seconds_per_cell, self.scroll, self.styles_map(),
-                                     relative_times=not stable, backoff=scene.backoff,
-                                     max_deliver=scene.max_deliver))
+        text = render_time_axis(scene.title, scene.events_by_seq, scene.ack_wait, now, width,
+                                self.seconds_per_cell, self.scroll, self.styles_map(),
+                                relative_times=not stable, backoff=scene.backoff,
+                                max_deliver=scene.max_deliver)
+        # redrawn 4 times a second: as many lines and the same title as before keep
+        # its height (the rows are never wider than the axis), so no layout
+        lines = text.plain.split("\n")
+        shape = (width, len(lines), lines[0], tuple(line for line in lines if len(line) > width))
+        self.update(text, layout=shape != self._shape)
+        self._shape = shape

@@ -168,9 +168,15 @@ class KvPane(LivePane):
     def on_changed(self, event: Changed) -> None:
         if event.bucket != self.bucket:
             return
+        before = self.entries.get(event.entry.key)
         self.entries[event.entry.key] = event.entry
         self._show_keys()
         if event.entry.key == self.key:
+            rev = self.query_one("#kv-rev", Input)
+            if before is not None and rev.value == str(before.revision):
+                # the field said the latest revision: it still does (an update
+                # with the old one answered "wrong last sequence")
+                rev.value = str(event.entry.revision)
             self._show_value()
             self.load_history(self.bucket, self.key)
 
@@ -243,6 +249,15 @@ class KvPane(LivePane):
         self.edit((event.button.id or "").removeprefix("kv-"))
 
     def action_put(self) -> None:
+        editor = self.query_one("#kv-edit", TextArea)
+        key = self.query_one("#kv-key", Input).value.strip()
+        in_form = self.screen.focused in (editor, self.query_one("#kv-key"), self.query_one("#kv-rev"))
+        if key and not editor.text and not in_form:
+            # ctrl+s on a key picked in the table, nothing typed: it put an empty
+            # value over the key's (region "us" became ""); the value field takes it
+            editor.focus()
+            self._done(f"Type the new value of {key} here, then ctrl+s puts it (the field left empty puts an empty value)")
+            return
         self.edit("put")
 
     def edit(self, op: str) -> None:

@@ -25,10 +25,11 @@ from ..base import LivePane
 
 class ObjectsPane(LivePane):
     POLL_SECONDS = 2.0
-    WRITE_ACTIONS = frozenset({"delete_object", "new_store"})
+    WRITE_ACTIONS = frozenset({"delete_object", "new_store", "put_file"})
     WRITE_BUTTONS = ("obj-create", "obj-drop", "obj-put")
     BINDINGS = [
         Binding("n", "new_store", "New store", id="objects.new"),
+        Binding("p", "put_file", "Put file", id="objects.put"),
         Binding("ctrl+d", "delete_object", "Delete object", id="objects.delete"),
     ]
 
@@ -60,7 +61,7 @@ class ObjectsPane(LivePane):
 
     def compose(self) -> ComposeResult:
         yield Label("Object stores — get an object into a file (digest checked) · read-only" if self.read_only else
-                    "Object stores — create a store, put a file, get it back (digest checked)", classes="pane-status", id="obj-status")
+                    "Object stores — n new store · p put a file · get it back (digest checked)", classes="pane-status", id="obj-status")
         with Horizontal(id="obj-body"):
             with Vertical(id="obj-left"):
                 yield LiveTable([("Store", "name"), ("Size", "bytes"), ("Storage", "storage")], id="obj-stores")
@@ -204,7 +205,15 @@ class ObjectsPane(LivePane):
         self.post_message(self.Done(f"store {name} deleted"))
         self.schedule_poll(0.01)
 
+    def action_put_file(self) -> None:
+        """p: to the Local file field; Enter there (or in Object name) puts the
+        file (it took four Tabs, past Create and Delete store, to get there)."""
+        self.screen.set_focus(self.query_one("#obj-path", Input))
+        self._done(f"Type a file's path, Enter puts it into {self.store}" if self.store
+                   else "Select or create a store first (n), then the file's path here")
+
     @on(Button.Pressed, "#obj-put")
+    @on(Input.Submitted, "#obj-path, #obj-name")
     def put(self) -> None:
         if not self.store:
             self._done("select or create a store first", True)

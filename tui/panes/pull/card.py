@@ -49,12 +49,15 @@ class HandCard(Vertical):
         super().__init__(id=f"card-{fm.stream_seq}-{fm.consumer_seq}")
         self.fm = fm
         self.nak_delay: float | None = None  # the delay of the nak sent, if any
+        self._countdown: tuple[str, str] = ("", "")  # (state, text) the countdown label shows
 
     def compose(self) -> ComposeResult:
         fm = self.fm
-        # tries first: it is what the hand is about, and a narrow card cuts the end
+        # tries and the two sequences first, in natscli's words (`tries: 2 / cons seq: 3 /
+        # str seq: 2`): they are what the hand is about, and a narrow card wraps the
+        # subject onto the next line rather than a sequence in two ("consumer seq" / "1")
         yield Label(
-            Text(f"tries {fm.num_delivered} · {fm.subject} · stream seq {fm.stream_seq} · consumer seq {fm.consumer_seq}"),
+            Text(f"tries {fm.num_delivered} · str seq {fm.stream_seq} · cons seq {fm.consumer_seq} · {fm.subject}"),
             classes="card-head",
         )
         if fm.headers:
@@ -73,13 +76,23 @@ class HandCard(Vertical):
     def on_mount(self) -> None:
         self.tick(time.monotonic())
 
+    def on_resize(self, event) -> None:
+        # the five buttons need 37 columns in a row; in a narrower card (at 80
+        # columns beside the tour: "Ack Nak Nak… Pr") they go two by two
+        self.set_class(event.size.width - 4 < 37, "-narrow")
+
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_act(event.button.id or "")
 
     def action_move(self, step: int) -> None:
-        cards = list(self.parent.query(HandCard)) if self.parent else [self]
+        # (not those being removed: focused, they would take every key with them)
+        cards = [c for c in self.parent.query(HandCard) if c.display] if self.parent else [self]
+        if self not in cards:  # this one is going: the first that stays
+            if cards:
+                cards[0].focus()
+            return
         at = cards.index(self) + step
         if 0 <= at < len(cards):
             cards[at].focus()
@@ -115,4 +128,10 @@ class HandCard(Vertical):
             text = f"↺ nak sent with a {show_delay(self.nak_delay)} delay — will be redelivered after it"
         else:
             text = STATE_TEXT.get(self.state, self.state)
-        label.first(Label).update(text)
+        if text == self._countdown[1]:
+            return
+        # a countdown step ("2.1s" -> "2.0s") keeps the label's size: no layout of
+        # the screen, 4 a second per card, shown or not (the hand ticks while hidden)
+        same_size = (self.state, len(text)) == (self._countdown[0], len(self._countdown[1]))
+        self._countdown = (self.state, text)
+        label.first(Label).update(text, layout=not same_size)

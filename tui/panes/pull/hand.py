@@ -144,11 +144,18 @@ class PullHand(WritesGuard, Vertical):
         moment the hand is shown: the one last focused, else the first still
         waiting for a decision. Else the Fetch button — never the batch
         field, which would swallow the hand's letter keys (f, a, n, ...)."""
-        cards = list(self.query(HandCard))
+        cards = self.cards()
         open_cards = [c for c in cards if not c.has_class("-settled")]
         last = self._last_card if self._last_card in cards else None
         target = last or (open_cards or cards or [None])[0] or self.query_one("#pull-fetch", Button)
         self.screen.set_focus(target)
+
+    def cards(self) -> list[HandCard]:
+        """The cards in hand, without those being removed: a card asked to go
+        (another consumer's, after a switch) is still in the DOM until its
+        removal runs, and focusing it then left the focus on a widget no
+        longer on screen, where every key went, the digits and ? too."""
+        return [card for card in self.query(HandCard) if card.display]
 
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, HandCard):
@@ -156,7 +163,7 @@ class PullHand(WritesGuard, Vertical):
 
     def action_card(self, step: int) -> None:
         """j/k and the arrows move between cards, from the bar to the first one."""
-        cards = list(self.query(HandCard))
+        cards = self.cards()
         if not cards:
             return
         focused = self.screen.focused

@@ -92,7 +92,9 @@ class StreamInfoView(Static):
         cluster = cluster_table(stream.cluster)
         for key, value in stream.state.items():
             if key in ("first_ts", "last_ts"):
-                value = "--:--:--" if stable else str(value)[:19].replace("T", " ")
+                # an empty stream's times are Go's zero time: none, as natscli shows none
+                value = "--:--:--" if stable else "-" if str(value).startswith("0001-01-01") else \
+                    str(value)[:19].replace("T", " ")
             state.add_row(key, Text(_value(key, value)))
         table.add_row(Text("Config", style="bold underline"), Text("State", style="bold underline"))
         if cluster is not None:  # first on the right: on a cluster it is what changes

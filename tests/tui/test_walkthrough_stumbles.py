@@ -1,0 +1,293 @@
+"""Stumbles found by running the walkthrough by hand in tmux (docs/walkthrough.md),
+each driven here through the real app against the real broker."""
+
+from __future__ import annotations
+
+from natslab.tui.demos import run_demo
+from natslab.tui.panes.pull import PullHand
+from natslab.tui.panes.pull.card import HandCard
+
+from .conftest import answer, connected, wait_for
+
+
+async def test_the_pull_hand_keys_work_after_it_changes_consumer_with_a_card_in_hand(make_app, outside):
+    """A card in hand of one consumer, then palette → Demo: redelivery (the hand
+    moves to DEMO_ORDERS › RDL): the old card went but kept the focus, so
+    every key went to a removed widget — f, the digits, ?, ctrl+p: the app
+    looked frozen."""
+    js = outside.jetstream()
+    await js.add_stream(name="JOBS", subjects=["jobs.>"])
+    await js.publish("jobs.a", b"job a")
+    await js.add_consumer("JOBS", durable_name="W", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.open_pull_hand("JOBS", "W")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "W" and hand.consumer_config is not None, what="hand on W")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.focused, HandCard), what="W's card in hand, focused")
+
+        run_demo(app, "redelivery")
+        await answer(app, pilot)  # a server natslab did not start: it asks first
+        await wait_for(pilot, lambda: hand.consumer == "RDL", what="hand on RDL")
+        await wait_for(pilot, lambda: not hand.query(HandCard), what="W's card gone")
+        assert app.focused is None or app.focused.is_attached
+        await pilot.press("f")
+        await wait_for(pilot, lambda: [c.fm.consumer for c in hand.query(HandCard)] == ["RDL"],
+                       what="f fetched RDL's first message")
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.screen.query_one("#panes").current == "consumers", what="2 shows Consumers")
+
+
+async def test_ctrl_s_on_a_key_picked_in_the_table_does_not_put_an_empty_value(make_app, outside):
+    """KV at 80x24: a key picked in the table, ctrl+s (the footer's "Put key"):
+    it put the empty editor over the key's value ("us" became ""). Now the value
+    field takes the focus; what is typed there is put, and the Revision field
+    follows the key's latest revision (it kept the old one, and Update failed)."""
+    from textual.widgets import Input, TextArea
+
+    js = outside.jetstream()
+    kv = await js.create_key_value(bucket="CONFIG", history=5)
+    await kv.put("region", b"us")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_bucket("CONFIG")
+        await wait_for(pilot, lambda: app.screen.query_one("KvPane").key == "region", what="region picked")
+        pane = app.screen.query_one("KvPane")
+        app.screen.query_one("#kv-keys").focus()
+        await pilot.press("ctrl+s")
+        editor = app.screen.query_one("#kv-edit", TextArea)
+        await wait_for(pilot, lambda: app.focused is editor, what="the value field focused")
+        assert "Type the new value of region" in str(app.screen.query_one("#kv-result").render())
+        assert (await kv.get("region")).value == b"us"
+        assert (await kv.get("region")).revision == 1
+        await pilot.press(*"eu", "ctrl+s")
+        await wait_for(pilot, lambda: pane.entries["region"].revision == 2, what="the put seen by the watch")
+        assert (await kv.get("region")).value == b"eu"
+        assert app.screen.query_one("#kv-rev", Input).value == "2"
+
+
+async def test_the_time_axis_holds_the_three_deliveries_of_step_8_at_160x48_with_the_tour(make_app, outside):
+    """Tour step 8 at 160x48 ("acked three deliveries deep", 25 s after the
+    first delivery): the cards' column took three fifths of the pane, the
+    axis 31 cells at 1 s per cell, so delivery #1 had already scrolled off
+    its left edge. The cards get what a card needs; the axis the rest."""
+    from natslab.tui.panes.pull.card import HandCard
+    from natslab.tui.widgets.timeline import LABEL_W, TimeAxis, window_start
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=4)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on RDL")
+        hand.action_fetch()  # (f goes to the tour panel, which has the focus)
+        await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
+        axis = hand.query_one(TimeAxis)
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and axis.content_region.width > 0, what="the tour panel and the axis laid out")
+        await pilot.pause()  # (the layout with both in place)
+        cells = axis.content_region.width - LABEL_W
+        # the story of step 8: deliveries at 0 s, ~13 s and ~24 s, all in sight at 1 s per cell,
+        # and stay so for the ten seconds after the ack at ~25 s the step gives to look at it
+        assert window_start(0.0, 35.0, cells, 1.0) == 0.0, f"{cells} cells"
+        card = hand.query(HandCard).first()
+        await wait_for(pilot, lambda: card.query_one(".card-buttons").region.height > 0, what="the card laid out")
+        assert card.query_one(".card-head").region.height == 1  # "tries 1 · orders.new · str seq 1 · cons seq 1"
+        assert card.query_one(".card-buttons").region.height == 1  # the five buttons on one line
+
+
+async def test_an_empty_streams_first_and_last_times_are_none_not_the_year_1(make_app, outside):
+    """Tour step 1 (a new, empty DEMO_ORDERS) and step 11 (an interest stream
+    that dropped all it got): the state read first_ts 0001-01-01 00:00:00,
+    Go's zero time as nats-server sends it; natscli shows no time there."""
+    from .conftest import screen_text
+
+    await outside.jetstream().add_stream(name="EMPTY", subjects=["empty.>"])
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_stream("EMPTY")
+        await wait_for(pilot, lambda: "first_ts" in screen_text(app), what="EMPTY's state shown")
+        line = next(row for row in screen_text(app).splitlines() if "first_ts" in row)
+        assert line.split("first_ts")[1].strip() == "-", line
+        assert "0001-01-01" not in screen_text(app)
+
+
+async def test_p_puts_a_file_into_the_object_store_without_tabbing(make_app, outside, tmp_path):
+    """Objects at 80x24: after creating a store, the way to the Local file
+    field was four Tabs past Create and Delete store; typing a path with the
+    focus on a button ran keys instead ("6" of the path switched to KV).
+    p takes the user there and Enter puts the file."""
+    from textual.widgets import Input
+
+    from .conftest import screen_text, show_tab
+
+    await outside.jetstream().create_object_store("FILES")
+    src = tmp_path / "report.txt"
+    src.write_bytes(b"quarterly figures\n" * 100)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "objects")
+        pane = app.screen.query_one("ObjectsPane")
+        await wait_for(pilot, lambda: pane.store == "FILES", what="FILES selected")
+        await pilot.press("escape", "p")
+        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#obj-path", Input), what="Local file focused")
+        await pilot.press(*str(src), "enter")
+        await wait_for(pilot, lambda: "report.txt" in pane.objects, timeout=8, what="the file put")
+        await pilot.press("escape")  # out of the field: the footer shows the pane's keys, p among them
+        await wait_for(pilot, lambda: "p Put file" in screen_text(app).splitlines()[-1], what="p in the footer")
+        obs = await outside.jetstream().object_store("FILES")
+        assert (await obs.get("report.txt")).data == src.read_bytes()
+
+
+async def test_in_a_text_field_the_footer_says_esc_gives_the_keys_back(make_app):
+    """4 (Publish, the subject field focused) then 5 typed "5" into the subject,
+    and nothing on screen said how to get the digit keys back. The footer shows
+    esc beside Help and Quit; esc then 5 shows Request."""
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        subject = app.screen.query_one("#pub-subject")
+        await wait_for(pilot, lambda: app.focused is subject, what="the subject focused")
+        await wait_for(pilot, lambda: "esc Leave field" in screen_text(app).splitlines()[-1], what="esc in the footer")
+        await pilot.press("5")
+        assert subject.value == "5"  # a text field types the digit: that stays so
+        await pilot.press("backspace", "escape", "5")
+        await wait_for(pilot, lambda: app.screen.query_one("#panes").current == "request", what="5 shows Request")
+
+
+async def test_the_esc_key_costs_no_footer_recompose_on_a_tab_switch(make_app):
+    """The footer's keys are rewritten in place on a tab switch (a recompose
+    mounts them anew, ~15-35 ms on the busy machine): esc is always among the
+    pinned keys, shown only in a text field, so Publish (its subject focused)
+    and Streams (the table) keep the same pinned keys."""
+    from natslab.tui.widgets.footer import KeysFooter
+
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        await show_tab(app, pilot, "streams")
+        footer = app.screen.query_one(KeysFooter)
+        composed = []
+        original = footer.recompose
+
+        async def counting():
+            composed.append(1)
+            await original()
+
+        footer.recompose = counting
+        for tab, shown in (("publish", True), ("streams", False), ("publish", True), ("streams", False)):
+            app.action_tab(tab)
+            await wait_for(pilot, lambda: ("esc Leave field" in screen_text(app).splitlines()[-1]) == shown
+                           and ("? Help" in screen_text(app).splitlines()[-1]) != shown, what=f"{tab}'s footer")
+        assert composed == []
+
+
+async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_app, outside):
+    """Tour step 5 at 80x24: the card beside the tour panel is 29 columns and
+    its buttons read "Ack Nak Nak… Pr" (Progress cut, Term gone). A narrow
+    card puts them two by two."""
+    from textual.widgets import Button
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on RDL")
+        hand.action_fetch()
+        await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
+        card = hand.query(HandCard).first()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and 0 < card.region.width < 40, what="the tour open and the card beside it")
+        await pilot.pause()
+
+        def inside() -> bool:
+            box = card.content_region
+            buttons = list(card.query(Button))
+            return len(buttons) == 5 and all(
+                b.region.width >= len(str(b.label)) + 2 and box.x <= b.region.x and b.region.right <= box.right
+                for b in buttons)
+        await wait_for(pilot, inside, what="all five buttons whole inside the card")
+
+
+async def test_the_countdown_and_the_time_axis_tick_without_laying_out_the_screen(make_app, outside):
+    """The pull hand ticks 4 times a second, shown or hidden: each card's
+    countdown ("2.1s left" -> "2.0s left") and the time axis were updated with
+    a layout of the whole screen each time. A step that keeps their size is
+    drawn without one."""
+    from textual.widgets import Label
+
+    from natslab.tui.widgets.timeline import TimeAxis
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on RDL")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
+        card = hand.query(HandCard).first()
+        countdown = card.query_one(".card-countdown", Label)
+        axis = hand.query_one(TimeAxis)
+        await wait_for(pilot, lambda: "left to ack" in str(countdown.render()), what="the countdown running")
+        layouts = []
+        for widget in (countdown, axis):
+            def spy(*regions, _refresh=widget.refresh, _who=widget, **kw):
+                layouts.append((_who, kw.get("layout", False)))
+                return _refresh(*regions, **kw)
+            widget.refresh = spy
+        seen = set()
+        await wait_for(pilot, lambda: seen.add(str(countdown.render())) or len(seen) >= 4,
+                       what="four steps of the countdown")
+        assert {who for who, _ in layouts} == {countdown, axis}  # both were redrawn
+        assert not [who for who, layout in layouts if layout], layouts
+
+
+async def test_the_fetch_button_is_whole_beside_the_tour_at_80_columns(make_app, outside):
+    """Tour step 17 at 80x24 (DEMO_CRASH › CRASHER): the fetch bar beside
+    the tour panel cut its button to "Fetc"."""
+    from textual.widgets import Button
+
+    js = outside.jetstream()
+    await js.add_stream(name="JOB_CRASH", subjects=["jobcrash.>"])
+    await js.add_consumer("JOB_CRASH", durable_name="CRASHER", ack_policy="explicit", ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        app.open_pull_hand("JOB_CRASH", "CRASHER")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer_config is not None, what="hand on CRASHER")
+        bar, button = hand.query_one("#pull-bar"), hand.query_one("#pull-fetch", Button)
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and "JOB_CRASH › CRASHER" in str(hand.query_one("#pull-target").render())
+                       and button.region.width > 0, what="the tour and the bar laid out")
+        await pilot.pause()
+        await wait_for(pilot, lambda: button.region.right <= bar.content_region.right
+                       and button.content_region.width >= len("Fetch"), what="the whole Fetch button in the bar")
