@@ -17,6 +17,14 @@ from natslab.tui.screens.faults import AmountPrompt, FaultReport, FaultsMenu, Pi
 from .conftest import answer, wait_for
 
 
+def report_composed(app) -> bool:
+    """The fault report is on screen with all it composes: the scroll's
+    children (table, verdict) mount after the labels above them."""
+    screen = app.screen
+    return (isinstance(screen, FaultReport) and bool(screen.query("#report-table"))
+            and (screen.verdict is None or bool(screen.query("#report-verdict"))))
+
+
 async def _demo(url: str):
     nc = await nats.connect(url, max_reconnect_attempts=60, reconnect_time_wait=0.2, connect_timeout=2)
     js = nc.jetstream()
@@ -45,7 +53,7 @@ async def test_a_fault_from_the_menu_keeps_the_acked_and_brings_back_the_rest(tm
             await pilot.press(key)
             question = await answer(app, pilot)
             assert question  # the confirmation names the fault
-            await wait_for(pilot, lambda: isinstance(app.screen, FaultReport) and bool(app.screen.query("#report-note")), timeout=30, what="report")
+            await wait_for(pilot, lambda: report_composed(app), timeout=30, what="report")
             report = app.screen
             assert report.fault.name == fault
             assert app.client_generation > generation and app.client.connected  # the app reconnected
@@ -92,7 +100,7 @@ async def test_a_power_cut_is_judged_against_the_state_just_before_it(tmp_path):
             for i in range(3):  # written after the menu opened, before the cut is confirmed
                 await js.publish("faultdemo.late", f"late{i}".encode())
             await answer(app, pilot)
-            await wait_for(pilot, lambda: isinstance(app.screen, FaultReport) and bool(app.screen.query("#report-note")), timeout=30, what="report")
+            await wait_for(pilot, lambda: report_composed(app), timeout=30, what="report")
             report = app.screen
             assert report.before.streams["FAULTDEMO"].last_seq == 8
             assert report.after.streams["FAULTDEMO"].last_seq == 8
@@ -142,7 +150,7 @@ async def _fault(app, pilot, key: str) -> FaultReport:
     await wait_for(pilot, lambda: isinstance(app.screen, FaultsMenu), what="faults menu")
     await pilot.press(key)
     await answer(app, pilot)
-    await wait_for(pilot, lambda: isinstance(app.screen, FaultReport) and bool(app.screen.query("#report-note")), timeout=30, what="report")
+    await wait_for(pilot, lambda: report_composed(app), timeout=30, what="report")
     report = app.screen
     await pilot.press("escape")
     await wait_for(pilot, lambda: not isinstance(app.screen, FaultReport), what="report closed")
@@ -213,7 +221,7 @@ async def test_drop_client_picked_from_the_list_of_connections(tmp_path):
                 await pilot.press("down" if table.cursor_row < target else "up")
             await pilot.press("enter")
             assert "faultvictim" in await answer(app, pilot)
-            await wait_for(pilot, lambda: isinstance(app.screen, FaultReport) and bool(app.screen.query("#report-note")), timeout=30, what="report")
+            await wait_for(pilot, lambda: report_composed(app), timeout=30, what="report")
             assert f"cut connection(s) {victim_cid}" in str(app.screen.query_one("#report-note").render())
             await wait_for(pilot, lambda: dropped["faultvictim"] == 1, what="the victim dropped")
             await clients[1].flush(timeout=2)  # the bystander is still served
