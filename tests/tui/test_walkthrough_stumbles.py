@@ -328,3 +328,45 @@ async def test_replicas_is_three_tabs_from_name_next_to_storage_at_80x24(make_ap
         assert app.screen.query_one("#sources", Input).value == ""
         with pytest.raises(NotFoundError):  # nothing created, R1 or sourcing "3"
             await outside.jetstream().stream_info("ORDERS")
+
+
+async def test_the_request_panes_labels_are_whole_beside_the_tour_at_80x24(make_app):
+    """Beside the tour at 80 columns the Request pane is 48 wide and read
+    "Headers (Key:", "… ctrl+y copy as", "… then request its" and "… fixe".
+    Narrow, each label says it in fewer words (the headers' format goes into
+    the empty field); without the tour the long ones are as they were."""
+    from textual.widgets import Label, Static, TextArea
+
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "request")
+        pane = app.screen.query_one("RequestPane")
+        headers = pane.query_one("#req-headers", TextArea)
+
+        def labels() -> list[str]:
+            return [str(w.render()) for w in pane.query(Static)
+                    if isinstance(w, Label) or type(w).__name__ == "FitLabel"]
+
+        def whole() -> bool:
+            shown = screen_text(app)
+            return all(text in shown for text in labels() if text)
+
+        await wait_for(pilot, lambda: "Headers (Key: value)" in screen_text(app), what="the long labels, 80 wide")
+        await wait_for(pilot, whole, what="every label whole without the tour")
+        assert "ctrl+s send · ctrl+y copy as code" in screen_text(app)
+        assert "kinds: echo, fixed, delay, error, silence" in screen_text(app)
+        assert headers.placeholder == ""
+
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and pane.region.width < 50, what="the tour open, the pane beside it")
+        await wait_for(pilot, whole, what="every label whole beside the tour")
+        shown = screen_text(app)
+        assert "Headers (Key:" not in shown
+        assert headers.placeholder == "Key: value" and "Key: value" in shown  # what the label left out
+        assert "^s send · ^y copy as code" in shown
+        assert "then request its subject" in shown
+        assert "echo: echo the request back" in shown
