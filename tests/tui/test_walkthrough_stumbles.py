@@ -318,12 +318,19 @@ async def test_replicas_is_three_tabs_from_name_next_to_storage_at_80x24(make_ap
         await pilot.press(*"ORDERS", "tab", *"orders.>", "tab", "tab")
         replicas = app.screen.query_one("#num_replicas", Input)
         await wait_for(pilot, lambda: app.focused is replicas, what="Replicas focused after Name, Subjects, Storage")
-        # where the eye finds it: on the form's first screen, not below the fold
+        # where the eye finds it: in sight, not under the docked buttons (the fields
+        # ran 11 rows under them at 80x24, and a field focused there stayed hidden)
         assert "Replicas (1-5" in screen_text(app)
+        buttons = app.screen.query_one("#form-buttons")
+        await wait_for(pilot, lambda: replicas.region.bottom <= buttons.region.y
+                       and replicas.region.bottom <= app.screen.query_one("#form-fields").region.bottom,
+                       what="the Replicas input above the buttons")
         await pilot.press("3", "enter")  # the "1" was selected on focus: typing replaces it
         field = app.screen.query_one("#field-num_replicas", FormField)
         await wait_for(pilot, lambda: field.error_text, what="the server's refusal next to Replicas")
         assert field.error_text == "server: replicas > 1 not supported in non-clustered mode"
+        await wait_for(pilot, lambda: "server: replicas > 1 not supported in non-clustered mode" in screen_text(app),
+                       what="the refusal in sight")
         assert replicas.value == "3"
         assert app.screen.query_one("#sources", Input).value == ""
         with pytest.raises(NotFoundError):  # nothing created, R1 or sourcing "3"
