@@ -3,6 +3,9 @@ each driven here through the real app against the real broker."""
 
 from __future__ import annotations
 
+import pytest
+from nats.js.errors import NotFoundError
+
 from natslab.tui.demos import run_demo
 from natslab.tui.panes.pull import PullHand
 from natslab.tui.panes.pull.card import HandCard
@@ -291,3 +294,86 @@ async def test_the_fetch_button_is_whole_beside_the_tour_at_80_columns(make_app,
         await pilot.pause()
         await wait_for(pilot, lambda: button.region.right <= bar.content_region.right
                        and button.content_region.width >= len("Fetch"), what="the whole Fetch button in the bar")
+
+
+async def test_replicas_is_three_tabs_from_name_next_to_storage_at_80x24(make_app, outside):
+    """The R3 stream of the walkthrough: Replicas was the form's 11th field, ten
+    Tabs from Name; counting Tabs, the 3 went into Sources and the stream sourced
+    a stream named "3". Now it follows Storage, as `nats stream add` asks it, in
+    sight when the form opens at 80x24: Name, Subjects, Storage, Replicas. A single
+    node refuses R3 with the server's words, which shows the form sent the 3."""
+    from textual.widgets import Input
+
+    from natslab.tui.widgets.form import FormField
+
+    from .conftest import screen_text
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#name"), what="the form, Name focused")
+        labels = [f.label.split(" (")[0] for f in app.screen.query(FormField)]
+        assert labels[:4] == ["Name", "Subjects", "Storage", "Replicas"], labels
+        await pilot.press(*"ORDERS", "tab", *"orders.>", "tab", "tab")
+        replicas = app.screen.query_one("#num_replicas", Input)
+        await wait_for(pilot, lambda: app.focused is replicas, what="Replicas focused after Name, Subjects, Storage")
+        # where the eye finds it: in sight, not under the docked buttons (the fields
+        # ran 11 rows under them at 80x24, and a field focused there stayed hidden)
+        assert "Replicas (1-5" in screen_text(app)
+        buttons = app.screen.query_one("#form-buttons")
+        await wait_for(pilot, lambda: replicas.region.bottom <= buttons.region.y
+                       and replicas.region.bottom <= app.screen.query_one("#form-fields").region.bottom,
+                       what="the Replicas input above the buttons")
+        await pilot.press("3", "enter")  # the "1" was selected on focus: typing replaces it
+        field = app.screen.query_one("#field-num_replicas", FormField)
+        await wait_for(pilot, lambda: field.error_text, what="the server's refusal next to Replicas")
+        assert field.error_text == "server: replicas > 1 not supported in non-clustered mode"
+        await wait_for(pilot, lambda: "server: replicas > 1 not supported in non-clustered mode" in screen_text(app),
+                       what="the refusal in sight")
+        assert replicas.value == "3"
+        assert app.screen.query_one("#sources", Input).value == ""
+        with pytest.raises(NotFoundError):  # nothing created, R1 or sourcing "3"
+            await outside.jetstream().stream_info("ORDERS")
+
+
+async def test_the_request_panes_labels_are_whole_beside_the_tour_at_80x24(make_app):
+    """Beside the tour at 80 columns the Request pane is 48 wide and read
+    "Headers (Key:", "… ctrl+y copy as", "… then request its" and "… fixe".
+    Narrow, each label says it in fewer words (the headers' format goes into
+    the empty field); without the tour the long ones are as they were."""
+    from textual.widgets import Label, Static, TextArea
+
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "request")
+        pane = app.screen.query_one("RequestPane")
+        headers = pane.query_one("#req-headers", TextArea)
+
+        def labels() -> list[str]:
+            return [str(w.render()) for w in pane.query(Static)
+                    if isinstance(w, Label) or type(w).__name__ == "FitLabel"]
+
+        def whole() -> bool:
+            shown = screen_text(app)
+            return all(text in shown for text in labels() if text)
+
+        await wait_for(pilot, lambda: "Headers (Key: value)" in screen_text(app), what="the long labels, 80 wide")
+        await wait_for(pilot, whole, what="every label whole without the tour")
+        assert "ctrl+s send · ctrl+y copy as code" in screen_text(app)
+        assert "kinds: echo, fixed, delay, error, silence" in screen_text(app)
+        assert headers.placeholder == ""
+
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and pane.region.width < 50, what="the tour open, the pane beside it")
+        await wait_for(pilot, whole, what="every label whole beside the tour")
+        shown = screen_text(app)
+        assert "Headers (Key:" not in shown
+        assert headers.placeholder == "Key: value" and "Key: value" in shown  # what the label left out
+        assert "^s send · ^y copy as code" in shown
+        assert "then request its subject" in shown
+        assert "echo: echo the request back" in shown

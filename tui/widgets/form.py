@@ -60,6 +60,7 @@ class ModalForm(ModalScreen):
 
     TITLE_TEXT = "Form"
     SUBMIT_LABEL = "Save"
+    FIELDS_MAX_HEIGHT = 26  # rows of fields in sight; fewer when the screen is short (_fit_fields)
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="form.cancel"),
         Binding("ctrl+s", "submit", "Save", id="form.submit"),
@@ -101,6 +102,36 @@ class ModalForm(ModalScreen):
             if field.widget.focusable:
                 field.widget.focus()
                 break
+        self.call_after_refresh(self._fit_fields)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_fields)
+
+    def _fit_fields(self) -> None:
+        """Keep the fields above the docked buttons. The box is capped at 95% of
+        the screen, but the fields (auto height, at most 26) were not: at 80x24
+        they ran 11 rows under the buttons, and a field Tabbed to there (the
+        stream form's Replicas) had the focus and its error out of sight, as
+        the scroll thought it was shown."""
+        try:
+            box = self.query_one("#form-box")
+            fields = self.query_one("#form-fields")
+        except NoMatches:
+            return
+        footer = sum(w.outer_size.height for w in self.query(KeysFooter))
+        room = box.styles.max_height
+        if room is None or not self.size.height:
+            return
+        from textual.geometry import Size
+
+        area = Size(self.size.width, max(0, self.size.height - footer))
+        limit = int(room.resolve(area, area))
+        others = sum(w.outer_size.height + w.styles.margin.height
+                     for w in box.children if w is not fields and w.display)
+        fitted = max(3, min(self.FIELDS_MAX_HEIGHT, limit - box.styles.gutter.height - others))
+        current = fields.styles.max_height
+        if current is None or current.value != fitted:
+            fields.styles.max_height = fitted
 
     def value(self, field_id: str) -> str:
         widget = self.query_one(f"#field-{field_id}", FormField).widget
@@ -128,6 +159,7 @@ class ModalForm(ModalScreen):
         box = self.query_one("#form-error", Static)
         box.update(message or "")
         box.set_class(bool(message), "-shown")
+        self.call_after_refresh(self._fit_fields)  # the fields make room for it
 
     def show_code(self, code: str) -> None:
         """Copy the equivalent code and show it under the form."""
@@ -136,6 +168,7 @@ class ModalForm(ModalScreen):
         box = self.query_one("#form-code", Static)
         box.update(Text(code))
         box.display = True
+        self.call_after_refresh(self._fit_fields)
 
     @on(Button.Pressed, "#form-cancel")
     def action_cancel(self) -> None:

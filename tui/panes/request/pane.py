@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Input, Label, Select, Sparkline, 
 from ...client import NatsError, subject_error
 from ...client.responders import KINDS, MockResponder, responder_error
 from ...format import parse_duration, parse_int, render_payload
+from ...widgets.fit_label import FitLabel
 from ..base import WritesGuard
 from ..publish.parse import parse_headers
 
@@ -56,8 +57,14 @@ class RequestPane(WritesGuard, Vertical):
         self.responders: dict[str, MockResponder] = {}
 
     def compose(self) -> ComposeResult:
-        yield Label("Request-reply — ctrl+y copy as code · read-only: nothing is sent" if self.read_only else
-                    "Request-reply — ctrl+s send · ctrl+y copy as code", classes="pane-status")
+        # beside the tour at 80 columns the pane is ~48 wide: the labels say it shorter there
+        if self.read_only:
+            yield FitLabel("Request-reply — ctrl+y copy as code · read-only: nothing is sent",
+                           "Request-reply · read-only: nothing is sent · ^y code",
+                           "Request · read-only: nothing sent · ^y code", classes="pane-status")
+        else:
+            yield FitLabel("Request-reply — ctrl+s send · ctrl+y copy as code",
+                           "Request-reply — ^s send · ^y copy as code", classes="pane-status")
         with Horizontal(classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
@@ -73,7 +80,8 @@ class RequestPane(WritesGuard, Vertical):
                 yield Static("", id="req-count-error", classes="inline-error")
         with Horizontal(classes="form-row short"):
             with Vertical(classes="cell"):
-                yield Label("Headers (Key: value)")
+                # narrow, the format moves into the empty field ("Headers (Key:" was cut)
+                yield FitLabel("Headers (Key: value)", "Headers", on_fit=self._headers_label_fit)
                 yield TextArea(id="req-headers")
                 yield Static("", id="req-headers-error", classes="inline-error")
             with Vertical(classes="cell wide"):
@@ -84,7 +92,8 @@ class RequestPane(WritesGuard, Vertical):
             yield Label("", id="req-stats")
             yield Sparkline([], id="req-spark")
         yield Static("", id="req-result")
-        yield Label("Mock responders — start one, then request its subject", classes="pane-status")
+        yield FitLabel("Mock responders — start one, then request its subject",
+                       "Mocks — start one, then request its subject", classes="pane-status")
         with Horizontal(classes="form-row", id="mock-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
@@ -102,7 +111,7 @@ class RequestPane(WritesGuard, Vertical):
                 yield Button("Start", id="mock-start", compact=True)
                 yield Button("Stop selected", id="mock-stop", compact=True)
         # what the chosen kind does (all five in one line were cut at 80 columns)
-        yield Label(self._kind_help("echo"), id="mock-help")
+        yield FitLabel(*self._kind_help("echo"), id="mock-help")
         yield DataTable(id="mock-table", cursor_type="row")
 
     @property
@@ -129,13 +138,17 @@ class RequestPane(WritesGuard, Vertical):
     def _subject_changed(self) -> None:
         self.show_stats()
 
+    def _headers_label_fit(self, text: str) -> None:
+        self.query_one("#req-headers", TextArea).placeholder = "" if "value" in text else "Key: value"
+
     @staticmethod
-    def _kind_help(kind: str) -> str:
-        return f"{kind}: {KINDS.get(kind, '')} · kinds: {', '.join(KINDS)}"
+    def _kind_help(kind: str) -> tuple[str, str]:
+        """What the kind does, then the kinds (narrow, the Select lists them)."""
+        return f"{kind}: {KINDS.get(kind, '')} · kinds: {', '.join(KINDS)}", f"{kind}: {KINDS.get(kind, '')}"
 
     @on(Select.Changed, "#mock-kind")
     def _kind_changed(self, event: Select.Changed) -> None:
-        self.query_one("#mock-help", Label).update(self._kind_help(str(event.value)))
+        self.query_one("#mock-help", FitLabel).set_texts(*self._kind_help(str(event.value)))
 
     def on_mount(self) -> None:
         table = self.query_one("#mock-table", DataTable)
