@@ -179,6 +179,10 @@ async def test_kv_watch_shows_outside_changes(make_app, outside):
         # filter as you type
         app.screen.query_one("#kv-filter", Input).value = "reg"
         await wait_for(pilot, lambda: keys.row_count == 1, what="filtered")
+        # the cursor on the one row left fills the key and its revision in: wait for that, or it
+        # lands after the stale revision typed below and overwrites it (a stressed run saw it)
+        await wait_for(pilot, lambda: pane.key == "region"
+                       and app.screen.query_one("#kv-rev", Input).value == "2", what="region picked")
 
         # update with a stale revision: plain words, nothing crashes
         app.screen.query_one("#kv-key", Input).value = "region"
