@@ -13,6 +13,14 @@ from natslab.tui.panes.pull.card import HandCard
 from .conftest import answer, connected, wait_for
 
 
+
+async def orders_with_rdl(outside, ack_wait: float) -> None:
+    """ORDERS with one order in it and RDL, an explicit-ack pull consumer."""
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.publish("orders.new", b"order-1 payload")
+    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=ack_wait)
+
 async def test_the_pull_hand_keys_work_after_it_changes_consumer_with_a_card_in_hand(make_app, outside):
     """A card in hand of one consumer, then palette → Demo: redelivery (the hand
     moves to DEMO_ORDERS › RDL): the old card went but kept the focus, so
@@ -80,10 +88,7 @@ async def test_the_time_axis_holds_the_three_deliveries_of_step_8_at_160x48_with
     from natslab.tui.panes.pull.card import HandCard
     from natslab.tui.widgets.timeline import LABEL_W, TimeAxis, window_start
 
-    js = outside.jetstream()
-    await js.add_stream(name="ORDERS", subjects=["orders.>"])
-    await js.publish("orders.new", b"order-1 payload")
-    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=4)
+    await orders_with_rdl(outside, ack_wait=4)
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await connected(app, pilot)
@@ -207,10 +212,7 @@ async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_
     card puts them two by two."""
     from textual.widgets import Button
 
-    js = outside.jetstream()
-    await js.add_stream(name="ORDERS", subjects=["orders.>"])
-    await js.publish("orders.new", b"order-1 payload")
-    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    await orders_with_rdl(outside, ack_wait=30)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await connected(app, pilot)
@@ -243,10 +245,7 @@ async def test_the_countdown_and_the_time_axis_tick_without_laying_out_the_scree
 
     from natslab.tui.widgets.timeline import TimeAxis
 
-    js = outside.jetstream()
-    await js.add_stream(name="ORDERS", subjects=["orders.>"])
-    await js.publish("orders.new", b"order-1 payload")
-    await js.add_consumer("ORDERS", durable_name="RDL", ack_policy="explicit", ack_wait=30)
+    await orders_with_rdl(outside, ack_wait=30)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await connected(app, pilot)
