@@ -92,3 +92,26 @@ async def test_streams_cursor_on_top_row_until_clicked_then_on_the_clicked_strea
         pane.schedule_poll(0.01)
         await wait_for(pilot, lambda: table.row_count == 3, what="three streams")
         assert (table.cursor_row, table.selected_key, pane.selected) == (2, "CURSOR_DELTA", "CURSOR_DELTA")
+
+
+async def test_the_columns_fit_the_rows_the_moment_they_are_synced(make_app, outside):
+    """DataTable widens its columns to new cells on idle, and a row painted
+    before that keeps the narrower widths: on a loaded machine the KV keys read
+    "key  40  PU" for "key-00  40  PUT" 15 s after the last key came. The table
+    widens its columns as sync adds or changes the cells, before any paint (no
+    await between the sync and the check: nothing else can have run)."""
+    from textual.widgets.data_table import ColumnKey
+
+    kv = await outside.jetstream().create_key_value(bucket="WIDTHS")
+    await kv.put("k", b"v")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.jump_to_bucket("WIDTHS")
+        await wait_for(pilot, lambda: app.screen.query("#kv-keys"), what="KV pane mounted")
+        keys = app.screen.query_one("#kv-keys", LiveTable)
+        await wait_for(pilot, lambda: keys.row_count == 1, what="k listed")
+        long_key = "a-key-with-a-long-name"
+        keys.sync({"k": ("k", 1, "OPERATION-PUT", "1 B"), long_key: (long_key, 2, "PUT", "12 B")})
+        widths = {col: keys.columns[ColumnKey(col)].content_width for col in ("key", "op")}
+        assert widths == {"key": len(long_key), "op": len("OPERATION-PUT")}

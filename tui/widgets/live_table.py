@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 
 class LiveTable(DataTable):
@@ -93,6 +94,7 @@ class LiveTable(DataTable):
                 self._values.pop((row_key, col), None)
         changed: list[tuple[str, str]] = []
         style = self._highlight_style()
+        widest = dict.fromkeys(keys, 0)  # of the cells added or changed now
         for row_key, cells in rows.items():
             texts = [str(c) for c in cells]
             if row_key not in self._order:
@@ -101,12 +103,15 @@ class LiveTable(DataTable):
                 self._order.append(row_key)
                 for col, t in zip(keys, texts):
                     self._values[(row_key, col)] = t
+                    widest[col] = max(widest[col], cell_len(t))
                 continue
             for col, t in zip(keys, texts):
                 if self._values.get((row_key, col)) != t:
                     self._values[(row_key, col)] = t
                     self.update_cell(row_key, col, Text(t, style=style), update_width=True)
                     changed.append((row_key, col))
+                    widest[col] = max(widest[col], cell_len(t))
+        self._widen(widest)
         if self._order != list(rows):
             self._reorder(list(rows))
         if not rows:
@@ -129,6 +134,18 @@ class LiveTable(DataTable):
             self._unhighlight(changed)  # pictures and snapshots must not depend on timing
         elif changed:
             self.set_timer(self.HIGHLIGHT_SECONDS, lambda: self._unhighlight(changed))
+
+    def _widen(self, widest: dict[str, int]) -> None:
+        """Widen the columns to the cells just added or changed, before the next
+        paint. DataTable widens them only on idle, and a row painted in between
+        keeps the narrower widths: on a loaded machine the KV keys read "key 40
+        PU" for "key-00 40 PUT" 15 s after the last key came. Narrowing (a long
+        cell gone) is left to DataTable's idle pass; so is the virtual size the
+        panes' "more columns" hints read."""
+        for col, width in widest.items():
+            column = self.columns.get(ColumnKey(col))
+            if column is not None and column.auto_width and width > column.content_width:
+                column.content_width = width
 
     def _reorder(self, order: list[str]) -> None:
         """Put the rows in ``order`` (same keys as shown) without rebuilding them:
