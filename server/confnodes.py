@@ -1,0 +1,898 @@
+"""The values of ``cluster {}``, ``gateway {}``, ``leafnodes {}`` and
+``mqtt {}``, checked as nats-server's parseCluster, parseGateway(s),
+parseLeafNodes, parseRemoteLeafNodes and parseMQTT check them.
+
+natslab has no use for these blocks on one node (confcheck accepts them and
+logs them as unused), but a file nats-server refuses is refused here too,
+with nats-server's words at its ``file:line:col``: a route URL Go's
+url.Parse refuses, a port that is not a number, a value of the wrong type
+(nats-server's ``v.(int64)`` panics: ``interface conversion: ...``), an
+unknown key, a bad ``tls {}`` or ``authorization {}``, a leafnode remote or
+a gateway entry that is not a map...
+
+nats-server's parse functions recover from a panic and return, so the keys
+its map order had not reached then are not checked: in a block with a value
+of the wrong type natslab reports the problems of the other keys and the
+first panic (in file order), which is what nats-server reports when its map
+order reads that key last.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .conf import ConfigError, ConfList, ConfMap, PlacedError, go_duration, go_type, go_value, item_where
+
+NIL = "runtime error: invalid memory address or nil pointer dereference"
+ROUTE_MAX_PING = 30.0  # routeMaxPingInterval
+
+
+class _Panic(Exception):
+    """nats-server's parse function panicked (and recovered): its scope
+    ends. ``lines``: the panic's error, placed."""
+
+    def __init__(self, line: str):
+        super().__init__(line)
+        self.line = line
+
+
+class _Stop(Exception):
+    """A parse function returned an error before its other keys (its scope
+    ends without a panic: the caller goes on)."""
+
+    def __init__(self, line: str):
+        super().__init__(line)
+        self.line = line
+
+
+class Report:
+    def __init__(self):
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+
+def go_quote(s: str) -> str:
+    """Go's %q of a string (strconv.Quote)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\a":
+            out.append("\\a")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\v":
+            out.append("\\v")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        elif o >= 0x80 and not ch.isprintable():
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+# -- Go's net/url.Parse: only whether it fails (nats-server's message does not say why)
+
+_HOST_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~!$&'()*+,;=:[]<>\"")
+_USERINFO_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:~!$&'()*+,;=%@")
+_HEX = set("0123456789abcdefABCDEF")
+
+
+def _unescape_ok(s: bytes, host: bool = False, zone: bool = False) -> bool:
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == 0x25:  # %
+            if i + 2 >= len(s) or chr(s[i + 1]) not in _HEX or chr(s[i + 2]) not in _HEX:
+                return False
+            if host and int(chr(s[i + 1]), 16) < 8 and s[i:i + 3] != b"%25":
+                return False
+            if zone:
+                v = int(s[i + 1:i + 3], 16)
+                if s[i:i + 3] != b"%25" and v != 0x20 and (v >= 0x80 or chr(v) not in _HOST_OK):
+                    return False
+            i += 3
+            continue
+        if (host or zone) and c < 0x80 and chr(c) not in _HOST_OK:
+            return False
+        i += 1
+    return True
+
+
+def _valid_port(p: bytes) -> bool:
+    return not p or (p[:1] == b":" and all(0x30 <= b <= 0x39 for b in p[1:]))
+
+
+def _ipv6_ok(h: bytes) -> bool:
+    import ipaddress
+
+    try:
+        text = bytes(h).decode()
+        addr, _, zone = text.partition("%")
+        if "%" in text and not zone:
+            return False
+        ip = ipaddress.ip_address(addr)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return ip.version == 6
+
+
+def _unescaped(s: bytes) -> bytes:
+    return re.sub(rb"%([0-9a-fA-F]{2})", lambda m: bytes([int(m.group(1), 16)]), s)
+
+
+def _host_ok(scheme: str, host: bytes) -> bool:
+    o = host.rfind(b"[")
+    if o > 0:
+        return False
+    if o == 0:
+        c = host.rfind(b"]")
+        if c < 0 or not _valid_port(host[c + 1:]) or not _unescape_ok(host[c + 1:], host=True):
+            return False
+        name = host[1:c]
+        z = name.find(b"%25")
+        if z >= 0:
+            if not _unescape_ok(name[:z], host=True) or not _unescape_ok(name[z:], zone=True):
+                return False
+        elif not _unescape_ok(name, host=True):
+            return False
+        return _ipv6_ok(_unescaped(name))
+    i = host.find(b":")
+    if i != -1:
+        last = host.rfind(b":")
+        if last != i and scheme not in ("http", "https"):
+            i = last
+        if not _valid_port(host[i:]):
+            return False
+    return _unescape_ok(host, host=True)
+
+
+def _trim(s: str) -> str:
+    """Go's strings.TrimSpace (unicode.IsSpace)."""
+    return s.strip(" \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+                   "\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def url_parses(raw: str) -> bool:
+    """Whether Go's url.Parse takes ``raw`` (after nats-server's TrimSpace)."""
+    s = _trim(raw).encode("utf-8", "surrogatepass")
+    u, hash_, frag = s.partition(b"#")
+    if any(b < 0x20 or b == 0x7F for b in u):
+        return False
+    if u != b"*":
+        scheme, rest = "", u
+        for i, c in enumerate(u):
+            ch = chr(c)
+            if ch.isascii() and ch.isalpha():
+                continue
+            if ch in "0123456789+-.":
+                if i == 0:
+                    break
+                continue
+            if ch == ":":
+                if i == 0:
+                    return False  # missing protocol scheme
+                scheme, rest = u[:i].decode().lower(), u[i + 1:]
+            break
+        if rest.endswith(b"?") and rest.count(b"?") == 1:
+            rest = rest[:-1]
+        else:
+            rest = rest.partition(b"?")[0]
+        if not rest.startswith(b"/"):
+            if scheme:
+                return not frag or _unescape_ok(frag)  # (opaque)
+            if b":" in rest.partition(b"/")[0]:
+                return False  # first path segment in URL cannot contain colon
+        if (scheme or not rest.startswith(b"///")) and rest.startswith(b"//"):
+            authority, slash, path = rest[2:].partition(b"/")
+            rest = slash + path
+            at = authority.rfind(b"@")
+            if not _host_ok(scheme, authority[at + 1:] if at >= 0 else authority):
+                return False
+            if at >= 0:
+                userinfo = authority[:at]
+                if not all(ch in _USERINFO_OK for ch in userinfo.decode("utf-8", "replace")) \
+                        or not all(_unescape_ok(p) for p in userinfo.split(b":", 1)):
+                    return False
+        if not _unescape_ok(rest):
+            return False
+    return not frag or _unescape_ok(frag)
+
+
+# -- the values' checks, each a nats-server expression --------------------------------
+
+class _Block:
+    """One parse function's map: ``where(key)``, the panics of Go's type
+    assertions (``v.(int64)``) at the key."""
+
+    def __init__(self, m: ConfMap, source: str, rep: Report):
+        self.m, self.source, self.rep = m, source, rep
+
+    def at(self, key: str) -> str:
+        return self.m.where(key, self.source)
+
+    def err(self, key: str, what: str) -> None:
+        self.rep.errors.append(f"{self.at(key)}: {what}")
+
+    def warn(self, key: str, what: str) -> None:
+        self.rep.warnings.append(f"{self.at(key)}: {what}")
+
+    def want(self, key: str, typ: str):
+        v = self.m[key]
+        if go_type(v) != typ:
+            raise _Panic(f"{self.at(key)}: interface conversion: interface {{}} is {go_type(v)}, not {typ}")
+        return v
+
+    def unknown(self, key: str) -> None:
+        if key not in self.m.used:
+            self.err(key, f'unknown field "{key}"')
+
+
+def _run(m: ConfMap, source: str, rep: Report, handle) -> str:
+    """``handle(block, key, low)`` for each key in file order, as one Go
+    parse function with its deferred recover: a panic is reported, the
+    first only (the keys after it in nats-server's map order are not
+    read), the problems of a key that panicked later are not; a key whose
+    check returns the function's error (_Stop) ends it. Returns "panic",
+    "stop" or ""."""
+    state = ""
+    for key in list(m):
+        mine = Report()
+        b = _Block(m, source, mine)
+        try:
+            handle(b, key, key.lower())
+        except _Panic as p:
+            if state:
+                continue
+            state = "panic"
+            mine.errors.append(p.line)
+        except _Stop as s:
+            if state:
+                continue
+            rep.errors += mine.errors + [s.line]
+            rep.warnings += mine.warnings
+            return "stop"
+        rep.errors += mine.errors
+        rep.warnings += mine.warnings
+    return state
+
+
+def _normalized(m: ConfMap, block, source: str, rep: Report) -> ConfMap:
+    """``m`` under natslab's names (confcheck's table for that block: its
+    unknown keys are nats-server's errors there too)."""
+    from .confcheck import _check
+
+    problems: list = []
+    out = _check(m, block, "", problems, [], source)
+    rep.errors += [f"{w}: {what}" for _, w, what in sorted(problems) if "is not supported by natslab" not in what]
+    return out
+
+
+def _duration(b: _Block, key: str, field: str) -> float:
+    """parseDuration: a Go duration string; a number of seconds with a
+    warning (anything else: the warning, then v.(int64)'s panic)."""
+    v = b.m[key]
+    if isinstance(v, str):
+        try:
+            return go_duration(v)
+        except ConfigError as e:
+            b.err(key, f"error parsing {field}: {e}")
+            return 0.0
+    b.warn(key, f'invalid use of field "{field}": {field} should be converted to a duration')
+    return float(b.want(key, "int64"))
+
+
+def _listen(b: _Block, key: str) -> None:
+    """parseListen: a port, or host:port (Go's net.SplitHostPort, strconv.Atoi)."""
+    v = b.m[key]
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        b.err(key, f"expected port or host:port, got {go_type(v)}")
+        return
+    if isinstance(v, int):
+        return
+    i = v.rfind(":")
+    ok = i >= 0
+    if ok and v[:1] == "[":
+        end = v.find("]")
+        ok = end >= 0 and end + 1 == i
+        j, k = 1, end + 1
+    elif ok:
+        ok = ":" not in v[:i]
+        j, k = 0, 0
+    if ok:
+        ok = "[" not in v[j:] and "]" not in v[k:]
+    if not ok:
+        b.err(key, f"could not parse address string {go_quote(v)}")
+        return
+    port = v[i + 1:]
+    if not re.fullmatch(r"[+-]?[0-9]+", port) or not -(1 << 63) <= int(port) < (1 << 63):
+        b.err(key, f"could not parse port {go_quote(port)}")
+
+
+def _write_timeout(b: _Block, key: str) -> None:
+    if b.want(key, "string") not in ("default", "close", "retry"):
+        b.err(key, "write_timeout must be 'default', 'close' or 'retry'")
+
+
+def _compression(b: _Block, key: str) -> None:
+    """parseCompression (its own recover: a panic is its error, no more)."""
+    v = b.m[key]
+    if isinstance(v, (str, bool)):
+        return
+    if not isinstance(v, dict):
+        b.err(key, f'field "{key}" should be a boolean or a structure, got {go_type(v)}')
+        return
+    inner = _Block(v, b.source, b.rep) if isinstance(v, ConfMap) else None
+    if inner is None:
+        return
+    for k in list(v):
+        low = k.lower()
+        try:
+            if low == "mode":
+                inner.want(k, "string")
+            elif low in ("rtt_thresholds", "thresholds", "rtts", "rtt"):
+                items = inner.want(k, "[]interface {}")
+                for i, x in enumerate(items):
+                    if not isinstance(x, str):
+                        raise _Panic(f"{item_where(items, i, inner.at(k))}: interface conversion: interface {{}} is "
+                                     f"{go_type(x)}, not string")
+                    try:
+                        go_duration(x)
+                    except ConfigError as e:
+                        raise _Panic(f"{inner.at(k)}: {e}") from None  # (returned: the rest not read)
+            elif k not in v.used:
+                raise _Panic(f'{inner.at(k)}: unknown field "{k}"')
+        except _Panic as p:
+            b.rep.errors.append(p.line)
+            return
+
+
+def _urls(b: _Block, items: list, typ: str) -> None:
+    """parseURLs: each a string (else the panic, at the element: no more
+    read), a duplicate a warning, one url.Parse refuses an error."""
+    seen = set()
+    for i, u in enumerate(items):
+        where = item_where(items, i, "")
+        if not isinstance(u, str):
+            b.rep.errors.append(f"{where}: interface conversion: interface {{}} is {go_type(u)}, not string")
+            return
+        if u in seen:
+            b.rep.warnings.append(f'{where}: invalid use of field "{u}": Duplicate {typ} entry detected')
+            continue
+        seen.add(u)
+        if not url_parses(u):
+            b.rep.errors.append(f"{where}: error parsing {typ} url [{go_quote(_trim(u))}]")
+
+
+def _url(b: _Block, key: str, typ: str, value: str) -> None:
+    if not url_parses(value):
+        b.err(key, f"error parsing {typ} url [{go_quote(_trim(value))}]")
+
+
+def _tls(b: _Block, key: str) -> None:
+    """parseTLS (at its own places) and GenTLSConfig (at the key)."""
+    from . import tls
+
+    v = b.m[key]
+    if isinstance(v, ConfMap):  # (the keys natslab refuses on its own ports are nats-server's here)
+        taken = ConfMap({k: x for k, x in v.items() if k.lower() not in tls._REFUSED})
+        taken.pos, taken.files, taken.file, taken.used = v.pos, v.files, v.file, v.used
+        v = taken
+    try:
+        opts = tls.parse_tls_block(v, b.at(key))
+    except PlacedError as e:
+        b.rep.errors += str(e).split("\n")
+        return
+    except ConfigError as e:
+        text = str(e)
+        b.rep.errors.append(text if re.match(r".*?:\d+:\d+: ", text) else f"{b.at(key)}: {text}")
+        return
+    try:
+        opts.context()
+    except ConfigError as e:
+        b.err(key, str(e))
+
+
+def _string_array(b: _Block, key: str, field: str) -> None:
+    v = b.m[key]
+    if isinstance(v, str):
+        return
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                b.rep.errors.append(f"{item_where(v, i, b.at(key))}: error parsing {field}: unsupported type in "
+                                    f"array {go_type(x)}")
+        return
+    b.err(key, f"error parsing {field}: unsupported type {go_type(v)}")
+
+
+def _perm_subjects(b: _Block, key: str) -> None:
+    from .confcheck import _perm_subjects_problem
+
+    why = _perm_subjects_problem(b.m[key], False, b.at(key), True)
+    if why:
+        b.rep.errors.append(why)
+
+
+def _nested(b: _Block, key: str) -> ConfMap | None:
+    """A map a parse function asserts (``v.(map[string]any)``): its panic
+    in that function, then the caller's nil dereference, both at the key."""
+    v = b.m[key]
+    if not isinstance(v, dict):
+        b.rep.errors.append(f"{b.at(key)}: interface conversion: interface {{}} is {go_type(v)}, not "
+                            "map[string]interface {}")
+        raise _Panic(f"{b.at(key)}: {NIL}")
+    return v if isinstance(v, ConfMap) else None
+
+
+def _auth_timeout(inner: _Block, k: str, what: str) -> None:
+    """authorization's timeout: seconds (int or float) or a duration; the
+    warning above 60 s; another type or a bad duration ends the block."""
+    v = inner.m[k]
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise _Stop(f"{inner.at(k)}: error parsing {what} config, 'timeout' wrong type")
+    if isinstance(v, str):
+        try:
+            secs = go_duration(v)
+        except ConfigError as e:
+            raise _Stop(f"{inner.at(k)}: error parsing {what} config, 'timeout' {e}") from None
+    else:
+        secs = float(v)
+    if secs > 60:
+        inner.warn(k, f'invalid use of field "{k}": timeout of {go_value(v)} ({secs:f} seconds) is high, consider '
+                      "keeping it under 60 seconds. possibly caused by unquoted duration; use '1m' instead of 1m, "
+                      "for example")
+
+
+def _authorization(b: _Block, key: str, kind: str) -> None:
+    """parseAuthorization inside cluster {} or gateway {} (``kind``:
+    "Cluster" or "Gateway"), then the block's own checks at the key."""
+    from .confcheck import PERMISSIONS, USER, permissions_problems, user_problems
+
+    m = _nested(b, key)
+    if m is None:
+        return
+    found: dict[str, bool] = {}
+
+    def handle(inner: _Block, k: str, low: str) -> None:
+        if low in ("user", "username", "pass", "password", "token"):
+            inner.want(k, "string")
+            found[low] = True
+        elif low == "timeout":
+            _auth_timeout(inner, k, "authorization")
+        elif low == "users":
+            v = inner.m[k]
+            if not isinstance(v, list):
+                inner.err(k, f"Expected users field to be an array, got {go_value(v)}")
+                return
+            users = [_normalized(u, USER, inner.source, inner.rep) if isinstance(u, ConfMap) else u for u in v]
+            inner.rep.errors += user_problems(v.like(users) if isinstance(v, ConfList) else users)
+            found["users"] = True
+        elif low in ("default_permission", "default_permissions", "permissions"):
+            v = inner.m[k]
+            if not isinstance(v, dict):
+                inner.err(k, f"Expected permissions to be a map/struct, got {go_value(v)}")
+                return
+            if isinstance(v, ConfMap):
+                mine = Report()
+                mine.errors += permissions_problems(_normalized(v, PERMISSIONS, inner.source, mine))
+                inner.rep.errors += mine.errors
+                if not mine.errors and kind == "Cluster":
+                    found["permissions"] = True
+        elif low in ("auth_callout", "auth_hook"):
+            found["callout"] = True
+        elif low == "proxy_required":
+            inner.want(k, "bool")
+        else:
+            inner.unknown(k)
+
+    state = _run(m, b.source, b.rep, handle)
+    if state == "panic":
+        raise _Panic(f"{b.at(key)}: {NIL}")
+    if state == "stop":  # (the function returned its error: the block's own checks are not made)
+        return
+    if "users" in found:
+        b.err(key, f"{kind} authorization does not allow multiple users")
+    elif "token" in found:
+        b.err(key, f"{kind} authorization does not support tokens")
+    elif "callout" in found:
+        b.err(key, f"{kind} authorization does not support callouts")
+    elif "permissions" in found:
+        b.warn(key, f'invalid use of field "{key}": setting "permissions" within cluster authorization block is '
+                    "deprecated")
+
+
+# -- cluster {} ----------------------------------------------------------------------
+
+def _cluster_key(b: _Block, key: str, low: str) -> None:
+    if low == "name":
+        if " " in b.want(key, "string"):
+            b.err(key, "cluster name cannot contain spaces")
+    elif low == "listen":
+        _listen(b, key)
+    elif low in ("port", "connect_retries", "pool_size", "ping_max"):
+        b.want(key, "int64")
+    elif low in ("host", "net", "cluster_advertise", "advertise"):
+        b.want(key, "string")
+    elif low in ("no_advertise", "connect_backoff"):
+        b.want(key, "bool")
+    elif low == "authorization":
+        _authorization(b, key, "Cluster")
+    elif low == "routes":
+        _urls(b, b.want(key, "[]interface {}"), "route")
+    elif low == "tls":
+        _tls(b, key)
+    elif low == "permissions":
+        from .confcheck import PERMISSIONS, permissions_problems
+
+        v = b.m[key]
+        if not isinstance(v, dict):
+            b.err(key, f"Expected permissions to be a map/struct, got {go_value(v)}")
+            return
+        if not isinstance(v, ConfMap):
+            return
+        mine = Report()
+        problems = permissions_problems(_normalized(v, PERMISSIONS, b.source, mine))
+        problems = mine.errors + problems
+        b.rep.errors += problems
+        if not problems and any(k.lower() in ("allow_responses", "publish_allow_responses") for k in v):
+            b.err(key, "Cluster permissions do not support dynamic responses")
+    elif low == "accounts":
+        _string_array(b, key, "accounts")
+    elif low == "compression":
+        _compression(b, key)
+    elif low == "ping_interval":
+        if _duration(b, key, "ping_interval") > ROUTE_MAX_PING:
+            b.warn(key, "Cluster 'ping_interval' will reset to 30s which is the max for routes")
+    elif low == "write_deadline":
+        _duration(b, key, "write_deadline")
+    elif low == "write_timeout":
+        _write_timeout(b, key)
+    else:
+        b.unknown(key)
+
+
+# -- gateway {} ----------------------------------------------------------------------
+
+def _gateway_entry(b: _Block, key: str, low: str) -> None:
+    if low == "name":
+        b.want(key, "string")
+    elif low == "tls":
+        _tls(b, key)
+    elif low == "url":
+        _url(b, key, "gateway", b.want(key, "string"))
+    elif low == "urls":
+        _urls(b, b.want(key, "[]interface {}"), "gateway")
+    else:
+        b.unknown(key)
+
+
+def _gateways(b: _Block, key: str) -> None:
+    """parseGateways: an array of maps; a panic ends it (no more entries);
+    not an array: parseGateway returns the error (the block ends)."""
+    v = b.m[key]
+    if not isinstance(v, list):
+        raise _Stop(f"{b.at(key)}: Expected gateways field to be an array, got {go_type(v)}")
+    for i, g in enumerate(v):
+        if not isinstance(g, dict):
+            b.rep.errors.append(f"{item_where(v, i, b.at(key))}: Expected gateway entry to be a map/struct, got "
+                                f"{go_value(g)}")
+            continue
+        if isinstance(g, ConfMap) and _run(g, b.source, b.rep, _gateway_entry) == "panic":
+            return
+
+
+def _gateway_key(b: _Block, key: str, low: str) -> None:
+    if low == "name":
+        if " " in b.want(key, "string"):
+            b.err(key, "gateway name cannot contain spaces")
+    elif low == "listen":
+        _listen(b, key)
+    elif low in ("port", "connect_retries"):
+        b.want(key, "int64")
+    elif low in ("host", "net", "advertise"):
+        b.want(key, "string")
+    elif low in ("connect_backoff", "reject_unknown", "reject_unknown_cluster"):
+        b.want(key, "bool")
+    elif low == "authorization":
+        _authorization(b, key, "Gateway")
+    elif low == "tls":
+        _tls(b, key)
+    elif low == "gateways":
+        _gateways(b, key)
+    elif low == "write_deadline":
+        _duration(b, key, "write_deadline")
+    elif low == "write_timeout":
+        _write_timeout(b, key)
+    else:
+        b.unknown(key)
+
+
+# -- leafnodes {} --------------------------------------------------------------------
+
+_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
+                     r"(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+
+
+def _leaf_users(b: _Block, key: str) -> list | None:
+    """parseLeafUsers: the users' names (for the block's checks), None
+    when it returned none (an error, or a panic it recovered from)."""
+    v = b.m[key]
+    if not isinstance(v, list):
+        b.err(key, f"Expected users field to be an array, got {go_value(v)}")
+        return None
+    names: list[str] = []
+
+    def user_key(u: _Block, k: str, low: str) -> None:
+        if low in ("user", "username"):
+            names[-1] = u.want(k, "string")
+        elif low in ("pass", "password", "account"):
+            u.want(k, "string")
+        elif low == "proxy_required":
+            u.want(k, "bool")
+        else:
+            u.unknown(k)
+
+    for i, u in enumerate(v):
+        if not isinstance(u, dict):
+            b.rep.errors.append(f"{item_where(v, i, b.at(key))}: Expected user entry to be a map/struct, got "
+                                f"{go_value(u)}")
+            continue
+        names.append("")
+        if isinstance(u, ConfMap) and _run(u, b.source, b.rep, user_key) == "panic":
+            return None
+    return names
+
+
+def _leaf_authorization(b: _Block, key: str) -> None:
+    """parseLeafAuthorization, then validateLeafNodeAuthOptions at the key."""
+    from . import nkeys
+
+    m = _nested(b, key)
+    if m is None:
+        return
+    single: dict[str, str] = {}
+    users: list[str] = []
+
+    def handle(inner: _Block, k: str, low: str) -> None:
+        if low in ("user", "username"):
+            single["user"] = inner.want(k, "string")
+        elif low in ("pass", "password", "account"):
+            inner.want(k, "string")
+        elif low == "nkey":
+            single["nkey"] = nk = inner.want(k, "string")
+            if not nkeys.is_user_key(nk):
+                inner.err(k, "Not a valid public nkey for leafnode authorization")
+        elif low == "timeout":
+            _auth_timeout(inner, k, "leafnode authorization")
+        elif low == "users":
+            users[:] = _leaf_users(inner, k) or []
+        elif low == "proxy_required":
+            inner.want(k, "bool")
+        else:
+            inner.unknown(k)
+
+    state = _run(m, b.source, b.rep, handle)
+    if state == "panic":
+        raise _Panic(f"{b.at(key)}: {NIL}")
+    if state == "stop" or not users:
+        return
+    if single.get("user"):  # (validateLeafNodeAuthOptions)
+        b.err(key, "can not have a single user/pass and a users array")
+    elif single.get("nkey"):
+        b.err(key, "can not have a single nkey and a users array")
+    else:
+        seen = set()
+        for name in users:
+            if name in seen:
+                b.err(key, f"duplicate user {go_quote(name)} detected in leafnode authorization")
+                break
+            seen.add(name)
+
+
+def _user_seed_ok(seed: str) -> bool:
+    """nkeys.DecodeSeed gives a user's seed."""
+    import base64
+
+    from .nkeys import _crc16
+
+    try:
+        raw = base64.b32decode(seed + "=" * (-len(seed) % 8))
+    except (ValueError, TypeError):
+        return False
+    if len(raw) < 4 or _crc16(raw[:-2]) != int.from_bytes(raw[-2:], "little"):
+        return False
+    raw = raw[:-2]
+    if raw[0] & 0xF8 != 18 << 3:  # PrefixByteSeed
+        return False
+    return ((raw[0] & 7) << 5 | (raw[1] & 0xF8) >> 3) == 20 << 3 and len(raw) == 34
+
+
+def _remote_key(b: _Block, key: str, low: str) -> None:
+    v = b.m[key]
+    if low in ("no_randomize", "dont_randomize", "hub", "ws_compress", "ws_compression", "websocket_compress",
+               "websocket_compression", "ws_no_masking", "websocket_no_masking", "isolate_leafnode_interest",
+               "isolate", "request_isolation", "disabled", "ignore_discovered_servers"):
+        b.want(key, "bool")
+    elif low in ("url", "urls"):
+        if isinstance(v, list):
+            _urls(b, v, "leafnode")
+        elif isinstance(v, str):
+            _url(b, key, "leafnode", v)
+        else:
+            b.err(key, f"Expected remote leafnode url to be an array or string, got {go_value(v)}")
+    elif low in ("account", "local"):
+        b.want(key, "string")
+    elif low in ("creds", "credentials"):
+        b.want(key, "string")
+        if any(k.lower() in ("nkey", "seed") and list(b.m).index(k) < list(b.m).index(key)
+               and _user_seed_ok(str(b.m[k])) for k in b.m):
+            b.err(key, "Remote leafnode can not have both creds and nkey defined")
+    elif low in ("nkey", "seed"):
+        if not _user_seed_ok(b.want(key, "string")):
+            b.err(key, f"Remote leafnode nkey is not a valid seed: {go_quote(v)}")
+        elif any(k.lower() in ("creds", "credentials") and list(b.m).index(k) < list(b.m).index(key)
+                 and isinstance(b.m[k], str) for k in b.m):
+            b.err(key, "Remote leafnode can not have both creds and nkey defined")
+    elif low == "tls":
+        _tls(b, key)
+    elif low in ("deny_imports", "deny_import", "deny_exports", "deny_export"):
+        _perm_subjects(b, key)
+    elif low in ("jetstream_cluster_migrate", "js_cluster_migrate"):
+        if isinstance(v, dict):
+            if "leader_migrate_delay" in v and isinstance(v, ConfMap):
+                _duration(_Block(v, b.source, b.rep), "leader_migrate_delay", "leader_migrate_delay")
+        elif not isinstance(v, bool):
+            b.err(key, f"Expected boolean or map for jetstream_cluster_migrate, got {go_type(v)}")
+    elif low == "compression":
+        _compression(b, key)
+    elif low in ("first_info_timeout", "dial_timeout"):
+        _duration(b, key, key)
+    elif low == "proxy":
+        if not isinstance(v, dict):
+            b.err(key, f"Expected proxy to be a map, got {go_type(v)}")
+            return
+        if not isinstance(v, ConfMap):
+            return
+        inner = _Block(v, b.source, b.rep)
+        for k in v:
+            pl = k.lower()
+            if pl in ("url", "username", "password"):
+                inner.want(k, "string")
+            elif pl == "timeout":
+                _duration(inner, k, "proxy timeout")
+            else:
+                inner.unknown(k)
+    else:
+        b.unknown(key)
+
+
+def _remotes(b: _Block, key: str) -> None:
+    """parseRemoteLeafNodes: an array of maps; a panic ends it (the
+    entries after it are not read)."""
+    v = b.m[key]
+    if not isinstance(v, list):
+        b.err(key, f"Expected remotes field to be an array, got {go_type(v)}")
+        return
+    for i, r in enumerate(v):
+        if not isinstance(r, dict):
+            b.rep.errors.append(f"{item_where(v, i, b.at(key))}: Expected remote leafnode entry to be a map/struct, "
+                                f"got {go_value(r)}")
+            continue
+        if isinstance(r, ConfMap) and _run(r, b.source, b.rep, _remote_key) == "panic":
+            return
+
+
+def _leafnodes_key(b: _Block, key: str, low: str) -> None:
+    if low == "listen":
+        _listen(b, key)
+    elif low == "port":
+        b.want(key, "int64")
+    elif low in ("host", "net", "leafnode_advertise", "advertise"):
+        b.want(key, "string")
+    elif low in ("no_advertise", "isolate_leafnode_interest", "isolate"):
+        b.want(key, "bool")
+    elif low == "authorization":
+        _leaf_authorization(b, key)
+    elif low == "remotes":
+        _remotes(b, key)
+    elif low in ("reconnect", "reconnect_delay", "reconnect_interval"):
+        _duration(b, key, "reconnect")
+    elif low == "dial_timeout":
+        _duration(b, key, "dial_timeout")
+    elif low == "tls":
+        _tls(b, key)
+    elif low in ("min_version", "minimum_version"):
+        m = _SEMVER.match(b.want(key, "string"))
+        if not m:
+            b.err(key, "invalid leafnode's minimum version: invalid semver")
+        elif tuple(int(x) for x in m.groups()[:3]) < (2, 8, 0):
+            b.err(key, "the minimum version should be at least 2.8.0")
+    elif low == "compression":
+        _compression(b, key)
+    elif low == "write_deadline":
+        _duration(b, key, "write_deadline")
+    elif low == "write_timeout":
+        _write_timeout(b, key)
+    else:
+        b.unknown(key)
+
+
+# -- mqtt {} -------------------------------------------------------------------------
+
+def _simple_auth(b: _Block, key: str) -> None:
+    """parseSimpleAuth: user, password, token (strings), timeout (anything)."""
+    m = _nested(b, key)
+    if m is None:
+        return
+
+    def handle(inner: _Block, k: str, low: str) -> None:
+        if low in ("user", "username", "pass", "password", "token"):
+            inner.want(k, "string")
+        elif low != "timeout":
+            inner.unknown(k)
+
+    if _run(m, b.source, b.rep, handle) == "panic":
+        raise _Panic(f"{b.at(key)}: {NIL}")
+
+
+def _mqtt_key(b: _Block, key: str, low: str) -> None:
+    if low == "listen":
+        _listen(b, key)
+    elif low in ("port", "stream_replicas"):
+        b.want(key, "int64")
+    elif low in ("host", "net", "no_auth_user", "js_domain"):
+        b.want(key, "string")
+    elif low == "tls":
+        _tls(b, key)
+    elif low in ("authorization", "authentication"):
+        _simple_auth(b, key)
+    elif low in ("ack_wait", "ackwait"):
+        _duration(b, key, "ack_wait")
+    elif low in ("js_api_timeout", "api_timeout"):
+        _duration(b, key, "js_api_timeout")
+    elif low in ("max_ack_pending", "max_pending", "max_inflight"):
+        n = b.want(key, "int64")
+        if not 0 <= n <= 0xFFFF:  # (Go's int(): the int64 as it is)
+            b.err(key, f"invalid value {n}, should in [0..65535] range")
+    elif low == "consumer_replicas":
+        b.warn(key, f'invalid use of field "{key}": consumer replicas setting ignored in this server version')
+    elif low in ("consumer_memory_storage", "reject_qos2_publish", "downgrade_qos2_subscribe"):
+        b.want(key, "bool")
+    elif low in ("consumer_inactive_threshold", "consumer_auto_cleanup"):
+        _duration(b, key, "consumer_inactive_threshold")
+    else:
+        b.unknown(key)
+
+
+_BLOCKS = {"cluster": ("Expected map to define cluster, got {}", _cluster_key),
+           "gateway": ("Expected gateway to be a map, got {}", _gateway_key),
+           "leaf": ("Expected map to define a leafnode, got {}", _leafnodes_key),
+           "leafnodes": ("Expected map to define a leafnode, got {}", _leafnodes_key),
+           "mqtt": ("Expected mqtt to be a map, got {}", _mqtt_key)}
+
+
+def check_block(key: str, value, where: str, source: str) -> Report:
+    """The problems of one top-level ``cluster``/``gateway``/``leaf(nodes)``/
+    ``mqtt`` value (``where``: its key's place), nats-server's errors and
+    warnings, each ``file:line:col: what``."""
+    rep = Report()
+    wrong, handle = _BLOCKS[key.lower()]
+    if not isinstance(value, dict):
+        rep.errors.append(f"{where}: {wrong.format(go_type(value))}")
+    elif isinstance(value, ConfMap):
+        _run(value, source, rep, handle)
+    return rep
+
+
+BLOCKS = tuple(_BLOCKS)
