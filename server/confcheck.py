@@ -185,10 +185,10 @@ def check(conf: ConfMap, source: str, report: list[str] | None = None) -> ConfMa
     out.warnings = warnings  # (nats-server's warnings about the blocks confnodes checks: the caller reports them)
     if problems and report is not None:  # (the caller reports them with its own)
         problems.sort()
-        report += [f"{where}: {what}" for _, where, what in problems]
+        report += [f"{where}: {what}" if where else what for _, where, what in problems]
     elif problems:
         problems.sort()
-        raise ConfigError("\n".join(f"{where}: {what}" for _, where, what in problems))
+        raise ConfigError("\n".join(f"{where}: {what}" if where else what for _, where, what in problems))
     out.unused = [name for _, name in sorted(unused)]
     return out
 
@@ -222,7 +222,7 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
                 for line in rep.errors:
                     m = re.match(r"(.*?):(\d+):(\d+): (.*)", line, re.S)
                     problems.append(((m.group(1), int(m.group(2)), int(m.group(3))), line[:m.end(3)], m.group(4))
-                                    if m else (("", 0, 0), where, line))
+                                    if m else (("\uffff", 0, 0), "", line))  # (no place: nats-server gives none)
                 if warnings is not None:
                     warnings += rep.warnings
             continue

@@ -384,6 +384,9 @@ def _tls(b: _Block, key: str) -> None:
     from . import tls
 
     v = b.m[key]
+    if not isinstance(v, dict):  # (parseTLS's v.(map[string]any), returned as its error)
+        b.err(key, f"interface conversion: interface {{}} is {go_type(v)}, not map[string]interface {{}}")
+        return
     if isinstance(v, ConfMap):  # (the keys natslab refuses on its own ports are nats-server's here)
         taken = ConfMap({k: x for k, x in v.items() if k.lower() not in tls._REFUSED})
         taken.pos, taken.files, taken.file, taken.used = v.pos, v.files, v.file, v.used
@@ -582,7 +585,8 @@ def _gateways(b: _Block, key: str) -> None:
     not an array: parseGateway returns the error (the block ends)."""
     v = b.m[key]
     if not isinstance(v, list):
-        raise _Stop(f"{b.at(key)}: Expected gateways field to be an array, got {go_type(v)}")
+        # (parseGateway hands parseGateways the value without its token: no place)
+        raise _Stop(f"Expected gateways field to be an array, got {go_type(v)}")
     for i, g in enumerate(v):
         if not isinstance(g, dict):
             b.rep.errors.append(f"{item_where(v, i, b.at(key))}: Expected gateway entry to be a map/struct, got "
@@ -753,7 +757,8 @@ def _remote_key(b: _Block, key: str, low: str) -> None:
             if "leader_migrate_delay" in v and isinstance(v, ConfMap):
                 _duration(_Block(v, b.source, b.rep), "leader_migrate_delay", "leader_migrate_delay")
         elif not isinstance(v, bool):
-            b.err(key, f"Expected boolean or map for jetstream_cluster_migrate, got {go_type(v)}")
+            # (its token is unwrapped a second time: nil, no place)
+            b.rep.errors.append(f"Expected boolean or map for jetstream_cluster_migrate, got {go_type(v)}")
     elif low == "compression":
         _compression(b, key)
     elif low in ("first_info_timeout", "dial_timeout"):
@@ -784,13 +789,60 @@ def _remotes(b: _Block, key: str) -> None:
     if not isinstance(v, list):
         b.err(key, f"Expected remotes field to be an array, got {go_type(v)}")
         return
+    names: set[str] = set()
     for i, r in enumerate(v):
         if not isinstance(r, dict):
             b.rep.errors.append(f"{item_where(v, i, b.at(key))}: Expected remote leafnode entry to be a map/struct, "
                                 f"got {go_value(r)}")
             continue
-        if isinstance(r, ConfMap) and _run(r, b.source, b.rep, _remote_key) == "panic":
+        if not isinstance(r, ConfMap):
+            continue
+        if _run(r, b.source, b.rep, _remote_key) == "panic":
             return
+        name, safe = _remote_name(r)
+        if name in names and r:  # (at the token its loop read last: the last key, or the last of its proxy's)
+            last = list(r)[-1]
+            where = r.where(last, b.source)
+            if last.lower() == "proxy" and isinstance(r[last], ConfMap) and r[last]:
+                where = r[last].where(list(r[last])[-1], b.source)
+            b.rep.errors.append(f"{where}: duplicate remote {safe}")
+            continue
+        names.add(name)
+
+
+def _remote_name(r: ConfMap) -> tuple[str, str]:
+    """RemoteLeafOpts.name() and safeName(): its URLs, account and
+    credentials (or nkey), as nats-server tells two remotes apart."""
+    urls: list[str] = []
+    acc, creds, nkey = "", "", ""
+    for k, v in r.items():
+        low = k.lower()
+        if low in ("url", "urls"):
+            if isinstance(v, str) and url_parses(v):
+                urls.append(_trim(v))
+            elif isinstance(v, list) and all(isinstance(u, str) for u in v) and all(url_parses(u) for u in v):
+                urls = list(dict.fromkeys(_trim(u) for u in v))
+        elif low in ("account", "local") and isinstance(v, str):
+            acc = v
+        elif low in ("creds", "credentials") and isinstance(v, str) and not nkey:
+            creds = v
+        elif low in ("nkey", "seed") and isinstance(v, str) and _user_seed_ok(v) and not creds:
+            nkey = v
+
+    def shown(u: str, redact: bool) -> str:
+        scheme, sep, rest = u.partition("://")
+        if sep:
+            u = scheme.lower() + sep + rest
+        if redact:
+            u = re.sub(r"^([^:/?#]+://[^:@/]*):[^@/]*@", r"\1:xxxxx@", u)
+        return go_quote(u)
+
+    def name(redact: bool) -> str:
+        extra = f", credentials={go_quote(creds)}" if creds else \
+            (', nkey="[REDACTED]"' if redact else f", nkey={go_quote(nkey)}") if nkey else ""
+        return (f"urls=[{' '.join(shown(u, redact) for u in urls)}], account={go_quote(acc or '$G')}{extra}")
+
+    return name(False), name(True)
 
 
 def _leafnodes_key(b: _Block, key: str, low: str) -> None:
