@@ -539,8 +539,8 @@ def _cluster_key(b: _Block, key: str, low: str) -> None:
         from .confcheck import PERMISSIONS, permissions_problems
 
         v = b.m[key]
-        if not isinstance(v, dict):
-            b.err(key, f"Expected permissions to be a map/struct, got {go_value(v)}")
+        if not isinstance(v, dict):  # (parseUserPermissions is handed the value without its token: no place)
+            b.rep.errors.append(f"Expected permissions to be a map/struct, got {go_value(v)}")
             return
         if not isinstance(v, ConfMap):
             return
