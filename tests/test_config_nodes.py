@@ -10,6 +10,7 @@ has at most one such value in a block, and lines are compared as a set."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -327,3 +328,82 @@ def test_export_with_both_stream_and_service(server_kind, tmp_path):
         assert line in choices, lines
     if server_kind == "natslab":
         assert lines == written_second
+
+
+# (a URL, whether Go's url.Parse takes it): nats-server's error names the URL, never why
+ROUTE_URLS = [
+    ('nats://a:1', True),
+    ('nats://bad host:x', False),
+    ('nats://h:x', False),
+    ('nats://h:', True),
+    ('nats://h', True),
+    ('nats://[::1]:4222', True),
+    ('nats://[::1', False),
+    ('nats://[1.2.3.4]:1', False),
+    ('nats://a]b:1', True),
+    ('nats://[fe80::1%25en0]:1', True),
+    ('nats://[fe80::1%en0]:1', False),
+    ('nats://u:p@h:1', True),
+    ('nats://u:p w@h:1', False),
+    ('nats://u@h@x:1', True),
+    ('nats://h:1/path', True),
+    ('nats://h:1/pa th', True),
+    ('nats://h:1/%zz', False),
+    ('nats://h:1#frag', True),
+    ('nats://h:1#%zz', False),
+    ('nats://h:1?x=%zz', True),
+    ('://h:1', False),
+    ('1nats://h:1', False),
+    ('h:1', True),
+    ('nats:h:1', True),
+    ('nats://h%41:1', False),
+    ('nats://h%C3%A9:1', True),
+    ('nats://h:1:2', True),
+    ('nats://a,b:1', True),
+    ('nats://h|x:1', False),
+    ('nats://h^:1', False),
+    ('nats://héllo:1', True),
+    ('nats://h{}:1', False),
+    ('nats://[::1]x', False),
+    ('nats://x[::1]:1', False),
+    ('  nats://trim:1  ', True),
+    ('nats://h:1\\x', False),
+    ('nats://h\\:1', False),
+    ('', True),
+    ('nats://', True),
+    ('nats://:1', True),
+    ('nats://h:-1', False),
+    ('nats://h:+1', False),
+    ('nats://u%zz@h:1', False),
+    ('nats://ü@h:1', False),
+    ('nats://u:p%41@h:1', True),
+    ('nats-route://ruser:T0pS3cr3t@127.0.0.1:7246', True),
+    ('foo', True),
+    ('foo:bar/x', True),
+    ('/abs:x', True),
+    ('a:b', True),
+    ('*', True),
+    ('nats://h:1/a:b', True),
+    ('nats://[::ffff:1.2.3.4]:1', True),
+    ('nats://[zz]:1', False),
+    ('nats://<h>:1', True),
+    ('nats://"h":1', True),
+    ('nats://h%20:1', False),
+    ('nats://h%25:1', True),
+    ('nats://%:1', False),
+]
+
+
+def test_route_urls_as_go_parses_them(server_kind, tmp_path):
+    """Route URLs: the ones Go's url.Parse refuses (bad ports, characters a
+    host may not have, bad escapes, brackets not around an IPv6 address, a
+    scheme or a first path segment that is not one...) are errors at their
+    element, the others are taken (a duplicate with a warning)."""
+    text = "cluster {\n  routes: [\n" + "".join(f"    {json.dumps(u, ensure_ascii=False)}\n" for u, _ in ROUTE_URLS) \
+        + "  ]\n}"
+    rc, lines = check(server_kind, tmp_path, text, "-t")
+    assert rc == 1
+    want = {(4 + i, f"error parsing route url [{json.dumps(u.strip(), ensure_ascii=False)}]")
+            for i, (u, ok) in enumerate(ROUTE_URLS) if not ok}
+    assert {(int(ln.split(":")[1]), ln.split(": ", 1)[1]) for ln in lines} == want, lines
+    assert len(lines) == len(want) == 25
