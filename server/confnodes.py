@@ -488,10 +488,11 @@ def _authorization(b: _Block, key: str, kind: str) -> None:
                 return
             if isinstance(v, ConfMap):
                 mine = Report()
-                mine.errors += permissions_problems(_normalized(v, PERMISSIONS, inner.source, mine))
+                perms = _normalized(v, PERMISSIONS, inner.source, mine)
+                mine.errors += permissions_problems(perms)
                 inner.rep.errors += mine.errors
                 if not mine.errors and kind == "Cluster":
-                    found["permissions"] = True
+                    found["permissions"] = _route_subjects_problem(perms) or True
         elif low in ("auth_callout", "auth_hook"):
             found["callout"] = True
         elif low == "proxy_required":
@@ -510,9 +511,26 @@ def _authorization(b: _Block, key: str, kind: str) -> None:
         b.err(key, f"{kind} authorization does not support tokens")
     elif "callout" in found:
         b.err(key, f"{kind} authorization does not support callouts")
+    elif isinstance(found.get("permissions"), str):
+        b.err(key, found["permissions"])
     elif "permissions" in found:
         b.warn(key, f'invalid use of field "{key}": setting "permissions" within cluster authorization block is '
                     "deprecated")
+
+
+def _route_subjects_problem(perms: ConfMap) -> str | None:
+    """checkClusterPermissionSubjects: a route's subjects (import: publish,
+    export: subscribe) may not name a queue group."""
+    from .confcheck import _valid_subject
+
+    for key, what in (("publish", "import"), ("subscribe", "export")):
+        v = perms.get(key)
+        lists = (("allow", v.get("allow")), ("deny", v.get("deny"))) if isinstance(v, dict) else (("allow", v),)
+        for kind, subjects in lists:
+            for subj in [subjects] if isinstance(subjects, str) else subjects if isinstance(subjects, list) else ():
+                if isinstance(subj, str) and not _valid_subject(subj):
+                    return f"cluster {what} {kind}: subject {go_quote(subj)} is not a valid subject"
+    return None
 
 
 # -- cluster {} ----------------------------------------------------------------------
@@ -545,11 +563,13 @@ def _cluster_key(b: _Block, key: str, low: str) -> None:
         if not isinstance(v, ConfMap):
             return
         mine = Report()
-        problems = permissions_problems(_normalized(v, PERMISSIONS, b.source, mine))
-        problems = mine.errors + problems
+        perms = _normalized(v, PERMISSIONS, b.source, mine)
+        problems = mine.errors + permissions_problems(perms)
         b.rep.errors += problems
         if not problems and any(k.lower() in ("allow_responses", "publish_allow_responses") for k in v):
             b.err(key, "Cluster permissions do not support dynamic responses")
+        elif not problems and _route_subjects_problem(perms):
+            b.err(key, _route_subjects_problem(perms))
     elif low == "accounts":
         _string_array(b, key, "accounts")
     elif low == "compression":

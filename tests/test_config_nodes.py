@@ -186,6 +186,10 @@ BAD = [
     ('leafnodes { authorization { users: [ "x", {user: 5} ] } }',
      ['c.conf:2:39: Expected user entry to be a map/struct, got x',
       'c.conf:2:44: interface conversion: interface {} is int64, not string']),
+    ('cluster { permissions { export: { deny: "foo bar" } } }',  # (a route's subjects name no queue)
+     ['c.conf:2:11: cluster export deny: subject "foo bar" is not a valid subject']),
+    ('cluster { authorization { user: a, password: b, permissions { subscribe: ["a", "x q"] } } }',
+     ['c.conf:2:11: cluster export allow: subject "x q" is not a valid subject']),
     ('cluster: 5',
      ['c.conf:2:1: Expected map to define cluster, got int64']),
     ('gateway: "x"',
