@@ -88,73 +88,88 @@ _USERINFO_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 _HEX = set("0123456789abcdefABCDEF")
 
 
-def _unescape_ok(s: bytes, host: bool = False, zone: bool = False) -> bool:
+class URLError(ValueError):
+    """Go's url.Parse error, as its Error() says it (``parse "u": why``)."""
+
+
+def _bq(b: bytes) -> str:
+    return go_quote(b.decode("utf-8", "replace"))
+
+
+def _unescape(s: bytes, host: bool = False, zone: bool = False) -> None:
+    """Go's unescape, for its errors only (EscapeError, InvalidHostError)."""
     i = 0
     while i < len(s):
         c = s[i]
         if c == 0x25:  # %
             if i + 2 >= len(s) or chr(s[i + 1]) not in _HEX or chr(s[i + 2]) not in _HEX:
-                return False
+                raise URLError(f"invalid URL escape {_bq(s[i:i + 3])}")
             if host and int(chr(s[i + 1]), 16) < 8 and s[i:i + 3] != b"%25":
-                return False
+                raise URLError(f"invalid URL escape {_bq(s[i:i + 3])}")
             if zone:
                 v = int(s[i + 1:i + 3], 16)
                 if s[i:i + 3] != b"%25" and v != 0x20 and (v >= 0x80 or chr(v) not in _HOST_OK):
-                    return False
+                    raise URLError(f"invalid URL escape {_bq(s[i:i + 3])}")
             i += 3
             continue
         if (host or zone) and c < 0x80 and chr(c) not in _HOST_OK:
-            return False
+            raise URLError(f"invalid character {_bq(s[i:i + 1])} in host name")
         i += 1
-    return True
 
 
 def _valid_port(p: bytes) -> bool:
     return not p or (p[:1] == b":" and all(0x30 <= b <= 0x39 for b in p[1:]))
 
 
-def _ipv6_ok(h: bytes) -> bool:
+def _ipv6(h: bytes) -> None:
     import ipaddress
 
     try:
         text = bytes(h).decode()
-        addr, _, zone = text.partition("%")
-        if "%" in text and not zone:
-            return False
+        addr, pct, zone = text.partition("%")
+        if pct and not zone:
+            raise ValueError
         ip = ipaddress.ip_address(addr)
     except (ValueError, UnicodeDecodeError):
-        return False
-    return ip.version == 6
+        raise URLError(f"invalid host: ParseAddr({go_quote(h.decode('utf-8', 'replace'))}): unable to parse IP") \
+            from None
+    if ip.version == 4:
+        raise URLError("invalid IP-literal")
 
 
 def _unescaped(s: bytes) -> bytes:
     return re.sub(rb"%([0-9a-fA-F]{2})", lambda m: bytes([int(m.group(1), 16)]), s)
 
 
-def _host_ok(scheme: str, host: bytes) -> bool:
+def _host(scheme: str, host: bytes) -> bytes:
     o = host.rfind(b"[")
     if o > 0:
-        return False
+        raise URLError("invalid IP-literal")
     if o == 0:
         c = host.rfind(b"]")
-        if c < 0 or not _valid_port(host[c + 1:]) or not _unescape_ok(host[c + 1:], host=True):
-            return False
+        if c < 0:
+            raise URLError("missing ']' in host")
+        if not _valid_port(host[c + 1:]):
+            raise URLError(f"invalid port {_bq(host[c + 1:])} after host")
+        _unescape(host[c + 1:], host=True)
         name = host[1:c]
         z = name.find(b"%25")
         if z >= 0:
-            if not _unescape_ok(name[:z], host=True) or not _unescape_ok(name[z:], zone=True):
-                return False
-        elif not _unescape_ok(name, host=True):
-            return False
-        return _ipv6_ok(_unescaped(name))
+            _unescape(name[:z], host=True)
+            _unescape(name[z:], zone=True)
+        else:
+            _unescape(name, host=True)
+        _ipv6(_unescaped(name))
+        return host
     i = host.find(b":")
     if i != -1:
         last = host.rfind(b":")
         if last != i and scheme not in ("http", "https"):
             i = last
         if not _valid_port(host[i:]):
-            return False
-    return _unescape_ok(host, host=True)
+            raise URLError(f"invalid port {_bq(host[i:])} after host")
+    _unescape(host, host=True)
+    return host
 
 
 def _trim(s: str) -> str:
@@ -163,50 +178,75 @@ def _trim(s: str) -> str:
                    "\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
+def go_url(raw: str) -> tuple[str, str]:
+    """Go's url.Parse of ``raw``: its (scheme, host), or URLError with
+    Go's words."""
+    whole = raw.encode("utf-8", "surrogatepass")
+    u, _, frag = whole.partition(b"#")
+    scheme, host = "", b""
+    try:
+        scheme, host = _parse(u)
+    except URLError as e:
+        raise URLError(f"parse {_bq(u)}: {e}") from None
+    if frag:
+        try:
+            _unescape(frag)
+        except URLError as e:
+            raise URLError(f"parse {_bq(whole)}: {e}") from None
+    return scheme, host.decode("utf-8", "replace")
+
+
+def _parse(u: bytes) -> tuple[str, bytes]:
+    if any(b < 0x20 or b == 0x7F for b in u):
+        raise URLError("net/url: invalid control character in URL")
+    if u == b"*":
+        return "", b""
+    scheme, rest = "", u
+    for i, c in enumerate(u):
+        ch = chr(c)
+        if ch.isascii() and ch.isalpha():
+            continue
+        if ch in "0123456789+-.":
+            if i == 0:
+                break
+            continue
+        if ch == ":":
+            if i == 0:
+                raise URLError("missing protocol scheme")
+            scheme, rest = u[:i].decode().lower(), u[i + 1:]
+        break
+    if rest.endswith(b"?") and rest.count(b"?") == 1:
+        rest = rest[:-1]
+    else:
+        rest = rest.partition(b"?")[0]
+    if not rest.startswith(b"/"):
+        if scheme:
+            return scheme, b""  # (opaque)
+        if b":" in rest.partition(b"/")[0]:
+            raise URLError("first path segment in URL cannot contain colon")
+    host = b""
+    if (scheme or not rest.startswith(b"///")) and rest.startswith(b"//"):
+        authority, slash, path = rest[2:].partition(b"/")
+        rest = slash + path
+        at = authority.rfind(b"@")
+        host = _host(scheme, authority[at + 1:] if at >= 0 else authority)
+        if at >= 0:
+            userinfo = authority[:at]
+            if not all(ch in _USERINFO_OK for ch in userinfo.decode("utf-8", "replace")):
+                raise URLError("net/url: invalid userinfo")
+            for part in userinfo.split(b":", 1):
+                _unescape(part)
+    _unescape(rest)
+    return scheme, host
+
+
 def url_parses(raw: str) -> bool:
     """Whether Go's url.Parse takes ``raw`` (after nats-server's TrimSpace)."""
-    s = _trim(raw).encode("utf-8", "surrogatepass")
-    u, hash_, frag = s.partition(b"#")
-    if any(b < 0x20 or b == 0x7F for b in u):
+    try:
+        go_url(_trim(raw))
+    except URLError:
         return False
-    if u != b"*":
-        scheme, rest = "", u
-        for i, c in enumerate(u):
-            ch = chr(c)
-            if ch.isascii() and ch.isalpha():
-                continue
-            if ch in "0123456789+-.":
-                if i == 0:
-                    break
-                continue
-            if ch == ":":
-                if i == 0:
-                    return False  # missing protocol scheme
-                scheme, rest = u[:i].decode().lower(), u[i + 1:]
-            break
-        if rest.endswith(b"?") and rest.count(b"?") == 1:
-            rest = rest[:-1]
-        else:
-            rest = rest.partition(b"?")[0]
-        if not rest.startswith(b"/"):
-            if scheme:
-                return not frag or _unescape_ok(frag)  # (opaque)
-            if b":" in rest.partition(b"/")[0]:
-                return False  # first path segment in URL cannot contain colon
-        if (scheme or not rest.startswith(b"///")) and rest.startswith(b"//"):
-            authority, slash, path = rest[2:].partition(b"/")
-            rest = slash + path
-            at = authority.rfind(b"@")
-            if not _host_ok(scheme, authority[at + 1:] if at >= 0 else authority):
-                return False
-            if at >= 0:
-                userinfo = authority[:at]
-                if not all(ch in _USERINFO_OK for ch in userinfo.decode("utf-8", "replace")) \
-                        or not all(_unescape_ok(p) for p in userinfo.split(b":", 1)):
-                    return False
-        if not _unescape_ok(rest):
-            return False
-    return not frag or _unescape_ok(frag)
+    return True
 
 
 # -- the values' checks, each a nats-server expression --------------------------------
@@ -819,6 +859,8 @@ def _remotes(b: _Block, key: str) -> None:
             continue
         if _run(r, b.source, b.rep, _remote_key) == "panic":
             return
+        if _proxy_problem(r, b):
+            continue
         name, safe = _remote_name(r)
         if name in names and r:  # (at the token its loop read last: the last key, or the last of its proxy's)
             last = list(r)[-1]
@@ -830,19 +872,80 @@ def _remotes(b: _Block, key: str) -> None:
         names.add(name)
 
 
-def _remote_name(r: ConfMap) -> tuple[str, str]:
-    """RemoteLeafOpts.name() and safeName(): its URLs, account and
-    credentials (or nkey), as nats-server tells two remotes apart."""
+def _remote_urls(r: ConfMap) -> list[str]:
+    """RemoteLeafOpts.URLs: the remote's urls nats-server took."""
     urls: list[str] = []
-    acc, creds, nkey = "", "", ""
     for k, v in r.items():
-        low = k.lower()
-        if low in ("url", "urls"):
+        if k.lower() in ("url", "urls"):
             if isinstance(v, str) and url_parses(v):
                 urls.append(_trim(v))
             elif isinstance(v, list) and all(isinstance(u, str) for u in v) and all(url_parses(u) for u in v):
                 urls = list(dict.fromkeys(_trim(u) for u in v))
-        elif low in ("account", "local") and isinstance(v, str):
+    return urls
+
+
+def _seconds(v) -> float:
+    """What parseDuration made of ``v`` (0 when it was refused)."""
+    if isinstance(v, str):
+        try:
+            return go_duration(v)
+        except ConfigError:
+            return 0.0
+    return float(v) if isinstance(v, int) and not isinstance(v, bool) else 0.0
+
+
+def _proxy_problem(r: ConfMap, b: _Block) -> bool:
+    """validateLeafNodeProxyOptions, at the ``proxy`` key: its error (True)
+    or its warnings."""
+    key = next((k for k in r if k.lower() == "proxy" and isinstance(r[k], ConfMap)), None)
+    if key is None:
+        return False
+    proxy = r[key]
+    got = {pk.lower(): pv for pk, pv in proxy.items() if isinstance(pv, str)}
+    url = got.get("url", "")
+    if not url:
+        return False
+    where = r.where(key, b.source)
+    timeout = next((pv for pk, pv in proxy.items() if pk.lower() == "timeout"), None)
+    try:
+        scheme, host = go_url(url)
+        why = ""
+    except URLError as e:
+        why = f"invalid proxy URL: {e}"
+    if not why and scheme not in ("http", "https"):
+        why = f"proxy URL scheme must be http or https, got: {scheme}"
+    elif not why and not host:
+        why = "proxy URL must specify a host"
+    elif not why and _seconds(timeout) < 0:
+        why = "proxy timeout must be >= 0"
+    elif not why and (not got.get("username")) != (not got.get("password")):
+        why = "proxy username and password must both be specified or both be empty"
+    if why:
+        b.rep.errors.append(f"{where}: {why}")
+        return True
+    urls = _remote_urls(r)
+    if not urls:
+        return False
+    schemes = [u.partition(":")[0].lower() for u in urls]
+    tls = any(k.lower() == "tls" for k in r)
+    for u, sc in zip(urls, schemes):
+        if sc == "wss" and not tls:
+            b.rep.errors.append(f"{where}: proxy is configured but remote URL {u} requires TLS and no TLS "
+                                "configuration is provided. When using proxy with TLS endpoints, ensure TLS is "
+                                "properly configured for the leafnode remote")
+            return True
+    # (nats-server 2.15.1 gives no warning for a proxy beside nats:// urls, though its source has one)
+    return False
+
+
+def _remote_name(r: ConfMap) -> tuple[str, str]:
+    """RemoteLeafOpts.name() and safeName(): its URLs, account and
+    credentials (or nkey), as nats-server tells two remotes apart."""
+    urls = _remote_urls(r)
+    acc, creds, nkey = "", "", ""
+    for k, v in r.items():
+        low = k.lower()
+        if low in ("account", "local") and isinstance(v, str):
             acc = v
         elif low in ("creds", "credentials") and isinstance(v, str) and not nkey:
             creds = v

@@ -411,3 +411,37 @@ def test_route_urls_as_go_parses_them(server_kind, tmp_path):
             for i, (u, ok) in enumerate(ROUTE_URLS) if not ok}
     assert {(int(ln.split(":")[1]), ln.split(": ", 1)[1]) for ln in lines} == want, lines
     assert len(lines) == len(want) == 25
+
+
+PROXIES = """leafnodes { remotes: [
+  {url: "nats://a:1", proxy: { url: "ftp://p:3128" }}
+  {url: "nats://b:1", proxy: { url: "http://" }}
+  {url: "nats://c:1", proxy: { url: "http://p:1", username: u }}
+  {url: "nats://d:1", proxy: { url: "http://p:1", timeout: "-5s" }}
+  {url: "nats://e:1", proxy: { url: "http://p:1" }}
+  {urls: ["ws://f:1", "nats://f:2"], proxy: { url: "http://p:1" }}
+  {url: "wss://g:1", proxy: { url: "http://p:1" }}
+  {url: "wss://h:1", tls: {}, proxy: { url: "http://p:1" }}
+  {url: "nats://i:1", proxy: { url: "http://p:1%zz" }}
+  {url: "nats://j:1", proxy: { url: "::" }}
+] }"""
+
+
+def test_leafnode_remote_proxies(server_kind, tmp_path):
+    """A remote's proxy (validateLeafNodeProxyOptions, as nats-server reads
+    the file): an http(s) URL with a host, a timeout not negative, a
+    username with a password, TLS for a wss:// remote; each error at the
+    remote's proxy key, Go's url.Parse error in its own words."""
+    rc, lines = check(server_kind, tmp_path, PROXIES, "-t")
+    assert rc == 1
+    assert set(lines) == {
+        "c.conf:3:23: proxy URL scheme must be http or https, got: ftp",
+        "c.conf:4:23: proxy URL must specify a host",
+        "c.conf:5:23: proxy username and password must both be specified or both be empty",
+        "c.conf:6:23: proxy timeout must be >= 0",
+        "c.conf:9:22: proxy is configured but remote URL wss://g:1 requires TLS and no TLS configuration is provided. "
+        "When using proxy with TLS endpoints, ensure TLS is properly configured for the leafnode remote",
+        'c.conf:11:23: invalid proxy URL: parse "http://p:1%zz": invalid port ":1%zz" after host',
+        'c.conf:12:23: invalid proxy URL: parse "::": missing protocol scheme',
+    }, lines
+    assert len(lines) == 7
