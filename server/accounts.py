@@ -200,7 +200,7 @@ def _export_ok(entry, placed: list[str], at) -> bool:
             placed.append(f"{at(entry, key)}Expected {key.lower()} name to be string, got {go_type(entry[key])}")
             ok = False
     if ok and {k.lower() for k in kinds} == {"stream", "service"}:  # both: nats-server refuses the one its map
-        from .confnodes import go_quote  # order reads second; natslab the second written (its answer 4 runs in 5)
+        from .conf import go_quote  # order reads second; natslab the second written (its answer 4 runs in 5)
 
         order = sorted(kinds, key=lambda k: getattr(entry, "pos", {}).get(k, (0, 0)))
         first = order[0]
