@@ -445,3 +445,36 @@ def test_leafnode_remote_proxies(server_kind, tmp_path):
         'c.conf:12:23: invalid proxy URL: parse "::": missing protocol scheme',
     }, lines
     assert len(lines) == 7
+
+
+def test_tls_of_the_four_blocks(server_kind, tmp_path):
+    """tls {} in each block read as nats-server reads it: certificates that
+    load (with keys natslab refuses on its own ports, which these blocks
+    may have) pass -t; a key of another certificate, a CA file that is not
+    there or not a certificate, and a TLS version below 1.2 are each refused
+    at their place, in nats-server's words."""
+    from pki import make_pki
+
+    p = make_pki(tmp_path / "pki")
+    _, other_key = p.server("other")
+    pair = f'cert_file: "{p.server_cert}", key_file: "{p.server_key}"'
+    good = (f'cluster {{ tls {{ {pair}, ca_file: "{p.ca}", verify_cert_and_check_known_urls: true, timeout: 2 }} }}\n'
+            f'gateway {{ name: g, tls {{ {pair} }}, gateways: [ {{name: h, url: "nats://127.0.0.2:1", '
+            f'tls: {{ ca_file: "{p.ca}" }}}} ] }}\n'
+            f'leafnodes {{ tls {{ {pair}, verify: true, ca_file: "{p.ca}", ocsp_peer: false }}, '
+            f'remotes: [ {{url: "tls://127.0.0.2:1", tls: {{ ca_file: "{p.ca}", handshake_first: true }}}} ] }}\n'
+            f"mqtt {{ tls {{ {pair} }} }}")
+    rc, lines = check(server_kind, tmp_path, good, "-t")
+    assert rc == 0 and len(lines) == 1 and "c.conf is valid" in lines[0], lines
+    bad = (f'cluster {{ tls {{ cert_file: "{p.server_cert}", key_file: "{other_key}" }} }}\n'
+           f'gateway {{ tls {{ {pair}, ca_file: "/nonexistent/ca.pem" }} }}\n'
+           f'leafnodes {{ remotes: [ {{url: "tls://127.0.0.2:1", tls: {{ ca_file: "{p.server_key}" }}}} ] }}\n'
+           'mqtt { tls { min_version: "1.1" } }')
+    rc, lines = check(server_kind, tmp_path, bad, "-t")
+    assert rc == 1
+    assert set(lines) == {
+        "c.conf:2:11: error parsing X509 certificate/key pair: tls: private key does not match public key",
+        "c.conf:3:11: open /nonexistent/ca.pem: no such file or directory",
+        "c.conf:4:51: failed to parse root ca certificate",
+        "c.conf:5:14: error parsing tls config: unsupported TLS version: TLS 1.1",
+    }, lines
