@@ -478,3 +478,13 @@ def test_tls_of_the_four_blocks(server_kind, tmp_path):
         "c.conf:4:51: failed to parse root ca certificate",
         "c.conf:5:14: error parsing tls config: unsupported TLS version: TLS 1.1",
     }, lines
+
+
+def test_included_keys_and_variables_in_a_block(server_kind, tmp_path):
+    """A block's keys from an include are placed in the included file; a
+    key only a $variable names is no unknown field."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "cl.conf").write_text('bogus_in_inc: 1\nroutes: ["nats://a b:1"]\n')
+    rc, lines = check(server_kind, tmp_path, 'cluster {\n  P: 7244\n  port: $P\n  include "inc/cl.conf"\n}', "-t")
+    assert (rc, sorted(lines)) == (1, ['inc/cl.conf:1:0: unknown field "bogus_in_inc"',
+                                       'inc/cl.conf:2:11: error parsing route url ["nats://a b:1"]'])
