@@ -190,6 +190,12 @@ BAD = [
      ['c.conf:2:11: cluster export deny: subject "foo bar" is not a valid subject']),
     ('cluster { authorization { user: a, password: b, permissions { subscribe: ["a", "x q"] } } }',
      ['c.conf:2:11: cluster export allow: subject "x q" is not a valid subject']),
+    ('cluster { authorization { permissions: { url: "http://p:1" } } }',  # (parsed, with its error: the warning)
+     ['c.conf:2:11: invalid use of field "authorization": setting "permissions" within cluster authorization block '
+      'is deprecated', 'c.conf:2:42: Unknown field "url" parsing permissions']),
+    ('cluster { permissions: { bogus: 1, allow_responses: true } }',
+     ['c.conf:2:26: Unknown field "bogus" parsing permissions',
+      'c.conf:2:11: Cluster permissions do not support dynamic responses']),
     ('cluster: 5',
      ['c.conf:2:1: Expected map to define cluster, got int64']),
     ('gateway: "x"',
