@@ -199,6 +199,15 @@ def _export_ok(entry, placed: list[str], at) -> bool:
         if not isinstance(entry[key], str):
             placed.append(f"{at(entry, key)}Expected {key.lower()} name to be string, got {go_type(entry[key])}")
             ok = False
+    if ok and {k.lower() for k in kinds} == {"stream", "service"}:  # both: nats-server refuses the one its map
+        from .conf import go_quote  # order reads second; natslab the second written (its answer 4 runs in 5)
+
+        order = sorted(kinds, key=lambda k: getattr(entry, "pos", {}).get(k, (0, 0)))
+        first = order[0]
+        second = next(k for k in order if k.lower() != first.lower())
+        placed.append(f"{at(entry, second)}Detected {second.lower()} {go_quote(entry[second])} but already saw a "
+                      f"{first.lower()}")
+        ok = False
     for key in [k for k in entry if k.lower() in ("response", "response_type")]:
         v = entry[key]
         if not isinstance(v, str):

@@ -53,6 +53,7 @@ def build_options(flags: dict) -> ServerOptions:
         errors: list[str] = []
         warnings: list[str] = []
         conf = confcheck.check(parsed, path, errors)
+        warnings += conf.warnings  # (cluster {}, gateway {}, leafnodes {}, mqtt {}: confnodes)
         after: list[str] = []  # (validateOptions' errors: for the start, not for -t)
         _apply_config(o, conf, path, errors, warnings, after)
         if errors or (warnings and flags.get("check_config")):

@@ -1170,3 +1170,33 @@ def go_value(v) -> str:
     if isinstance(v, dict):
         return "map[" + " ".join(f"{k}:{go_value(x)}" for k, x in sorted(v.items())) + "]"
     return str(v)
+
+
+def go_quote(s: str) -> str:
+    """Go's %q of a string (strconv.Quote)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\a":
+            out.append("\\a")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\v":
+            out.append("\\v")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        elif o >= 0x80 and not ch.isprintable():
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'

@@ -15,6 +15,9 @@ apply, or raises ``ConfigError`` with every problem as
 
 from __future__ import annotations
 
+import re
+
+from . import confnodes
 from .conf import ConfigError, ConfList, ConfMap, config_duration, go_type, go_value, item_where
 
 UNKNOWN = 'unknown field "{}"'
@@ -177,18 +180,21 @@ def check(conf: ConfMap, source: str, report: list[str] | None = None) -> ConfMa
     ``jetstream.unique_tag``), in file order, for the log."""
     problems: list[tuple] = []
     unused: list[tuple] = []
-    out = _check(conf, TOP, "", problems, unused, source)
+    warnings: list[str] = []
+    out = _check(conf, TOP, "", problems, unused, source, warnings)
+    out.warnings = warnings  # (nats-server's warnings about the blocks confnodes checks: the caller reports them)
     if problems and report is not None:  # (the caller reports them with its own)
         problems.sort()
-        report += [f"{where}: {what}" for _, where, what in problems]
+        report += [f"{where}: {what}" if where else what for _, where, what in problems]
     elif problems:
         problems.sort()
-        raise ConfigError("\n".join(f"{where}: {what}" for _, where, what in problems))
+        raise ConfigError("\n".join(f"{where}: {what}" if where else what for _, where, what in problems))
     out.unused = [name for _, name in sorted(unused)]
     return out
 
 
-def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list, source: str) -> ConfMap:
+def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list, source: str,
+           warnings: list | None = None) -> ConfMap:
     out = ConfMap()
     out.file = conf.file or source
     out.end = conf.end
@@ -211,11 +217,14 @@ def _check(conf: ConfMap, block: Block, path: str, problems: list, unused: list,
             continue
         if name == UNUSED:
             unused.append((order, f"{path}{key.lower()}"))
-            auth = value.get("authorization") if key.lower() == "cluster" and isinstance(value, ConfMap) else None
-            if isinstance(auth, ConfMap) and "users" in auth:  # (nats-server's parseCluster checks this much)
-                at = value.where("authorization", source)
-                problems.append(((value.files.get("authorization", ""),) + value.pos.get("authorization", (0, 0)),
-                                 at, "Cluster authorization does not allow multiple users"))
+            if not path and key.lower() in confnodes.BLOCKS:  # (their values checked as nats-server checks them)
+                rep = confnodes.check_block(key, value, where, source)
+                for line in rep.errors:
+                    m = re.match(r"(.*?):(\d+):(\d+): (.*)", line, re.S)
+                    problems.append(((m.group(1), int(m.group(2)), int(m.group(3))), line[:m.end(3)], m.group(4))
+                                    if m else (("\uffff", 0, 0), "", line))  # (no place: nats-server gives none)
+                if warnings is not None:
+                    warnings += rep.warnings
             continue
         child = block.children.get(name)
         if child is not None:

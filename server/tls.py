@@ -24,7 +24,7 @@ from asyncio import sslproto
 from dataclasses import dataclass
 from pathlib import Path
 
-from .conf import ConfigError, PlacedError, config_duration, element_error, go_duration, go_type
+from .conf import ConfigError, PlacedError, config_duration, element_error, go_duration, go_type, go_value
 
 TLS_TIMEOUT = 2.0  # nats-server's default handshake timeout, in seconds
 HANDSHAKE_FIRST_FALLBACK = 0.05  # handshake_first: auto waits this long for a ClientHello
@@ -205,6 +205,9 @@ def _load_pair(ctx: ssl.SSLContext, cert_file: str, key_file: str) -> None:
         ctx.load_cert_chain(cert_file, key_file)
         return
     except ssl.SSLError as e:
+        if "KEY_VALUES_MISMATCH" in str(e):  # (Go's words for it)
+            raise ConfigError("error parsing X509 certificate/key pair: tls: private key does not match public "
+                              "key") from None
         if "KEY_TOO_SMALL" not in str(e):
             raise ConfigError(f"error parsing X509 certificate/key pair: {_reason(e)}") from None
     except OSError as e:
@@ -360,10 +363,14 @@ def _parse_tls_block(block, last: list[str]) -> TLSOptions:
                                       "are required")
                 pairs.append((cert, keyf))
             t.certs = tuple(pairs)
-        elif k == "min_version":
-            if str(v) not in ("1.2", "1.3"):
-                raise ConfigError(f"unsupported TLS version: {v}")
-            t.min_version = str(v)
+        elif k == "min_version":  # (parseTLSVersion, tlsVersionFromString)
+            if not isinstance(v, str):
+                raise ConfigError(f"error parsing tls config: 'min_version' wrong type: {go_value(v)}")
+            if v in ("1.0", "1.1"):
+                raise ConfigError(f"error parsing tls config: unsupported TLS version: TLS {v}")
+            if v not in ("1.2", "1.3"):
+                raise ConfigError(f"error parsing tls config: unknown version: {v}")
+            t.min_version = v
     last.clear()  # (the checks after the keys: at the block's key)
     if insecure and not allow_insecure:
         raise ConfigError("insecure cipher suites configured without 'allow_insecure_cipher_suites' option set: "

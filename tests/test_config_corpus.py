@@ -25,7 +25,7 @@ BAD = sorted(p.name for p in (CONFIGS / "bad").glob("*.conf"))
 # what each good file's user may log in as (None: no authentication)
 LOGIN = {"accounts.conf": ("orders", "pw"), "authorization.conf": ("dave", "qux"), "include.conf": ("a", "a"),
          "json.conf": ("u", "p"), "edge.conf": ("tab\tinAname", "p"), "leafnode_gateway_mqtt.conf": ("app", "app"),
-         "durations_and_arrays.conf": ("app", "app")}
+         "durations_and_arrays.conf": ("app", "app"), "leafnode_remotes.conf": ("hub", "hub")}
 
 
 def corpus_env() -> dict[str, str]:
