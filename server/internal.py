@@ -76,11 +76,17 @@ class RunSpec:
     with a subject under that prefix, no headers, a payload among
     ``payloads`` and a reply when ``reply`` (none otherwise), that reach this
     subscription alone. ``handler(key, [(subject, reply, payload), ...])``
-    gets the run, the first message included, in order."""
+    gets the run, the first message included, in order.
+
+    ``payloads`` None takes any body (a stream's publishes): a run is the
+    plain PUBs, with a reply or without, behind one with a reply whose
+    subjects matched exactly what it matched (this subscription alone);
+    ``key`` is not asked and ``handler`` gets b"" for it, only for runs of
+    two or more (a lone message goes to the subscription's callback)."""
 
     key: Callable[[bytes, bytes | None, bytes], bytes | None]
     handler: Callable[[bytes, list], None]
-    payloads: tuple[bytes, ...] = (b"",)
+    payloads: tuple[bytes, ...] | None = (b"",)
     reply: bool = False
 
 
