@@ -100,11 +100,39 @@ async def test_limits_apply_per_message_within_one_read(nc, js, raw):
     await c.send(b"".join(pub("kv.%d" % (i % 4), "_k.%d" % i, b"v%d" % i) for i in range(20)) +
                  b"".join(pub("l.x", "_k.l%d" % i) for i in range(8)))
     got = acks(await lines_until(c, 56))
-    assert [g[1] for g in got[:20]] == [{"stream": "KV", "seq": i + 1} for i in range(20)]
-    assert [g[1].get("seq") for g in got[20:]] == [1, 2, 3, 4, 5, 0, 0, 0]
-    assert all(g[1]["error"]["err_code"] == 10077 for g in got[25:])  # maximum messages exceeded
+    # (nats-server answers each stream from a goroutine of its own: in order per stream)
+    kv = [g for g in got if not g[0].startswith("_k.l")]
+    lim = [g for g in got if g[0].startswith("_k.l")]
+    assert kv == [("_k.%d" % i, {"stream": "KV", "seq": i + 1}) for i in range(20)]
+    assert [(g[0], g[1].get("seq")) for g in lim] == [("_k.l%d" % i, s) for i, s in enumerate([1, 2, 3, 4, 5, 0, 0, 0])]
+    assert all(g[1]["error"]["err_code"] == 10077 for g in lim[5:])  # maximum messages exceeded
     si = await js.stream_info("KV")
     assert (si.state.messages, si.state.first_seq, si.state.last_seq) == (4, 17, 20)
     for k in range(4):
         m = await js.get_last_msg("KV", "kv.%d" % k)
         assert (m.seq, m.data) == (17 + k, b"v%d" % (16 + k))
+
+
+async def test_max_bytes_discard_new_and_max_msgs_discard_old_within_one_read(nc, js, raw):
+    """discard new on max_bytes counts each message of a read against what
+    the ones before it stored (a smaller one after a refused one still
+    fits); discard old on max_msgs drops the oldest as each arrives."""
+    await js.add_stream(name="B", subjects=["b.x"], storage="file", max_bytes=200, discard="new")
+    await js.add_stream(name="O", subjects=["o.x"], storage="file", max_msgs=3, discard="old")
+    c = await raw()
+    await c.send("SUB _b.* 1\r\n")
+    await c.read_until_pong()
+    sizes = [50, 50, 40, 1, 0]  # a file store charges 30 + subject + body: 83, 166, (239), 200, (233)
+    await c.send(b"".join(pub("b.x", "_b.%d" % i, b"y" * k) for i, k in enumerate(sizes)) +
+                 b"".join(pub("o.x", "_b.o%d" % i, b"o%d" % i) for i in range(7)))
+    got = acks(await lines_until(c, 24))
+    b = [g for g in got if not g[0].startswith("_b.o")]
+    o = [g for g in got if g[0].startswith("_b.o")]
+    assert [(g[0], g[1].get("seq")) for g in b] == [("_b.%d" % i, s) for i, s in enumerate([1, 2, 0, 3, 0])]
+    assert b[2][1]["error"]["err_code"] == 10077 and b[4][1]["error"]["err_code"] == 10077
+    assert o == [("_b.o%d" % i, {"stream": "O", "seq": i + 1}) for i in range(7)]
+    st = (await req(nc, "$JS.API.STREAM.INFO.B"))["state"]
+    assert (st["messages"], st["bytes"], st["last_seq"]) == (3, 200, 3)
+    st = (await req(nc, "$JS.API.STREAM.INFO.O"))["state"]
+    assert (st["messages"], st["first_seq"], st["last_seq"]) == (3, 5, 7)
+    assert [(await js.get_msg("O", s)).data for s in (5, 6, 7)] == [b"o4", b"o5", b"o6"]

@@ -110,11 +110,12 @@ class Stream:
         self._republish = RePublisher(self, rp) if rp and rp.get("dest") else None
         self._counter = bool(cfg.get("allow_msg_counter"))
         # a run of plain publishes (no headers) is stored at once unless one
-        # of these makes each message's storing depend on the one before
-        # (limits, discard new, interest) or changes it (a transform, a
-        # counter, republish)
+        # of these makes storing each depend on the one before in a way the
+        # run cannot count ahead (per-subject limits, interest) or changes it
+        # (a transform, a counter, republish); max_msgs and max_bytes it
+        # counts (_on_publish_run)
         self._runs_plain = not (self._sealed or self._itr is not None or self._counter or self._interest
-                                or self._discard_new or self._has_limits or self._republish is not None)
+                                or self._per > 0 or self._republish is not None)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -223,6 +224,13 @@ class Stream:
         seg: list = []  # (subject, payload, ts) of the messages stored together
         replies: list = []  # and their replies, in order
         last_b, last_s = self._subj_b, self._subj_s
+        # discard new on max_msgs / max_bytes: what the store would hold with
+        # each message, counted ahead (store_checked's check, message by message)
+        dn = self._discard_new
+        if dn:
+            mm, mb = self._mm, self._mb
+            size_of = self.store.msg_size
+            held, nbytes, _ = self.store.totals()
         for subject, reply, payload in items:
             if subject != last_b:
                 try:
@@ -230,15 +238,26 @@ class Stream:
                 except UnicodeDecodeError:
                     last_s = None
                 last_b = subject
-            if last_s is None or (mms >= 0 and len(payload) > mms) or reply.endswith(_FAST_BATCH):
-                # (refused, or a fast batch's: on its own, after those before it)
-                if seg:
-                    self._store_run(seg, replies)
-                    seg, replies = [], []
-                self._on_publish(subject, reply, None, payload)
-                continue
-            seg.append((last_s, payload, time_ns()))
-            replies.append(reply)
+            if not (last_s is None or (mms >= 0 and len(payload) > mms) or reply.endswith(_FAST_BATCH)):
+                if not dn:
+                    seg.append((last_s, payload, time_ns()))
+                    replies.append(reply)
+                    continue
+                size = size_of(last_s, None, payload)
+                if (not (mm > 0 and held >= mm) and not (mb > 0 and nbytes + size > mb)
+                        and len(last_s) == len(subject)):  # (the size charged is the subject's bytes)
+                    held += 1
+                    nbytes += size
+                    seg.append((last_s, payload, time_ns()))
+                    replies.append(reply)
+                    continue
+            # refused, or a fast batch's: on its own, after those before it
+            if seg:
+                self._store_run(seg, replies)
+                seg, replies = [], []
+            self._on_publish(subject, reply, None, payload)
+            if dn:
+                held, nbytes, _ = self.store.totals()
         if last_s is not None:
             self._subj_b, self._subj_s = last_b, last_s
         if seg:
@@ -265,6 +284,11 @@ class Stream:
         sequence ``first`` on: once for the run where once is the same."""
         if self._last_msg_id:
             self._last_msg_id = ""  # (as _record_id for a message without an id)
+        if self._has_limits:
+            # max_msgs / max_bytes (no per-subject limit here): discard old
+            # drops what the run pushed over them, as message by message;
+            # discard new let nothing go over
+            self._enforce_limits("")
         if self._ack:
             head = self._pub_ack
             answers = [(r, b"%s%d}" % (head, seq), True) for seq, r in enumerate(replies, first) if r]
