@@ -200,12 +200,14 @@ class Messaging:
         request's requester; answering it publishes, which changes it)."""
         return self._server.current_publisher
 
-    def no_responders(self, subject: bytes, reply: bytes) -> None:
+    def no_responders(self, subject: bytes, reply: bytes, pub=None) -> None:
         """What a request gets when nothing answers it: a subsystem that
         declines a message it was handed (nats-server answers these from its
         core, so only a requester whose CONNECT asked for no_responders gets
-        the 503)."""
-        pub = self._server.current_publisher
+        the 503). ``pub``: who sent it, when not the connection being routed
+        now (a run handed over at once: answering its first ones changed it)."""
+        if pub is None:
+            pub = self._server.current_publisher
         if reply and pub is not None and not pub.internal and pub.no_responders:
             self._server._no_responders(pub, subject, reply, self._index)
 

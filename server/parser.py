@@ -134,7 +134,7 @@ class Parser:
                     if limit >= n or self.closed:
                         break
                     srv.reading = False
-                    srv.flush_dirty()
+                    srv.flush_dirty(True)
                     srv.reading = True
                     budget = srv.opts.read_budget
                     if budget and time.time() - self.last_activity > budget:
@@ -515,7 +515,9 @@ class Parser:
                     payload = data[start:end]
                     run = sub.run
                     try:
-                        if run is not None and run.payloads is None:
+                        if run is None:
+                            sub.callback(subject, reply or b"", None, payload)
+                        elif run.payloads is None:
                             # (a stream's publishes: any body; see RunSpec)
                             if pos < n and startswith(b"PUB ", pos):
                                 items = [(subject, reply or b"", payload)]
@@ -530,7 +532,7 @@ class Parser:
                                     sub.callback(subject, reply or b"", None, payload)
                             else:
                                 sub.callback(subject, reply or b"", None, payload)
-                        elif (key := run.key(subject, reply, payload) if run is not None else None) is None:
+                        elif (key := run.key(subject, reply, payload)) is None:
                             sub.callback(subject, reply or b"", None, payload)
                         else:
                             items = [(subject, reply or b"", payload)]

@@ -504,22 +504,33 @@ class Server:
         self.flush_dirty()
         self.backed_up.clear()
 
-    def flush_dirty(self) -> None:
+    def flush_dirty(self, between_slices: bool = False) -> None:
         """Write buffered store records, then every client's queued output
         (stores first: a PubAck leaves only after its message is written).
         What is queued while this runs is written by it too, so nothing
-        schedules another turn for it meanwhile."""
+        schedules another turn for it meanwhile. ``between_slices``: between
+        two slices of one big read (parser.Parser.data_received), where a
+        store whose held replies wait for a sync (group commit) waits for
+        the read's end, so one read costs one sync however it is sliced."""
         self._flush_scheduled = True
+        later = None
         try:
             while self._writers or self._dirty:
                 if self._writers:
                     writers, self._writers = self._writers, []
                     for store in writers:
-                        store.write_out()
+                        if between_slices and store.sync_owed():
+                            if later is None:
+                                later = []
+                            later.append(store)
+                        else:
+                            store.write_out()
                 dirty, self._dirty = self._dirty, []
                 for c in dirty:
                     c.flush()
         finally:
+            if later:
+                self._writers[:0] = later
             self._flush_scheduled = False
 
     # -- stats -----------------------------------------------------------------

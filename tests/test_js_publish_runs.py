@@ -136,3 +136,18 @@ async def test_max_bytes_discard_new_and_max_msgs_discard_old_within_one_read(nc
     st = (await req(nc, "$JS.API.STREAM.INFO.O"))["state"]
     assert (st["messages"], st["first_seq"], st["last_seq"]) == (3, 5, 7)
     assert [(await js.get_msg("O", s)).data for s in (5, 6, 7)] == [b"o4", b"o5", b"o6"]
+
+
+async def test_a_subject_that_is_not_utf8_within_a_run_gets_no_responders(nc, js, server):
+    """natslab only (docs/compatibility.md: nats-server stores a subject
+    that is not UTF-8): within one read of publishes, the publisher still
+    gets its no-responders status for it after the PubAcks before it."""
+    if server.kind == "nats-server":
+        pytest.skip("documented difference: nats-server stores it")
+    from test_direct_get import _raw_requests
+
+    await js.add_stream(name="D", subjects=["d.>"], storage="file")
+    got = await _raw_requests(server, [b"d.a", b"d.b", b"d.\xff", b"d.a"])
+    assert [json.loads(got[i]) for i in (0, 1, 3)] == [{"stream": "D", "seq": s} for s in (1, 2, 3)]
+    assert got[2] == b"NATS/1.0 503\r\nNats-Subject: d.\xff\r\n\r\n"
+    assert (await js.stream_info("D")).state.messages == 3

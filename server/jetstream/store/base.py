@@ -234,6 +234,10 @@ class Store:
         kept, or none (False: send them now)."""
         return False
 
+    def sync_owed(self) -> bool:
+        """Do held replies wait for a sync (group commit) in ``write_out``?"""
+        return False
+
     def write_out(self, durable: bool = False) -> None:
         """Write buffered records and release the replies held for them
         (``durable``: synced first, as when replies are held, see file/store.py)."""

@@ -175,10 +175,11 @@ class Stream:
 
     # -- publish path --------------------------------------------------------
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes,
-                    trace: list | None = None) -> str | None:
+                    trace: list | None = None, pub=None) -> str | None:
         """The stream's subscription (raw: subject and reply arrive as bytes).
         Returns why the message was not stored, if it was refused (a message
-        trace reports it; ``trace``: see ``traced_publish``)."""
+        trace reports it; ``trace``: see ``traced_publish``). ``pub``: the
+        publisher of a run's message (_on_publish_run)."""
         if self._ingest_limited and \
                 len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.js.max_buffered_size:
             return self._ingest_full(reply)
@@ -189,7 +190,7 @@ class Stream:
                 subj = subject.decode()
             except UnicodeDecodeError:
                 # not a subject nats-server stores either: it answers no responders
-                self.js.messaging.no_responders(subject, reply)
+                self.js.messaging.no_responders(subject, reply, pub)
                 return "invalid subject"
             self._subj_b, self._subj_s = subject, subj
         try:
@@ -216,9 +217,10 @@ class Stream:
         would give it (its own sequence, its own refusal), and a stream
         whose messages depend on each other takes them one by one."""
         js = self.js
+        pub = js.messaging.publisher()  # (answering the first ones changes who that is)
         if not self._runs_plain or self._ingest_limited or js.bytes_limited or self._scheduler is not None:
             for subject, reply, payload in items:
-                self._on_publish(subject, reply, None, payload)
+                self._on_publish(subject, reply, None, payload, None, pub)
             return
         mms = self._mms
         seg: list = []  # (subject, payload, ts) of the messages stored together
@@ -255,7 +257,7 @@ class Stream:
             if seg:
                 self._store_run(seg, replies)
                 seg, replies = [], []
-            self._on_publish(subject, reply, None, payload)
+            self._on_publish(subject, reply, None, payload, None, pub)
             if dn:
                 held, nbytes, _ = self.store.totals()
         if last_s is not None:

@@ -539,6 +539,13 @@ class FileStore(Store):
         self._held.append((reply, payload, stored))
         return True
 
+    def sync_owed(self) -> bool:
+        # (only while the records buffered fit the space written ahead of
+        # them: past it they are written as they come, so on a full disk
+        # what fits is stored, and acknowledged, as before)
+        return self.group_commit and bool(self._held) and (
+            self._active is None or self._active.size <= self.reclaim.alloc_end)
+
     def _owes(self) -> bool:
         """Is anything written or buffered that a reply must see durable?"""
         return (self._dbuf_owed or self._dlog_owed
