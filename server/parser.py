@@ -134,7 +134,7 @@ class Parser:
                     if limit >= n or self.closed:
                         break
                     srv.reading = False
-                    srv.flush_dirty(True)
+                    srv.flush_between_slices()
                     srv.reading = True
                     budget = srv.opts.read_budget
                     if budget and time.time() - self.last_activity > budget:

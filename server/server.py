@@ -504,34 +504,37 @@ class Server:
         self.flush_dirty()
         self.backed_up.clear()
 
-    def flush_dirty(self, between_slices: bool = False) -> None:
+    def flush_dirty(self) -> None:
         """Write buffered store records, then every client's queued output
         (stores first: a PubAck leaves only after its message is written).
         What is queued while this runs is written by it too, so nothing
-        schedules another turn for it meanwhile. ``between_slices``: between
-        two slices of one big read (parser.Parser.data_received), where a
-        store whose held replies wait for a sync (group commit) waits for
-        the read's end, so one read costs one sync however it is sliced."""
+        schedules another turn for it meanwhile."""
         self._flush_scheduled = True
-        later = None
         try:
             while self._writers or self._dirty:
                 if self._writers:
                     writers, self._writers = self._writers, []
                     for store in writers:
-                        if between_slices and store.sync_owed():
-                            if later is None:
-                                later = []
-                            later.append(store)
-                        else:
-                            store.write_out()
+                        store.write_out()
                 dirty, self._dirty = self._dirty, []
                 for c in dirty:
                     c.flush()
         finally:
+            self._flush_scheduled = False
+
+    def flush_between_slices(self) -> None:
+        """flush_dirty between two slices of one big read
+        (parser.Parser.data_received): a store whose held replies wait for
+        a sync (group commit) waits for the read's end, so one read costs
+        one sync however it is sliced; the rest is written now."""
+        later = [w for w in self._writers if w.sync_owed()]
+        if later:
+            self._writers = [w for w in self._writers if w not in later]
+        try:
+            self.flush_dirty()
+        finally:
             if later:
                 self._writers[:0] = later
-            self._flush_scheduled = False
 
     # -- stats -----------------------------------------------------------------
     @property
