@@ -76,11 +76,17 @@ class RunSpec:
     with a subject under that prefix, no headers, a payload among
     ``payloads`` and a reply when ``reply`` (none otherwise), that reach this
     subscription alone. ``handler(key, [(subject, reply, payload), ...])``
-    gets the run, the first message included, in order."""
+    gets the run, the first message included, in order.
+
+    ``payloads`` None takes any body (a stream's publishes): a run is the
+    plain PUBs, with a reply or without, behind one with a reply whose
+    subjects matched exactly what it matched (this subscription alone);
+    ``key`` is not asked and ``handler`` gets b"" for it, only for runs of
+    two or more (a lone message goes to the subscription's callback)."""
 
     key: Callable[[bytes, bytes | None, bytes], bytes | None]
     handler: Callable[[bytes, list], None]
-    payloads: tuple[bytes, ...] = (b"",)
+    payloads: tuple[bytes, ...] | None = (b"",)
     reply: bool = False
 
 
@@ -194,12 +200,14 @@ class Messaging:
         request's requester; answering it publishes, which changes it)."""
         return self._server.current_publisher
 
-    def no_responders(self, subject: bytes, reply: bytes) -> None:
+    def no_responders(self, subject: bytes, reply: bytes, pub=None) -> None:
         """What a request gets when nothing answers it: a subsystem that
         declines a message it was handed (nats-server answers these from its
         core, so only a requester whose CONNECT asked for no_responders gets
-        the 503)."""
-        pub = self._server.current_publisher
+        the 503). ``pub``: who sent it, when not the connection being routed
+        now (a run handed over at once: answering its first ones changed it)."""
+        if pub is None:
+            pub = self._server.current_publisher
         if reply and pub is not None and not pub.internal and pub.no_responders:
             self._server._no_responders(pub, subject, reply, self._index)
 

@@ -134,7 +134,7 @@ class Parser:
                     if limit >= n or self.closed:
                         break
                     srv.reading = False
-                    srv.flush_dirty()
+                    srv.flush_between_slices()
                     srv.reading = True
                     budget = srv.opts.read_budget
                     if budget and time.time() - self.last_activity > budget:
@@ -514,9 +514,25 @@ class Parser:
                     srv.current_publisher = self
                     payload = data[start:end]
                     run = sub.run
-                    key = run.key(subject, reply, payload) if run is not None else None
                     try:
-                        if key is None:
+                        if run is None:
+                            sub.callback(subject, reply or b"", None, payload)
+                        elif run.payloads is None:
+                            # (a stream's publishes: any body; see RunSpec)
+                            if pos < n and startswith(b"PUB ", pos):
+                                items = [(subject, reply or b"", payload)]
+                                pos, kb = self._take_pubs(r, data, pos, n, items)
+                                k = len(items) - 1
+                                msgs += k
+                                nbytes += kb
+                                sub.msgs += k
+                                if k:
+                                    run.handler(b"", items)
+                                else:
+                                    sub.callback(subject, reply or b"", None, payload)
+                            else:
+                                sub.callback(subject, reply or b"", None, payload)
+                        elif (key := run.key(subject, reply, payload)) is None:
                             sub.callback(subject, reply or b"", None, payload)
                         else:
                             items = [(subject, reply or b"", payload)]
@@ -544,6 +560,38 @@ class Parser:
         srv.in_bytes += nbytes - routed_bytes
         return pos
 
+    def _take_pubs(self, r: tuple, data: bytes, pos: int, n: int, items: list) -> tuple[int, int]:
+        """Append to ``items`` the (subject, reply, payload) of the plain PUBs
+        at ``pos`` on whose subjects matched what ``r`` holds (the run of a subsystem
+        that takes any body: a stream's publishes, see RunSpec); return where
+        they end and their payload bytes. A PUB that is cut off, too big,
+        matched otherwise (or not cached) or denied ends the run: the loop
+        takes it as it would have."""
+        srv = self.server
+        pub_match = _PUB_RE.match
+        startswith = data.startswith
+        cache_get = srv._match_cache.get
+        max_payload = srv.opts.max_payload
+        max_line = srv.opts.max_control_line
+        perms = self.perms
+        append = items.append
+        nbytes = 0
+        while pos < n:
+            m = pub_match(data, pos, n)
+            if m is None:
+                break
+            subject, reply, size = m.groups()
+            total = int(size)
+            start = m.end()
+            end = start + total
+            if (total > max_payload or start - pos > max_line or end + 2 > n or not startswith(b"\r\n", end)
+                    or (q := cache_get(subject)) is not r and q != r or (perms is not None and not perms.can_publish(subject))):
+                break
+            append((subject, reply or b"", data[start:end]))
+            nbytes += total
+            pos = end + 2
+        return pos, nbytes
+
     def _line_entry(self, line: bytes, subject: bytes, size: int, r: tuple) -> tuple | None:
         """The control-line cache entry for a PUB line without a reply (with
         its CRLF), from what its subject matched (``r``): (index generation,
@@ -558,8 +606,8 @@ class Parser:
             kind, targets = _NOBODY, None
         elif any(s.client.internal for s in psubs) or any(s.client.internal for g in qgroups for s in g):
             if len(psubs) == 1 and not qgroups and psubs[0].raw:
-                if psubs[0].run is not None:
-                    return None  # (a subsystem that takes runs: the loop's way)
+                if psubs[0].run is not None and psubs[0].run.payloads is not None:
+                    return None  # (a subsystem that takes runs of bodies it names: the loop's way)
                 kind, targets = _INTERNAL, psubs[0]
             else:
                 kind, targets = _ROUTE, None

@@ -522,6 +522,20 @@ class Server:
         finally:
             self._flush_scheduled = False
 
+    def flush_between_slices(self) -> None:
+        """flush_dirty between two slices of one big read
+        (parser.Parser.data_received): a store whose held replies wait for
+        a sync (group commit) waits for the read's end, so one read costs
+        one sync however it is sliced; the rest is written now."""
+        later = [w for w in self._writers if w.sync_owed()]
+        if later:
+            self._writers = [w for w in self._writers if w not in later]
+        try:
+            self.flush_dirty()
+        finally:
+            if later:
+                self._writers[:0] = later
+
     # -- stats -----------------------------------------------------------------
     @property
     def out_msgs(self) -> int:

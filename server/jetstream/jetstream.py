@@ -95,6 +95,7 @@ class JetStream:
         default = ALWAYS_SYNC_INTERVAL if self.sync_always else 1.0
         self.sync_interval = float(interval) if interval and interval > 0 else default
         self._sync_timer = None
+        self._unsynced_dirs: list = []  # made at the start, not yet synced (dirs_durable)
         self.api_level = API_LEVEL  # INFO's api_lvl
         self.domain = getattr(opts, "js_domain", "") or ""
         # jetstream { max_buffered_size }: the most a message may take in a
@@ -111,7 +112,11 @@ class JetStream:
 
         self.logger.info(f'Store Directory: "{self.store_dir}"')
         self._adopt_legacy_store()
-        make_dirs(self.streams_dir)
+        # the directories a new store needs are made now and made durable by
+        # the first file stream's create (its commit point syncs them before
+        # its own entry), not before the port serves: three directory syncs
+        # that only matter once something is kept in them
+        self._unsynced_dirs = make_dirs(self.streams_dir, sync=False)
         self._restore()
         # a consumer's ack subjects ($JS.ACK.<stream>.<consumer>.<...>) carry
         # sequence numbers: matched by stream and consumer, never cached one by one
@@ -295,6 +300,13 @@ class JetStream:
             sourcing.stream_started(self, st)
 
     # -- stores ------------------------------------------------------------------
+    def dirs_durable(self) -> None:
+        """Sync the entries of the store's directories made at the start
+        (outermost first), once: before anything kept in them counts."""
+        dirs, self._unsynced_dirs = self._unsynced_dirs, []
+        for d in dirs:
+            fsync_dir(d.parent)
+
     def stream_dir(self, name: str) -> Path:
         return self.streams_dir / name
 
@@ -386,6 +398,7 @@ class JetStream:
             # for it. Nothing before needs a sync (store/file/recovery.py's
             # docstring): a cut before this leaves no stream, or one whose
             # store opens as new.
+            self.dirs_durable()
             fsync_dir(self.streams_dir)
             store.dirs_durable()
         if adopted:

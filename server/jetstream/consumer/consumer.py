@@ -449,6 +449,11 @@ class Consumer:
         js = self.stream.js
         return js.group_commit or js.sync_always
 
+    def sync_owed(self) -> bool:
+        """Do the answers held wait for a sync (the server leaves those to
+        the end of a read it parses in slices: one sync for the read)?"""
+        return bool(self._held_replies) and self._syncs()
+
     def write_out(self) -> None:
         """Write the acks held (only they, to the ack log, when nothing was
         delivered since the state was last written; else the whole state),

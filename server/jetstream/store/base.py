@@ -49,6 +49,23 @@ def memory_msg_size(subject: str, hdr: bytes | None, data: bytes) -> int:
     return 16 + len(subject) + (len(hdr) if hdr else 0) + len(data)
 
 
+def store_each(store: "Store", msgs: list[tuple[str, bytes, int]], done: int = 0, first: int = 0) -> int:
+    """store_msg for each of ``msgs[done:]`` (``done`` already stored from
+    sequence ``first`` on): store_run's way one by one; returns the first
+    one's sequence. An OSError raised says how many of ``msgs`` were stored
+    (``stored``) and from which sequence (``first``)."""
+    store_msg = store.store_msg
+    for i in range(done, len(msgs)):
+        subject, data, ts = msgs[i]
+        try:
+            seq = store_msg(subject, None, data, ts)
+        except OSError as e:
+            e.stored, e.first = i, first
+            raise
+        first = first or seq
+    return first
+
+
 class Store:
     """Abstract message store. Sequences start at ``first_seq`` given at
     creation (default 1); an empty store has first_seq == last_seq + 1 once it
@@ -59,6 +76,14 @@ class Store:
         """Append a message with the next sequence; returns that sequence.
         For the file store the record is written to the OS before returning."""
         raise NotImplementedError
+
+    def store_run(self, msgs: list[tuple[str, bytes, int]]) -> int:
+        """Append messages without headers, (subject, data, ts) each, with
+        consecutive sequences, as ``store_msg`` would one by one; returns the
+        first one's sequence (the file store packs a run at once). If
+        storing one fails, the OSError raised says how many were stored
+        before it (``stored``, from sequence ``first``)."""
+        return store_each(self, msgs)
 
     def remove(self, seq: int, rederivable: bool = False) -> bool:
         """Remove one message; False when it is not there."""
@@ -202,6 +227,15 @@ class Store:
 
     def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
         """Keep a reply until buffered records are written; False: send it now."""
+        return False
+
+    def hold_many(self, answers: list[tuple[bytes, bytes, bool]]) -> bool:
+        """``hold`` for each (reply, payload, stored) of a run, in order: all
+        kept, or none (False: send them now)."""
+        return False
+
+    def sync_owed(self) -> bool:
+        """Do held replies wait for a sync (group commit) in ``write_out``?"""
         return False
 
     def write_out(self, durable: bool = False) -> None:

@@ -140,6 +140,14 @@ class MemoryStore(Store):
         self._replies.append((reply, payload, stored))
         return True
 
+    def hold_many(self, answers: list[tuple[bytes, bytes, bool]]) -> bool:
+        if self.write_behind is None:
+            return False
+        if not self._replies:
+            self.write_behind(self)
+        self._replies += answers
+        return True
+
     def write_out(self, durable: bool = False) -> None:
         if self._replies:
             held, self._replies = self._replies, []

@@ -22,6 +22,7 @@ from .republish import RePublisher
 from ..persist import CorruptStateError, read_json_checked, write_json_atomic
 from ..shapes import NS, dumps, dumps_plain, now_ns, rfc3339, stream_state
 from ..store.base import Store, StoredMsg
+from ...internal import RunSpec
 from ...subjects import is_literal
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ _ERR_MAX_MSGS = "maximum messages exceeded"
 _ERR_MAX_BYTES = "maximum bytes exceeded"
 _ERR_MAX_PER_SUBJECT = "maximum messages per subject exceeded"
 _FAST_BATCH = fastbatch.SUFFIX
+
+
+def _no_key(subject: bytes, reply: bytes | None, payload: bytes) -> None:
+    return None  # (a stream's RunSpec takes any body: the parser never asks for a key)
 
 
 class Stream:
@@ -74,6 +79,8 @@ class Stream:
         self._batches: batch.AtomicBatches | None = None  # open atomic batches, made on first use
         self._fast: fastbatch.FastBatches | None = None  # open fast batches, made on first use
         self._scheduler: schedules.Scheduler | None = None  # with allow_msg_schedules
+        # the PUBs one read brings for this stream, taken in one call (_on_publish_run)
+        self._run_spec = RunSpec(_no_key, self._on_publish_run, None)
 
     @property
     def config(self) -> dict:
@@ -102,6 +109,13 @@ class Stream:
         rp = cfg.get("republish")
         self._republish = RePublisher(self, rp) if rp and rp.get("dest") else None
         self._counter = bool(cfg.get("allow_msg_counter"))
+        # a run of plain publishes (no headers) is stored at once unless one
+        # of these makes storing each depend on the one before in a way the
+        # run cannot count ahead (per-subject limits, interest) or changes it
+        # (a transform, a counter, republish); max_msgs and max_bytes it
+        # counts (_on_publish_run)
+        self._runs_plain = not (self._sealed or self._itr is not None or self._counter or self._interest
+                                or self._per > 0 or self._republish is not None)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -115,7 +129,7 @@ class Stream:
         # limits when it recovers a stream.
         self._enforce_limits_all()
         for subj in self.config["subjects"]:
-            self._subs.append(messaging.subscribe(subj, self._on_publish, raw=True))
+            self._subs.append(messaging.subscribe(subj, self._on_publish, raw=True, run=self._run_spec))
         if not self._load_runtime_state():
             self._rebuild_dedupe()
             self.expiry.rebuild()
@@ -149,7 +163,8 @@ class Stream:
             messaging = self.js.messaging
             for s in self._subs:
                 messaging.unsubscribe(s)
-            self._subs = [messaging.subscribe(subj, self._on_publish, raw=True) for subj in cfg["subjects"]]
+            self._subs = [messaging.subscribe(subj, self._on_publish, raw=True, run=self._run_spec)
+                          for subj in cfg["subjects"]]
         self._enforce_limits_all()
         self.expiry.arm_age()
         if self._batches is not None and not cfg.get("allow_atomic"):
@@ -160,10 +175,11 @@ class Stream:
 
     # -- publish path --------------------------------------------------------
     def _on_publish(self, subject: bytes, reply: bytes, hdr: bytes | None, payload: bytes,
-                    trace: list | None = None) -> str | None:
+                    trace: list | None = None, pub=None) -> str | None:
         """The stream's subscription (raw: subject and reply arrive as bytes).
         Returns why the message was not stored, if it was refused (a message
-        trace reports it; ``trace``: see ``traced_publish``)."""
+        trace reports it; ``trace``: see ``traced_publish``). ``pub``: the
+        publisher of a run's message (_on_publish_run)."""
         if self._ingest_limited and \
                 len(payload) + len(subject) + len(reply) + (len(hdr) if hdr else 0) > self.js.max_buffered_size:
             return self._ingest_full(reply)
@@ -174,7 +190,7 @@ class Stream:
                 subj = subject.decode()
             except UnicodeDecodeError:
                 # not a subject nats-server stores either: it answers no responders
-                self.js.messaging.no_responders(subject, reply)
+                self.js.messaging.no_responders(subject, reply, pub)
                 return "invalid subject"
             self._subj_b, self._subj_s = subject, subj
         try:
@@ -191,6 +207,114 @@ class Stream:
             log.exception("stream %s: publish failed", self.name)
             return str(e)
         return None
+
+    def _on_publish_run(self, _key: bytes, items: list) -> None:
+        """The stream's subscription taking a run: the plain PUBs (no
+        headers, so no per-message expectations) that one read of a client
+        brought for this stream, [(subject, reply, payload), ...] in order.
+        They are checked in one pass, stored with one ``store_run`` and their
+        PubAcks held together; each message still gets what ``_on_publish``
+        would give it (its own sequence, its own refusal), and a stream
+        whose messages depend on each other takes them one by one."""
+        js = self.js
+        pub = js.messaging.publisher()  # (answering the first ones changes who that is)
+        if not self._runs_plain or self._ingest_limited or js.bytes_limited or self._scheduler is not None:
+            for subject, reply, payload in items:
+                self._on_publish(subject, reply, None, payload, None, pub)
+            return
+        mms = self._mms
+        seg: list = []  # (subject, payload, ts) of the messages stored together
+        replies: list = []  # and their replies, in order
+        last_b, last_s = self._subj_b, self._subj_s
+        # discard new on max_msgs / max_bytes: what the store would hold with
+        # each message, counted ahead (store_checked's check, message by message)
+        dn = self._discard_new
+        if dn:
+            mm, mb = self._mm, self._mb
+            size_of = self.store.msg_size
+            held, nbytes, _ = self.store.totals()
+        for subject, reply, payload in items:
+            if subject != last_b:
+                try:
+                    last_s = subject.decode()
+                except UnicodeDecodeError:
+                    last_s = None
+                last_b = subject
+            if not (last_s is None or (mms >= 0 and len(payload) > mms) or reply.endswith(_FAST_BATCH)):
+                if not dn:
+                    seg.append((last_s, payload, time_ns()))
+                    replies.append(reply)
+                    continue
+                size = size_of(last_s, None, payload)
+                if (not (mm > 0 and held >= mm) and not (mb > 0 and nbytes + size > mb)
+                        and len(last_s) == len(subject)):  # (the size charged is the subject's bytes)
+                    held += 1
+                    nbytes += size
+                    seg.append((last_s, payload, time_ns()))
+                    replies.append(reply)
+                    continue
+            # refused, or a fast batch's: on its own, after those before it
+            if seg:
+                self._store_run(seg, replies)
+                seg, replies = [], []
+            self._on_publish(subject, reply, None, payload, None, pub)
+            if dn:
+                held, nbytes, _ = self.store.totals()
+        if last_s is not None:
+            self._subj_b, self._subj_s = last_b, last_s
+        if seg:
+            self._store_run(seg, replies)
+
+    def _store_run(self, seg: list, replies: list) -> None:
+        """Store what _on_publish_run checked, then answer and tell."""
+        try:
+            first = self.store.store_run(seg)
+        except OSError as e:  # the store could not write (it has said so): those publishers hear why
+            k = getattr(e, "stored", 0)
+            if k:
+                self._stored_run(e.first, seg[:k], replies[:k])
+            if self._ack:
+                fail = self._pub_error(errors.stream_store_failed(str(e)))
+                for reply in replies[k:]:
+                    if reply:
+                        self._reply(reply, fail, False)
+            return
+        self._stored_run(first, seg, replies)
+
+    def _stored_run(self, first: int, seg: list, replies: list) -> None:
+        """What store_checked does after storing, for a run stored from
+        sequence ``first`` on: once for the run where once is the same."""
+        if self._last_msg_id:
+            self._last_msg_id = ""  # (as _record_id for a message without an id)
+        if self._has_limits:
+            # max_msgs / max_bytes (no per-subject limit here): discard old
+            # drops what the run pushed over them, as message by message;
+            # discard new let nothing go over
+            self._enforce_limits("")
+        if self._ack:
+            head = self._pub_ack
+            answers = [(r, b"%s%d}" % (head, seq), True) for seq, r in enumerate(replies, first) if r]
+            if answers and not self.store.hold_many(answers):
+                self.js.messaging.reply_run([(r, None, payload) for r, payload, _ in answers])
+        if self._max_age and self.expiry.age_timer is None:
+            self.expiry.arm_age()
+        if self.consumers:
+            # (a consumer is told of a subject's new messages once: on_stored only wakes its delivery)
+            last_seq = first + len(seg) - 1
+            told = None
+            for subject, _, _ in seg:
+                if subject is not told:
+                    told = subject
+                    for c in self.consumers.values():
+                        c.on_stored(last_seq, subject)
+        journal = self._journal
+        if journal is not None:
+            mirror = self.config.get("mirror")
+            for seq, (_, _, ts) in enumerate(seg, first):
+                journal.published(self.key, seq, time_ns() if mirror else ts)
+        if self.followers:
+            for link in self.followers:
+                link.origin_stored()
 
     def _ingest_full(self, reply: bytes) -> str:
         """A message bigger than ``jetstream { max_buffered_size }``: nats-server's

@@ -65,7 +65,7 @@ from typing import Iterator
 
 from . import blocks as fb
 from .blocks import HDR_FLAG, HEADER_SIZE, SIZE_MASK, Block, rec_len
-from ..base import Store, StoredMsg, StoreState, file_msg_size
+from ..base import Store, StoredMsg, StoreState, file_msg_size, store_each
 from .reclaim import Reclaim
 from .recovery import Recovery
 from .subjects import ALL as _ALL
@@ -433,6 +433,98 @@ class FileStore(Store):
             self.reclaim.maybe_flush()
         return seq
 
+    def store_run(self, msgs: list[tuple[str, bytes, int]]) -> int:
+        """store_msg for a run of messages without headers (a read's
+        pipelined publishes): their records packed in one loop, buffered for
+        the one write of ``write_out``, the index arrays extended once. What
+        does not fit the active block (or a store that writes each record
+        itself) goes through store_msg."""
+        seq0 = self._last + 1
+        blk = self._active
+        if (self.read_only is not None or self.write_behind is None or self.sync_always or blk is None
+                or blk.first + len(blk.offs) != seq0 or not blk.size > HEADER_SIZE):
+            return store_each(self, msgs)
+        room = self.block_size
+        pos = start = blk.size
+        seq = seq0
+        recs: list[bytes] = []
+        offs: list[int] = []
+        lens: list[int] = []
+        sids: list[int] = []
+        put = recs.append
+        last = None
+        sl = sid = seq_from = 0
+        subj = b""
+        sid_get = self._sid.get
+        for subject, data, ts in msgs:
+            if subject is not last:
+                if last is not None:
+                    self._subject_run(sid, seq_from, seq)
+                subj = subject.encode()
+                sl = len(subj)
+                sid = sid_get(subject)
+                if sid is None:
+                    sid = self.subjects.id_for(subject)
+                last, seq_from = subject, seq
+            n = _MIN_REC + sl + len(data)
+            if pos + n > room:
+                break
+            body = b"".join((_pack_rec(n, 1, seq, ts, sl, 0), subj, data))
+            put(body)
+            put(_pack_crc(_crc32(body)))
+            offs.append(pos)
+            lens.append(n - 1)
+            sids.append(sid)
+            pos += n
+            seq += 1
+        if seq > seq_from:
+            self._subject_run(sid, seq_from, seq)
+        k = seq - seq0
+        if k:
+            if not self._wbuf:
+                self._wbuf_off = start
+                self._wbuf_idx = len(blk.offs)
+                self.write_behind(self)
+            self._wbuf += recs
+            self._dirty = True
+            blk.size = pos
+            blk.offs.extend(offs)
+            blk.live_map += b"\x01" * k
+            blk.lens.extend(lens)
+            blk.sids.extend(sids)
+            size = pos - start - k  # (each record is charged its length less one: store_msg's n - 1)
+            blk.live += k
+            blk.live_bytes += size
+            if not self._msgs:
+                self._first = seq0
+            self._msgs += k
+            self._bytes += size
+            self._last = seq - 1
+            self._last_ts = msgs[k - 1][2]
+            ops = self._ops
+            self._ops = ops + k
+            if (ops >> 10) != (self._ops >> 10):
+                self.reclaim.maybe_flush()
+        if k < len(msgs):
+            store_each(self, msgs, k, seq0)
+        return seq0
+
+    def _subject_run(self, sid: int, lo: int, hi: int) -> None:
+        """Sequences lo..hi-1 stored on subject ``sid`` (store_run)."""
+        seqs = self._sseqs[sid]
+        if seqs.head == len(seqs.seqs):
+            self.subjects.live += 1
+        seqs.seqs.extend(range(lo, hi))
+
+    def hold_many(self, answers: list[tuple[bytes, bytes, bool]]) -> bool:
+        if not self._wbuf:
+            if not (self.group_commit and self.write_behind is not None and self._owes()):
+                return False
+            if not self._held and not self._dbuf:
+                self.write_behind(self)
+        self._held += answers
+        return True
+
     def hold(self, reply: bytes, payload: bytes, stored: bool = True) -> bool:
         """Keep a reply until what the store changed before it is written,
         and with group commit until that is durable (False, and nothing
@@ -446,6 +538,13 @@ class FileStore(Store):
                 self.write_behind(self)
         self._held.append((reply, payload, stored))
         return True
+
+    def sync_owed(self) -> bool:
+        # (only while the records buffered fit the space written ahead of
+        # them: past it they are written as they come, so on a full disk
+        # what fits is stored, and acknowledged, as before)
+        return self.group_commit and bool(self._held) and (
+            self._active is None or self._active.size <= self.reclaim.alloc_end)
 
     def _owes(self) -> bool:
         """Is anything written or buffered that a reply must see durable?"""
