@@ -376,3 +376,56 @@ async def test_the_request_panes_labels_are_whole_beside_the_tour_at_80x24(make_
         assert "^s send · ^y copy as code" in shown
         assert "then request its subject" in shown
         assert "echo: echo the request back" in shown
+
+
+async def test_the_publish_panes_labels_are_whole_beside_the_tour_at_80x24(make_app):
+    """Beside the tour at 80 columns Publish read "Expected last s", "Nats-Msg",
+    "Rate msg/", "Headers (Key:", "Payload — {{n}} and {{time}} a", the Mode
+    "JetStream / (PubAck)" on two lines and a "Tra" button. Narrow, each label
+    says it in fewer words in every mode (the placeholders follow); without
+    the tour the long ones are as they were."""
+    from textual.widgets import Button, Input, Label, Static, TextArea
+
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        pane = app.screen.query_one("PublishPane")
+
+        def labels() -> list[str]:
+            return [str(w.render()) for w in pane.query(Static)
+                    if (isinstance(w, Label) or type(w).__name__ == "FitLabel") and w.region.width]
+
+        def whole() -> bool:
+            shown = screen_text(app)
+            return bool(labels()) and all(text in shown for text in labels() if text)
+
+        await wait_for(pilot, lambda: "Headers (Key: value)" in screen_text(app), what="the long labels, 80 wide")
+        await wait_for(pilot, whole, what="every label whole without the tour")
+        shown = screen_text(app)
+        assert "Nats-Msg-Id" in shown and "Rate msg/s" in shown and "Clear payload" in shown
+        assert "Payload — {{n}} and {{time}} are filled per message" in shown
+
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and pane.region.width < 50, what="the tour open, the pane beside it")
+        for mode in ("js", "core", "batch", "counter", "schedule"):
+            pane.mode = mode
+            await wait_for(pilot, whole, what=f"every label whole beside the tour in mode {mode}")
+            shown = screen_text(app)
+            assert "JetStream (PubAck)" in shown or mode != "js"  # the Mode on one line
+            buttons = [b for b in pane.query(Button) if b.display and b.region.width]
+            assert all(str(b.label) in shown for b in buttons), [str(b.label) for b in buttons]
+        pane.mode = "js"
+        await wait_for(pilot, lambda: "Msg-Id" in screen_text(app), what="the js fields again")
+        shown = screen_text(app)
+        assert "Headers (Key:" not in shown and "Nats-Msg" not in shown
+        assert pane.query_one("#pub-headers", TextArea).placeholder == "Key: value"
+        assert pane.query_one("#pub-lastseq", Input).placeholder == "41"  # the short hint under "Last seq"
+        assert "Recent publishes (enter to recall)" in shown
+
+        app.screen.query_one("#tour").action_close()  # closed: the long labels and hints again
+        await wait_for(pilot, lambda: "Nats-Msg-Id" in screen_text(app), what="the long labels after the tour")
+        assert pane.query_one("#pub-lastseq", Input).placeholder == "e.g. 41"
