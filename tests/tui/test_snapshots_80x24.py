@@ -95,15 +95,18 @@ async def kv(pilot) -> None:
     await until(pilot, lambda: len(pane.entries) == 1, what="entries")
     history = app.screen.query_one("#kv-history")
     await until(pilot, lambda: history.row_count == 2 and history.columns["time"].content_width >= 8, what="history")
-    await until(pilot, lambda: app.header_info.usage.consumers == 3, timeout=12, what="usage settled")  # RDL, WORKER, the watch
+    # RDL and WORKER: the watch's consumer is the app's own, counted out
+    await until(pilot, lambda: app.header_info.usage.consumers == 2 and "KV_CONFIG" in app.client.own_consumer_streams,
+                timeout=12, what="usage settled")
 
 
 async def objects(pilot) -> None:
     await show(pilot, "objects")
     pane = pilot.app.screen.query_one("ObjectsPane")
     await until(pilot, lambda: pane.store == "FILES", what="store listed")
-    # RDL, WORKER and the objects pane's own: the header counts them a poll later
-    await until(pilot, lambda: pilot.app.header_info.usage.consumers == 4, timeout=12, what="usage settled")
+    # RDL and WORKER: the objects pane's own are counted out
+    await until(pilot, lambda: pilot.app.header_info.usage.consumers == 2
+                and "OBJ_FILES" in pilot.app.client.own_consumer_streams, timeout=12, what="usage settled")
 
 
 async def tail(pilot) -> None:

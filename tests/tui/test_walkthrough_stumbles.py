@@ -10,7 +10,7 @@ from natslab.tui.demos import run_demo
 from natslab.tui.panes.pull import PullHand
 from natslab.tui.panes.pull.card import HandCard
 
-from .conftest import answer, connected, wait_for
+from .conftest import answer, connected, screen_text, show_tab, wait_for
 
 
 
@@ -429,3 +429,44 @@ async def test_the_publish_panes_labels_are_whole_beside_the_tour_at_80x24(make_
         app.screen.query_one("#tour").action_close()  # closed: the long labels and hints again
         await wait_for(pilot, lambda: "Nats-Msg-Id" in screen_text(app), what="the long labels after the tour")
         assert pane.query_one("#pub-lastseq", Input).placeholder == "e.g. 41"
+
+
+async def test_the_headers_consumer_count_is_the_users_not_the_apps_own_watchers(make_app, outside):
+    """The user made one consumer; opening KV and Objects made the header say
+    "3 cons": the panes' watches are ordered consumers of the app's own (nats-py
+    names them, on an inbox of the app's connection). The server's count has
+    them, the header counts them out."""
+    import io
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit")
+    kv = await js.create_key_value(bucket="CONFIG")
+    await kv.put("region", b"us")
+    obs = await js.create_object_store("FILES")
+    await obs.put("a.txt", io.BytesIO(b"hello"))
+
+    async def server_count_reaches(n: int, pilot) -> None:
+        for _ in range(300):  # bounded: 300 x 0.05 s
+            if (await js.account_info()).consumers >= n:
+                return
+            await pilot.pause(0.05)
+        raise AssertionError(f"the server never had {n} consumers")
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await wait_for(pilot, lambda: app.header_info.usage is not None
+                       and app.header_info.usage.consumers == 1, what="the header's 1 consumer")
+        await show_tab(app, pilot, "kv")
+        app.jump_to_bucket("CONFIG")
+        await server_count_reaches(2, pilot)  # WORKER and the KV pane's watch
+        await show_tab(app, pilot, "objects")
+        await server_count_reaches(3, pilot)  # ... and the Objects pane's
+        mine = [c.name for c in await js.consumers_info("KV_CONFIG")] + [c.name for c in await js.consumers_info("OBJ_FILES")]
+        assert len(mine) >= 2  # what `nats consumer ls` says: the app's own are there
+        for _ in range(2):  # two polls of the header after the server had all three
+            seen = app.header_info.usage
+            await wait_for(pilot, lambda: app.header_info.usage is not seen, what="the header's next poll")
+        assert app.header_info.usage.consumers == 1
+        assert " 1 cons" in screen_text(app).splitlines()[1]
