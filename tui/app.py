@@ -360,6 +360,15 @@ class NatslabApp(App):
         if self.main_screen is not None:
             self.main_screen.show_area(tab)
 
+    def action_command_palette(self) -> None:
+        """Textual's palette whose Enter waits for the search of what was typed (commands.py)."""
+        from textual.command import CommandPalette
+
+        from .commands import NatslabPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(NatslabPalette(id="--command-palette"))
+
     def get_system_commands(self, screen):
         """Textual's own, without its "Theme" picker: the palette's Theme:
         entries (natslab's themes and the user's, remembered) are the one

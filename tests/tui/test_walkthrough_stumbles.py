@@ -10,7 +10,7 @@ from natslab.tui.demos import run_demo
 from natslab.tui.panes.pull import PullHand
 from natslab.tui.panes.pull.card import HandCard
 
-from .conftest import answer, connected, screen_text, show_tab, wait_for
+from .conftest import answer, connected, screen_text, settle, show_tab, wait_for
 
 
 
@@ -470,3 +470,42 @@ async def test_the_headers_consumer_count_is_the_users_not_the_apps_own_watchers
             await wait_for(pilot, lambda: app.header_info.usage is not seen, what="the header's next poll")
         assert app.header_info.usage.consumers == 1
         assert " 1 cons" in screen_text(app).splitlines()[1]
+
+
+def type_at_once(app, text: str) -> None:
+    """Keys as a terminal sends them when typed quickly or pasted: all in the
+    queue before the app has handled the first (Pilot.press waits for the app
+    to go idle after each key, which no typist does)."""
+    from textual import events
+
+    for ch in text:
+        key = {" ": "space", "\r": "enter"}.get(ch, ch)
+        event = events.Key(key, ch)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+@pytest.mark.parametrize("typed, shown", [("go to kv\r", "kv"), ("go to tail\r", "tail")])
+async def test_enter_typed_with_the_search_runs_what_the_search_finds(make_app, outside, typed, shown):
+    """ctrl+p, then the words and Enter in one go (as a quick typist does): Enter
+    came before the search had answered and ran the first entry of the list
+    the palette showed before ("Keys", the tour). Enter runs the search's best hit."""
+    from textual.command import CommandPalette
+
+    js = outside.jetstream()  # what the palette's search asks the server for each time
+    for i in range(5):
+        await js.add_stream(name=f"S{i}", subjects=[f"s{i}.>"])
+        await js.add_consumer(f"S{i}", durable_name="C")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+        await settle(pilot)  # the palette's unfiltered list shown
+        type_at_once(app, typed)
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette), what="the palette closed")
+        await wait_for(pilot, lambda: app.main_screen.active_area == shown, what=f"the {shown} pane shown")
+        assert app.screen is app.main_screen  # no help screen, no other dialog
+        assert not app.main_screen.query("#tour") or not app.main_screen.query_one("#tour").display
+        await wait_for(pilot, lambda: app.screen.query_one(f"#{shown}-pane").is_mounted, what="the pane mounted")
+        await settle(pilot)

@@ -95,7 +95,9 @@ class KvPane(LivePane):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self._history_columns(self.query_one("#kv-history", DataTable))
+        # (results, not query_one: an app quitting while the pane mounts has removed it already)
+        for table in self.query("#kv-history").results(DataTable):
+            self._history_columns(table)
 
     @staticmethod
     def _history_columns(history: DataTable) -> None:
