@@ -313,3 +313,23 @@ def test_form_at_80x24(snap_compare, monitored_server, step):
         await settled(pilot)
 
     assert snap_compare(app_for(monitored_server), terminal_size=SIZE, run_before=run_before)
+
+
+def test_pull_hand_beside_the_tour_at_80x24(snap_compare, monitored_server):
+    """Beside the tour the hand is 48 wide: side by side with the cards the time
+    axis had ~8 cells ("|0s  |5s"); narrow, it goes under the cards, whole width."""
+    prepare(monitored_server.url)
+
+    async def run_before(pilot):
+        app = pilot.app
+        await ready(pilot, 4)
+        app.action_tour()
+        await until(pilot, lambda: len(app.screen.query("#tour")) == 1
+                    and app.screen.query_one("#tour").region.width > 0, what="the tour beside the panes")
+        await pull(pilot)
+        body = app.screen.query_one("#pull-body")
+        await until(pilot, lambda: body.has_class("-stacked"), what="the axis under the cards")
+        await finish(pilot)
+        await settled(pilot)
+
+    assert snap_compare(app_for(monitored_server), terminal_size=SIZE, run_before=run_before)

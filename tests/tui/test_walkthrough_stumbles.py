@@ -509,3 +509,36 @@ async def test_enter_typed_with_the_search_runs_what_the_search_finds(make_app, 
         assert not app.main_screen.query("#tour") or not app.main_screen.query_one("#tour").display
         await wait_for(pilot, lambda: app.screen.query_one(f"#{shown}-pane").is_mounted, what="the pane mounted")
         await settle(pilot)
+
+
+async def test_the_time_axis_beside_the_tour_has_the_width_under_the_cards(make_app, outside):
+    """Beside the tour at 80 columns the pull hand is 48 wide; side by side with
+    the cards the time axis had ~8 cells and two ticks ("|0s  |5s"). Narrow, the
+    axis goes under the cards and has the hand's width: the whole ack wait of
+    30 s, its ticks labelled, in sight."""
+    import re
+
+    from natslab.tui.widgets.timeline import TimeAxis
+
+    await orders_with_rdl(outside, ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0, what="the tour open")
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "RDL" and hand.consumer_config is not None, what="hand on RDL")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="the card in hand")
+        axis = hand.query_one(TimeAxis)
+
+        def ticks() -> list[str]:
+            lines = [line for line in screen_text(app).splitlines() if "|0s" in line]
+            return re.findall(r"\|(\d+s)", lines[0]) if lines else []
+
+        await wait_for(pilot, lambda: "30s" in ticks(), what="the ack wait's 30 s on the axis, in sight")
+        assert len(ticks()) >= 6, ticks()
+        assert axis.region.width >= 40 and hand.region.width < 50
+        # seq 1's row under the ticks: its delivery and the ack wait's bar
+        assert any(line.startswith(" seq 1    1") and "░" in line for line in screen_text(app).splitlines())
