@@ -209,7 +209,8 @@ async def test_the_esc_key_costs_no_footer_recompose_on_a_tab_switch(make_app):
 async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_app, outside):
     """Tour step 5 at 80x24: the card beside the tour panel is 29 columns and
     its buttons read "Ack Nak Nak… Pr" (Progress cut, Term gone). A narrow
-    card puts them two by two."""
+    card puts them two by two; beside the tour at 80 the hand now stacks the
+    time axis under the cards, and the card has the hand's width."""
     from textual.widgets import Button
 
     await orders_with_rdl(outside, ack_wait=30)
@@ -224,7 +225,8 @@ async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_
         await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
         card = hand.query(HandCard).first()
         await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
-                       and 0 < card.region.width < 40, what="the tour open and the card beside it")
+                       and 0 < card.region.width < 50 and hand.region.width < 50,
+                       what="the tour open and the card beside it")
         await pilot.pause()
 
         def inside() -> bool:
