@@ -340,18 +340,28 @@ class NatslabApp(App):
                 try:
                     usage = await client.account_usage()
                 except NatsError as exc:
-                    # the last usage stays, marked stale with its age, never as current
+                    # the last usage stays, marked stale with its age, never as current; and the
+                    # meta leader with it at once (its node may be the one that died: the account
+                    # info is the meta leader's to answer), not only at the next /jsz poll
                     age = time.monotonic() - usage_at if self.header_info.usage is not None else None
-                    self.set_header(detail=f"JetStream: {exc}", usage_age=None if age is None else int(age))
+                    self.set_header(detail=f"JetStream: {exc}", usage_age=None if age is None else int(age),
+                                    meta_leader_stale=self.header_info.meta_leader not in ("", "?", "none"))
+                    confirmed = False
                 else:
                     usage_at = time.monotonic()
                     self.set_header(usage=usage, detail="", usage_age=None)
-                # the meta leader is only in the monitoring port's /jsz: every 3 s, on a cluster
-                if self.header_info.cluster and self.monitor_url and rounds % 3 == 0:
+                    confirmed = True
+                # the meta leader is only in the monitoring port's /jsz: every 3 s on a cluster,
+                # and each round while the one shown is not confirmed
+                if self.header_info.cluster and self.monitor_url and (rounds % 3 == 0 or self.header_info.meta_leader_stale):
                     try:
-                        self.set_header(meta_leader=await fetch_meta_leader(self.monitor_url))
+                        leader = await fetch_meta_leader(self.monitor_url)
                     except MonitorUnreachable:
-                        self.set_header(meta_leader="?")
+                        self.set_header(meta_leader="?", meta_leader_stale=False)
+                    else:  # current only when JetStream answered this round too
+                        self.set_header(meta_leader=leader, meta_leader_stale=not confirmed and leader not in ("", "none"))
+            elif self.header_info.meta_leader not in ("", "?", "none") and not self.header_info.meta_leader_stale:
+                self.set_header(meta_leader_stale=True)  # not connected: nothing confirms it
             rounds += 1
             await asyncio.sleep(1.0)
 
@@ -359,6 +369,15 @@ class NatslabApp(App):
     def action_tab(self, tab: str) -> None:
         if self.main_screen is not None:
             self.main_screen.show_area(tab)
+
+    def action_command_palette(self) -> None:
+        """Textual's palette whose Enter waits for the search of what was typed (commands.py)."""
+        from textual.command import CommandPalette
+
+        from .commands import NatslabPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(NatslabPalette(id="--command-palette"))
 
     def get_system_commands(self, screen):
         """Textual's own, without its "Theme" picker: the palette's Theme:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from functools import partial
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual import on
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.widgets import Input
+from textual.worker import Worker, WorkerState
 
 from .client import NatsError
 
@@ -70,3 +73,36 @@ class NatslabCommands(Provider):
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class NatslabPalette(CommandPalette):
+    """Textual's palette, with Enter that waits for the search of what is typed.
+
+    Each key starts a new search (a worker); the list shows the last search that
+    answered. Typed quickly, "go to kv" and Enter arrived before any search had
+    answered, and Textual's Enter ran the first entry of the unfiltered list
+    ("Keys"). Here an Enter that comes while a search runs is kept, and acted on
+    (Textual's own Enter) once that search has put its hits in the list."""
+
+    _enter_waiting = False
+
+    def _searching(self) -> bool:
+        return any(w.node is self and w.group == self._GATHER_COMMANDS_GROUP and not w.is_finished
+                   for w in self.app.workers)
+
+    @on(Input.Submitted)
+    def _enter_after_search(self, event: Input.Submitted) -> None:
+        if self._searching():
+            event.prevent_default()  # not Textual's handler (below in the MRO): not yet
+            event.stop()
+            self._enter_waiting = True
+
+    @on(Input.Changed)
+    def _typed_after_enter(self, event: Input.Changed) -> None:
+        self._enter_waiting = False  # keys after Enter: the search is for something else now
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if (self._enter_waiting and event.worker.group == self._GATHER_COMMANDS_GROUP
+                and event.state == WorkerState.SUCCESS and not self._searching()):
+            self._enter_waiting = False
+            self._select_or_command()

@@ -232,3 +232,47 @@ async def test_without_a_monitoring_port_the_header_says_how_to_name_the_meta_le
         header = str(app.screen.query_one("#header").render())
         assert "meta leader ? (no /jsz: --monitor URL)" in header, header
         await app.shutdown()
+
+
+async def test_the_meta_leader_is_not_shown_as_current_once_its_node_died(cluster):
+    """The meta leader's node killed: the header kept "meta leader n2" as if
+    current for up to 3 s (until the next /jsz poll), though the account info
+    (the meta leader's to answer) had already failed. On the failed poll the
+    name is marked at once ("n2? (not confirmed)", dimmed); a leader read
+    while JetStream answers again is shown as current."""
+    from natslab.tui.client.monitor import fetch_meta_leader
+
+    monitors = ",".join(f"http://127.0.0.1:{n.http_port}" for n in cluster.nodes)
+    leader = ""
+    for _ in range(100):  # bounded: the nodes agree on a leader within seconds
+        leader = await fetch_meta_leader(monitors)
+        if leader not in ("", "none"):
+            break
+        await asyncio.sleep(0.1)
+    assert leader.startswith("n"), leader
+    home = next(n for n in cluster.nodes if n.name != leader)  # the app's node lives on
+    app = NatslabApp(connect=ConnectOptions(url=home.url, connect_timeout=1, reconnect_time_wait=0.2),
+                     monitor_url=monitors, remember_theme=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.client is not None and app.client.connected, what="connected")
+        await wait_for(pilot, lambda: app.header_info.meta_leader == leader and app.header_info.usage is not None
+                       and not app.header_info.meta_leader_stale, timeout=10, what=f"meta leader {leader}")
+
+        def header_line() -> str:
+            return str(app.screen.query_one("#header").render()).splitlines()[1]
+
+        assert f"meta leader {leader} " in header_line() + " "
+        cluster.node(leader).kill()
+        await wait_for(pilot, lambda: app.header_info.usage_age is not None, timeout=30,
+                       what="a usage poll that failed")
+        info = app.header_info  # as the failed poll left it: the dead leader not as current
+        assert info.meta_leader != leader or info.meta_leader_stale, info
+        if info.meta_leader == leader:
+            assert f"meta leader {leader}?" in header_line(), header_line()
+        # the two left elect a new leader; once JetStream answers, it is current
+        await wait_for(pilot, lambda: app.header_info.meta_leader not in ("", "none", "?", leader)
+                       and not app.header_info.meta_leader_stale and app.header_info.usage_age is None,
+                       timeout=45, what="the new meta leader, confirmed")
+        assert f"meta leader {app.header_info.meta_leader}" in header_line()
+        assert "?" not in header_line().split("meta leader")[1].split()[0]
+        await app.shutdown()

@@ -211,8 +211,9 @@ def test_kv_browser(snap_compare, nats_server_url):
         # busy CI machine once took the picture before that: "PU", "--:-")
         await until(pilot, lambda: history.columns["op"].content_width >= 3
                     and history.columns["time"].content_width >= 8, what="history columns sized")
-        # the watch's ordered consumer is counted; the history's short-lived one may be too
-        await until(pilot, lambda: app.header_info.usage is not None and app.header_info.usage.consumers == 1, timeout=12, what="usage settled")
+        # the user's consumers: none (the watch's ordered consumer is the app's own, counted out)
+        await until(pilot, lambda: app.header_info.usage is not None and app.header_info.usage.consumers == 0
+                    and "KV_CONFIG" in app.client.own_consumer_streams, timeout=12, what="usage settled")
         await finish(pilot)
 
     assert snap_compare(app_for(nats_server_url), terminal_size=SIZE, run_before=run_before)

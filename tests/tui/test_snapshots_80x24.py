@@ -95,15 +95,18 @@ async def kv(pilot) -> None:
     await until(pilot, lambda: len(pane.entries) == 1, what="entries")
     history = app.screen.query_one("#kv-history")
     await until(pilot, lambda: history.row_count == 2 and history.columns["time"].content_width >= 8, what="history")
-    await until(pilot, lambda: app.header_info.usage.consumers == 3, timeout=12, what="usage settled")  # RDL, WORKER, the watch
+    # RDL and WORKER: the watch's consumer is the app's own, counted out
+    await until(pilot, lambda: app.header_info.usage.consumers == 2 and "KV_CONFIG" in app.client.own_consumer_streams,
+                timeout=12, what="usage settled")
 
 
 async def objects(pilot) -> None:
     await show(pilot, "objects")
     pane = pilot.app.screen.query_one("ObjectsPane")
     await until(pilot, lambda: pane.store == "FILES", what="store listed")
-    # RDL, WORKER and the objects pane's own: the header counts them a poll later
-    await until(pilot, lambda: pilot.app.header_info.usage.consumers == 4, timeout=12, what="usage settled")
+    # RDL and WORKER: the objects pane's own are counted out
+    await until(pilot, lambda: pilot.app.header_info.usage.consumers == 2
+                and "OBJ_FILES" in pilot.app.client.own_consumer_streams, timeout=12, what="usage settled")
 
 
 async def tail(pilot) -> None:
@@ -306,6 +309,26 @@ def test_form_at_80x24(snap_compare, monitored_server, step):
     async def run_before(pilot):
         await ready(pilot, 4)
         await step(pilot)
+        await finish(pilot)
+        await settled(pilot)
+
+    assert snap_compare(app_for(monitored_server), terminal_size=SIZE, run_before=run_before)
+
+
+def test_pull_hand_beside_the_tour_at_80x24(snap_compare, monitored_server):
+    """Beside the tour the hand is 48 wide: side by side with the cards the time
+    axis had ~8 cells ("|0s  |5s"); narrow, it goes under the cards, whole width."""
+    prepare(monitored_server.url)
+
+    async def run_before(pilot):
+        app = pilot.app
+        await ready(pilot, 4)
+        app.action_tour()
+        await until(pilot, lambda: len(app.screen.query("#tour")) == 1
+                    and app.screen.query_one("#tour").region.width > 0, what="the tour beside the panes")
+        await pull(pilot)
+        body = app.screen.query_one("#pull-body")
+        await until(pilot, lambda: body.has_class("-stacked"), what="the axis under the cards")
         await finish(pilot)
         await settled(pilot)
 

@@ -14,6 +14,7 @@ Under --read-only the tour explains and changes nothing.
 from __future__ import annotations
 
 import pytest
+from textual.command import CommandPalette
 
 from natslab.tui.tour import run
 from natslab.tui.tour.steps import STEPS
@@ -163,7 +164,7 @@ async def test_the_tour_asks_before_replacing_a_demo_stream(make_app, outside):
         await connected(app, pilot)
         # from the command palette this time
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette")
         await pilot.press(*"guided")
         await wait_for(pilot, lambda: "Guided tour" in screen_text(app), what="the palette found it")
         await pilot.press("enter")

@@ -10,7 +10,7 @@ from natslab.tui.demos import run_demo
 from natslab.tui.panes.pull import PullHand
 from natslab.tui.panes.pull.card import HandCard
 
-from .conftest import answer, connected, wait_for
+from .conftest import answer, connected, screen_text, settle, show_tab, wait_for
 
 
 
@@ -209,7 +209,8 @@ async def test_the_esc_key_costs_no_footer_recompose_on_a_tab_switch(make_app):
 async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_app, outside):
     """Tour step 5 at 80x24: the card beside the tour panel is 29 columns and
     its buttons read "Ack Nak Nak… Pr" (Progress cut, Term gone). A narrow
-    card puts them two by two."""
+    card puts them two by two; beside the tour at 80 the hand now stacks the
+    time axis under the cards, and the card has the hand's width."""
     from textual.widgets import Button
 
     await orders_with_rdl(outside, ack_wait=30)
@@ -224,7 +225,8 @@ async def test_a_card_beside_the_tour_at_80_columns_shows_all_five_buttons(make_
         await wait_for(pilot, lambda: hand.query(HandCard), what="a card")
         card = hand.query(HandCard).first()
         await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
-                       and 0 < card.region.width < 40, what="the tour open and the card beside it")
+                       and 0 < card.region.width < 50 and hand.region.width < 50,
+                       what="the tour open and the card beside it")
         await pilot.pause()
 
         def inside() -> bool:
@@ -388,3 +390,212 @@ async def test_the_request_panes_labels_are_whole_beside_the_tour_at_80x24(make_
         assert "^s send · ^y copy as code" in shown
         assert "then request its subject" in shown
         assert "echo: echo the request back" in shown
+
+
+async def test_the_publish_panes_labels_are_whole_beside_the_tour_at_80x24(make_app):
+    """Beside the tour at 80 columns Publish read "Expected last s", "Nats-Msg",
+    "Rate msg/", "Headers (Key:", "Payload — {{n}} and {{time}} a", the Mode
+    "JetStream / (PubAck)" on two lines and a "Tra" button. Narrow, each label
+    says it in fewer words in every mode (the placeholders follow); without
+    the tour the long ones are as they were."""
+    from textual.widgets import Button, Input, Label, Static, TextArea
+
+    from .conftest import screen_text, show_tab
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "publish")
+        pane = app.screen.query_one("PublishPane")
+
+        def labels() -> list[str]:
+            return [str(w.render()) for w in pane.query(Static)
+                    if (isinstance(w, Label) or type(w).__name__ == "FitLabel") and w.region.width]
+
+        def whole() -> bool:
+            shown = screen_text(app)
+            return bool(labels()) and all(text in shown for text in labels() if text)
+
+        await wait_for(pilot, lambda: "Headers (Key: value)" in screen_text(app), what="the long labels, 80 wide")
+        await wait_for(pilot, whole, what="every label whole without the tour")
+        shown = screen_text(app)
+        assert "Nats-Msg-Id" in shown and "Rate msg/s" in shown and "Clear payload" in shown
+        assert "Payload — {{n}} and {{time}} are filled per message" in shown
+
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and pane.region.width < 50, what="the tour open, the pane beside it")
+        for mode in ("js", "core", "batch", "counter", "schedule"):
+            pane.mode = mode
+            await wait_for(pilot, whole, what=f"every label whole beside the tour in mode {mode}")
+            shown = screen_text(app)
+            assert "JetStream (PubAck)" in shown or mode != "js"  # the Mode on one line
+            buttons = [b for b in pane.query(Button) if b.display and b.region.width]
+            assert all(str(b.label) in shown for b in buttons), [str(b.label) for b in buttons]
+        pane.mode = "js"
+        await wait_for(pilot, lambda: "Msg-Id" in screen_text(app), what="the js fields again")
+        shown = screen_text(app)
+        assert "Headers (Key:" not in shown and "Nats-Msg" not in shown
+        assert pane.query_one("#pub-headers", TextArea).placeholder == "Key: value"
+        assert pane.query_one("#pub-lastseq", Input).placeholder == "41"  # the short hint under "Last seq"
+        assert "Recent publishes (enter to recall)" in shown
+
+        app.screen.query_one("#tour").action_close()  # closed: the long labels and hints again
+        await wait_for(pilot, lambda: "Nats-Msg-Id" in screen_text(app), what="the long labels after the tour")
+        assert pane.query_one("#pub-lastseq", Input).placeholder == "e.g. 41"
+
+
+async def test_the_headers_consumer_count_is_the_users_not_the_apps_own_watchers(make_app, outside):
+    """The user made one consumer; opening KV and Objects made the header say
+    "3 cons": the panes' watches are ordered consumers of the app's own (nats-py
+    names them, on an inbox of the app's connection). The server's count has
+    them, the header counts them out."""
+    import io
+
+    js = outside.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    await js.add_consumer("ORDERS", durable_name="WORKER", ack_policy="explicit")
+    kv = await js.create_key_value(bucket="CONFIG")
+    await kv.put("region", b"us")
+    obs = await js.create_object_store("FILES")
+    await obs.put("a.txt", io.BytesIO(b"hello"))
+
+    async def server_count_reaches(n: int, pilot) -> None:
+        for _ in range(300):  # bounded: 300 x 0.05 s
+            if (await js.account_info()).consumers >= n:
+                return
+            await pilot.pause(0.05)
+        raise AssertionError(f"the server never had {n} consumers")
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await wait_for(pilot, lambda: app.header_info.usage is not None
+                       and app.header_info.usage.consumers == 1, what="the header's 1 consumer")
+        await show_tab(app, pilot, "kv")
+        app.jump_to_bucket("CONFIG")
+        await server_count_reaches(2, pilot)  # WORKER and the KV pane's watch
+        await show_tab(app, pilot, "objects")
+        await server_count_reaches(3, pilot)  # ... and the Objects pane's
+        mine = [c.name for c in await js.consumers_info("KV_CONFIG")] + [c.name for c in await js.consumers_info("OBJ_FILES")]
+        assert len(mine) >= 2  # what `nats consumer ls` says: the app's own are there
+        for _ in range(2):  # two polls of the header after the server had all three
+            seen = app.header_info.usage
+            await wait_for(pilot, lambda: app.header_info.usage is not seen, what="the header's next poll")
+        assert app.header_info.usage.consumers == 1
+        assert " 1 cons" in screen_text(app).splitlines()[1]
+
+
+def type_at_once(app, text: str) -> None:
+    """Keys as a terminal sends them when typed quickly or pasted: all in the
+    queue before the app has handled the first (Pilot.press waits for the app
+    to go idle after each key, which no typist does)."""
+    from textual import events
+
+    for ch in text:
+        key = {" ": "space", "\r": "enter"}.get(ch, ch)
+        event = events.Key(key, ch)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+@pytest.mark.parametrize("typed, shown", [("go to kv\r", "kv"), ("go to tail\r", "tail")])
+async def test_enter_typed_with_the_search_runs_what_the_search_finds(make_app, outside, typed, shown):
+    """ctrl+p, then the words and Enter in one go (as a quick typist does): Enter
+    came before the search had answered and ran the first entry of the list
+    the palette showed before ("Keys", the tour). Enter runs the search's best hit."""
+    from textual.command import CommandPalette
+
+    js = outside.jetstream()  # what the palette's search asks the server for each time
+    for i in range(5):
+        await js.add_stream(name=f"S{i}", subjects=[f"s{i}.>"])
+        await js.add_consumer(f"S{i}", durable_name="C")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+        await settle(pilot)  # the palette's unfiltered list shown
+        type_at_once(app, typed)
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette), what="the palette closed")
+        await wait_for(pilot, lambda: app.main_screen.active_area == shown, what=f"the {shown} pane shown")
+        assert app.screen is app.main_screen  # no help screen, no other dialog
+        assert not app.main_screen.query("#tour") or not app.main_screen.query_one("#tour").display
+        await wait_for(pilot, lambda: app.screen.query_one(f"#{shown}-pane").is_mounted, what="the pane mounted")
+        await settle(pilot)
+
+
+async def test_the_time_axis_beside_the_tour_has_the_width_under_the_cards(make_app, outside):
+    """Beside the tour at 80 columns the pull hand is 48 wide; side by side with
+    the cards the time axis had ~8 cells and two ticks ("|0s  |5s"). Narrow, the
+    axis goes under the cards and has the hand's width: the whole ack wait of
+    30 s, its ticks labelled, in sight."""
+    import re
+
+    from natslab.tui.widgets.timeline import TimeAxis
+
+    await orders_with_rdl(outside, ack_wait=30)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0, what="the tour open")
+        app.open_pull_hand("ORDERS", "RDL")
+        hand = app.screen.query_one(PullHand)
+        await wait_for(pilot, lambda: hand.consumer == "RDL" and hand.consumer_config is not None, what="hand on RDL")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: len(hand.query(HandCard)) == 1, what="the card in hand")
+        axis = hand.query_one(TimeAxis)
+
+        def ticks() -> list[str]:
+            lines = [line for line in screen_text(app).splitlines() if "|0s" in line]
+            return re.findall(r"\|(\d+s)", lines[0]) if lines else []
+
+        await wait_for(pilot, lambda: "30s" in ticks(), what="the ack wait's 30 s on the axis, in sight")
+        assert len(ticks()) >= 6, ticks()
+        assert axis.region.width >= 40 and hand.region.width < 50
+        # seq 1's row under the ticks: its delivery and the ack wait's bar
+        assert any(line.startswith(" seq 1    1") and "░" in line for line in screen_text(app).splitlines())
+
+
+@pytest.mark.parametrize("tab", ["tail", "kv", "objects"])
+async def test_the_tail_kv_and_objects_labels_are_whole_beside_the_tour_at_80x24(make_app, outside, tab):
+    """Beside the tour at 80 columns: Tail's fields read "Subjec Fil Kee" beside
+    its three buttons, and the status lines of Tail, KV and Objects and Objects'
+    "Local f" / "Obje" were cut. Narrow, Tail's buttons go under its fields and
+    the labels say it shorter; without the tour the long ones are as they were."""
+    from textual.widgets import Button, Label, Static
+
+    from natslab.tui.widgets.fit_label import FitLabel
+
+    js = outside.jetstream()
+    kv = await js.create_key_value(bucket="CONFIG")
+    await kv.put("region", b"us")
+    await js.create_object_store("FILES")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, tab)
+        pane = app.screen.query_one(f"#{tab}-pane")
+        fitted = [w for w in pane.query(FitLabel)]
+        long_forms = [w.texts[0] for w in fitted]
+        await wait_for(pilot, lambda: all(t in screen_text(app) for t in long_forms if len(t) <= 78),
+                       what="the long labels, 80 wide")
+
+        def whole() -> bool:
+            shown = screen_text(app)
+            # (KV's key editor beside its tables is 8 columns beside the tour: only its status line here;
+            # Objects' "Delete store" in its 16-column store column is still cut, see docs/walkthrough.md)
+            labels = ([str(pane.query_one("#kv-status").render())] if tab == "kv" else
+                      [str(w.render()) for w in pane.query(Static) if isinstance(w, (Label, FitLabel)) and w.region.width])
+            buttons = [str(b.label) for b in pane.query(Button)
+                       if b.region.width and tab != "kv" and b.id != "obj-drop"]
+            return all(t in shown for t in labels + buttons if t and "\n" not in t)
+
+        app.action_tour()
+        await wait_for(pilot, lambda: app.screen.query_one("#tour").region.width > 0
+                       and pane.region.width < 50, what="the tour open, the pane beside it")
+        await wait_for(pilot, whole, what=f"every label of {tab} whole beside the tour")
+        if tab == "tail":
+            assert app.screen.query_one("#tail-bar").has_class("-stacked")
+            assert "Keep lines" in screen_text(app)

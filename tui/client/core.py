@@ -9,6 +9,8 @@ import logging
 import secrets
 import time
 from collections import deque
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -57,6 +59,12 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
         # the server's recent -ERRs to this connection (a denied publish is
         # only ever said this way): (monotonic time, text), newest last
         self.server_errors: deque = server_errors if server_errors is not None else deque(maxlen=SERVER_ERRORS_KEPT)
+        # the streams the app has put consumers of its own on: the ordered consumers
+        # nats-py makes for the KV and Objects panes' watches, object lists and gets
+        # (own_consumers counts them out of the header's figure), and how many of
+        # its watches are running on each
+        self.own_consumer_streams: set[str] = set()
+        self._own_watches: dict[str, int] = {}
 
     # ---- connection -------------------------------------------------
     @classmethod
@@ -200,7 +208,48 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
 
     # ---- account ----------------------------------------------------
     async def account_usage(self) -> AccountUsage:
-        return AccountUsage.from_json(await self._api("INFO"))
+        """The account's usage, its consumers the user's: the app's own are counted out."""
+        usage = AccountUsage.from_json(await self._api("INFO"))
+        if not self.own_consumer_streams:
+            return usage
+        return replace(usage, consumers=max(0, usage.consumers - await self.own_consumers()))
+
+    @contextmanager
+    def own_consumer(self, stream: str):
+        """Around a watch of the app's own on ``stream`` (it holds a consumer while it runs)."""
+        self.own_consumer_streams.add(stream)
+        self._own_watches[stream] = self._own_watches.get(stream, 0) + 1
+        try:
+            yield
+        finally:
+            self._own_watches[stream] -= 1
+
+    async def own_consumers(self) -> int:
+        """How many consumers the app has of its own now. nats-py's ordered
+        consumers have names nobody chooses, but each delivers to an inbox of
+        this connection (``inbox_prefix``), which no other program's does; one
+        that stopped stays until the server drops it (5 s), and is counted till then."""
+        mine = 0
+        for stream in sorted(self.own_consumer_streams):
+            try:
+                found = await self._own_on(stream)
+            except NatsError:
+                found = 0  # the stream went (or the list failed): nothing of ours to count there
+            if not found and not self._own_watches.get(stream):
+                self.own_consumer_streams.discard(stream)
+            mine += found
+        return mine
+
+    async def _own_on(self, stream: str) -> int:
+        found, offset = 0, 0
+        prefix = self.inbox_prefix + "."
+        while True:
+            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset}, timeout=self.LIST_TIMEOUT)
+            page = resp.get("consumers") or []
+            found += sum(1 for c in page if str((c.get("config") or {}).get("deliver_subject") or "").startswith(prefix))
+            offset += len(page)
+            if not page or offset >= resp.get("total", 0):
+                return found
 
     # ---- streams ----------------------------------------------------
     # On a cluster the meta leader gathers a list from every stream's leader

@@ -104,10 +104,11 @@ class KvMixin:
     async def kv_watch(self, bucket: str) -> AsyncIterator[KvEntry]:
         """Every change to the bucket from now on (by anyone); runs until cancelled."""
         kv = await self._call(self.js.key_value(bucket))
-        watcher = await self._call(kv.watchall(include_history=False))
-        try:
-            async for entry in watcher:
-                if entry is not None:
-                    yield KvEntry.from_nats(entry)
-        finally:
-            await quietly(watcher.stop(), f"stop the watch of bucket {bucket}")
+        with self.own_consumer(f"KV_{bucket}"):  # the header counts the watch's consumer out
+            watcher = await self._call(kv.watchall(include_history=False))
+            try:
+                async for entry in watcher:
+                    if entry is not None:
+                        yield KvEntry.from_nats(entry)
+            finally:
+                await quietly(watcher.stop(), f"stop the watch of bucket {bucket}")

@@ -84,7 +84,8 @@ class ObjectsMixin:
 
         obs = await self._call(self.js.object_store(store))
         try:
-            infos = await obs.list(ignore_deletes=True)
+            with self.own_consumer(f"OBJ_{store}"):  # the header counts the list's consumer out
+                infos = await obs.list(ignore_deletes=True)
         except NotFoundError:
             return []
         except Exception as exc:
@@ -99,7 +100,8 @@ class ObjectsMixin:
     async def get_object(self, store: str, name: str, writer: CountingWriter) -> ObjectSummary:
         """Write the object into ``writer``; nats-py checks the SHA-256 digest."""
         obs = await self._call(self.js.object_store(store))
-        result = await self._call(obs.get(name, writeinto=writer))
+        with self.own_consumer(f"OBJ_{store}"):  # the header counts the get's consumer out
+            result = await self._call(obs.get(name, writeinto=writer))
         return ObjectSummary.from_info(result.info)
 
     async def delete_object(self, store: str, name: str) -> None:
@@ -109,13 +111,14 @@ class ObjectsMixin:
 
     async def watch_objects(self, store: str) -> AsyncIterator[ObjectSummary]:
         obs = await self._call(self.js.object_store(store))
-        watcher = await self._call(obs.watch(include_history=False))
-        try:
-            async for info in watcher:
-                if info is not None:
-                    yield ObjectSummary.from_info(info)
-        finally:
-            await quietly(watcher.stop(), f"stop the watch of object store {store}")
+        with self.own_consumer(f"OBJ_{store}"):  # the header counts the watch's consumer out
+            watcher = await self._call(obs.watch(include_history=False))
+            try:
+                async for info in watcher:
+                    if info is not None:
+                        yield ObjectSummary.from_info(info)
+            finally:
+                await quietly(watcher.stop(), f"stop the watch of object store {store}")
 
 
 async def _raise(exc: Exception):

@@ -38,6 +38,8 @@ class HeaderInfo:
     server_name: str = ""  # on a cluster: the node the client is on
     cluster: str = ""
     meta_leader: str = ""  # the JetStream meta leader (from /jsz), "?" when not known
+    # the poll after it was read failed (its node may be the one that died): not current
+    meta_leader_stale: bool = False
     domain: str = ""
     tls: str = ""  # "TLS 1.3" when the connection is encrypted
     account: str = ""  # the account the credentials are in ($SYS.REQ.USER.INFO)
@@ -128,6 +130,9 @@ class StatusHeader(Static):
             line2.append(([f"   account {info.account}", f"  acct {info.account}"], "bold", 1))
         if info.meta_leader == "?":  # only the monitoring port's /jsz names it: say how to get it
             line2.append((["   meta leader ? (no /jsz: --monitor URL)", "   meta leader ?", "  leader ?"], "bold", 1))
+        elif info.meta_leader and info.meta_leader_stale:
+            line2.append(([f"   meta leader {info.meta_leader}? (not confirmed)", f"   meta leader {info.meta_leader}?",
+                           f"  leader {info.meta_leader}?"], "dim", 1))
         elif info.meta_leader:
             line2.append(([f"   meta leader {info.meta_leader}", f"  leader {info.meta_leader}"], "bold", 1))
         if info.detail:

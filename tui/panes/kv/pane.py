@@ -20,6 +20,7 @@ from ...client.kv import BucketSummary, KvEntry
 from ...format import fmt_bytes, fmt_duration, parse_int, render_payload
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
+from ...widgets.fit_label import FitLabel
 from ..base import LivePane
 from .form import BucketForm
 
@@ -69,8 +70,14 @@ class KvPane(LivePane):
         self.mode = "text"
 
     def compose(self) -> ComposeResult:
-        yield Label("Key-value — ctrl+t text/JSON/hex · read-only" if self.read_only else
-                    "Key-value — n new bucket · ctrl+s put key · ctrl+d delete bucket · ctrl+t text/JSON/hex", classes="pane-status", id="kv-status")
+        # beside the tour at 80 columns the pane is ~48 wide: the line says it shorter there
+        if self.read_only:
+            yield FitLabel("Key-value — ctrl+t text/JSON/hex · read-only", "Key-value — ^t view · read-only",
+                           classes="pane-status", id="kv-status")
+        else:
+            yield FitLabel("Key-value — n new bucket · ctrl+s put key · ctrl+d delete bucket · ctrl+t text/JSON/hex",
+                           "Key-value — n new · ^s put · ^d delete · ^t view",
+                           "KV — n new · ^s put · ^d delete · ^t view", classes="pane-status", id="kv-status")
         with Horizontal(id="kv-body"):
             with Vertical(id="kv-left"):
                 yield LiveTable([("Bucket", "name"), ("Values", "values"), ("History", "history"), ("TTL", "ttl"), ("Size", "bytes")], id="kv-buckets")
@@ -95,7 +102,9 @@ class KvPane(LivePane):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self._history_columns(self.query_one("#kv-history", DataTable))
+        # (results, not query_one: an app quitting while the pane mounts has removed it already)
+        for table in self.query("#kv-history").results(DataTable):
+            self._history_columns(table)
 
     @staticmethod
     def _history_columns(history: DataTable) -> None:
@@ -112,7 +121,7 @@ class KvPane(LivePane):
     @on(Buckets)
     def show_buckets(self, event: Buckets) -> None:
         if event.error:
-            self.query_one("#kv-status", Label).update(f"Key-value — {event.error}")
+            self.query_one("#kv-status", FitLabel).set_texts(f"Key-value — {event.error}")
             return
         self.buckets = {b.name: b for b in sorted(event.buckets, key=lambda b: b.name)}
         self.query_one("#kv-buckets", LiveTable).sync({

@@ -20,6 +20,7 @@ from ...client.objects import CountingReader, CountingWriter, ObjectSummary, Sto
 from ...format import fmt_bytes
 from ...widgets.confirm import ConfirmDialog
 from ...widgets.live_table import LiveTable
+from ...widgets.fit_label import FitLabel
 from ..base import LivePane
 
 
@@ -60,8 +61,13 @@ class ObjectsPane(LivePane):
         self._transfer: CountingReader | CountingWriter | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("Object stores — get an object into a file (digest checked) · read-only" if self.read_only else
-                    "Object stores — n new store · p put a file · get it back (digest checked)", classes="pane-status", id="obj-status")
+        # beside the tour at 80 columns the pane is ~48 wide: its labels say it shorter there
+        if self.read_only:
+            yield FitLabel("Object stores — get an object into a file (digest checked) · read-only",
+                           "Objects — get one into a file · read-only", classes="pane-status", id="obj-status")
+        else:
+            yield FitLabel("Object stores — n new store · p put a file · get it back (digest checked)",
+                           "Objects — n new store · p put a file · get it", classes="pane-status", id="obj-status")
         with Horizontal(id="obj-body"):
             with Vertical(id="obj-left"):
                 yield LiveTable([("Store", "name"), ("Size", "bytes"), ("Storage", "storage")], id="obj-stores")
@@ -76,10 +82,10 @@ class ObjectsPane(LivePane):
                 yield LiveTable([("Object", "name"), ("Size", "size"), ("Chunks", "chunks"), ("Digest", "digest"), ("Modified", "mtime")], id="obj-list")
                 with Horizontal(classes="form-row"):
                     with Vertical(classes="cell wide"):
-                        yield Label("Local file (put/get)")
+                        yield FitLabel("Local file (put/get)", "File (put/get)", "File")
                         yield Input(placeholder="e.g. ./report.pdf", id="obj-path")
                     with Vertical(classes="cell"):
-                        yield Label("Object name")
+                        yield FitLabel("Object name", "Name")
                         yield Input(id="obj-name")
                     yield Button("Put", id="obj-put")
                     yield Button("Get", id="obj-get")

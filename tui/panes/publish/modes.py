@@ -28,17 +28,23 @@ MODES = (
 )
 MODE_VALUES = tuple(value for value, _ in MODES)
 
+# the payload's label in each mode, longest first: beside the tour at 80 columns
+# the payload cell is ~28 wide and shows the first that fits (widgets/fit_label.py)
 PAYLOAD_LABELS = {
-    "js": "Payload — {{n}} and {{time}} are filled per message",
-    "core": "Payload — {{n}} and {{time}} are filled per message",
-    "batch": "Payload — one message per line, or N copies of it",
-    "counter": "Payload",
-    "schedule": "Payload — what the target gets each time it fires",
+    "js": ("Payload — {{n}} and {{time}} are filled per message", "Payload — {{n}}, {{time}} filled",
+           "Payload ({{n}}, {{time}})", "Payload"),
+    "core": ("Payload — {{n}} and {{time}} are filled per message", "Payload — {{n}}, {{time}} filled",
+             "Payload ({{n}}, {{time}})", "Payload"),
+    "batch": ("Payload — one message per line, or N copies of it", "Payload — a message per line",
+              "Payload (one per line)", "Payload"),
+    "counter": ("Payload",),
+    "schedule": ("Payload — what the target gets each time it fires", "Payload — what the target gets",
+                 "Payload (the target's)", "Payload"),
 }
 
 # The mode fields of the third row: (id, label, placeholder, modes it shows in).
 FIELDS = (
-    ("pub-msgid", "Nats-Msg-Id", "e.g. order-17", ("js", "core", "batch", "counter")),
+    ("pub-msgid", "Nats-Msg-Id", "e.g. order-7", ("js", "core", "batch", "counter")),
     # (the expectations as a sentence, "last seq is 41": short enough for a cell at 80 columns)
     ("pub-lastseq", "Last seq is", "e.g. 41", ("js", "core", "batch")),
     ("pub-stream", "Stream is", "e.g. ORDERS", ("js", "core")),
@@ -52,6 +58,20 @@ FIELDS = (
     ("pub-sched-ttl", "TTL of each", "none", ("schedule",)),
     ("pub-tz", "Time zone", "UTC (cron)", ("schedule",)),
 )
+# Beside the tour at 80 columns a third-row cell is ~8 wide ("Nats-Msg", "Rate msg/"
+# were cut): there the label and the placeholder say it shorter (the tooltip keeps the rest).
+SHORT_FIELDS = {
+    "pub-msgid": ("Msg-Id", "ord-17"),
+    "pub-lastseq": ("Last seq", "41"),
+    "pub-stream": ("Stream", "ORDERS"),
+    "pub-count": ("Repeat", "once"),
+    "pub-rate": ("Rate/s", "max"),
+    "pub-batch-count": ("Msgs N", "1/line"),
+    "pub-incr": ("Incr", "+1"),
+    "pub-target": ("Target", "o.due"),
+    "pub-sched-ttl": ("TTL", "none"),
+    "pub-tz": ("TZ", "UTC"),
+}
 WIDE_FIELDS = frozenset({"pub-sched"})
 # the field a refusal is about, by the server's err_code
 REFUSAL_FIELD = {10171: "pub-incr", 10189: "pub-sched", 10190: "pub-target", 10191: "pub-sched-ttl",

@@ -28,9 +28,10 @@ from textual.widgets.option_list import Option
 
 from ...client import NatsError, subject_error
 from ...format import parse_int
+from ...widgets.fit_label import FitLabel
 from ..base import WritesGuard, is_showing
 from . import answers
-from .modes import (FIELDS, MODE_VALUES, MODES, PAYLOAD_LABELS, REFUSAL_FIELD, WIDE_FIELDS, BatchRequest,
+from .modes import (FIELDS, MODE_VALUES, MODES, PAYLOAD_LABELS, REFUSAL_FIELD, SHORT_FIELDS, WIDE_FIELDS, BatchRequest,
                     CounterRequest, ScheduleRequest, code_for, read_batch, read_counter, read_schedule)
 from .parse import parse_headers, render_template
 
@@ -120,29 +121,35 @@ class PublishPane(WritesGuard, Vertical):
     mode: reactive[str] = reactive("js", init=False)
 
     def compose(self) -> ComposeResult:
-        yield Label("Publish — read-only: nothing is sent · ctrl+t trace only · ctrl+y copy as code · ctrl+l clear"
-                    if self.read_only else
-                    "Publish — ctrl+s publish · ctrl+o mode · ctrl+x cancel · ctrl+y copy as code · ctrl+l clear",
-                    classes="pane-status")
+        # beside the tour at 80 columns the pane is ~48 wide: its labels say it shorter there
+        if self.read_only:
+            yield FitLabel("Publish — read-only: nothing is sent · ctrl+t trace only · ctrl+y copy as code · ctrl+l clear",
+                           "Publish · read-only: nothing is sent · ^t trace · ^y code · ^l clear",
+                           "Publish · read-only · ^t trace · ^y code", classes="pane-status")
+        else:
+            yield FitLabel("Publish — ctrl+s publish · ctrl+o mode · ctrl+x cancel · ctrl+y copy as code · ctrl+l clear",
+                           "Publish — ^s publish · ^o mode · ^x cancel · ^y code · ^l clear",
+                           "Publish — ^s publish · ^o mode · ^y code", classes="pane-status")
         with Horizontal(id="pub-row1", classes="form-row"):
             with Vertical(classes="cell wide"):
                 yield Label("Subject")
                 yield Input(placeholder="e.g. orders.new", id="pub-subject")
                 yield Static("", id="pub-subject-error", classes="inline-error")
-            with Vertical(classes="cell"):
+            with Vertical(classes="cell", id="pub-mode-cell"):  # as wide as "JetStream (PubAck) ▼"
                 yield Label("Mode")
                 yield Select([(label, value) for value, label in MODES], value="js", allow_blank=False, id="pub-mode",
                              compact=True)  # one line, as the subject beside it
         with Horizontal(id="pub-row2", classes="form-row"):
             with Vertical(classes="cell"):
-                yield Label("Headers (Key: value)")
+                # narrow, the format moves into the empty field ("Headers (Key:" was cut)
+                yield FitLabel("Headers (Key: value)", "Headers", on_fit=self._headers_label_fit)
                 yield TextArea(id="pub-headers", soft_wrap=False)
                 yield Static("", id="pub-headers-error", classes="inline-error")
             with Vertical(classes="cell wide", id="pub-payload-cell"):
-                yield Label(PAYLOAD_LABELS["js"], id="pub-payload-label")
+                yield FitLabel(*PAYLOAD_LABELS["js"], id="pub-payload-label")
                 yield TextArea(id="pub-payload")
             with Vertical(classes="cell wide", id="pub-counter-note"):
-                yield Label("An increment carries no payload")
+                yield FitLabel("An increment carries no payload", "No payload: an increment")
                 yield Static("The stream adds the increment to the subject's total, stores the new total as "
                              "the message and answers with it. Increments are whole numbers of any size: "
                              "+1, -5, 1000000000000.", classes="note")
@@ -151,7 +158,9 @@ class PublishPane(WritesGuard, Vertical):
                 classes = " ".join(["cell", "mode-cell", *(f"for-{m}" for m in modes)]
                                    + (["wide"] if field_id in WIDE_FIELDS else []))
                 with Vertical(classes=classes):
-                    yield Label(label)
+                    short = SHORT_FIELDS.get(field_id)
+                    yield FitLabel(label, *short[:1] if short else (),
+                                   on_fit=self._field_label_fit(field_id, label, hint))
                     yield Input(placeholder=hint, id=field_id, tooltip=FIELD_TIPS.get(field_id))
                     yield Static("", id=f"{field_id}-error", classes="inline-error")
         with Horizontal(id="pub-actions"):
@@ -190,10 +199,28 @@ class PublishPane(WritesGuard, Vertical):
         if focused is not None and self in focused.ancestors and not is_showing(focused):
             # the field with the focus went with the old mode: keep typing in the form
             self.query_one("#pub-subject", Input).focus()
-        self.query_one("#pub-payload-label", Label).update(PAYLOAD_LABELS[mode])
+        self.query_one("#pub-payload-label", FitLabel).set_texts(*PAYLOAD_LABELS[mode])
         select = self.query_one("#pub-mode", Select)
         if select.value != mode:
             select.value = mode
+
+    def _headers_label_fit(self, text: str) -> None:
+        self.query_one("#pub-headers", TextArea).placeholder = "" if "value" in text else "Key: value"
+
+    def _field_label_fit(self, field_id: str, label: str, hint: str):
+        """The placeholder follows its label: the short one under the short label."""
+        short_hint = SHORT_FIELDS.get(field_id, ("", hint))[1]
+
+        def fit(text: str) -> None:
+            for box in self.query(f"#{field_id}").results(Input):
+                box.placeholder = hint if text == label else short_hint
+        return fit
+
+    def on_resize(self) -> None:
+        # four buttons in ~46 columns: "Clear payload" says "Clear", the gaps are 1
+        narrow = self.size.width < 60
+        self.query_one("#pub-actions").set_class(narrow, "-narrow")
+        self.query_one("#pub-clear", Button).label = "Clear" if narrow else "Clear payload"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "trace" and self.mode not in PLAIN_MODES:

@@ -88,6 +88,13 @@ class PullHand(WritesGuard, Vertical):
         self.disable_writes()
         self.set_status("")
 
+    STACK_BELOW = 60  # columns: narrower, the time axis goes under the cards
+
+    def on_resize(self, event) -> None:
+        # beside the tour at 80 columns the hand is ~48 wide: side by side the axis
+        # had ~8 cells ("|0s  |5s"); under the cards it has the whole width
+        self.query_one("#pull-body").set_class(event.size.width < self.STACK_BELOW, "-stacked")
+
     # ---- the timeline on a time axis (widgets/timeline.py) -------------------
     def _axis_events(self) -> Scene | None:
         """What the time axis draws: the chip timeline's consumer and events,

@@ -21,6 +21,7 @@ from textual.widgets import Button, Input, Label, RichLog
 
 from ...client import NatsError, subject_error
 from ...format import parse_int
+from ...widgets.fit_label import FitLabel
 
 DEFAULT_CAP = 1000
 log = logging.getLogger(__name__)
@@ -60,27 +61,36 @@ class TailPane(Vertical):
         self.hidden = 0
 
     def compose(self) -> ComposeResult:
-        yield Label("Live tail — subscribe to a subject or a wildcard (orders.>) · ctrl+space pause · ctrl+l clear · ctrl+o own traffic", classes="pane-status", id="tail-status")
+        # beside the tour at 80 columns the pane is ~48 wide: the line says it shorter there
+        yield FitLabel("Live tail — subscribe to a subject or a wildcard (orders.>) · ctrl+space pause · ctrl+l clear · ctrl+o own traffic",
+                       "Live tail — a subject or a wildcard · ^space pause · ^l clear · ^o own",
+                       "Live tail — ^space pause · ^l clear · ^o own", classes="pane-status", id="tail-status")
+        # narrow (on_resize), the buttons go under the fields: beside them the fields were "Subjec Fil Kee"
         with Horizontal(classes="form-row", id="tail-bar"):
-            with Vertical(classes="cell wide"):
-                yield Label("Subject")
-                yield Input(placeholder="e.g. orders.>", id="tail-subject")
-                yield Label("", id="tail-subject-error", classes="inline-error")
-            with Vertical(classes="cell"):
-                yield Label("Filter")  # (what it matches is the placeholder: the label fits a cell at any width)
-                yield Input(placeholder="any text", id="tail-filter",
-                            tooltip="only messages whose subject or payload contains this text")
-            with Vertical(classes="cell"):
-                yield Label("Keep lines")
-                yield Input(str(DEFAULT_CAP), id="tail-cap")
-                yield Label("", id="tail-cap-error", classes="inline-error")
-            yield Button("Subscribe", id="tail-go", variant="primary")
-            yield Button("Pause", id="tail-pause")
-            yield Button("Own: hidden", id="tail-own")
+            with Horizontal(id="tail-fields"):
+                with Vertical(classes="cell wide"):
+                    yield Label("Subject")
+                    yield Input(placeholder="e.g. orders.>", id="tail-subject")
+                    yield Label("", id="tail-subject-error", classes="inline-error")
+                with Vertical(classes="cell"):
+                    yield Label("Filter")  # (what it matches is the placeholder: the label fits a cell at any width)
+                    yield Input(placeholder="any text", id="tail-filter",
+                                tooltip="only messages whose subject or payload contains this text")
+                with Vertical(classes="cell"):
+                    yield Label("Keep lines")
+                    yield Input(str(DEFAULT_CAP), id="tail-cap")
+                    yield Label("", id="tail-cap-error", classes="inline-error")
+            with Horizontal(id="tail-buttons"):
+                yield Button("Subscribe", id="tail-go", variant="primary")
+                yield Button("Pause", id="tail-pause")
+                yield Button("Own: hidden", id="tail-own")
         yield RichLog(id="tail-log", max_lines=DEFAULT_CAP, wrap=False, markup=False, highlight=False)
 
     def on_mount(self) -> None:
         self.set_interval(0.1, self._drain)
+
+    def on_resize(self, event) -> None:
+        self.query_one("#tail-bar").set_class(event.size.width < 60, "-stacked")
 
     def _error(self, field: str, message: str | None) -> None:
         box = self.query_one(f"#{field}-error", Label)
@@ -149,12 +159,12 @@ class TailPane(Vertical):
 
     def _status(self) -> None:
         state = "paused" if self.paused else "live"
-        self.query_one("#tail-status", Label).update(
-            f"Tailing {self.subject} — {state} · {self.received} received"
-            + (f" · {len(self.buffer)} waiting" if self.paused else "")
-            + (f" · {self.hidden} of natslab's own hidden" if self.hide_own and self.hidden else "")
-            + " · ctrl+space pause · ctrl+l clear · ctrl+o own traffic"
-        )
+        said = (f"Tailing {self.subject} — {state} · {self.received} received"
+                + (f" · {len(self.buffer)} waiting" if self.paused else "")
+                + (f" · {self.hidden} of natslab's own hidden" if self.hide_own and self.hidden else ""))
+        self.query_one("#tail-status", FitLabel).set_texts(
+            said + " · ctrl+space pause · ctrl+l clear · ctrl+o own traffic",
+            said + " · ^space pause · ^l clear · ^o own", said + " · ^space pause", said)
 
     def _drain(self) -> None:
         if not self.subject:
