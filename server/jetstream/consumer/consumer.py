@@ -245,13 +245,19 @@ class Consumer:
         return seq
 
     # -- ephemeral / inactive clean-up ----------------------------------------------------
-    def check_inactive(self) -> None:
-        """(Re)arm the inactivity timer when the consumer has no interest."""
+    def check_inactive(self, activity: bool = False) -> None:
+        """Arm the inactivity timer when the consumer has no interest, cancel
+        it when it has. An armed timer keeps counting from when the interest
+        went unless ``activity`` (a pull request) restarts it: every delivery
+        pass asks again, and re-arming on each (a stressed run's) kept an idle
+        ephemeral consumer alive for good."""
         thr = self.config.get("inactive_threshold") or 0
         if self.closed or not thr:
             return
         idle = (not self.delivery.push_active) if not self.is_pull else not self.pulls.waiting
         if self._inactive_timer:
+            if idle and not activity:
+                return
             self._inactive_timer.cancel()
             self._inactive_timer = None
         if idle:

@@ -195,7 +195,7 @@ class PullQueue:
 
     def _touch_pull(self) -> None:
         if self.c.config.get("inactive_threshold"):
-            self.c.check_inactive()
+            self.c.check_inactive(activity=True)
 
     # -- pinned_client priority -------------------------------------------------------------
     @property
