@@ -1172,27 +1172,17 @@ def go_value(v) -> str:
     return str(v)
 
 
+_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r",
+               "\a": "\\a", "\b": "\\b", "\f": "\\f", "\v": "\\v"}
+
+
 def go_quote(s: str) -> str:
     """Go's %q of a string (strconv.Quote)."""
     out = []
     for ch in s:
         o = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\a":
-            out.append("\\a")
-        elif ch == "\b":
-            out.append("\\b")
-        elif ch == "\f":
-            out.append("\\f")
-        elif ch == "\v":
-            out.append("\\v")
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
         elif o < 0x20 or o == 0x7F:
             out.append(f"\\x{o:02x}")
         elif o >= 0x80 and not ch.isprintable():
