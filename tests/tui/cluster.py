@@ -5,7 +5,9 @@ kill one node (SIGKILL) and start it again."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
+import urllib.request
 import signal
 import subprocess
 import time
@@ -90,10 +92,27 @@ class Cluster:
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if asyncio.run(probe()):
+            if asyncio.run(probe()) and self._meta_group_whole():
                 return
             time.sleep(0.2)
-        raise RuntimeError("the cluster elected no JetStream meta leader")
+        raise RuntimeError("the cluster elected no JetStream meta leader with every node current in its group")
+
+    def _meta_group_whole(self) -> bool:
+        """The leader's /jsz counts every other running node as a current
+        replica: a node killed before it joined the meta group would leave the
+        rest without a quorum (a stressed run: no new leader within 45 s)."""
+        running = [n for n in self.nodes if n.proc is not None]
+        for node in running:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{node.http_port}/jsz", timeout=2) as r:
+                    meta = json.load(r).get("meta_cluster") or {}
+            except OSError:
+                continue
+            if meta.get("leader") == node.name:
+                replicas = meta.get("replicas") or []
+                return (meta.get("cluster_size") == len(self.nodes)
+                        and sum(1 for p in replicas if p.get("current")) >= len(running) - 1)
+        return False
 
     def stop(self) -> None:
         for node in self.nodes:
