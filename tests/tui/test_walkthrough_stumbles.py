@@ -486,6 +486,38 @@ async def test_the_headers_consumer_count_is_the_users_not_the_apps_own_watchers
         assert " 1 cons" in screen_text(app).splitlines()[1]
 
 
+async def test_the_streams_and_consumers_panes_leave_out_the_apps_own_watchers(make_app, outside):
+    """The KV pane's watch is a consumer of the app's own on KV_CONFIG: the
+    header counted it out, but the Streams table said "1" in its Consumers
+    column and the Consumers pane listed it (a name nobody chose). Both show
+    the user's consumers: here one, WORKER, beside the app's watch."""
+    js = outside.jetstream()
+    kv = await js.create_key_value(bucket="CONFIG")
+    await kv.put("region", b"us")
+    await js.add_consumer("KV_CONFIG", durable_name="WORKER", ack_policy="explicit")
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await connected(app, pilot)
+        await show_tab(app, pilot, "kv")
+        app.jump_to_bucket("CONFIG")
+        for _ in range(300):  # bounded: 300 x 0.05 s; the KV pane's watch is the second
+            if len(await js.consumers_info("KV_CONFIG")) >= 2:
+                break
+            await pilot.pause(0.05)
+        assert len(await js.consumers_info("KV_CONFIG")) == 2  # what `nats consumer ls` says
+        app.jump_to_stream("KV_CONFIG")
+        streams = app.screen.query_one("StreamsPane")
+        seen = streams.streams.get("KV_CONFIG")
+        await wait_for(pilot, lambda: streams.streams.get("KV_CONFIG") is not seen, what="the streams' next poll")
+        seen = streams.streams.get("KV_CONFIG")
+        await wait_for(pilot, lambda: streams.streams.get("KV_CONFIG") is not seen, what="one more poll")
+        assert streams.streams["KV_CONFIG"].consumer_count == 1
+        app.jump_to_consumer("KV_CONFIG", "WORKER")
+        consumers = app.screen.query_one("ConsumersPane")
+        await wait_for(pilot, lambda: "WORKER" in consumers.consumers, what="WORKER listed")
+        assert list(consumers.consumers) == ["WORKER"]
+
+
 def type_at_once(app, text: str) -> None:
     """Keys as a terminal sends them when typed quickly or pasted: all in the
     queue before the app has handled the first (Pilot.press waits for the app

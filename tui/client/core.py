@@ -240,13 +240,16 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
             mine += found
         return mine
 
+    def _is_own(self, consumer: dict) -> bool:
+        """A consumer of the app's own: it delivers to an inbox of this connection."""
+        return str((consumer.get("config") or {}).get("deliver_subject") or "").startswith(self.inbox_prefix + ".")
+
     async def _own_on(self, stream: str) -> int:
         found, offset = 0, 0
-        prefix = self.inbox_prefix + "."
         while True:
             resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset}, timeout=self.LIST_TIMEOUT)
             page = resp.get("consumers") or []
-            found += sum(1 for c in page if str((c.get("config") or {}).get("deliver_subject") or "").startswith(prefix))
+            found += sum(1 for c in page if self._is_own(c))
             offset += len(page)
             if not page or offset >= resp.get("total", 0):
                 return found
@@ -270,11 +273,21 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
             offset += len(page)
             if not page or offset >= resp.get("total", 0):
                 listed = {s.name for s in streams}
-                return streams + [StreamSummary.unreachable(name, why)
-                                  for name, why in unreachable.items() if name not in listed]
+                return [await self._users_count(s) for s in streams] + [
+                    StreamSummary.unreachable(name, why) for name, why in unreachable.items() if name not in listed]
 
     async def stream_info(self, name: str) -> StreamSummary:
-        return StreamSummary.from_json(await self._api(f"STREAM.INFO.{name}"))
+        return await self._users_count(StreamSummary.from_json(await self._api(f"STREAM.INFO.{name}")))
+
+    async def _users_count(self, stream: StreamSummary) -> StreamSummary:
+        """The stream's consumer count without the app's own (a KV or object watch)."""
+        if stream.name not in self.own_consumer_streams or not stream.consumer_count:
+            return stream
+        try:
+            mine = await self._own_on(stream.name)
+        except NatsError:
+            return stream
+        return replace(stream, consumer_count=max(0, stream.consumer_count - mine)) if mine else stream
 
     async def create_stream(self, config: dict) -> StreamSummary:
         return StreamSummary.from_json(await self._api(f"STREAM.CREATE.{config['name']}", config))
@@ -322,7 +335,7 @@ class NatsClient(PullMixin, KvMixin, ObjectsMixin, TraceMixin, PublishFeaturesMi
         while True:
             resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset}, timeout=self.LIST_TIMEOUT)
             page = resp.get("consumers") or []
-            consumers.extend(ConsumerSummary.from_json(c) for c in page)
+            consumers.extend(ConsumerSummary.from_json(c) for c in page if not self._is_own(c))
             offset += len(page)
             if not page or offset >= resp.get("total", 0):
                 return consumers
